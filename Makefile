@@ -1,0 +1,76 @@
+# hydra: build, test, bench.  `make deps` once (as root), then `make`, `make test`.
+# MODE selects the flags: release (default), asan, bench. One build dir per MODE.
+MODE ?= release
+PKGS := lua5.4 yaml-0.1 hdf5 openblas zlib freetype2 libpng
+# Debian packages hydra needs (make deps installs the missing ones).
+DEB_PKGS := build-essential pkg-config liblua5.4-dev libopenblas-dev libhdf5-dev hdf5-tools \
+            libyaml-dev zlib1g-dev libfreetype-dev libpng-dev gnuplot-nox fonts-dejavu-core \
+            fonts-freefont-ttf fonts-liberation dataset-fashion-mnist fortunes fortunes-min
+# Packages needed for a single file: the file is extracted from the downloaded .deb.
+DEB_EXTRACT := opencv-doc weka
+
+DEPS_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null | sed 's/-I/-isystem /g')
+DEPS_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
+WARN := -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+        -Wold-style-definition -Wpointer-arith -Wcast-qual -Wwrite-strings -Wundef \
+        -Wdouble-promotion -Wformat=2 -Wvla -Wconversion \
+        -Werror=implicit-function-declaration -Werror=incompatible-pointer-types
+OPT_release := -O2 -g
+OPT_asan    := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all -DHY_DEBUG
+OPT_bench   := -O3 -march=native -DNDEBUG
+ifeq ($(OPT_$(MODE)),)
+  $(error unknown MODE=$(MODE); use release, asan or bench)
+endif
+CFLAGS  := -std=c11 -fopenmp $(WARN) $(OPT_$(MODE)) $(DEPS_CFLAGS) -Icore -Ilua/bind -Itests/c -MMD -MP $(if $(WERROR),-Werror)
+LDFLAGS := -fopenmp $(filter -fsanitize=%,$(OPT_$(MODE)))
+
+# Build dir per MODE, so objects built with different flags never mix.
+B := build/$(MODE)
+CORE_O := $(patsubst %.c,$(B)/%.o,$(wildcard core/*.c))
+BIND_O := $(patsubst %.c,$(B)/%.o,$(wildcard lua/bind/*.c))
+# Shared test helpers: check.c and the naive double-precision reference kernels ref_*.c.
+TESTLIB_O := $(patsubst %.c,$(B)/%.o,tests/c/check.c $(wildcard tests/c/ref_*.c))
+# Test binaries go to $(B)/bin/, not $(B)/tests/: overlapping patterns would pick the wrong rule.
+CTESTS := $(patsubst tests/c/%.c,$(B)/bin/%,$(wildcard tests/c/test_*.c))
+HYDRA_BIN := $(B)/bin/hydra
+
+all: $(HYDRA_BIN) $(CTESTS) $(B)/libhydra.a
+ifeq ($(MODE),release)
+all: hydra
+hydra: $(HYDRA_BIN)
+	cp $< $@
+endif
+
+$(B)/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -c $< -o $@
+$(B)/libhydra.a: $(CORE_O)
+	@rm -f $@
+	$(AR) rcs $@ $^
+$(HYDRA_BIN): $(B)/lua/host/main.o $(BIND_O) $(B)/libhydra.a
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) $^ $(DEPS_LIBS) -o $@
+$(B)/bin/test_%: $(B)/tests/c/test_%.o $(TESTLIB_O) $(B)/libhydra.a
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) $^ $(DEPS_LIBS) -o $@
+
+# Tests run single-threaded with a fixed seed; tests/run.sh prints "N passed, N failed".
+TEST_ENV := OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 HYDRA_THREADS=1 HYDRA_SEED=$${HYDRA_SEED:-1234} \
+            OMP_WAIT_POLICY=passive
+test: all
+	@$(TEST_ENV) sh tests/run.sh $(B)
+asan:
+	$(MAKE) MODE=asan test
+bench:
+	$(MAKE) MODE=bench all
+	OMP_WAIT_POLICY=passive build/bench/bin/hydra run experiments/bench.lua
+demo: all
+	./hydra repro quickstart
+repro: all
+	./hydra repro all --profile paper
+deps:
+	@sh .ci/deps.sh $(DEB_PKGS) -- $(DEB_EXTRACT)
+clean:
+	rm -rf build hydra
+.PHONY: all test asan bench demo repro deps clean
+-include $(shell find build -name '*.d' 2>/dev/null)

@@ -1,0 +1,166 @@
+/* base.c: error messages (thread-local), assertions, allocation with failure injection, logging,
+ * clocks and the thread-count setting shared by OpenMP and OpenBLAS. */
+#define _POSIX_C_SOURCE 200809L
+#include "base.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+static _Thread_local char errbuf[2048];
+
+hy_status hy_fail(hy_status st, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(errbuf, sizeof errbuf, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+hy_status hy_fail_prefix(hy_status st, const char *fmt, ...) {
+    char pre[512], old[sizeof errbuf];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(pre, sizeof pre, fmt, ap);
+    va_end(ap);
+    memcpy(old, errbuf, sizeof old);
+    size_t k = strlen(pre);
+    memcpy(errbuf, pre, k);
+    errbuf[k++] = ':';
+    errbuf[k++] = ' ';
+    size_t rest = strlen(old);
+    if (rest > sizeof errbuf - k - 1) rest = sizeof errbuf - k - 1;
+    memcpy(errbuf + k, old, rest);
+    errbuf[k + rest] = '\0';
+    return st;
+}
+
+const char *hy_errmsg(void) { return errbuf; }
+void hy_clear_error(void) { errbuf[0] = '\0'; }
+
+void hy_assert_fail(const char *cond, const char *file, int line) {
+    fprintf(stderr, "hydra: internal error: %s:%d: assertion '%s' failed\n", file, line, cond);
+    fflush(stderr);
+    abort();
+}
+
+/* ===== allocation ===== */
+
+static uint64_t alloc_count;
+#ifdef HY_DEBUG
+static long long fail_at = -2; /* -2: not read yet, -1: never fail */
+static int should_fail(void) {
+    if (fail_at == -2) {
+        const char *s = getenv("HYDRA_FAIL_ALLOC");
+        fail_at = (s && *s) ? atoll(s) : -1; /* debug-only knob; a bad value disables it */
+    }
+    return fail_at >= 0 && (long long)alloc_count == fail_at;
+}
+#else
+static int should_fail(void) { return 0; }
+#endif
+
+static void *oom(size_t n) {
+    hy_fail(HY_ENOMEM, "out of memory (%zu bytes)", n);
+    return NULL;
+}
+
+void *hy_xmalloc(size_t n) {
+    alloc_count++;
+    if (should_fail()) return oom(n);
+    void *p = malloc(n ? n : 1);
+    return p ? p : oom(n);
+}
+
+void *hy_xcalloc(size_t count, size_t size) {
+    alloc_count++;
+    if (size && count > SIZE_MAX / size) return oom(SIZE_MAX);
+    if (should_fail()) return oom(count * size);
+    void *p = calloc(count ? count : 1, size ? size : 1);
+    return p ? p : oom(count * size);
+}
+
+void *hy_xmalloc_aligned(size_t n) {
+    alloc_count++;
+    size_t r = (n + 63) / 64 * 64;
+    if (r == 0) r = 64;
+    if (should_fail()) return oom(n);
+    void *p = aligned_alloc(64, r);
+    return p ? p : oom(n);
+}
+
+void *hy_xrealloc(void *p, size_t n) {
+    alloc_count++;
+    if (should_fail()) return oom(n);
+    void *q = realloc(p, n ? n : 1);
+    return q ? q : oom(n);
+}
+
+char *hy_xstrdup(const char *s) {
+    size_t n = strlen(s) + 1;
+    char *p = hy_xmalloc(n);
+    if (p) memcpy(p, s, n);
+    return p;
+}
+
+void hy_free(void *p) { free(p); }
+uint64_t hy_alloc_count(void) { return alloc_count; }
+
+/* ===== logging, clock ===== */
+
+static int log_level = -1;
+
+void hy_log(hy_log_level lv, const char *fmt, ...) {
+    if (log_level < 0) {
+        const char *s = getenv("HYDRA_LOG");
+        log_level = HY_LOG_INFO;
+        if (s && strcmp(s, "error") == 0) log_level = HY_LOG_ERROR;
+        else if (s && strcmp(s, "warn") == 0) log_level = HY_LOG_WARN;
+        else if (s && strcmp(s, "debug") == 0) log_level = HY_LOG_DEBUG;
+    }
+    if ((int)lv > log_level) return;
+    static const char *names[] = {"error", "warning", "", "debug"};
+    va_list ap;
+    va_start(ap, fmt);
+    if (lv != HY_LOG_INFO) fprintf(stderr, "hydra: %s: ", names[lv]);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+double hy_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* ===== threads ===== */
+
+void openblas_set_num_threads(int num_threads);
+static int n_threads = 1;
+
+void hy_threads_init(int n) {
+    if (n <= 0) {
+        const char *s = getenv("HYDRA_THREADS");
+        char *end = NULL;
+        long v = s ? strtol(s, &end, 10) : 0;
+        if (s && *s && end && *end == '\0' && v > 0 && v <= 1024) n = (int)v;
+        else {
+            long c = sysconf(_SC_NPROCESSORS_ONLN);
+            n = c > 0 ? (int)c : 1;
+        }
+    }
+    n_threads = n;
+#ifdef _OPENMP
+    omp_set_num_threads(n);
+#endif
+    openblas_set_num_threads(n);
+}
+
+int hy_threads(void) { return n_threads; }

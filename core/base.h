@@ -1,0 +1,62 @@
+/* base.h: status codes, the per-thread error message, HY_ASSERT, checked allocation, logging.
+ * Every core function that can fail returns hy_status and records a message with hy_fail();
+ * the caller reads it with hy_errmsg(). Bugs (broken invariants) abort via HY_ASSERT. */
+#ifndef HY_BASE_H
+#define HY_BASE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(__GNUC__)
+#define HY_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#define HY_NORETURN __attribute__((noreturn))
+#else
+#define HY_PRINTF(f, a)
+#define HY_NORETURN
+#endif
+
+#define HY_VERSION "0.1.0"
+
+typedef enum { HY_OK = 0, HY_EINVAL, HY_ENOMEM, HY_EIO, HY_ECONFIG } hy_status;
+
+/* Records a message for this thread and returns st, so callers write `return hy_fail(...)`.
+ * Message style: "module: what (values)", lowercase, no trailing period. */
+hy_status hy_fail(hy_status st, const char *fmt, ...) HY_PRINTF(2, 3);
+/* Prepends "prefix: " to the current message (adds context one level up); returns st. */
+hy_status hy_fail_prefix(hy_status st, const char *fmt, ...) HY_PRINTF(2, 3);
+/* The last message recorded on this thread; never NULL ("" when none). */
+const char *hy_errmsg(void);
+void hy_clear_error(void);
+
+#define HY_TRY(expr) do { hy_status st_ = (expr); if (st_ != HY_OK) return st_; } while (0)
+
+/* Always-on check for internal invariants; prints file:line and aborts. Never for user input. */
+#define HY_ASSERT(cond) \
+    do { if (!(cond)) hy_assert_fail(#cond, __FILE__, __LINE__); } while (0)
+HY_NORETURN void hy_assert_fail(const char *cond, const char *file, int line);
+
+/* Allocation. Every core allocation goes through these. On failure they return NULL and record
+ * "out of memory (N bytes)"; under HY_DEBUG, HYDRA_FAIL_ALLOC=N makes the Nth call fail.
+ * hy_xmalloc_aligned returns 64-byte aligned memory; free both with hy_free (NULL is fine). */
+void *hy_xmalloc(size_t n);
+void *hy_xcalloc(size_t count, size_t size);
+void *hy_xmalloc_aligned(size_t n);
+void *hy_xrealloc(void *p, size_t n);
+char *hy_xstrdup(const char *s);
+void hy_free(void *p);
+/* Number of allocations made through hy_x* so far (used by failure-injection tests). */
+uint64_t hy_alloc_count(void);
+
+/* Logging to stderr; level from HYDRA_LOG (error, warn, info, debug; default info). */
+typedef enum { HY_LOG_ERROR = 0, HY_LOG_WARN, HY_LOG_INFO, HY_LOG_DEBUG } hy_log_level;
+void hy_log(hy_log_level lv, const char *fmt, ...) HY_PRINTF(2, 3);
+
+/* Monotonic wall-clock time in seconds. */
+double hy_now(void);
+
+/* Threads: hy_threads_init sets OpenMP and OpenBLAS thread counts once (n <= 0: HYDRA_THREADS,
+ * else the number of cores); hy_threads() returns the count in force. */
+void hy_threads_init(int n);
+int hy_threads(void);
+
+#endif

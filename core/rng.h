@@ -1,0 +1,34 @@
+/* rng.h: the only source of randomness in hydra. xoshiro256** seeded through SplitMix64.
+ * Same seed => same stream on every machine (integer arithmetic only; the float and normal
+ * draws are derived from the integers with exactly rounded operations).
+ * Splitting: hy_rng_split(parent, key) derives an independent child from the parent's *seed key*
+ * and `key`, without consuming the parent, so per-member / per-epoch streams do not depend on
+ * how much the parent has been used. */
+#ifndef HY_RNG_H
+#define HY_RNG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct hy_rng {
+    uint64_t s[4];
+    uint64_t key;     /* the seed key this generator was made from (for splitting) */
+} hy_rng;
+
+void hy_rng_seed(hy_rng *r, uint64_t seed);
+/* A child generator for stream `key`; the parent is not advanced. */
+hy_rng hy_rng_split(const hy_rng *parent, uint64_t key);
+uint64_t hy_rng_u64(hy_rng *r);
+/* Uniform in [0, 1) with 24 (float) or 53 (double) random bits. */
+float hy_rng_uniform(hy_rng *r);
+double hy_rng_double(hy_rng *r);
+/* Uniform integer in [0, n), unbiased (Lemire's method); n > 0. */
+uint64_t hy_rng_below(hy_rng *r, uint64_t n);
+/* Standard normal (Box-Muller on double draws). */
+double hy_rng_normal(hy_rng *r);
+/* Fisher-Yates shuffle of an index array. */
+void hy_rng_shuffle(hy_rng *r, int64_t *idx, size_t n);
+/* A stable 64-bit hash of bytes (FNV-1a folded through SplitMix64); used for config hashes. */
+uint64_t hy_hash64(const void *data, size_t n, uint64_t seed);
+
+#endif

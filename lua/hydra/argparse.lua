@@ -1,0 +1,96 @@
+-- lua/hydra/argparse.lua: command-line parsing shared by every `hydra` subcommand.
+--
+--   local opts = argparse.parse(args, {
+--     command = "train",
+--     options = { out = "string", seed = "integer", ["mc-samples"] = "integer",
+--                 verbose = "flag", ood = "list" },      -- "list": repeatable, values collected
+--     positional = { min = 1, max = 1, names = { "CONFIG" } },
+--     overrides = true,                                   -- accept key.path=value arguments
+--   })
+--   opts.out, opts.seed, opts["mc-samples"], opts.positional[1], opts.overrides["optim.lr"]
+--
+-- Options are `--name value` or `--name=value`. Errors are usage errors (exit status 2) that
+-- name the command and say what was expected.
+local err = require("hydra.err")
+
+local M = {}
+
+local function convert(cmd, name, kind, v)
+  if kind == "integer" then
+    local n = math.tointeger(tonumber(v))
+    if not n then err.usage("%s: --%s expects an integer, got '%s'", cmd, name, v) end
+    return n
+  elseif kind == "number" then
+    local n = tonumber(v)
+    if not n then err.usage("%s: --%s expects a number, got '%s'", cmd, name, v) end
+    return n
+  end
+  return v
+end
+
+function M.parse(args, spec)
+  local cmd = "hydra " .. spec.command
+  local opts = { positional = {}, overrides = {}, override_list = {} }
+  local options = spec.options or {}
+  local i = 1
+  while i <= #args do
+    local a = args[i]
+    if a == "--" then
+      for j = i + 1, #args do opts.positional[#opts.positional + 1] = args[j] end
+      break
+    end
+    local name, val = a:match("^%-%-([%w%-_]+)=(.*)$")
+    if not name then name = a:match("^%-%-([%w%-_]+)$") end
+    if name then
+      local kind = options[name]
+      if not kind then
+        local known = {}
+        for k in pairs(options) do known[#known + 1] = "--" .. k end
+        table.sort(known)
+        err.usage("%s: unknown option '--%s'%s", cmd, name,
+          #known > 0 and (" (known: " .. table.concat(known, ", ") .. ")") or "")
+      end
+      if kind == "flag" then
+        if val then err.usage("%s: --%s takes no value", cmd, name) end
+        opts[name] = true
+      else
+        if not val then
+          i = i + 1
+          val = args[i]
+          if val == nil then err.usage("%s: --%s needs a value", cmd, name) end
+        end
+        if kind == "list" then
+          opts[name] = opts[name] or {}
+          table.insert(opts[name], val)
+        else
+          opts[name] = convert(cmd, name, kind, val)
+        end
+      end
+    elseif spec.overrides and a:match("^[%a_][%w_%.%-]*=") then
+      local k, v = a:match("^([^=]+)=(.*)$")
+      opts.overrides[k] = v
+      table.insert(opts.override_list, { key = k, value = v })
+    elseif a:match("^%-%-?%a") and not tonumber(a) then
+      err.usage("%s: unknown option '%s'", cmd, a)
+    else
+      opts.positional[#opts.positional + 1] = a
+    end
+    i = i + 1
+  end
+  local pos = spec.positional or { min = 0, max = 0 }
+  local n = #opts.positional
+  local names = pos.names and table.concat(pos.names, " ") or "arguments"
+  if n < (pos.min or 0) then
+    err.usage("%s: missing %s (usage: %s)", cmd, names, spec.usage or (cmd .. " " .. names))
+  end
+  if pos.max and n > pos.max then
+    err.usage("%s: unexpected argument '%s' (usage: %s)", cmd, opts.positional[pos.max + 1],
+      spec.usage or (cmd .. " " .. names))
+  end
+  for _, req in ipairs(spec.required or {}) do
+    if opts[req] == nil then err.usage("%s: --%s is required", cmd, req) end
+  end
+  return opts
+end
+
+return M

@@ -1,0 +1,59 @@
+#!/bin/sh
+# tests/run.sh BUILD_DIR: runs every test of hydra and prints one closing line
+# "N passed, N failed" (N = tests, summed over the C test binaries, the Lua suite and the e2e
+# scripts). Exits non-zero when anything failed. Called by `make test` and `make asan`.
+B=${1:-build/release}
+HYDRA="$B/bin/hydra"
+passed=0
+failed=0
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
+# count "name: N passed, N failed" from the last such line of a run's output
+tally() {
+    line=$(grep -E '[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
+    p=$(printf '%s\n' "$line" | sed -E 's/.* ([0-9]+) passed, ([0-9]+) failed.*/\1/')
+    f=$(printf '%s\n' "$line" | sed -E 's/.* ([0-9]+) passed, ([0-9]+) failed.*/\2/')
+    [ -n "$line" ] || { p=0; f=0; }
+    if [ "$1" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi   # crashed or exited non-zero
+    passed=$((passed + p))
+    failed=$((failed + f))
+    [ "$1" -ne 0 ] && echo "FAILED: $2 (exit status $1)"
+}
+
+if grep -rnE '#include *[<"](lua|lauxlib|lualib)\.h[>"]' core/; then
+    echo "core/ must not include Lua headers"
+    failed=$((failed + 1))
+else
+    passed=$((passed + 1))
+fi
+
+for t in "$B"/bin/test_*; do
+    [ -x "$t" ] || continue
+    "$t" >"$log" 2>&1
+    rc=$?
+    cat "$log"
+    tally $rc "$t"
+done
+
+HYDRA="$HYDRA" "$HYDRA" run tests/lua/run.lua >"$log" 2>&1
+rc=$?
+cat "$log"
+tally $rc "tests/lua/run.lua"
+
+for e in tests/e2e/*.sh; do
+    [ -f "$e" ] || continue
+    HYDRA="$HYDRA" sh "$e" >"$log" 2>&1
+    rc=$?
+    name=$(basename "$e")
+    if [ $rc -eq 0 ]; then
+        echo "$name: ok"; passed=$((passed + 1))
+    elif [ $rc -eq 77 ]; then
+        echo "$name: skipped ($(tail -n 1 "$log"))"
+    else
+        cat "$log"; echo "$name: FAIL (exit status $rc)"; failed=$((failed + 1))
+    fi
+done
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
