@@ -25,7 +25,8 @@ CFLAGS  := -std=c11 -fopenmp $(WARN) $(OPT_$(MODE)) $(DEPS_CFLAGS) -Icore -Ilua/
 LDFLAGS := -fopenmp $(filter -fsanitize=%,$(OPT_$(MODE)))
 
 # Build dir per MODE, so objects built with different flags never mix.
-B := build/$(MODE)
+# BUILD=dir overrides it (parallel work trees sharing one checkout use their own).
+B := $(if $(BUILD),$(BUILD),build/$(MODE))
 CORE_O := $(patsubst %.c,$(B)/%.o,$(wildcard core/*.c))
 BIND_O := $(patsubst %.c,$(B)/%.o,$(wildcard lua/bind/*.c))
 # Shared test helpers: check.c and the naive double-precision reference kernels ref_*.c.
@@ -35,7 +36,7 @@ CTESTS := $(patsubst tests/c/%.c,$(B)/bin/%,$(wildcard tests/c/test_*.c))
 HYDRA_BIN := $(B)/bin/hydra
 
 all: $(HYDRA_BIN) $(CTESTS) $(B)/libhydra.a
-ifeq ($(MODE),release)
+ifeq ($(MODE)$(BUILD),release)
 all: hydra
 hydra: $(HYDRA_BIN)
 	cp $< $@
@@ -43,7 +44,8 @@ endif
 
 $(B)/%.o: %.c
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -c $< -o $@
+	@echo "  CC $<"
+	@$(CC) $(CFLAGS) -c $< -o $@
 $(B)/libhydra.a: $(CORE_O)
 	@rm -f $@
 	$(AR) rcs $@ $^

@@ -57,7 +57,7 @@ static int close_impl(const char *what, size_t n, double atol, double rtol,
     for (size_t i = 0; i < n; i++) {
         double g = get(got, i), w = get(want, i);
         double ex;
-        if (!isfinite(g) || !isfinite(w)) ex = (g == w) ? 0.0 : INFINITY;
+        if (!isfinite(g) || !isfinite(w)) ex = (g == w) ? 0.0 : (double)INFINITY;
         else ex = fabs(g - w) - (atol + rtol * fabs(w));
         if (ex > 0) bad++;
         if (ex > worst_ex) { worst_ex = ex; worst = i; }

@@ -1,0 +1,32 @@
+/* attn.h: multi-head self-attention with per-head gates and a key-padding mask (no causal mask:
+ * encoders see every token). Fused over (b, h): scores, softmax and the value product for one
+ * head stay in L1; parallelised with OpenMP over B x NH. Head h of qkv occupies columns
+ * [h*HS, (h+1)*HS) of each of the q | k | v thirds (timm's reshape(B,T,3,NH,HS)).
+ * scale = 1/sqrt(HS). T <= HY_ATTN_MAX_T. */
+#ifndef HY_ATTN_H
+#define HY_ATTN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define HY_ATTN_MAX_T 257
+
+/* out  (B, T, C)      written; out[b,t,h*HS..] = gate[h] * sum_j att[b,h,t,j] v[b,j,h]
+ * att  (B, NH, T, T)  written; softmax probabilities (saved for backward); masked keys get 0
+ * qkv  (B, T, 3C)     read
+ * gate (NH)           read; every head is computed, also at gate 0 (dgate needs it)
+ * kvalid (B) or NULL  keys j >= kvalid[b] are masked (1 <= kvalid[b] <= T); NULL: none masked
+ * Never allocates or fails; the caller has checked shapes. */
+void hy_attn_forward(float *out, float *att, const float *qkv, const float *gate,
+                     const int32_t *kvalid, size_t B, size_t T, size_t C, size_t NH);
+
+/* Adds (+=) into dqkv (B, T, 3C) and dgate (NH); dout (B, T, C).
+ * dgate[h] += sum over b,t of dout_h . y_h, y_h the ungated head output recomputed from att
+ * and v (the Taylor head-importance score). A head with gate[h] == 0 is skipped: its q/k/v
+ * slices of dqkv are left untouched (exactly zero when the caller zeroed them).
+ * scratch: B*NH floats (per-(b,h) dgate partials, summed in a fixed order: deterministic). */
+void hy_attn_backward(float *dqkv, float *dgate, const float *dout, const float *qkv,
+                      const float *att, const float *gate, const int32_t *kvalid,
+                      float *scratch, size_t B, size_t T, size_t C, size_t NH);
+
+#endif

@@ -1,0 +1,43 @@
+/* ckpt.h: model checkpoints in the HDF5 schema of DESIGN §2.
+ *   /config       attributes kind ("vit"|"text"), image_size, channels, patch, vocab_size,
+ *                 max_len, d_model, n_heads, depth, d_mlp, n_classes (all eleven always written;
+ *                 0 for fields of the other kind), plus attn_dropout, mlp_dropout (float64)
+ *   /params/<timm name>   float32, PyTorch [out,in] shapes (a straight copy of the param table)
+ *   /head_gates   float32 [L,H]
+ *   /meta         attributes: hydra_version (always) and the caller's (seed, git_hash,
+ *                 config_hash, data_hash, ...)
+ * Round trip is bit-exact. Entry points: hy_ckpt_save, hy_ckpt_write, hy_ckpt_load,
+ * hy_ckpt_read_config, hy_ckpt_read_params. */
+#ifndef HY_CKPT_H
+#define HY_CKPT_H
+
+#include "h5.h"
+#include "xfmr.h"
+
+/* One /meta attribute: a string (str != NULL) or a number (num; written as int64 when is_int). */
+typedef struct hy_kv {
+    const char *key;
+    const char *str;
+    double num;
+    int is_int;
+} hy_kv;
+
+/* Writes config, params, gates and the /meta attributes (n entries, borrowed) into an open file
+ * being written (f from hy_h5_create; the caller commits). */
+hy_status hy_ckpt_write(hy_h5 *f, const hy_xfmr *m, const hy_kv *meta, size_t n);
+/* hy_h5_create + hy_ckpt_write + hy_h5_commit: path appears complete or not at all. */
+hy_status hy_ckpt_save(const char *path, const hy_xfmr *m, const hy_kv *meta, size_t n);
+
+/* Reads /config of an open checkpoint into cfg (checked with hy_xfmr_config_check).
+ * A missing attribute fails naming it: "ckpt: 'x.h5' has no /config attribute 'd_model'". */
+hy_status hy_ckpt_read_config(hy_h5 *f, hy_xfmr_config *cfg);
+/* Reads every /params tensor and /head_gates of an open checkpoint into an existing model of
+ * the same config. A missing tensor: "ckpt: 'x.h5' has no tensor 'head.bias' (expected shape
+ * [10])"; a mis-shaped one: "ckpt: 'x.h5': tensor 'head.weight' has shape [5,64], expected
+ * [10,64]". On failure the model's params may be partly overwritten. */
+hy_status hy_ckpt_read_params(hy_h5 *f, hy_xfmr *m);
+/* Opens path, builds m (hy_xfmr_new from /config; m is overwritten and left zeroed on failure)
+ * and reads params and gates. No activations are allocated. */
+hy_status hy_ckpt_load(const char *path, hy_xfmr *m);
+
+#endif

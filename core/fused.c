@@ -1,0 +1,713 @@
+/* fused.c: see fused.h. Layout: the tensors of one xfmr ("slots", in its table order) are either
+ * shared (one "shared/<name>" entry that every member's slot points to) or per member
+ * ("members/{m}/<name>"; attention tensors packed to the kept heads). The forward is written
+ * once over slots, so every fuse.* combination runs the same code; the mode only decides where
+ * several members can go through one call (one LN / one GEMM over all streams, one embedding). */
+#include "fused.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "attn.h"
+#include "ckpt.h"
+#include "gemm.h"
+#include "layers.h"
+#include "train.h"
+
+/* per-block slot offsets (the xfmr table order) */
+enum { S_N1W, S_N1B, S_QKVW, S_QKVB, S_PROJW, S_PROJB, S_N2W, S_N2B, S_FC1W, S_FC1B, S_FC2W,
+       S_FC2B, S_PER_BLOCK };
+typedef enum { G_EMBED, G_LN, G_ATTN, G_MLP, G_HEAD } slot_group;
+
+#define MAX_HS 64
+
+const char *hy_fuse_mode_name(hy_fuse_mode m) { return m == HY_FUSE_AVERAGE ? "average" : "member"; }
+
+hy_status hy_fuse_mode_parse(const char *key, const char *s, hy_fuse_mode *out) {
+    if (strcmp(s, "average") == 0) *out = HY_FUSE_AVERAGE;
+    else if (strcmp(s, "member") == 0) *out = HY_FUSE_MEMBER;
+    else return hy_fail(HY_EINVAL, "fused: fuse.%s must be average or member (got '%s')", key, s);
+    return HY_OK;
+}
+
+static size_t blk_base(const hy_xfmr_config *c) { return c->kind == HY_XFMR_VIT ? 4 : 3; }
+
+static slot_group group_of(const hy_xfmr_config *c, size_t s, size_t n_slots) {
+    size_t b = blk_base(c);
+    if (s < b) return G_EMBED;
+    if (s >= n_slots - 4) return s < n_slots - 2 ? G_LN : G_HEAD;
+    size_t j = (s - b) % S_PER_BLOCK;
+    if (j == S_N1W || j == S_N1B || j == S_N2W || j == S_N2B) return G_LN;
+    if (j >= S_QKVW && j <= S_PROJB) return G_ATTN;
+    return G_MLP;
+}
+
+static hy_fuse_mode mode_of(const hy_fuse_config *fc, slot_group g) {
+    switch (g) {
+    case G_EMBED: return fc->embed;
+    case G_LN: return fc->ln;
+    case G_MLP: return fc->mlp;
+    case G_HEAD: return fc->head;
+    case G_ATTN: return HY_FUSE_MEMBER;
+    }
+    return HY_FUSE_MEMBER;
+}
+
+static float *P(const hy_fused *f, size_t m, size_t s) {
+    return f->params + f->table[f->slot[m * f->n_slots + s]].offset;
+}
+static bool shared(const hy_fused *f, slot_group g) { return mode_of(&f->fuse, g) == HY_FUSE_AVERAGE; }
+
+/* ===== layout ===== */
+
+static void add_entry(hy_fused *f, const char *name, int ndim, const int64_t *shape,
+                      size_t *off) {
+    hy_param *p = &f->table[f->n_tensors++];
+    memset(p, 0, sizeof *p);
+    snprintf(p->name, sizeof p->name, "%s", name);
+    p->ndim = ndim;
+    p->numel = 1;
+    for (int i = 0; i < ndim; i++) {
+        p->shape[i] = shape[i];
+        p->numel *= (size_t)shape[i];
+    }
+    p->offset = *off;
+    *off += (p->numel + 15) / 16 * 16;
+}
+
+/* Builds kept/heads/table/slot from cfg, fuse, M and head_gates (already set in f) and
+ * allocates params (zeroed). ref: the xfmr table of cfg. */
+static hy_status layout(hy_fused *f, const hy_param *ref, size_t n_slots) {
+    const hy_xfmr_config *c = &f->cfg;
+    size_t M = f->M, L = c->depth, NH = c->n_heads, HS = f->HS;
+    f->n_slots = n_slots;
+    f->kept = hy_xcalloc(M * L, sizeof *f->kept);
+    f->heads = hy_xmalloc(M * L * NH * sizeof *f->heads);
+    f->table = hy_xcalloc(M * n_slots, sizeof *f->table);
+    f->slot = hy_xcalloc(M * n_slots, sizeof *f->slot);
+    if (!f->kept || !f->heads || !f->table || !f->slot) return HY_ENOMEM;
+    for (size_t m = 0; m < M; m++)
+        for (size_t l = 0; l < L; l++) {
+            size_t k = 0, row = m * L + l;
+            for (size_t h = 0; h < NH; h++) {
+                f->heads[row * NH + h] = -1;
+                if (f->head_gates[row * NH + h] != 0.0f) f->heads[row * NH + k++] = (int32_t)h;
+            }
+            f->kept[row] = k;
+        }
+    size_t off = 0, b = blk_base(c);
+    char name[64];
+    for (size_t s = 0; s < n_slots; s++) {
+        slot_group g = group_of(c, s, n_slots);
+        if (mode_of(&f->fuse, g) == HY_FUSE_AVERAGE) {
+            snprintf(name, sizeof name, "shared/%s", ref[s].name);
+            for (size_t m = 0; m < M; m++) f->slot[m * n_slots + s] = f->n_tensors;
+            add_entry(f, name, ref[s].ndim, ref[s].shape, &off);
+            continue;
+        }
+        for (size_t m = 0; m < M; m++) {
+            int64_t shape[4];
+            memcpy(shape, ref[s].shape, sizeof shape);
+            if (g == G_ATTN) {
+                size_t l = (s - b) / S_PER_BLOCK, j = (s - b) % S_PER_BLOCK;
+                int64_t kh = (int64_t)(f->kept[m * L + l] * HS);
+                if (j == S_QKVW || j == S_QKVB) shape[0] = 3 * kh;
+                if (j == S_PROJW) shape[1] = kh;
+            }
+            snprintf(name, sizeof name, "members/%zu/%s", m, ref[s].name);
+            f->slot[m * n_slots + s] = f->n_tensors;
+            add_entry(f, name, ref[s].ndim, shape, &off);
+        }
+    }
+    f->n_params = off;
+    f->params = hy_xmalloc_aligned(off * sizeof(float));
+    if (!f->params) return HY_ENOMEM;
+    memset(f->params, 0, off * sizeof(float));
+    return HY_OK;
+}
+
+/* a scratch xfmr of cfg, only for its table */
+static hy_status ref_table(const hy_xfmr_config *c, hy_xfmr *tmp) { return hy_xfmr_new(tmp, c); }
+
+void hy_fused_release(hy_fused *f) {
+    if (!f) return;
+    hy_free(f->head_gates);
+    hy_free(f->kept);
+    hy_free(f->heads);
+    hy_free(f->table);
+    hy_free(f->slot);
+    hy_free(f->params);
+    hy_free(f->acts);
+    memset(f, 0, sizeof *f);
+}
+
+static hy_status check_gates(const float *g, size_t m, size_t L, size_t NH) {
+    for (size_t l = 0; l < L; l++) {
+        size_t kept = 0;
+        for (size_t h = 0; h < NH; h++) {
+            float v = g[l * NH + h];
+            if (v != 0.0f && v != 1.0f)
+                return hy_fail(HY_EINVAL, "fused: member %zu gate of layer %zu, head %zu is %g "
+                               "(expected 0 or 1)", m + 1, l + 1, h + 1, (double)v);
+            kept += v != 0.0f;
+        }
+        if (!kept)
+            return hy_fail(HY_EINVAL, "fused: member %zu prunes every head of layer %zu (keep at "
+                           "least one)", m + 1, l + 1);
+    }
+    return HY_OK;
+}
+
+static hy_status same_config(const hy_xfmr_config *a, const hy_xfmr_config *b, size_t m) {
+#define SAME(fld) if (a->fld != b->fld) return hy_fail(HY_EINVAL, "fused: member %zu has a " \
+        "different config than member 1 (" #fld " %zu vs %zu)", m + 1, (size_t)b->fld, \
+        (size_t)a->fld)
+    SAME(kind);
+    SAME(image_size);
+    SAME(channels);
+    SAME(patch);
+    SAME(vocab_size);
+    SAME(max_len);
+    SAME(d_model);
+    SAME(n_heads);
+    SAME(depth);
+    SAME(d_mlp);
+    SAME(n_classes);
+#undef SAME
+    return HY_OK;
+}
+
+/* ===== build from members ===== */
+
+static void pack_attn(hy_fused *f, size_t m, size_t s, const float *src) {
+    const hy_xfmr_config *c = &f->cfg;
+    size_t L = c->depth, NH = c->n_heads, D = c->d_model, HS = f->HS, b = blk_base(c);
+    size_t l = (s - b) / S_PER_BLOCK, j = (s - b) % S_PER_BLOCK, k = f->kept[m * L + l];
+    const int32_t *hd = f->heads + (m * L + l) * NH;
+    float *dst = P(f, m, s);
+    if (j == S_QKVW || j == S_QKVB) {
+        size_t cols = j == S_QKVW ? D : 1;
+        for (size_t t = 0; t < 3; t++)
+            for (size_t i = 0; i < k; i++)
+                memcpy(dst + (t * k + i) * HS * cols, src + (t * D + (size_t)hd[i] * HS) * cols,
+                       HS * cols * sizeof(float));
+    } else if (j == S_PROJW) {
+        for (size_t r = 0; r < D; r++)
+            for (size_t i = 0; i < k; i++)
+                memcpy(dst + r * k * HS + i * HS, src + r * D + (size_t)hd[i] * HS,
+                       HS * sizeof(float));
+    } else {
+        memcpy(dst, src, D * sizeof(float));
+    }
+}
+
+hy_status hy_fused_build(hy_fused *f, hy_xfmr *const *members, size_t M,
+                         const hy_fuse_config *fc) {
+    memset(f, 0, sizeof *f);
+    if (M == 0) return hy_fail(HY_EINVAL, "fused: need at least one member (got 0)");
+    const hy_xfmr_config *c = &members[0]->cfg;
+    size_t L = c->depth, NH = c->n_heads, LH = L * NH;
+    for (size_t m = 0; m < M; m++) {
+        HY_TRY(same_config(c, &members[m]->cfg, m));
+        HY_TRY(check_gates(members[m]->gates, m, L, NH));
+    }
+    f->cfg = *c;
+    f->fuse = *fc;
+    f->M = M;
+    f->T = members[0]->T;
+    f->HS = members[0]->HS;
+    hy_status st = HY_OK;
+    f->head_gates = hy_xmalloc(M * LH * sizeof(float));
+    if (!f->head_gates) {
+        st = HY_ENOMEM;
+        goto fail;
+    }
+    for (size_t m = 0; m < M; m++)
+        memcpy(f->head_gates + m * LH, members[m]->gates, LH * sizeof(float));
+    const hy_xfmr *m0 = members[0];
+    if ((st = layout(f, m0->table, m0->n_tensors)) != HY_OK) goto fail;
+    for (size_t s = 0; s < f->n_slots; s++) {
+        slot_group g = group_of(c, s, f->n_slots);
+        size_t n = m0->table[s].numel, o = m0->table[s].offset;
+        if (mode_of(fc, g) == HY_FUSE_AVERAGE) {
+            float *dst = P(f, 0, s);
+            for (size_t i = 0; i < n; i++) {
+                double acc = 0.0;
+                for (size_t m = 0; m < M; m++) acc += (double)members[m]->params[o + i];
+                dst[i] = (float)(acc / (double)M);
+            }
+        } else if (g == G_ATTN) {
+            for (size_t m = 0; m < M; m++) pack_attn(f, m, s, members[m]->params + o);
+        } else {
+            for (size_t m = 0; m < M; m++)
+                memcpy(P(f, m, s), members[m]->params + o, n * sizeof(float));
+        }
+    }
+    return HY_OK;
+fail:
+    hy_fused_release(f);
+    return st;
+}
+
+/* ===== file I/O ===== */
+
+hy_status hy_fused_write(hy_h5 *file, const hy_fused *f) {
+    const hy_xfmr_config *c = &f->cfg;
+    const char *cf = "/config";
+    HY_TRY(hy_h5_set_attr_str(file, cf, "kind", c->kind == HY_XFMR_VIT ? "vit" : "text"));
+#define ATTR(fld) HY_TRY(hy_h5_set_attr_i64(file, cf, #fld, (int64_t)c->fld))
+    ATTR(image_size);
+    ATTR(channels);
+    ATTR(patch);
+    ATTR(vocab_size);
+    ATTR(max_len);
+    ATTR(d_model);
+    ATTR(n_heads);
+    ATTR(depth);
+    ATTR(d_mlp);
+    ATTR(n_classes);
+#undef ATTR
+    HY_TRY(hy_h5_set_attr_f64(file, cf, "attn_dropout", (double)c->attn_dropout));
+    HY_TRY(hy_h5_set_attr_f64(file, cf, "mlp_dropout", (double)c->mlp_dropout));
+    HY_TRY(hy_h5_set_attr_str(file, "/fuse", "mlp", hy_fuse_mode_name(f->fuse.mlp)));
+    HY_TRY(hy_h5_set_attr_str(file, "/fuse", "ln", hy_fuse_mode_name(f->fuse.ln)));
+    HY_TRY(hy_h5_set_attr_str(file, "/fuse", "embed", hy_fuse_mode_name(f->fuse.embed)));
+    HY_TRY(hy_h5_set_attr_str(file, "/fuse", "head", hy_fuse_mode_name(f->fuse.head)));
+    HY_TRY(hy_h5_set_attr_i64(file, "/fuse", "members", (int64_t)f->M));
+    HY_TRY(hy_h5_set_attr_i64(file, "/fuse", "format", 1));
+    size_t L = c->depth, NH = c->n_heads;
+    char name[80];
+    for (size_t m = 0; m < f->M; m++) {
+        int64_t sh[2] = {(int64_t)L, (int64_t)NH};
+        snprintf(name, sizeof name, "/members/%zu/head_gates", m);
+        HY_TRY(hy_h5_write_data(file, name, HY_F32, 2, sh, f->head_gates + m * L * NH));
+    }
+    for (size_t i = 0; i < f->n_tensors; i++) {
+        const hy_param *p = &f->table[i];
+        snprintf(name, sizeof name, "/%s", p->name);
+        HY_TRY(hy_h5_write_data(file, name, HY_F32, p->ndim, p->shape, f->params + p->offset));
+    }
+    return HY_OK;
+}
+
+hy_status hy_fused_save(const char *path, const hy_fused *f) {
+    hy_h5 file;
+    HY_TRY(hy_h5_create(&file, path));
+    hy_status st = hy_fused_write(&file, f);
+    if (st != HY_OK) {
+        hy_h5_close(&file);
+        return st;
+    }
+    return hy_h5_commit(&file);
+}
+
+static hy_status read_mode(hy_h5 *file, const char *key, hy_fuse_mode *out) {
+    char *s = NULL;
+    HY_TRY(hy_h5_get_attr_str(file, "/fuse", key, &s));
+    hy_status st = hy_fuse_mode_parse(key, s, out);
+    hy_free(s);
+    return st;
+}
+
+hy_status hy_fused_load(hy_fused *f, const char *path) {
+    memset(f, 0, sizeof *f);
+    hy_h5 file;
+    HY_TRY(hy_h5_open(&file, path));
+    hy_xfmr tmp;
+    memset(&tmp, 0, sizeof tmp);
+    hy_status st = HY_OK;
+    int64_t M = 0;
+    char name[80];
+    if (!hy_h5_exists(&file, "/fuse")) {
+        st = hy_fail(HY_EINVAL, "fused: '%s' is not a fused Hydra model (no /fuse group)", path);
+        goto fail;
+    }
+    if ((st = hy_ckpt_read_config(&file, &f->cfg)) != HY_OK) goto fail;
+    if ((st = read_mode(&file, "mlp", &f->fuse.mlp)) != HY_OK) goto fail;
+    if ((st = read_mode(&file, "ln", &f->fuse.ln)) != HY_OK) goto fail;
+    if ((st = read_mode(&file, "embed", &f->fuse.embed)) != HY_OK) goto fail;
+    if ((st = read_mode(&file, "head", &f->fuse.head)) != HY_OK) goto fail;
+    if ((st = hy_h5_get_attr_i64(&file, "/fuse", "members", &M)) != HY_OK) goto fail;
+    if (M < 1) {
+        st = hy_fail(HY_EINVAL, "fused: '%s' has /fuse members %lld (expected >= 1)", path,
+                     (long long)M);
+        goto fail;
+    }
+    if ((st = ref_table(&f->cfg, &tmp)) != HY_OK) goto fail;
+    f->M = (size_t)M;
+    f->T = tmp.T;
+    f->HS = tmp.HS;
+    size_t L = f->cfg.depth, NH = f->cfg.n_heads;
+    f->head_gates = hy_xmalloc(f->M * L * NH * sizeof(float));
+    if (!f->head_gates) {
+        st = HY_ENOMEM;
+        goto fail;
+    }
+    for (size_t m = 0; m < f->M; m++) {
+        int64_t sh[2] = {(int64_t)L, (int64_t)NH};
+        snprintf(name, sizeof name, "/members/%zu/head_gates", m);
+        st = hy_h5_read_into(&file, name, HY_F32, 2, sh, f->head_gates + m * L * NH);
+        if (st == HY_OK) st = check_gates(f->head_gates + m * L * NH, m, L, NH);
+        if (st != HY_OK) goto fail;
+    }
+    if ((st = layout(f, tmp.table, tmp.n_tensors)) != HY_OK) goto fail;
+    for (size_t i = 0; i < f->n_tensors; i++) {
+        const hy_param *p = &f->table[i];
+        snprintf(name, sizeof name, "/%s", p->name);
+        st = hy_h5_read_into(&file, name, HY_F32, p->ndim, p->shape, f->params + p->offset);
+        if (st != HY_OK) goto fail;
+    }
+    hy_xfmr_release(&tmp);
+    hy_h5_close(&file);
+    return HY_OK;
+fail:
+    hy_xfmr_release(&tmp);
+    hy_h5_close(&file);
+    hy_fused_release(f);
+    return st;
+}
+
+/* ===== activations ===== */
+
+hy_status hy_fused_alloc_acts(hy_fused *f, size_t B_cap) {
+    hy_free(f->acts);
+    f->acts = NULL;
+    f->B_cap = 0;
+    if (B_cap == 0) return hy_fail(HY_EINVAL, "fused: activation batch size must be > 0");
+    const hy_xfmr_config *c = &f->cfg;
+    size_t M = f->M, T = f->T, D = c->d_model, MBT = M * B_cap * T;
+    size_t F = c->kind == HY_XFMR_VIT ? c->channels * c->patch * c->patch : 0;
+#define R16(x) (((x) + 15) / 16 * 16)
+    size_t sizes[] = {R16(MBT * D), R16(MBT * D), R16(MBT), R16(MBT), R16(3 * MBT * D),
+                      R16(MBT * D), R16(MBT * c->d_mlp), R16(M * B_cap * (T - 1) * D),
+                      R16(B_cap * (T - 1) * F), R16(M * B_cap * D), R16(M * B_cap * D),
+                      R16(B_cap)};
+#undef R16
+    size_t total = 0;
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) total += sizes[i];
+    f->acts = hy_xmalloc_aligned(total * sizeof(float));
+    if (!f->acts) return HY_ENOMEM;
+    float *q = f->acts;
+    float **dst[] = {&f->x, &f->ln, &f->mean, &f->rstd, &f->qkv, &f->ao, &f->h, &f->emb,
+                     &f->patches, &f->cls, &f->lnf};
+    for (size_t i = 0; i < sizeof dst / sizeof *dst; i++) {
+        *dst[i] = q;
+        q += sizes[i];
+    }
+    f->kvalid = (int32_t *)q;
+    f->B_cap = B_cap;
+    return HY_OK;
+}
+
+/* ===== forward ===== */
+
+static hy_status check_batch(const hy_fused *f, const hy_batch *in, size_t B) {
+    const hy_xfmr_config *c = &f->cfg;
+    if (!f->acts)
+        return hy_fail(HY_EINVAL, "fused: no activations allocated (call hy_fused_alloc_acts)");
+    if (B == 0 || B > f->B_cap)
+        return hy_fail(HY_EINVAL, "fused: batch size %zu out of range [1, %zu] (the activation "
+                       "capacity)", B, f->B_cap);
+    if (c->kind == HY_XFMR_VIT) {
+        if (!in->images) return hy_fail(HY_EINVAL, "fused: vit batch without images");
+        return HY_OK;
+    }
+    if (!in->ids || !in->lengths)
+        return hy_fail(HY_EINVAL, "fused: text batch without ids/lengths");
+    if (in->len == 0 || in->len > c->max_len)
+        return hy_fail(HY_EINVAL, "fused: text batch length %zu out of range [1, %zu] (max_len)",
+                       in->len, c->max_len);
+    for (size_t b = 0; b < B; b++) {
+        int32_t n = in->lengths[b];
+        if (n < 0 || (size_t)n > in->len)
+            return hy_fail(HY_EINVAL, "fused: length %d of row %zu out of range [0, %zu]", (int)n,
+                           b + 1, in->len);
+        for (size_t t = 0; t < in->len; t++) {
+            int32_t id = in->ids[b * in->len + t];
+            if (id < 0 || (size_t)id >= c->vocab_size)
+                return hy_fail(HY_EINVAL, "fused: token id %d out of range [0, %zu) (row %zu, "
+                               "position %zu)", (int)id, c->vocab_size, b + 1, t + 1);
+        }
+    }
+    return HY_OK;
+}
+
+/* Attention of every kept head of every member in one parallel pass over (member, batch, head).
+ * qkv: member m's block (B, T, 3 C_m) at qoff[m], C_m = k_m HS; ao: (B, T, C_m) at aoff[m].
+ * task0 (M+1): prefix sums of B k_m, so task t of member m is (b, h) = divmod(t - task0[m], k_m). */
+static void fused_attention(float *ao, const float *qkv, const size_t *qoff, const size_t *aoff,
+                            const size_t *task0, const size_t *kh, const int32_t *kvalid,
+                            size_t M, size_t T, size_t HS) {
+    size_t ntask = task0[M];
+    float scale = 1.0f / sqrtf((float)HS);
+#pragma omp parallel for schedule(static) if (ntask > 1)
+    for (size_t task = 0; task < ntask; task++) {
+        _Alignas(64) float kt[MAX_HS * HY_ATTN_MAX_T];
+        _Alignas(64) float v[HY_ATTN_MAX_T * MAX_HS];
+        _Alignas(64) float s[HY_ATTN_MAX_T];
+        _Alignas(64) float y[MAX_HS];
+        size_t m = 0;
+        while (task >= task0[m + 1]) m++;
+        size_t k = kh[m], C = k * HS, r = task - task0[m], b = r / k, h = r % k;
+        size_t nk = kvalid ? (size_t)kvalid[b] : T;
+        const float *base = qkv + qoff[m] + b * T * 3 * C + h * HS;
+        /* copy the head's keys (transposed) and values into L1-sized buffers */
+        for (size_t j = 0; j < T; j++) {
+            const float *kr = base + j * 3 * C + C, *vr = base + j * 3 * C + 2 * C;
+            for (size_t d = 0; d < HS; d++) kt[d * T + j] = kr[d];
+            memcpy(v + j * HS, vr, HS * sizeof *v);
+        }
+        for (size_t i = 0; i < T; i++) {
+            const float *q = base + i * 3 * C;
+            float *o = ao + aoff[m] + (b * T + i) * C + h * HS;
+            /* pass 1: s = scale q K^T over the valid keys */
+            for (size_t j = 0; j < nk; j++) s[j] = 0.0f;
+            for (size_t d = 0; d < HS; d++) {
+                float qd = q[d] * scale;
+                const float *kr = kt + d * T;
+#pragma omp simd
+                for (size_t j = 0; j < nk; j++) s[j] += qd * kr[j];
+            }
+            float mx = -INFINITY;
+            for (size_t j = 0; j < nk; j++) mx = s[j] > mx ? s[j] : mx;
+            if (mx == -INFINITY) {
+                memset(o, 0, HS * sizeof *o);
+                continue;
+            }
+            /* pass 2: softmax; pass 3: y = a V */
+            float sum = 0.0f;
+            for (size_t j = 0; j < nk; j++) {
+                s[j] = expf(s[j] - mx);
+                sum += s[j];
+            }
+            float inv = 1.0f / sum;
+            for (size_t d = 0; d < HS; d++) y[d] = 0.0f;
+            for (size_t j = 0; j < nk; j++) {
+                float aj = s[j] * inv;
+                const float *vr = v + j * HS;
+#pragma omp simd
+                for (size_t d = 0; d < HS; d++) y[d] += aj * vr[d];
+            }
+            memcpy(o, y, HS * sizeof *o);
+        }
+    }
+}
+
+/* rows (n, D) += bias (D) */
+static void add_bias(float *x, const float *bias, size_t n, size_t D) {
+    for (size_t r = 0; r < n; r++) {
+        float *xr = x + r * D;
+#pragma omp simd
+        for (size_t d = 0; d < D; d++) xr[d] += bias[d];
+    }
+}
+
+/* rows (n, D) = bias (D) */
+static void set_bias(float *x, const float *bias, size_t n, size_t D) {
+    for (size_t r = 0; r < n; r++) memcpy(x + r * D, bias, D * sizeof(float));
+}
+
+/* layernorm of every stream: one call when shared, else one per member */
+static void norm_all(hy_fused *f, float *out, const float *x, size_t sw, size_t sb, size_t rows,
+                     size_t D) {
+    if (shared(f, G_LN)) {
+        hy_layernorm_forward(out, f->mean, f->rstd, x, P(f, 0, sw), P(f, 0, sb), f->M * rows, D,
+                             HY_XFMR_LN_EPS);
+        return;
+    }
+    for (size_t m = 0; m < f->M; m++)
+        hy_layernorm_forward(out + m * rows * D, f->mean + m * rows, f->rstd + m * rows,
+                             x + m * rows * D, P(f, m, sw), P(f, m, sb), rows, D, HY_XFMR_LN_EPS);
+}
+
+/* the embedded input of stream m (or the shared one) into dst (B, T, D) */
+static void embed_one(hy_fused *f, size_t m, const hy_batch *in, size_t B, size_t T, float *dst) {
+    const hy_xfmr_config *c = &f->cfg;
+    size_t D = c->d_model;
+    if (c->kind == HY_XFMR_VIT) {
+        size_t F = c->channels * c->patch * c->patch;
+        hy_linear_forward(f->emb, f->patches, P(f, m, 2), P(f, m, 3), B * (T - 1), F, D);
+    } else {
+        hy_tokembed_forward(f->emb, in->ids, P(f, m, 2), B * (T - 1), D);
+    }
+    hy_embed_assemble_forward(dst, f->emb, P(f, m, 0), P(f, m, 1), B, T, D);
+}
+
+hy_status hy_fused_forward(hy_fused *f, const hy_batch *in, size_t B, float *logits) {
+    HY_TRY(check_batch(f, in, B));
+    const hy_xfmr_config *c = &f->cfg;
+    size_t M = f->M, D = c->d_model, DM = c->d_mlp, K = c->n_classes, L = c->depth;
+    size_t HS = f->HS, nb = blk_base(c);
+    size_t T = c->kind == HY_XFMR_VIT ? f->T : 1 + in->len, BT = B * T;
+    if (M > 64) return hy_fail(HY_EINVAL, "fused: at most 64 members (got %zu)", M);
+    size_t qoff[65], aoff[65], task0[65], kh[64];
+    hy_gemm_desc g[64];
+
+    /* ===== embedding: x_m = [cls; embed(input)] + pos ===== */
+    if (c->kind == HY_XFMR_VIT)
+        hy_patch_extract(f->patches, in->images, B, c->channels, c->image_size, c->patch);
+    for (size_t b = 0; b < B; b++)
+        f->kvalid[b] = c->kind == HY_XFMR_VIT ? (int32_t)T : 1 + in->lengths[b];
+    const int32_t *kv = c->kind == HY_XFMR_VIT ? NULL : f->kvalid;
+    if (shared(f, G_EMBED)) {
+        embed_one(f, 0, in, B, T, f->x);    /* computed once, copied into every stream */
+        for (size_t m = 1; m < M; m++) memcpy(f->x + m * BT * D, f->x, BT * D * sizeof(float));
+    } else {
+        for (size_t m = 0; m < M; m++) embed_one(f, m, in, B, T, f->x + m * BT * D);
+    }
+
+    for (size_t l = 0; l < L; l++) {
+        size_t s0 = nb + l * S_PER_BLOCK;
+        /* ===== attention: x_m += proj_m(attn(qkv_m(LN1(x_m)))) ===== */
+        norm_all(f, f->ln, f->x, s0 + S_N1W, s0 + S_N1B, BT, D);
+        qoff[0] = aoff[0] = task0[0] = 0;
+        for (size_t m = 0; m < M; m++) {
+            kh[m] = f->kept[m * L + l];
+            size_t C = kh[m] * HS;
+            qoff[m + 1] = qoff[m] + BT * 3 * C;
+            aoff[m + 1] = aoff[m] + BT * C;
+            task0[m + 1] = task0[m] + B * kh[m];
+            set_bias(f->qkv + qoff[m], P(f, m, s0 + S_QKVB), BT, 3 * C);
+            g[m] = (hy_gemm_desc){.trans_a = CblasNoTrans, .trans_b = CblasTrans,
+                                  .a = f->ln + m * BT * D, .a_rows = BT, .a_cols = D,
+                                  .b = P(f, m, s0 + S_QKVW), .b_rows = 3 * C, .b_cols = D,
+                                  .c = f->qkv + qoff[m], .c_rows = BT, .c_cols = 3 * C,
+                                  .alpha = 1.0f, .beta = 1.0f};
+        }
+        HY_TRY(hy_gemm_grouped(g, M));
+        fused_attention(f->ao, f->qkv, qoff, aoff, task0, kh, kv, M, T, HS);
+        for (size_t m = 0; m < M; m++) {
+            size_t C = kh[m] * HS;
+            float *xm = f->x + m * BT * D;
+            add_bias(xm, P(f, m, s0 + S_PROJB), BT, D);
+            g[m] = (hy_gemm_desc){.trans_a = CblasNoTrans, .trans_b = CblasTrans,
+                                  .a = f->ao + aoff[m], .a_rows = BT, .a_cols = C,
+                                  .b = P(f, m, s0 + S_PROJW), .b_rows = D, .b_cols = C,
+                                  .c = xm, .c_rows = BT, .c_cols = D,
+                                  .alpha = 1.0f, .beta = 1.0f};
+        }
+        HY_TRY(hy_gemm_grouped(g, M));
+
+        /* ===== MLP: x_m += fc2(GELU(fc1(LN2(x_m)))) ===== */
+        norm_all(f, f->ln, f->x, s0 + S_N2W, s0 + S_N2B, BT, D);
+        if (shared(f, G_MLP)) {
+            size_t R = M * BT;     /* one GEMM over every stream */
+            hy_linear_forward(f->h, f->ln, P(f, 0, s0 + S_FC1W), P(f, 0, s0 + S_FC1B), R, D, DM);
+            hy_gelu_forward(f->h, f->h, R * DM);
+            add_bias(f->x, P(f, 0, s0 + S_FC2B), R, D);
+            hy_gemm(CblasNoTrans, CblasTrans, R, D, DM, 1.0f, f->h, DM, P(f, 0, s0 + S_FC2W), DM,
+                    1.0f, f->x, D);
+        } else {
+            for (size_t m = 0; m < M; m++) {
+                set_bias(f->h + m * BT * DM, P(f, m, s0 + S_FC1B), BT, DM);
+                g[m] = (hy_gemm_desc){.trans_a = CblasNoTrans, .trans_b = CblasTrans,
+                                      .a = f->ln + m * BT * D, .a_rows = BT, .a_cols = D,
+                                      .b = P(f, m, s0 + S_FC1W), .b_rows = DM, .b_cols = D,
+                                      .c = f->h + m * BT * DM, .c_rows = BT, .c_cols = DM,
+                                      .alpha = 1.0f, .beta = 1.0f};
+            }
+            HY_TRY(hy_gemm_grouped(g, M));
+            hy_gelu_forward(f->h, f->h, M * BT * DM);
+            for (size_t m = 0; m < M; m++) {
+                add_bias(f->x + m * BT * D, P(f, m, s0 + S_FC2B), BT, D);
+                g[m] = (hy_gemm_desc){.trans_a = CblasNoTrans, .trans_b = CblasTrans,
+                                      .a = f->h + m * BT * DM, .a_rows = BT, .a_cols = DM,
+                                      .b = P(f, m, s0 + S_FC2W), .b_rows = D, .b_cols = DM,
+                                      .c = f->x + m * BT * D, .c_rows = BT, .c_cols = D,
+                                      .alpha = 1.0f, .beta = 1.0f};
+            }
+            HY_TRY(hy_gemm_grouped(g, M));
+        }
+    }
+
+    /* ===== head: logits_m = head_m(LN_f(x_m[:, 0])) ===== */
+    size_t nf = f->n_slots - 4;
+    for (size_t m = 0; m < M; m++)
+        for (size_t b = 0; b < B; b++)
+            memcpy(f->cls + (m * B + b) * D, f->x + (m * BT + b * T) * D, D * sizeof(float));
+    norm_all(f, f->lnf, f->cls, nf, nf + 1, B, D);
+    if (shared(f, G_HEAD)) {
+        hy_linear_forward(logits, f->lnf, P(f, 0, nf + 2), P(f, 0, nf + 3), M * B, D, K);
+    } else {
+        for (size_t m = 0; m < M; m++)
+            hy_linear_forward(logits + m * B * K, f->lnf + m * B * D, P(f, m, nf + 2),
+                              P(f, m, nf + 3), B, D, K);
+    }
+    return HY_OK;
+}
+
+/* ===== predict ===== */
+
+hy_status hy_fused_predict(hy_fused *f, const hy_dataset *ds, size_t batch_size,
+                           float *member_logits, float *probs, float *member_probs) {
+    if (batch_size == 0) return hy_fail(HY_EINVAL, "fused: batch_size must be >= 1 (got 0)");
+    if (f->B_cap < batch_size || !f->acts) HY_TRY(hy_fused_alloc_acts(f, batch_size));
+    size_t M = f->M, K = f->cfg.n_classes, N = ds->n;
+    hy_loader ld;
+    HY_TRY(hy_loader_new(&ld, ds, batch_size, 0, NULL, 0));
+    hy_status st = HY_OK;
+    float *lg = hy_xmalloc(M * batch_size * K * sizeof(float));
+    float *pr = hy_xmalloc(batch_size * K * sizeof(float));
+    if (!lg || !pr) st = HY_ENOMEM;
+    size_t first = 0, B;
+    while (st == HY_OK && (B = hy_loader_next(&ld)) > 0) {
+        hy_batch in;
+        memset(&in, 0, sizeof in);
+        if (ds->kind == HY_DATA_IMAGE) {
+            in.images = ld.images;
+        } else {
+            in.ids = ld.ids;
+            in.lengths = ld.lengths;
+            in.len = ld.len;
+        }
+        if ((st = hy_fused_forward(f, &in, B, lg)) != HY_OK) break;
+        for (size_t b = 0; b < B; b++) {
+            double acc[1024];
+            HY_ASSERT(K <= 1024);
+            for (size_t k = 0; k < K; k++) acc[k] = 0.0;
+            for (size_t m = 0; m < M; m++) {
+                const float *z = lg + (m * B + b) * K;
+                hy_softmax_rows(pr, z, 1, K);
+                for (size_t k = 0; k < K; k++) acc[k] += (double)pr[k];
+                size_t row = (m * N + first + b) * K;
+                if (member_logits) memcpy(member_logits + row, z, K * sizeof(float));
+                if (member_probs) memcpy(member_probs + row, pr, K * sizeof(float));
+            }
+            if (probs)
+                for (size_t k = 0; k < K; k++)
+                    probs[(first + b) * K + k] = (float)(acc[k] / (double)M);
+        }
+        first += B;
+    }
+    hy_free(lg);
+    hy_free(pr);
+    hy_loader_release(&ld);
+    return st;
+}
+
+/* ===== cost ===== */
+
+size_t hy_fused_params(const hy_fused *f) {
+    size_t n = 0;
+    for (size_t i = 0; i < f->n_tensors; i++) n += f->table[i].numel;
+    return n;
+}
+
+double hy_fused_flops(const hy_fused *f, size_t T) {
+    const hy_xfmr_config *c = &f->cfg;
+    double D = (double)c->d_model, DM = (double)c->d_mlp, t = (double)T, HS = (double)f->HS;
+    double M = (double)f->M, fl = 0.0;
+    if (c->kind == HY_XFMR_VIT) {
+        double F = (double)(c->channels * c->patch * c->patch);
+        fl += (shared(f, G_EMBED) ? 1.0 : M) * 2.0 * (t - 1.0) * F * D;
+    }
+    for (size_t m = 0; m < f->M; m++)
+        for (size_t l = 0; l < c->depth; l++) {
+            double C = (double)f->kept[m * c->depth + l] * HS;
+            fl += 2.0 * t * D * 3.0 * C + 2.0 * 2.0 * t * t * C + 2.0 * t * C * D +
+                  2.0 * 2.0 * t * D * DM;
+        }
+    fl += M * 2.0 * D * (double)c->n_classes;
+    return fl;
+}

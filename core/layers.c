@@ -1,0 +1,288 @@
+/* layers.c: see layers.h. Row loops run in parallel with OpenMP when there is enough work;
+ * reductions across rows (weight grads) run in a fixed order so results are deterministic. */
+#include "layers.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "base.h"
+#include "gemm.h"
+#include "vmath.h"
+
+/* elements of work below which a loop stays on one thread */
+#define PAR_MIN 32768
+
+/* ===== linear ===== */
+
+void hy_linear_forward(float *out, const float *in, const float *w, const float *b, size_t N,
+                       size_t Din, size_t Dout) {
+    /* pass 1: out = b (broadcast), then out += in W^T */
+    if (b) {
+        for (size_t n = 0; n < N; n++) memcpy(out + n * Dout, b, Dout * sizeof *out);
+    }
+    hy_gemm(CblasNoTrans, CblasTrans, N, Dout, Din, 1.0f, in, Din, w, Din, b ? 1.0f : 0.0f, out,
+            Dout);
+}
+
+void hy_linear_backward(float *din, float *dw, float *db, const float *dout, const float *in,
+                        const float *w, size_t N, size_t Din, size_t Dout) {
+    /* out = in W^T + b  =>  din += dout W;  dW += dout^T in;  db += sum_n dout[n] */
+    if (din)
+        hy_gemm(CblasNoTrans, CblasNoTrans, N, Din, Dout, 1.0f, dout, Dout, w, Din, 1.0f, din, Din);
+    hy_gemm(CblasTrans, CblasNoTrans, Dout, Din, N, 1.0f, dout, Dout, in, Din, 1.0f, dw, Din);
+    if (db) {
+        for (size_t n = 0; n < N; n++) {
+            const float *d = dout + n * Dout;
+#pragma omp simd
+            for (size_t o = 0; o < Dout; o++) db[o] += d[o];
+        }
+    }
+}
+
+/* ===== layernorm ===== */
+
+void hy_layernorm_forward(float *out, float *mean, float *rstd, const float *x, const float *w,
+                          const float *b, size_t N, size_t D, float eps) {
+#pragma omp parallel for schedule(static) if (N * D > PAR_MIN)
+    for (size_t n = 0; n < N; n++) {
+        const float *xr = x + n * D;
+        float *o = out + n * D;
+        /* pass 1: mean; pass 2: biased variance about the mean */
+        float s = 0.0f;
+#pragma omp simd reduction(+ : s)
+        for (size_t i = 0; i < D; i++) s += xr[i];
+        float m = s / (float)D;
+        float v = 0.0f;
+#pragma omp simd reduction(+ : v)
+        for (size_t i = 0; i < D; i++) v += (xr[i] - m) * (xr[i] - m);
+        float r = 1.0f / sqrtf(v / (float)D + eps);
+        /* pass 3: out = (x - mean) * rstd * w + b */
+#pragma omp simd
+        for (size_t i = 0; i < D; i++) o[i] = (xr[i] - m) * r * w[i] + b[i];
+        mean[n] = m;
+        rstd[n] = r;
+    }
+}
+
+void hy_layernorm_backward(float *dx, float *dw, float *db, const float *dout, const float *x,
+                           const float *mean, const float *rstd, const float *w, size_t N,
+                           size_t D) {
+    /* xhat = (x - mean) * rstd; out = xhat * w + b
+     * dxhat = dout * w;  dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)) */
+#pragma omp parallel for schedule(static) if (N * D > PAR_MIN)
+    for (size_t n = 0; n < N; n++) {
+        const float *xr = x + n * D, *g = dout + n * D;
+        float m = mean[n], r = rstd[n];
+        float s1 = 0.0f, s2 = 0.0f;
+#pragma omp simd reduction(+ : s1, s2)
+        for (size_t i = 0; i < D; i++) {
+            float dn = g[i] * w[i];
+            s1 += dn;
+            s2 += dn * (xr[i] - m) * r;
+        }
+        s1 /= (float)D;
+        s2 /= (float)D;
+        float *d = dx + n * D;
+#pragma omp simd
+        for (size_t i = 0; i < D; i++) {
+            float xh = (xr[i] - m) * r;
+            d[i] += r * (g[i] * w[i] - s1 - xh * s2);
+        }
+    }
+    /* weight grads: rows in order (deterministic) */
+    for (size_t n = 0; n < N; n++) {
+        const float *xr = x + n * D, *g = dout + n * D;
+        float m = mean[n], r = rstd[n];
+#pragma omp simd
+        for (size_t i = 0; i < D; i++) {
+            dw[i] += g[i] * (xr[i] - m) * r;
+            db[i] += g[i];
+        }
+    }
+}
+
+/* ===== GELU (erf form; hy_erf is a vectorisable erf, see vmath.h) ===== */
+
+#define INV_SQRT2 0.70710678118654752440f
+#define INV_SQRT2PI 0.39894228040143267794f
+
+void hy_gelu_forward(float *out, const float *x, size_t n) {
+#pragma omp parallel for simd schedule(static) if (n > PAR_MIN)
+    for (size_t i = 0; i < n; i++) {
+        float v = x[i];
+        out[i] = 0.5f * v * (1.0f + hy_erf(v * INV_SQRT2));
+    }
+}
+
+void hy_gelu_backward(float *dx, const float *dout, const float *x, size_t n) {
+    /* d/dx [x Phi(x)] = Phi(x) + x phi(x) */
+#pragma omp parallel for simd schedule(static) if (n > PAR_MIN)
+    for (size_t i = 0; i < n; i++) {
+        float v = x[i];
+        float cdf = 0.5f * (1.0f + hy_erf(v * INV_SQRT2));
+        float pdf = INV_SQRT2PI * hy_exp(-0.5f * v * v);
+        dx[i] += dout[i] * (cdf + v * pdf);
+    }
+}
+
+/* ===== softmax ===== */
+
+void hy_softmax_forward(float *out, const float *x, size_t N, size_t K) {
+#pragma omp parallel for schedule(static) if (N * K > PAR_MIN)
+    for (size_t n = 0; n < N; n++) {
+        const float *xr = x + n * K;
+        float *o = out + n * K;
+        float mx = -INFINITY;
+        for (size_t k = 0; k < K; k++) mx = xr[k] > mx ? xr[k] : mx;
+        if (mx == -INFINITY) {
+            memset(o, 0, K * sizeof *o);
+            continue;
+        }
+        float s = 0.0f;
+        for (size_t k = 0; k < K; k++) {
+            o[k] = expf(xr[k] - mx);
+            s += o[k];
+        }
+        float inv = 1.0f / s;
+        for (size_t k = 0; k < K; k++) o[k] *= inv;
+    }
+}
+
+/* ===== softmax + cross-entropy ===== */
+
+void hy_ce_forward(double *loss, float *probs, const float *logits, const int32_t *labels,
+                   size_t N, size_t K, float eps) {
+    double total = 0.0;
+    for (size_t n = 0; n < N; n++) {
+        const float *x = logits + n * K;
+        float *p = probs + n * K;
+        /* pass 1: log-sum-exp in double; pass 2: probs and -sum target log p */
+        double mx = -INFINITY;
+        for (size_t k = 0; k < K; k++) mx = (double)x[k] > mx ? (double)x[k] : mx;
+        double s = 0.0;
+        for (size_t k = 0; k < K; k++) s += exp((double)x[k] - mx);
+        double lse = mx + log(s);
+        double sum_logp = 0.0;
+        for (size_t k = 0; k < K; k++) {
+            double lp = (double)x[k] - lse;
+            p[k] = (float)exp(lp);
+            sum_logp += lp;
+        }
+        double lpy = (double)x[labels[n]] - lse;
+        total += -((1.0 - (double)eps) * lpy + (double)eps / (double)K * sum_logp);
+    }
+    *loss = N ? total / (double)N : 0.0;
+}
+
+void hy_ce_backward(float *dlogits, double dloss, const float *probs, const int32_t *labels,
+                    size_t N, size_t K, float eps) {
+    /* loss = mean_n -sum_c t_c log p_c  =>  dlogit_c = (p_c - t_c) / N  (sum_c t_c = 1) */
+    double scale = N ? dloss / (double)N : 0.0;
+    double off = (double)eps / (double)K;
+    for (size_t n = 0; n < N; n++) {
+        for (size_t k = 0; k < K; k++) {
+            double t = off + ((int64_t)k == labels[n] ? 1.0 - (double)eps : 0.0);
+            dlogits[n * K + k] += (float)(scale * ((double)probs[n * K + k] - t));
+        }
+    }
+}
+
+/* ===== dropout ===== */
+
+void hy_dropout_mask(float *mask, const hy_rng *stream, size_t rows, size_t cols, float p) {
+    float keep = 1.0f / (1.0f - p);
+#pragma omp parallel for schedule(static) if (rows * cols > PAR_MIN)
+    for (size_t r = 0; r < rows; r++) {
+        hy_rng g = hy_rng_split(stream, (uint64_t)r);
+        float *m = mask + r * cols;
+        for (size_t c = 0; c < cols; c++) m[c] = hy_rng_uniform(&g) < p ? 0.0f : keep;
+    }
+}
+
+void hy_dropout_forward(float *out, const float *x, const float *mask, size_t n) {
+#pragma omp parallel for simd schedule(static) if (n > PAR_MIN)
+    for (size_t i = 0; i < n; i++) out[i] = x[i] * mask[i];
+}
+
+void hy_dropout_backward(float *dx, const float *dout, const float *mask, size_t n) {
+#pragma omp parallel for simd schedule(static) if (n > PAR_MIN)
+    for (size_t i = 0; i < n; i++) dx[i] += dout[i] * mask[i];
+}
+
+/* ===== patch embedding ===== */
+
+void hy_patch_extract(float *patches, const float *images, size_t B, size_t Cin, size_t S,
+                      size_t p) {
+    size_t G = S / p, NP = G * G, F = Cin * p * p;
+#pragma omp parallel for schedule(static) if (B * NP * F > PAR_MIN)
+    for (size_t b = 0; b < B; b++) {
+        for (size_t n = 0; n < NP; n++) {
+            size_t gy = n / G, gx = n % G;
+            float *dst = patches + (b * NP + n) * F;
+            for (size_t c = 0; c < Cin; c++) {
+                const float *img = images + (b * Cin + c) * S * S;
+                for (size_t dy = 0; dy < p; dy++)
+                    memcpy(dst + (c * p + dy) * p, img + (gy * p + dy) * S + gx * p,
+                           p * sizeof *dst);
+            }
+        }
+    }
+}
+
+/* ===== token embedding ===== */
+
+void hy_tokembed_forward(float *out, const int32_t *ids, const float *w, size_t N, size_t D) {
+#pragma omp parallel for schedule(static) if (N * D > PAR_MIN)
+    for (size_t n = 0; n < N; n++) memcpy(out + n * D, w + (size_t)ids[n] * D, D * sizeof *out);
+}
+
+void hy_tokembed_backward(float *dw, const float *dout, const int32_t *ids, size_t N, size_t D) {
+    /* serial over n: repeated ids must accumulate in a fixed order */
+    for (size_t n = 0; n < N; n++) {
+        float *d = dw + (size_t)ids[n] * D;
+        const float *g = dout + n * D;
+#pragma omp simd
+        for (size_t i = 0; i < D; i++) d[i] += g[i];
+    }
+}
+
+/* ===== [cls; emb] + pos ===== */
+
+void hy_embed_assemble_forward(float *x, const float *emb, const float *cls, const float *pos,
+                               size_t B, size_t T, size_t D) {
+#pragma omp parallel for schedule(static) if (B * T * D > PAR_MIN)
+    for (size_t b = 0; b < B; b++) {
+        float *xb = x + b * T * D;
+        for (size_t i = 0; i < D; i++) xb[i] = cls[i] + pos[i];
+        const float *e = emb + b * (T - 1) * D;
+        for (size_t t = 1; t < T; t++) {
+            float *xr = xb + t * D;
+            const float *er = e + (t - 1) * D, *pr = pos + t * D;
+#pragma omp simd
+            for (size_t i = 0; i < D; i++) xr[i] = er[i] + pr[i];
+        }
+    }
+}
+
+void hy_embed_assemble_backward(float *demb, float *dcls, float *dpos, const float *dx,
+                                size_t B, size_t T, size_t D) {
+    for (size_t b = 0; b < B; b++) {
+        const float *g = dx + b * T * D;
+        for (size_t i = 0; i < D; i++) dcls[i] += g[i];
+        for (size_t t = 0; t < T; t++) {
+            float *dp = dpos + t * D;
+            const float *gr = g + t * D;
+#pragma omp simd
+            for (size_t i = 0; i < D; i++) dp[i] += gr[i];
+        }
+        if (demb) {
+            float *de = demb + b * (T - 1) * D;
+            for (size_t t = 1; t < T; t++) {
+                float *dr = de + (t - 1) * D;
+                const float *gr = g + t * D;
+#pragma omp simd
+                for (size_t i = 0; i < D; i++) dr[i] += gr[i];
+            }
+        }
+    }
+}

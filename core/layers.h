@@ -1,0 +1,85 @@
+/* layers.h: the transformer's non-attention kernels, each a forward/backward pair:
+ * linear, layernorm, exact-erf GELU, softmax, softmax + cross-entropy, dropout, patch and token
+ * embedding, the [cls; x] + pos assembly. Argument order (CONVENTIONS §3.4):
+ *   forward  (outputs, saved-for-backward, inputs, weights, sizes)   -- overwrites its outputs
+ *   backward (input grads, weight grads, dout, forward inputs/saved, weights, sizes) -- adds (+=)
+ * Kernels never allocate or fail; callers validate shapes. Weights are PyTorch [out,in].
+ * In-place: forward outputs may alias inputs only where a contract says so. */
+#ifndef HY_LAYERS_H
+#define HY_LAYERS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rng.h"
+
+/* ===== linear: out = in W^T + b ===== */
+/*   out (N, Dout) written; in (N, Din); w (Dout, Din); b (Dout) or NULL. */
+void hy_linear_forward(float *out, const float *in, const float *w, const float *b, size_t N,
+                       size_t Din, size_t Dout);
+/*   din (N, Din) += dout W (skipped when din is NULL); dw (Dout, Din) += dout^T in;
+ *   db (Dout) += column sums of dout (skipped when NULL); dout (N, Dout). */
+void hy_linear_backward(float *din, float *dw, float *db, const float *dout, const float *in,
+                        const float *w, size_t N, size_t Din, size_t Dout);
+
+/* ===== layernorm over the last axis, eps given ===== */
+/*   out (N, D) written; mean, rstd (N) written (saved); x (N, D); w, b (D). out may alias x. */
+void hy_layernorm_forward(float *out, float *mean, float *rstd, const float *x, const float *w,
+                          const float *b, size_t N, size_t D, float eps);
+/*   dx (N, D) +=; dw, db (D) +=; dout (N, D); x, mean, rstd from forward; w (D). */
+void hy_layernorm_backward(float *dx, float *dw, float *db, const float *dout, const float *x,
+                           const float *mean, const float *rstd, const float *w, size_t N,
+                           size_t D);
+
+/* ===== GELU, exact: x * 0.5 * (1 + erf(x / sqrt 2)) ===== */
+/*   out (n) written; x (n). out may alias x only if the caller does not need x for backward. */
+void hy_gelu_forward(float *out, const float *x, size_t n);
+/*   dx (n) += dout * gelu'(x). dx may alias dout (then it holds dout + dout*gelu'; callers that
+ *   want dout*gelu' alone pass a zeroed dx). */
+void hy_gelu_backward(float *dx, const float *dout, const float *x, size_t n);
+
+/* ===== softmax over rows ===== */
+/*   out (N, K) written; x (N, K); max starts at -INFINITY, an all -inf row gives zeros. */
+void hy_softmax_forward(float *out, const float *x, size_t N, size_t K);
+
+/* ===== softmax + cross-entropy, mean over rows, label smoothing eps ===== */
+/* target_c = (1 - eps) [c == y] + eps / K.  loss = mean_n sum_c -target_c log softmax(x_n)_c.
+ *   loss (1) written (double); probs (N, K) written (saved); logits (N, K); labels (N) in [0,K). */
+void hy_ce_forward(double *loss, float *probs, const float *logits, const int32_t *labels,
+                   size_t N, size_t K, float eps);
+/*   dlogits (N, K) += dloss * (probs - target) / N. */
+void hy_ce_backward(float *dlogits, double dloss, const float *probs, const int32_t *labels,
+                    size_t N, size_t K, float eps);
+
+/* ===== dropout with a kept mask ===== */
+/* mask (rows, cols) written: 0 with probability p, else 1/(1-p). Row r draws from
+ * hy_rng_split(stream, r), so masks do not depend on the thread count. p in [0, 1). */
+void hy_dropout_mask(float *mask, const hy_rng *stream, size_t rows, size_t cols, float p);
+/*   out (n) written = x * mask; out may alias x. */
+void hy_dropout_forward(float *out, const float *x, const float *mask, size_t n);
+/*   dx (n) += dout * mask. */
+void hy_dropout_backward(float *dx, const float *dout, const float *mask, size_t n);
+
+/* ===== patch embedding (ViT): a stride-p conv written as im2col + linear ===== */
+/* patches (B, NP, Cin*p*p) written: patch n = (row n / G, col n % G), G = S/p, flattened in
+ * (channel, dy, dx) order so that W (D, Cin, p, p) is the linear weight (D, Cin*p*p).
+ *   images (B, Cin, S, S). */
+void hy_patch_extract(float *patches, const float *images, size_t B, size_t Cin, size_t S,
+                      size_t p);
+
+/* ===== token embedding ===== */
+/*   out (N, D) written = W[ids[n]]; ids (N) in [0, V); W (V, D). */
+void hy_tokembed_forward(float *out, const int32_t *ids, const float *w, size_t N, size_t D);
+/*   dw (V, D) += scatter of dout (N, D) by ids. */
+void hy_tokembed_backward(float *dw, const float *dout, const int32_t *ids, size_t N, size_t D);
+
+/* ===== [cls; emb] + pos ===== */
+/*   x (B, T, D) written: x[b,0] = cls + pos[0], x[b,t] = emb[b,t-1] + pos[t] (t >= 1);
+ *   emb (B, T-1, D); cls (D); pos (T, D) (the first T rows of pos_embed). */
+void hy_embed_assemble_forward(float *x, const float *emb, const float *cls, const float *pos,
+                               size_t B, size_t T, size_t D);
+/*   demb (B, T-1, D) +=, dcls (D) +=, dpos (T, D) +=; dx (B, T, D). */
+void hy_embed_assemble_backward(float *demb, float *dcls, float *dpos, const float *dx,
+                                size_t B, size_t T, size_t D);
+
+#endif

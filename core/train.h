@@ -1,0 +1,87 @@
+/* train.h: the C side of training and inference: run N optimisation steps of an epoch, evaluate
+ * a split (mean NLL, accuracy), predict a split (logits, probs). Everything per batch happens
+ * here; Lua decides epochs, validation and checkpoint selection. Nothing here prints: the
+ * trainer fills a hy_progress the caller displays.
+ * Entry points: hy_trainer_new / _release / _start_epoch / _run, hy_train_evaluate,
+ * hy_train_predict, hy_train_ensure_acts, hy_softmax_rows. */
+#ifndef HY_TRAIN_H
+#define HY_TRAIN_H
+
+#include "loader.h"
+#include "optim.h"
+#include "xfmr.h"
+
+/* The resolved `train` + `optim` settings (YAML words). */
+typedef struct hy_train_config {
+    size_t epochs;              /* train.epochs (>= 1); sets the schedule's length */
+    size_t batch_size;          /* train.batch_size */
+    double warmup_epochs;       /* train.warmup_epochs (may be fractional) */
+    double grad_clip;           /* train.grad_clip; 0 = off */
+    double label_smoothing;     /* train.label_smoothing in [0, 1) */
+    hy_adamw_config optim;      /* optim.learning_rate, beta1, beta2, eps, weight_decay */
+    hy_sched_kind schedule;     /* optim.schedule */
+    double min_lr;              /* optim.min_lr */
+    uint64_t seed;              /* shuffling, augmentation and dropout streams */
+} hy_train_config;
+
+/* What the caller shows: filled in by hy_trainer_run. Counters with `epoch_` restart at each
+ * hy_trainer_start_epoch. */
+typedef struct hy_progress {
+    uint64_t epoch;             /* 0-based */
+    int64_t step;               /* optimisation steps done in total */
+    int64_t total_steps;        /* epochs * batches per epoch */
+    size_t epoch_step;          /* steps done in this epoch */
+    size_t epoch_steps;         /* batches per epoch */
+    size_t epoch_seen;          /* samples seen in this epoch */
+    size_t epoch_correct;       /* argmax == label among them */
+    double epoch_loss_sum;      /* sum over samples of the training loss */
+    double epoch_seconds;       /* wall time inside hy_trainer_run this epoch */
+    double loss;                /* last batch's mean loss */
+    double lr;                  /* last step's learning rate */
+    double grad_norm;           /* last step's norm before clipping */
+} hy_progress;
+
+typedef struct hy_trainer {
+    hy_xfmr *model;             /* borrowed */
+    const hy_dataset *data;     /* borrowed */
+    hy_train_config cfg;
+    hy_loader loader;           /* owned */
+    hy_adamw opt;               /* owned */
+    hy_schedule sched;
+    float *logits, *dlogits;    /* owned [batch_size, K] */
+    hy_progress prog;
+} hy_trainer;
+
+/* Prepares training of m on ds: checks the config and that ds matches the model (image size /
+ * channels 1 for vit, text for text models; labels in [0, K)), builds the loader (shuffled,
+ * augmentation aug or none), the AdamW state (decay segments from the param table), sizes the
+ * model's activations for batch_size (hy_train_ensure_acts) and switches dropout on.
+ * Epoch 0 is started. Fails with t zeroed; messages name the YAML key or the sample. */
+hy_status hy_trainer_new(hy_trainer *t, hy_xfmr *m, const hy_dataset *ds,
+                         const hy_train_config *cfg, const hy_augment *aug);
+/* Frees what the trainer owns (not the model or the data); switches the model's dropout off. */
+void hy_trainer_release(hy_trainer *t);
+/* Starts epoch `epoch` (0-based): reshuffles and resets the epoch_ counters. */
+void hy_trainer_start_epoch(hy_trainer *t, uint64_t epoch);
+/* Runs up to max_steps steps of the current epoch (forward, loss, backward, clip, AdamW).
+ * *ran receives the number run (< max_steps only at the end of the epoch). A non-finite loss
+ * or gradient norm stops with HY_EINVAL "train: non-finite loss (nan) at step 12 (epoch 1,
+ * batch 12 of 430)" (1-based numbers); the parameters are those before that step. */
+hy_status hy_trainer_run(hy_trainer *t, size_t max_steps, size_t *ran);
+
+/* Makes sure m's activations hold batches of B samples (reallocates only when smaller). */
+hy_status hy_train_ensure_acts(hy_xfmr *m, size_t B);
+
+/* Mean NLL (natural log, averaged over samples) and accuracy of m on ds, in batches of
+ * batch_size, with dropout as currently set. Samples labelled -1 are not allowed
+ * (HY_EINVAL naming the sample). */
+hy_status hy_train_evaluate(hy_xfmr *m, const hy_dataset *ds, size_t batch_size, double *nll,
+                            double *acc);
+/* Forward over every sample of ds in order: logits [N,K] and probs [N,K] (softmax, either may
+ * be NULL). Dropout as currently set (on = one MC sample). */
+hy_status hy_train_predict(hy_xfmr *m, const hy_dataset *ds, size_t batch_size, float *logits,
+                           float *probs);
+/* probs[r] = softmax(logits[r]) for n rows of k (max-shifted, accumulated in double). */
+void hy_softmax_rows(float *probs, const float *logits, size_t n, size_t k);
+
+#endif

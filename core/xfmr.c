@@ -1,0 +1,656 @@
+/* xfmr.c: see xfmr.h. Layout: one flat parameter block (timm order, 64-byte aligned tensors),
+ * one activation block with per-layer slots sized for (B_cap, T), a scratch arena for the
+ * backward temporaries. The forward of a batch with fewer rows or a shorter text length uses
+ * the first B*T rows of every slot. */
+#include "xfmr.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "attn.h"
+#include "gemm.h"
+#include "layers.h"
+
+/* per-block parameter order (offsets from the block's first table index) */
+enum {
+    P_N1W, P_N1B, P_QKVW, P_QKVB, P_PROJW, P_PROJB, P_N2W, P_N2B, P_FC1W, P_FC1B, P_FC2W,
+    P_FC2B, P_PER_BLOCK
+};
+
+struct hy_xfmr_acts {
+    float *block;         /* owned; every pointer below points into it */
+    size_t sD, sQ, sA, sH, sR; /* per-layer slot sizes: B*T*D, B*T*3D, B*NH*T*T, B*T*DM, B*T */
+    float *x;             /* [L+1] slots of (B,T,D): x[0] embedded input, x[l+1] block l output */
+    float *ln1, *ln1_mean, *ln1_rstd;
+    float *qkv, *att, *ao, *xm;
+    float *ln2, *ln2_mean, *ln2_rstd;
+    float *h, *hg;
+    float *m_attn, *m_h, *m_out;     /* dropout masks, NULL when the rate is 0 */
+    float *cls, *lnf, *lnf_mean, *lnf_rstd;   /* (B, D), (B) */
+    float *emb;           /* (B, T-1, D) */
+    float *patches;       /* vit: (B, NP, Cin*p*p) */
+    int32_t *ids;         /* text: (B, T-1) */
+    int32_t *kvalid;      /* (B) valid keys per row */
+};
+
+/* ===== configuration ===== */
+
+hy_status hy_xfmr_config_check(const hy_xfmr_config *c) {
+    if (c->kind != HY_XFMR_VIT && c->kind != HY_XFMR_TEXT)
+        return hy_fail(HY_ECONFIG, "xfmr: kind must be vit or text (got %d)", (int)c->kind);
+#define NEED_POS(f) \
+    if (c->f == 0) return hy_fail(HY_ECONFIG, "xfmr: " #f " must be > 0 (got 0)")
+    NEED_POS(d_model);
+    NEED_POS(n_heads);
+    NEED_POS(depth);
+    NEED_POS(d_mlp);
+    NEED_POS(n_classes);
+    if (c->d_model % c->n_heads)
+        return hy_fail(HY_ECONFIG, "xfmr: d_model must be divisible by n_heads (d_model %zu, "
+                       "n_heads %zu)", c->d_model, c->n_heads);
+    if (c->d_model / c->n_heads > 64)
+        return hy_fail(HY_ECONFIG, "xfmr: head size d_model/n_heads must be <= 64 (got %zu)",
+                       c->d_model / c->n_heads);
+    if (c->kind == HY_XFMR_VIT) {
+        NEED_POS(image_size);
+        NEED_POS(channels);
+        NEED_POS(patch);
+        if (c->image_size % c->patch)
+            return hy_fail(HY_ECONFIG, "xfmr: image_size must be divisible by patch "
+                           "(image_size %zu, patch %zu)", c->image_size, c->patch);
+    } else {
+        NEED_POS(max_len);
+        if (c->vocab_size <= HY_TOK_CLS)
+            return hy_fail(HY_ECONFIG, "xfmr: vocab_size must be > %d (PAD, UNK, CLS are "
+                           "reserved; got %zu)", HY_TOK_CLS, c->vocab_size);
+    }
+#undef NEED_POS
+    if (hy_xfmr_seq_len(c) > HY_XFMR_MAX_T)
+        return hy_fail(HY_ECONFIG, "xfmr: sequence length %zu (with CLS) exceeds %d",
+                       hy_xfmr_seq_len(c), HY_XFMR_MAX_T);
+    if (!(c->attn_dropout >= 0.0f && c->attn_dropout < 1.0f))
+        return hy_fail(HY_ECONFIG, "xfmr: attn_dropout must be in [0, 1) (got %g)",
+                       (double)c->attn_dropout);
+    if (!(c->mlp_dropout >= 0.0f && c->mlp_dropout < 1.0f))
+        return hy_fail(HY_ECONFIG, "xfmr: mlp_dropout must be in [0, 1) (got %g)",
+                       (double)c->mlp_dropout);
+    return HY_OK;
+}
+
+size_t hy_xfmr_seq_len(const hy_xfmr_config *c) {
+    if (c->kind == HY_XFMR_VIT) {
+        size_t g = c->patch ? c->image_size / c->patch : 0;
+        return 1 + g * g;
+    }
+    return 1 + c->max_len;
+}
+
+double hy_xfmr_flops(const hy_xfmr_config *c, size_t T) {
+    double D = (double)c->d_model, DM = (double)c->d_mlp, t = (double)T;
+    double f = 0.0;
+    if (c->kind == HY_XFMR_VIT) {
+        double F = (double)(c->channels * c->patch * c->patch);
+        f += 2.0 * (t - 1.0) * F * D;
+    }
+    double blk = 2.0 * t * D * 3.0 * D + 2.0 * 2.0 * t * t * D + 2.0 * t * D * D +
+                 2.0 * 2.0 * t * D * DM;
+    f += (double)c->depth * blk;
+    f += 2.0 * D * (double)c->n_classes;
+    return f;
+}
+
+/* ===== parameter table ===== */
+
+static void add_param(hy_param *tab, size_t *n, size_t *off, const char *name, int ndim,
+                      const int64_t *shape, bool decay) {
+    hy_param *p = &tab[*n];
+    memset(p, 0, sizeof *p);
+    snprintf(p->name, sizeof p->name, "%s", name);
+    p->ndim = ndim;
+    p->numel = 1;
+    for (int i = 0; i < ndim; i++) {
+        p->shape[i] = shape[i];
+        p->numel *= (size_t)shape[i];
+    }
+    p->offset = *off;
+    p->decay = decay;
+    *off += (p->numel + 15) / 16 * 16;
+    (*n)++;
+}
+
+/* fills tab (when non-NULL) and returns the tensor count; *total gets the floats needed */
+static size_t build_table(const hy_xfmr_config *c, hy_param *tab, size_t *total) {
+    hy_param dummy[1];
+    size_t n = 0, off = 0;
+    int64_t D = (int64_t)c->d_model, DM = (int64_t)c->d_mlp, K = (int64_t)c->n_classes;
+    int64_t T = (int64_t)hy_xfmr_seq_len(c);
+    char name[48];
+#define ADD(nm, nd, dec, ...) do { int64_t sh_[] = {__VA_ARGS__}; \
+        if (tab) add_param(tab, &n, &off, nm, nd, sh_, dec); \
+        else { size_t z_ = 0; add_param(dummy, &z_, &off, nm, nd, sh_, dec); n++; } } while (0)
+    ADD("cls_token", 3, false, 1, 1, D);
+    ADD("pos_embed", 3, false, 1, T, D);
+    if (c->kind == HY_XFMR_VIT) {
+        int64_t C = (int64_t)c->channels, p = (int64_t)c->patch;
+        ADD("patch_embed.proj.weight", 4, true, D, C, p, p);
+        ADD("patch_embed.proj.bias", 1, false, D);
+    } else {
+        ADD("tok_embed.weight", 2, false, (int64_t)c->vocab_size, D);
+    }
+    for (size_t l = 0; l < c->depth; l++) {
+#define BLK(suffix, nd, dec, ...) do { snprintf(name, sizeof name, "blocks.%zu." suffix, l); \
+        ADD(name, nd, dec, __VA_ARGS__); } while (0)
+        BLK("norm1.weight", 1, false, D);
+        BLK("norm1.bias", 1, false, D);
+        BLK("attn.qkv.weight", 2, true, 3 * D, D);
+        BLK("attn.qkv.bias", 1, false, 3 * D);
+        BLK("attn.proj.weight", 2, true, D, D);
+        BLK("attn.proj.bias", 1, false, D);
+        BLK("norm2.weight", 1, false, D);
+        BLK("norm2.bias", 1, false, D);
+        BLK("mlp.fc1.weight", 2, true, DM, D);
+        BLK("mlp.fc1.bias", 1, false, DM);
+        BLK("mlp.fc2.weight", 2, true, D, DM);
+        BLK("mlp.fc2.bias", 1, false, D);
+#undef BLK
+    }
+    ADD("norm.weight", 1, false, D);
+    ADD("norm.bias", 1, false, D);
+    ADD("head.weight", 2, true, K, D);
+    ADD("head.bias", 1, false, K);
+#undef ADD
+    *total = off;
+    return n;
+}
+
+/* table index of the first parameter of block l */
+static size_t blk_index(const hy_xfmr *m, size_t l) {
+    return (m->cfg.kind == HY_XFMR_VIT ? 4 : 3) + l * P_PER_BLOCK;
+}
+static float *PW(const hy_xfmr *m, size_t idx) { return m->params + m->table[idx].offset; }
+static float *GW(const hy_xfmr *m, size_t idx) { return m->grads + m->table[idx].offset; }
+
+/* ===== build / release ===== */
+
+hy_status hy_xfmr_new(hy_xfmr *m, const hy_xfmr_config *cfg) {
+    memset(m, 0, sizeof *m);
+    HY_TRY(hy_xfmr_config_check(cfg));
+    m->cfg = *cfg;
+    m->T = hy_xfmr_seq_len(cfg);
+    m->HS = cfg->d_model / cfg->n_heads;
+    size_t total = 0;
+    size_t nt = build_table(cfg, NULL, &total);
+    size_t LH = cfg->depth * cfg->n_heads;
+    m->table = hy_xcalloc(nt, sizeof *m->table);
+    m->params = hy_xmalloc_aligned(total * sizeof(float));
+    m->grads = hy_xmalloc_aligned(total * sizeof(float));
+    m->gates = hy_xmalloc(LH * sizeof(float));
+    m->dgates = hy_xmalloc(LH * sizeof(float));
+    if (!m->table || !m->params || !m->grads || !m->gates || !m->dgates) {
+        hy_status st = hy_fail(HY_ENOMEM, "xfmr: out of memory for %zu parameters", total);
+        hy_xfmr_release(m);
+        return st;
+    }
+    m->n_tensors = build_table(cfg, m->table, &total);
+    m->n_params = total;
+    memset(m->params, 0, total * sizeof(float));
+    memset(m->grads, 0, total * sizeof(float));
+    for (size_t i = 0; i < LH; i++) {
+        m->gates[i] = 1.0f;
+        m->dgates[i] = 0.0f;
+    }
+    return HY_OK;
+}
+
+static void free_acts(hy_xfmr *m) {
+    if (m->acts) {
+        hy_free(m->acts->block);
+        hy_free(m->acts);
+    }
+    m->acts = NULL;
+    hy_arena_release(&m->scratch);
+    m->B_cap = 0;
+    m->have_fwd = false;
+}
+
+void hy_xfmr_release(hy_xfmr *m) {
+    if (!m) return;
+    free_acts(m);
+    hy_free(m->table);
+    hy_free(m->params);
+    hy_free(m->grads);
+    hy_free(m->gates);
+    hy_free(m->dgates);
+    memset(m, 0, sizeof *m);
+}
+
+/* ===== init ===== */
+
+static float trunc_normal(hy_rng *r, double std) {
+    for (;;) {
+        double z = hy_rng_normal(r);
+        if (z >= -2.0 && z <= 2.0) return (float)(z * std);
+    }
+}
+
+void hy_xfmr_init(hy_xfmr *m, uint64_t seed) {
+    hy_rng root;
+    hy_rng_seed(&root, seed);
+    memset(m->params, 0, m->n_params * sizeof(float));
+    for (size_t i = 0; i < m->n_tensors; i++) {
+        const hy_param *p = &m->table[i];
+        float *w = m->params + p->offset;
+        size_t len = strlen(p->name);
+        bool is_bias = len >= 5 && strcmp(p->name + len - 5, ".bias") == 0;
+        bool is_norm = strstr(p->name, "norm") != NULL;
+        if (is_bias) continue;                          /* zeros */
+        if (is_norm) {                                  /* LN weight: ones */
+            for (size_t k = 0; k < p->numel; k++) w[k] = 1.0f;
+            continue;
+        }
+        hy_rng r = hy_rng_split(&root, (uint64_t)i);
+        for (size_t k = 0; k < p->numel; k++) w[k] = trunc_normal(&r, 0.02);
+    }
+}
+
+/* ===== activations ===== */
+
+typedef struct plan {
+    size_t sD, sQ, sA, sH, sR, sB, emb, patches, total_f, ints;
+    bool d_attn, d_mlp;
+} plan;
+
+static plan make_plan(const hy_xfmr_config *c, size_t B) {
+    plan p;
+    memset(&p, 0, sizeof p);
+    size_t T = hy_xfmr_seq_len(c), D = c->d_model, L = c->depth;
+    /* every slot rounded to 16 floats so that all pointers stay 64-byte aligned */
+#define R16(x) (((x) + 15) / 16 * 16)
+    p.sD = R16(B * T * D);
+    p.sQ = R16(B * T * 3 * D);
+    p.sA = R16(B * c->n_heads * T * T);
+    p.sH = R16(B * T * c->d_mlp);
+    p.sR = R16(B * T);
+    p.sB = R16(B * D);
+    p.emb = R16(B * (T - 1) * D);
+    p.patches = c->kind == HY_XFMR_VIT ? R16(B * (T - 1) * c->channels * c->patch * c->patch) : 0;
+    p.d_attn = c->attn_dropout > 0.0f;
+    p.d_mlp = c->mlp_dropout > 0.0f;
+    p.total_f = (L + 1) * p.sD                               /* x */
+              + L * (p.sD + 2 * p.sR)                        /* ln1 */
+              + L * (p.sQ + p.sA + p.sD + p.sD)              /* qkv att ao xm */
+              + L * (p.sD + 2 * p.sR)                        /* ln2 */
+              + L * 2 * p.sH                                 /* h hg */
+              + (p.d_attn ? L * p.sD : 0) + (p.d_mlp ? L * (p.sH + p.sD) : 0)
+              + 2 * p.sB + 2 * R16(B)                        /* cls lnf mean rstd */
+              + p.emb + p.patches;
+    p.ints = R16(B * (T - 1)) + R16(B);
+#undef R16
+    return p;
+}
+
+/* backward scratch: dres, dln, dao, dtmp (B,T,D); dqkv (B,T,3D); dhg, dh (B,T,DM);
+ * dlnf, dcls (B,D); demb (B,T-1,D); attention partials (B*NH) */
+static size_t scratch_bytes(const hy_xfmr_config *c, size_t B) {
+    size_t T = hy_xfmr_seq_len(c), D = c->d_model;
+    size_t n = 4 * hy_arena_need(B * T * D * sizeof(float)) +
+               hy_arena_need(B * T * 3 * D * sizeof(float)) +
+               2 * hy_arena_need(B * T * c->d_mlp * sizeof(float)) +
+               2 * hy_arena_need(B * D * sizeof(float)) +
+               hy_arena_need(B * (T - 1) * D * sizeof(float)) +
+               hy_arena_need(B * c->n_heads * sizeof(float));
+    return n;
+}
+
+size_t hy_xfmr_acts_bytes(const hy_xfmr_config *c, size_t B_cap) {
+    plan p = make_plan(c, B_cap);
+    return (p.total_f + p.ints) * sizeof(float) + scratch_bytes(c, B_cap);
+}
+
+hy_status hy_xfmr_alloc_acts(hy_xfmr *m, size_t B_cap) {
+    free_acts(m);
+    if (B_cap == 0) return hy_fail(HY_EINVAL, "xfmr: activation batch size must be > 0");
+    const hy_xfmr_config *c = &m->cfg;
+    plan p = make_plan(c, B_cap);
+    size_t L = c->depth;
+    hy_xfmr_acts *a = hy_xcalloc(1, sizeof *a);
+    if (!a) return HY_ENOMEM;
+    a->block = hy_xmalloc_aligned((p.total_f + p.ints) * sizeof(float));
+    if (!a->block) {
+        hy_free(a);
+        return HY_ENOMEM;
+    }
+    m->acts = a;
+    hy_status st = hy_arena_init(&m->scratch, scratch_bytes(c, B_cap));
+    if (st != HY_OK) {
+        free_acts(m);
+        return st;
+    }
+    float *q = a->block;
+#define TAKE(ptr, n) do { ptr = q; q += (n); } while (0)
+    a->sD = p.sD; a->sQ = p.sQ; a->sA = p.sA; a->sH = p.sH; a->sR = p.sR;
+    TAKE(a->x, (L + 1) * p.sD);
+    TAKE(a->ln1, L * p.sD);
+    TAKE(a->ln1_mean, L * p.sR);
+    TAKE(a->ln1_rstd, L * p.sR);
+    TAKE(a->qkv, L * p.sQ);
+    TAKE(a->att, L * p.sA);
+    TAKE(a->ao, L * p.sD);
+    TAKE(a->xm, L * p.sD);
+    TAKE(a->ln2, L * p.sD);
+    TAKE(a->ln2_mean, L * p.sR);
+    TAKE(a->ln2_rstd, L * p.sR);
+    TAKE(a->h, L * p.sH);
+    TAKE(a->hg, L * p.sH);
+    if (p.d_attn) TAKE(a->m_attn, L * p.sD);
+    if (p.d_mlp) {
+        TAKE(a->m_h, L * p.sH);
+        TAKE(a->m_out, L * p.sD);
+    }
+    TAKE(a->cls, p.sB);
+    TAKE(a->lnf, p.sB);
+    TAKE(a->lnf_mean, (B_cap + 15) / 16 * 16);
+    TAKE(a->lnf_rstd, (B_cap + 15) / 16 * 16);
+    TAKE(a->emb, p.emb);
+    if (p.patches) TAKE(a->patches, p.patches);
+#undef TAKE
+    a->ids = (int32_t *)q;
+    a->kvalid = a->ids + (B_cap * (m->T - 1) + 15) / 16 * 16;
+    HY_ASSERT((size_t)(q - a->block) == p.total_f);
+    m->B_cap = B_cap;
+    return HY_OK;
+}
+
+/* ===== forward ===== */
+
+static hy_status check_batch(const hy_xfmr *m, const hy_batch *in, size_t B) {
+    const hy_xfmr_config *c = &m->cfg;
+    if (!m->acts)
+        return hy_fail(HY_EINVAL, "xfmr: no activations allocated (call hy_xfmr_alloc_acts)");
+    if (B == 0 || B > m->B_cap)
+        return hy_fail(HY_EINVAL, "xfmr: batch size %zu out of range [1, %zu] (the activation "
+                       "capacity)", B, m->B_cap);
+    if (c->kind == HY_XFMR_VIT) {
+        if (!in->images) return hy_fail(HY_EINVAL, "xfmr: vit batch without images");
+        return HY_OK;
+    }
+    if (!in->ids || !in->lengths) return hy_fail(HY_EINVAL, "xfmr: text batch without ids/lengths");
+    if (in->len == 0 || in->len > c->max_len)
+        return hy_fail(HY_EINVAL, "xfmr: text batch length %zu out of range [1, %zu] (max_len)",
+                       in->len, c->max_len);
+    for (size_t b = 0; b < B; b++) {
+        int32_t n = in->lengths[b];
+        if (n < 0 || (size_t)n > in->len)
+            return hy_fail(HY_EINVAL, "xfmr: length %d of row %zu out of range [0, %zu]", (int)n,
+                           b + 1, in->len);
+        for (size_t t = 0; t < in->len; t++) {
+            int32_t id = in->ids[b * in->len + t];
+            if (id < 0 || (size_t)id >= c->vocab_size)
+                return hy_fail(HY_EINVAL, "xfmr: token id %d out of range [0, %zu) (row %zu, "
+                               "position %zu)", (int)id, c->vocab_size, b + 1, t + 1);
+        }
+    }
+    return HY_OK;
+}
+
+/* dropout stream for one site of one forward */
+static hy_rng site_rng(const hy_rng *fwd, size_t l, size_t k) {
+    return hy_rng_split(fwd, (uint64_t)(l * 4 + k));
+}
+
+hy_status hy_xfmr_forward(hy_xfmr *m, const hy_batch *in, size_t B, float *logits) {
+    HY_TRY(check_batch(m, in, B));
+    const hy_xfmr_config *c = &m->cfg;
+    hy_xfmr_acts *a = m->acts;
+    size_t D = c->d_model, DM = c->d_mlp, NH = c->n_heads, K = c->n_classes, L = c->depth;
+    size_t T = c->kind == HY_XFMR_VIT ? m->T : 1 + in->len;
+    size_t BT = B * T;
+    bool drop = m->dropout_on;
+    hy_rng fwd_rng;
+    if (drop) fwd_rng = hy_rng_split(&m->drop_rng, m->drop_step++);
+
+    /* embedding: emb (B, T-1, D), then x0 = [cls; emb] + pos */
+    if (c->kind == HY_XFMR_VIT) {
+        size_t F = c->channels * c->patch * c->patch;
+        hy_patch_extract(a->patches, in->images, B, c->channels, c->image_size, c->patch);
+        hy_linear_forward(a->emb, a->patches, PW(m, 2), PW(m, 3), B * (T - 1), F, D);
+        for (size_t b = 0; b < B; b++) a->kvalid[b] = (int32_t)T;
+    } else {
+        memcpy(a->ids, in->ids, B * in->len * sizeof *a->ids);
+        hy_tokembed_forward(a->emb, a->ids, PW(m, 2), B * (T - 1), D);
+        for (size_t b = 0; b < B; b++) a->kvalid[b] = 1 + in->lengths[b];
+    }
+    hy_embed_assemble_forward(a->x, a->emb, PW(m, 0), PW(m, 1), B, T, D);
+    const int32_t *kv = c->kind == HY_XFMR_VIT ? NULL : a->kvalid;
+
+    for (size_t l = 0; l < L; l++) {
+        size_t pi = blk_index(m, l);
+        float *x = a->x + l * a->sD, *xo = a->x + (l + 1) * a->sD;
+        float *ln1 = a->ln1 + l * a->sD, *qkv = a->qkv + l * a->sQ, *att = a->att + l * a->sA;
+        float *ao = a->ao + l * a->sD, *xm = a->xm + l * a->sD, *ln2 = a->ln2 + l * a->sD;
+        float *h = a->h + l * a->sH, *hg = a->hg + l * a->sH;
+        /* attention: xm = x + drop(proj(attn(LN1(x)))) */
+        hy_layernorm_forward(ln1, a->ln1_mean + l * a->sR, a->ln1_rstd + l * a->sR, x,
+                             PW(m, pi + P_N1W), PW(m, pi + P_N1B), BT, D, HY_XFMR_LN_EPS);
+        hy_linear_forward(qkv, ln1, PW(m, pi + P_QKVW), PW(m, pi + P_QKVB), BT, D, 3 * D);
+        hy_attn_forward(ao, att, qkv, m->gates + l * NH, kv, B, T, D, NH);
+        hy_linear_forward(xm, ao, PW(m, pi + P_PROJW), PW(m, pi + P_PROJB), BT, D, D);
+        if (drop && a->m_attn) {
+            hy_rng r = site_rng(&fwd_rng, l, 0);
+            float *mk = a->m_attn + l * a->sD;
+            hy_dropout_mask(mk, &r, BT, D, c->attn_dropout);
+            hy_dropout_forward(xm, xm, mk, BT * D);
+        }
+        for (size_t i = 0; i < BT * D; i++) xm[i] += x[i];
+        /* MLP: xo = xm + drop(fc2(drop(GELU(fc1(LN2(xm)))))) */
+        hy_layernorm_forward(ln2, a->ln2_mean + l * a->sR, a->ln2_rstd + l * a->sR, xm,
+                             PW(m, pi + P_N2W), PW(m, pi + P_N2B), BT, D, HY_XFMR_LN_EPS);
+        hy_linear_forward(h, ln2, PW(m, pi + P_FC1W), PW(m, pi + P_FC1B), BT, D, DM);
+        hy_gelu_forward(hg, h, BT * DM);
+        bool dm = drop && a->m_h;
+        if (dm) {
+            hy_rng r = site_rng(&fwd_rng, l, 1);
+            float *mk = a->m_h + l * a->sH;
+            hy_dropout_mask(mk, &r, BT, DM, c->mlp_dropout);
+            hy_dropout_forward(hg, hg, mk, BT * DM);
+        }
+        hy_linear_forward(xo, hg, PW(m, pi + P_FC2W), PW(m, pi + P_FC2B), BT, DM, D);
+        if (dm) {
+            hy_rng r = site_rng(&fwd_rng, l, 2);
+            float *mk = a->m_out + l * a->sD;
+            hy_dropout_mask(mk, &r, BT, D, c->mlp_dropout);
+            hy_dropout_forward(xo, xo, mk, BT * D);
+        }
+        for (size_t i = 0; i < BT * D; i++) xo[i] += xm[i];
+    }
+
+    /* head: logits = head(LN_f(x_L[:, 0])) */
+    const float *xl = a->x + L * a->sD;
+    for (size_t b = 0; b < B; b++) memcpy(a->cls + b * D, xl + b * T * D, D * sizeof(float));
+    size_t nf = m->n_tensors - 4;
+    hy_layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, a->cls, PW(m, nf), PW(m, nf + 1), B,
+                         D, HY_XFMR_LN_EPS);
+    hy_linear_forward(logits, a->lnf, PW(m, nf + 2), PW(m, nf + 3), B, D, K);
+    m->last_B = B;
+    m->last_T = T;
+    m->have_fwd = true;
+    m->last_drop = drop;
+    return HY_OK;
+}
+
+/* ===== loss ===== */
+
+hy_status hy_xfmr_loss(const hy_xfmr *m, const float *logits, const int32_t *labels, size_t B,
+                       float label_smoothing, double *loss, float *dlogits) {
+    size_t K = m->cfg.n_classes;
+    if (!(label_smoothing >= 0.0f && label_smoothing < 1.0f))
+        return hy_fail(HY_EINVAL, "xfmr: label_smoothing must be in [0, 1) (got %g)",
+                       (double)label_smoothing);
+    for (size_t b = 0; b < B; b++)
+        if (labels[b] < 0 || (size_t)labels[b] >= K)
+            return hy_fail(HY_EINVAL, "xfmr: label %d of row %zu out of range [0, %zu)",
+                           (int)labels[b], b + 1, K);
+    float *probs = dlogits;
+    if (!probs) {
+        probs = hy_xmalloc(B * K * sizeof *probs);
+        if (!probs) return HY_ENOMEM;
+    }
+    hy_ce_forward(loss, probs, logits, labels, B, K, label_smoothing);
+    if (dlogits) {
+        /* in place: dlogits = (probs - target) / B (what hy_ce_backward adds into zeros) */
+        double off = (double)label_smoothing / (double)K;
+        for (size_t b = 0; b < B; b++)
+            for (size_t k = 0; k < K; k++) {
+                double t = off + ((int64_t)k == labels[b] ? 1.0 - (double)label_smoothing : 0.0);
+                dlogits[b * K + k] = (float)(((double)probs[b * K + k] - t) / (double)B);
+            }
+    } else {
+        hy_free(probs);
+    }
+    return HY_OK;
+}
+
+/* ===== backward ===== */
+
+hy_status hy_xfmr_backward(hy_xfmr *m, const float *dlogits) {
+    if (!m->have_fwd)
+        return hy_fail(HY_EINVAL, "xfmr: backward without a forward (run hy_xfmr_forward first)");
+    const hy_xfmr_config *c = &m->cfg;
+    hy_xfmr_acts *a = m->acts;
+    size_t D = c->d_model, DM = c->d_mlp, NH = c->n_heads, K = c->n_classes, L = c->depth;
+    size_t B = m->last_B, T = m->last_T, BT = B * T;
+    bool drop = m->last_drop;
+    hy_arena *ar = &m->scratch;
+    hy_arena_reset(ar);
+    float *dres, *dln, *dao, *dtmp, *dqkv, *dhg, *dh, *dlnf, *dcls, *demb, *part;
+    HY_TRY(hy_arena_floats(ar, BT * D, &dres));
+    HY_TRY(hy_arena_floats(ar, BT * D, &dln));
+    HY_TRY(hy_arena_floats(ar, BT * D, &dao));
+    HY_TRY(hy_arena_floats(ar, BT * D, &dtmp));
+    HY_TRY(hy_arena_floats(ar, BT * 3 * D, &dqkv));
+    HY_TRY(hy_arena_floats(ar, BT * DM, &dhg));
+    HY_TRY(hy_arena_floats(ar, BT * DM, &dh));
+    HY_TRY(hy_arena_floats(ar, B * D, &dlnf));
+    HY_TRY(hy_arena_floats(ar, B * D, &dcls));
+    HY_TRY(hy_arena_floats(ar, B * (T - 1) * D, &demb));
+    HY_TRY(hy_arena_floats(ar, B * NH, &part));
+
+    /* head: logits = lnf W^T + b; lnf = LN_f(cls) */
+    size_t nf = m->n_tensors - 4;
+    memset(dlnf, 0, B * D * sizeof(float));
+    memset(dcls, 0, B * D * sizeof(float));
+    hy_linear_backward(dlnf, GW(m, nf + 2), GW(m, nf + 3), dlogits, a->lnf, PW(m, nf + 2), B, D,
+                       K);
+    hy_layernorm_backward(dcls, GW(m, nf), GW(m, nf + 1), dlnf, a->cls, a->lnf_mean,
+                          a->lnf_rstd, PW(m, nf), B, D);
+    /* cls = x_L[:, 0]: only the CLS rows get gradient */
+    memset(dres, 0, BT * D * sizeof(float));
+    for (size_t b = 0; b < B; b++) memcpy(dres + b * T * D, dcls + b * D, D * sizeof(float));
+    const int32_t *kv = c->kind == HY_XFMR_VIT ? NULL : a->kvalid;
+
+    for (size_t l = L; l-- > 0;) {
+        size_t pi = blk_index(m, l);
+        float *x = a->x + l * a->sD;
+        float *ln1 = a->ln1 + l * a->sD, *qkv = a->qkv + l * a->sQ, *att = a->att + l * a->sA;
+        float *ao = a->ao + l * a->sD, *xm = a->xm + l * a->sD, *ln2 = a->ln2 + l * a->sD;
+        float *h = a->h + l * a->sH, *hg = a->hg + l * a->sH;
+        /* xo = xm + drop(fc2(hg)): dres is dxo; the fc2 branch sees dres * mask */
+        const float *dbranch = dres;
+        if (drop && a->m_out) {
+            memset(dtmp, 0, BT * D * sizeof(float));
+            hy_dropout_backward(dtmp, dres, a->m_out + l * a->sD, BT * D);
+            dbranch = dtmp;
+        }
+        memset(dhg, 0, BT * DM * sizeof(float));
+        hy_linear_backward(dhg, GW(m, pi + P_FC2W), GW(m, pi + P_FC2B), dbranch, hg,
+                           PW(m, pi + P_FC2W), BT, DM, D);
+        /* hg = drop(GELU(h)) */
+        if (drop && a->m_h) {
+            const float *mk = a->m_h + l * a->sH;
+            for (size_t i = 0; i < BT * DM; i++) dhg[i] *= mk[i];
+        }
+        memset(dh, 0, BT * DM * sizeof(float));
+        hy_gelu_backward(dh, dhg, h, BT * DM);
+        memset(dln, 0, BT * D * sizeof(float));
+        hy_linear_backward(dln, GW(m, pi + P_FC1W), GW(m, pi + P_FC1B), dh, ln2,
+                           PW(m, pi + P_FC1W), BT, D, DM);
+        /* ln2 = LN2(xm); dres += LN2 backward, so dres becomes dxm */
+        hy_layernorm_backward(dres, GW(m, pi + P_N2W), GW(m, pi + P_N2B), dln, xm,
+                              a->ln2_mean + l * a->sR, a->ln2_rstd + l * a->sR,
+                              PW(m, pi + P_N2W), BT, D);
+        /* xm = x + drop(proj(ao)) */
+        dbranch = dres;
+        if (drop && a->m_attn) {
+            memset(dtmp, 0, BT * D * sizeof(float));
+            hy_dropout_backward(dtmp, dres, a->m_attn + l * a->sD, BT * D);
+            dbranch = dtmp;
+        }
+        memset(dao, 0, BT * D * sizeof(float));
+        hy_linear_backward(dao, GW(m, pi + P_PROJW), GW(m, pi + P_PROJB), dbranch, ao,
+                           PW(m, pi + P_PROJW), BT, D, D);
+        memset(dqkv, 0, BT * 3 * D * sizeof(float));
+        hy_attn_backward(dqkv, m->dgates + l * NH, dao, qkv, att, m->gates + l * NH, kv, part, B,
+                         T, D, NH);
+        memset(dln, 0, BT * D * sizeof(float));
+        hy_linear_backward(dln, GW(m, pi + P_QKVW), GW(m, pi + P_QKVB), dqkv, ln1,
+                           PW(m, pi + P_QKVW), BT, D, 3 * D);
+        hy_layernorm_backward(dres, GW(m, pi + P_N1W), GW(m, pi + P_N1B), dln, x,
+                              a->ln1_mean + l * a->sR, a->ln1_rstd + l * a->sR,
+                              PW(m, pi + P_N1W), BT, D);
+    }
+
+    /* embedding: x0 = [cls; emb] + pos */
+    memset(demb, 0, B * (T - 1) * D * sizeof(float));
+    hy_embed_assemble_backward(demb, GW(m, 0), GW(m, 1), dres, B, T, D);
+    if (c->kind == HY_XFMR_VIT) {
+        size_t F = c->channels * c->patch * c->patch;
+        hy_linear_backward(NULL, GW(m, 2), GW(m, 3), demb, a->patches, PW(m, 2), B * (T - 1), F,
+                           D);
+    } else {
+        hy_tokembed_backward(GW(m, 2), demb, a->ids, B * (T - 1), D);
+    }
+    return HY_OK;
+}
+
+void hy_xfmr_zero_grad(hy_xfmr *m) {
+    memset(m->grads, 0, m->n_params * sizeof(float));
+    memset(m->dgates, 0, m->cfg.depth * m->cfg.n_heads * sizeof(float));
+}
+
+/* ===== gates, dropout, lookup ===== */
+
+void hy_xfmr_set_gate(hy_xfmr *m, size_t layer, size_t head, float g) {
+    HY_ASSERT(layer < m->cfg.depth && head < m->cfg.n_heads);
+    m->gates[layer * m->cfg.n_heads + head] = g;
+}
+
+float hy_xfmr_gate(const hy_xfmr *m, size_t layer, size_t head) {
+    HY_ASSERT(layer < m->cfg.depth && head < m->cfg.n_heads);
+    return m->gates[layer * m->cfg.n_heads + head];
+}
+
+void hy_xfmr_set_gates(hy_xfmr *m, const float *gates) {
+    memcpy(m->gates, gates, m->cfg.depth * m->cfg.n_heads * sizeof(float));
+}
+
+void hy_xfmr_set_dropout(hy_xfmr *m, bool on, uint64_t seed) {
+    m->dropout_on = on;
+    hy_rng_seed(&m->drop_rng, seed);
+    m->drop_step = 0;
+}
+
+int64_t hy_xfmr_param_index(const hy_xfmr *m, const char *name) {
+    for (size_t i = 0; i < m->n_tensors; i++)
+        if (strcmp(m->table[i].name, name) == 0) return (int64_t)i;
+    return -1;
+}
+
+hy_status hy_xfmr_param(const hy_xfmr *m, const char *name, hy_param_view *out) {
+    int64_t i = hy_xfmr_param_index(m, name);
+    if (i < 0) return hy_fail(HY_EINVAL, "xfmr: no parameter named '%s'", name);
+    out->info = &m->table[i];
+    out->data = m->params + m->table[i].offset;
+    out->grad = m->grads + m->table[i].offset;
+    return HY_OK;
+}

@@ -1,0 +1,788 @@
+-- lua/hydra/config.lua: YAML configs -> validated, resolved Lua tables.
+--
+-- Layers, later wins:  configs/defaults.yaml  <  included files  <  the file  <  overrides.
+--   * Scalars are typed like YAML 1.2 core (core/config.c): 3 integer, 3.0 / 1e-3 float,
+--     true/false, ~ or null, anything else or anything quoted a string.
+--   * `include: other.yaml` or `include: [a.yaml, b.yaml]` (top level only; paths relative to
+--     the including file) merges the included files first, in order, then the file's own keys.
+--     Maps merge key by key (deep); lists, scalars and free-form `map` values are replaced whole.
+--     A cycle is an error naming the chain.
+--   * Every key must exist in defaults.yaml; its type is the default's (integer: integers only;
+--     float: integers and floats, stored as floats; string; boolean; list: elements typed like
+--     the default's elements). lua/hydra/config_schema.lua adds types for null / empty-list
+--     defaults, unions ("integer|list<integer>"), enums and numeric bounds, keyed by dotted path.
+--   * A key whose default is null (~) is optional: a null value is allowed and becomes nil.
+--     A section written with no keys (`train:`) changes nothing.
+--   * Overrides `key.path=value`: the value is parsed as a YAML scalar or flow collection
+--     (`data.ood=[mnist,glyphs]`, `train.augment={hflip: true}`); a key whose type is a string
+--     takes the text as written (`experiment=123` is the string "123").
+-- Every error is raised with hydra.err.fail (exit status 1, no traceback) and names where:
+--   x.yaml:4:6: did not find expected ',' or ']' (while parsing a flow sequence)
+--   x.yaml:7:3: unknown key 'lerning_rate' in 'optim' (did you mean 'learning_rate'?)
+--   x.yaml:5:12: train.epochs: expected integer, got string 'ten'
+--   x.yaml:3:18: optim.learning_rate must be > 0 (got -0.1)
+--   command line: train.epochs=ten: expected integer, got string 'ten'
+-- (with no close match the unknown-key message lists the known keys: "(known: a, b, c)").
+--
+-- API:  load(path, overrides) -> cfg          resolve(path | table | nil, overrides) -> cfg
+--       defaults() -> cfg                     to_yaml(cfg) -> text (keys in defaults' order)
+--       hash(cfg) -> 16 hex digits            write(cfg, path) (atomic: temp file + rename)
+--       get(cfg, "a.b.c")  set_path(cfg, "a.b.c", v)  need(cfg_section, "name", {key = type})
+--       check_defaults(path, schema)          (validates a defaults file + schema; for tests)
+--       use_defaults(path, schema)            (switch defaults; use_defaults() switches back)
+-- resolve(table) checks a Lua table like a file (errors say "config table: ..."); its
+-- `include` paths are relative to the working directory.
+-- overrides: { ["a.b"] = "text", ... } (applied in sorted key order), or an array of
+-- "a.b=text" strings or { key =, value = } tables (applied in order). Non-string values are
+-- taken as Lua values. A resolved cfg is a plain table; to_yaml then load gives the same table.
+local core = require("hydra.core")
+local err = require("hydra.err")
+local strings = require("hydra.strings")
+
+local M = {}
+
+local NULL = core.yaml_null
+local DEFAULTS_NAME = "configs/defaults.yaml"
+
+-- ===== small helpers =====
+
+local function fmt_float(v)
+  if v ~= v then return ".nan" end
+  if v == math.huge then return ".inf" end
+  if v == -math.huge then return "-.inf" end
+  local s
+  for p = 15, 17 do
+    s = ("%." .. p .. "g"):format(v)
+    if tonumber(s) == v then break end
+  end
+  if not s:find("[%.eEn]") then s = s .. ".0" end
+  return s
+end
+
+local function fmt_num(v)
+  if math.type(v) == "integer" then return ("%d"):format(v) end
+  return fmt_float(v)
+end
+
+local function deep_copy(v)
+  if type(v) ~= "table" then return v end
+  local t = {}
+  for k, x in pairs(v) do t[k] = deep_copy(x) end
+  return t
+end
+
+-- Removes null sentinels (they mean "absent" in a resolved table).
+local function strip_nulls(v)
+  if v == NULL then return nil end
+  if type(v) ~= "table" then return v end
+  local t = {}
+  for k, x in pairs(v) do t[k] = strip_nulls(x) end
+  return t
+end
+
+local function split_path(path)
+  local parts = {}
+  for part in (path .. "."):gmatch("([^.]*)%.") do parts[#parts + 1] = part end
+  return parts
+end
+
+local function sorted_keys(t)
+  local keys = {}
+  for k in pairs(t) do keys[#keys + 1] = k end
+  table.sort(keys, function(a, b) return tostring(a) < tostring(b) end)
+  return keys
+end
+
+-- Kind of a value: "null", "boolean", "integer", "float", "string", "list", "map", or "empty"
+-- (a Lua table with no entries: both an empty list and an empty map).
+local function kind_of(v, p)
+  if v == NULL then return "null" end
+  local t = type(v)
+  if t == "number" then return math.type(v) == "integer" and "integer" or "float" end
+  if t == "table" then
+    if p and (p.kind == "list" or p.kind == "map") then return p.kind end
+    local n = 0
+    for _ in pairs(v) do n = n + 1 end
+    if n == 0 then return "empty" end
+    return n == #v and "list" or "map"
+  end
+  return t
+end
+
+local function describe(v, kind)
+  if kind == "string" then
+    local s = #v > 60 and (v:sub(1, 57) .. "...") or v
+    return ("string '%s'"):format(s)
+  elseif kind == "integer" or kind == "float" then return kind .. " " .. fmt_num(v)
+  elseif kind == "boolean" then return "boolean " .. tostring(v)
+  elseif kind == "empty" then return "empty table"
+  end
+  return kind
+end
+
+-- ===== types =====
+
+local WORDS = { integer = true, number = true, string = true, boolean = true, map = true }
+local PLURAL = { integer = "integers", number = "numbers", string = "strings",
+                 boolean = "booleans", map = "maps" }
+
+local function parse_type(s, where)
+  local alts = {}
+  local function one(t)
+    local inner = t:match("^list<(.+)>$")
+    if inner then return { kind = "list", elem = one(inner) } end
+    if not WORDS[t] then
+      err.fail("%s: unknown type '%s' (types: integer, number, string, boolean, map, list<T>)",
+        where, t)
+    end
+    return { kind = t }
+  end
+  for t in (s .. "|"):gmatch("([^|]*)|") do alts[#alts + 1] = one((t:gsub("%s", ""))) end
+  return alts
+end
+
+local function type_name(alt, plural)
+  if alt.kind == "list" then
+    return (plural and "lists of " or "list of ") .. type_name(alt.elem, true)
+  end
+  return plural and PLURAL[alt.kind] or alt.kind
+end
+
+local function types_name(alts)
+  local names = {}
+  for i, a in ipairs(alts) do names[i] = type_name(a) end
+  return table.concat(names, " or ")
+end
+
+local function matches(alt, kind)
+  if alt.kind == "number" then return kind == "integer" or kind == "float" end
+  if alt.kind == "list" or alt.kind == "map" then return kind == alt.kind or kind == "empty" end
+  return alt.kind == kind
+end
+
+-- ===== error positions =====
+-- src: { kind = "file", name = } | { kind = "cli", arg =, key = } | { kind = "table" }
+
+local function fail(src, p, path, what)
+  if src.kind == "cli" then
+    local subject = (path == src.key) and "" or (": " .. path)
+    err.fail("command line: %s%s%s", src.arg, subject, what)
+  elseif src.kind == "file" then
+    err.fail("%s:%d:%d: %s%s", src.name, p and p.line or 1, p and p.col or 1, path, what)
+  end
+  err.fail("config table: %s%s", path, what)
+end
+
+local function fail_key(src, p, msg)
+  if src.kind == "cli" then err.fail("command line: %s: %s", src.arg, msg) end
+  if src.kind == "file" then
+    err.fail("%s:%d:%d: %s", src.name, p and p.key_line or 1, p and p.key_col or 1, msg)
+  end
+  err.fail("config table: %s", msg)
+end
+
+-- ===== checking values against the spec =====
+
+local function bounds_text(leaf)
+  local parts = {}
+  if leaf.gt ~= nil then parts[#parts + 1] = "> " .. fmt_num(leaf.gt) end
+  if leaf.ge ~= nil then parts[#parts + 1] = ">= " .. fmt_num(leaf.ge) end
+  if leaf.lt ~= nil then parts[#parts + 1] = "< " .. fmt_num(leaf.lt) end
+  if leaf.le ~= nil then parts[#parts + 1] = "<= " .. fmt_num(leaf.le) end
+  return table.concat(parts, " and ")
+end
+
+local function in_bounds(leaf, v)
+  return (leaf.gt == nil or v > leaf.gt) and (leaf.ge == nil or v >= leaf.ge)
+     and (leaf.lt == nil or v < leaf.lt) and (leaf.le == nil or v <= leaf.le)
+end
+
+-- Enum and bounds of one scalar (a leaf's value or one element of a list leaf).
+local function check_constraints(v, kind, p, leaf, path, src)
+  if leaf.enum and kind == "string" and not leaf.enum_set[v] then
+    local s = strings.closest(v, leaf.enum)
+    fail(src, p, path, (" must be one of %s (got '%s'%s)"):format(table.concat(leaf.enum, ", "),
+      v, s and ("; did you mean '" .. s .. "'?") or ""))
+  end
+  if leaf.has_bounds and (kind == "integer" or kind == "float") and not in_bounds(leaf, v) then
+    fail(src, p, path, (" must be %s (got %s)"):format(bounds_text(leaf), fmt_num(v)))
+  end
+end
+
+local function convert_scalar(alt, v, kind)
+  if alt.kind == "number" and kind == "integer" then return v + 0.0 end
+  return v
+end
+
+-- Checks one element or value v against the alternatives; returns the converted value.
+local function check_alts(v, p, alts, leaf, path, src, optional)
+  local kind = kind_of(v, p)
+  if kind == "null" and optional then return NULL end
+  -- a list against a list type: check elements so the message points at the bad one
+  if kind == "list" or kind == "empty" then
+    for _, alt in ipairs(alts) do
+      if alt.kind == "list" then
+        local out = {}
+        for i, x in ipairs(v) do
+          local sub = p and p.sub and p.sub[i]
+          out[i] = check_alts(x, sub, { alt.elem }, leaf, ("%s[%d]"):format(path, i), src, false)
+        end
+        return out
+      end
+    end
+  end
+  for _, alt in ipairs(alts) do
+    if matches(alt, kind) then
+      if alt.kind == "map" then return deep_copy(v) end
+      check_constraints(v, kind, p, leaf, path, src)
+      return convert_scalar(alt, v, kind)
+    end
+  end
+  local want = types_name(alts)
+  if optional then want = want .. " or null" end
+  fail(src, p, path, (": expected %s, got %s"):format(want, describe(v, kind)))
+end
+
+local check_section
+
+local function check_leaf(v, p, leaf, src)
+  return check_alts(v, p, leaf.types, leaf, leaf.path, src, leaf.optional)
+end
+
+local function unknown_key(spec, key)
+  local where = spec.path ~= "" and (" in '" .. spec.path .. "'") or ""
+  local s = strings.closest(key, spec.order)
+  if not s then
+    -- the same key in another section ("learning_rate" at the top -> "optim.learning_rate")
+    local found = {}
+    for _, leafpath in ipairs(M._state().leaf_paths) do
+      if leafpath:match("([^.]+)$") == key then found[#found + 1] = leafpath end
+    end
+    if #found > 0 and #found <= 3 then s = table.concat(found, "' or '") end
+  end
+  if s then return ("unknown key '%s'%s (did you mean '%s'?)"):format(key, where, s) end
+  return ("unknown key '%s'%s (known: %s)"):format(key, where, table.concat(spec.order, ", "))
+end
+
+-- Checks a map v (with positions p, or nil) against a section spec; returns a table holding
+-- converted values (nulls kept as NULL for merging).
+check_section = function(v, p, spec, src)
+  local out = {}
+  if v == NULL then return out end
+  local kind = kind_of(v, p)
+  if kind ~= "map" and kind ~= "empty" then
+    if spec.path == "" then
+      fail(src, p, "", ("expected a map of settings at the top level, got %s"):format(
+        describe(v, kind)))
+    end
+    fail(src, p, spec.path, (": expected map, got %s"):format(describe(v, kind)))
+  end
+  local keys = (p and p.order) or sorted_keys(v)
+  for _, k in ipairs(keys) do
+    local child = type(k) == "string" and spec.keys[k]
+    local sub = p and p.sub and p.sub[k]
+    if not child then fail_key(src, sub, unknown_key(spec, tostring(k))) end
+    if child.section then out[k] = check_section(v[k], sub, child, src)
+    else out[k] = check_leaf(v[k], sub, child, src) end
+  end
+  return out
+end
+
+-- ===== the spec, built from defaults.yaml and the schema =====
+
+local function infer_types(v, p, path, name)
+  local kind = kind_of(v, p)
+  if kind == "integer" or kind == "string" or kind == "boolean" then return { { kind = kind } } end
+  if kind == "float" then return { { kind = "number" } } end
+  if kind == "list" then
+    local ek
+    for i, x in ipairs(v) do
+      local k = kind_of(x, p.sub[i])
+      if k == "float" then k = "number" end
+      if ek == "integer" and k == "number" or ek == "number" and k == "integer" then k = "number"
+      elseif ek and ek ~= k or not WORDS[k] or k == "map" then
+        err.fail("%s:%d:%d: %s: elements of a list default must share one scalar type "
+          .. "(add a type in config_schema.lua)", name, p.line, p.col, path)
+      end
+      ek = k
+    end
+    if ek then return { { kind = "list", elem = { kind = ek } } } end
+  end
+  local why = kind == "null" and "a null default" or "an empty list default"
+  err.fail("%s:%d:%d: %s: %s needs a type in lua/hydra/config_schema.lua", name,
+    p.line, p.col, path, why)
+end
+
+local function build_spec(v, p, path, schema, seen, leaf_paths, name)
+  local spec = { section = true, path = path, keys = {}, order = {} }
+  for _, k in ipairs(p.order) do
+    local full = path == "" and k or (path .. "." .. k)
+    local sch = schema[full]
+    local sub = p.sub[k]
+    if sch then seen[full] = true end
+    spec.order[#spec.order + 1] = k
+    if sub.kind == "map" and not (sch and sch.type) then
+      if sch then
+        err.fail("config_schema: '%s' is a section of %s, not a key", full, name)
+      end
+      spec.keys[k] = build_spec(v[k], sub, full, schema, seen, leaf_paths, name)
+    else
+      sch = sch or {}
+      local leaf = {
+        path = full,
+        optional = v[k] == NULL,
+        types = sch.type and parse_type(sch.type, "config_schema: " .. full)
+                or infer_types(v[k], sub, full, name),
+        enum = sch.enum,
+        gt = sch.gt, ge = sch.ge, lt = sch.lt, le = sch.le,
+      }
+      leaf.has_bounds = leaf.gt ~= nil or leaf.ge ~= nil or leaf.lt ~= nil or leaf.le ~= nil
+      if leaf.enum then
+        leaf.enum_set = {}
+        for _, e in ipairs(leaf.enum) do leaf.enum_set[e] = true end
+      end
+      for field in pairs(sch) do
+        if not ({ type = 1, enum = 1, gt = 1, ge = 1, lt = 1, le = 1 })[field] then
+          err.fail("config_schema: '%s': unknown field '%s' (fields: type, enum, gt, ge, lt, le)",
+            full, tostring(field))
+        end
+      end
+      spec.keys[k] = leaf
+      leaf_paths[#leaf_paths + 1] = full
+    end
+  end
+  return spec
+end
+
+-- Reads a defaults file and a schema table into { spec, base, leaf_paths }.
+local function build_state(path, name, schema)
+  local ok, v, p = pcall(core.yaml_load, path)
+  if not ok then err.fail("%s", err.message(v)) end
+  if p.kind ~= "map" then
+    err.fail("%s:%d:%d: defaults must be a map of settings", name, p.line, p.col)
+  end
+  local seen, leaf_paths = {}, {}
+  local spec = build_spec(v, p, "", schema, seen, leaf_paths, name)
+  for _, k in ipairs(sorted_keys(schema)) do
+    if not seen[k] then err.fail("config_schema: '%s' is not a key of %s", k, name) end
+  end
+  local state = { spec = spec, leaf_paths = leaf_paths }
+  local saved = M._current
+  M._current = state                      -- unknown_key suggestions look here
+  local okc, res = pcall(check_section, v, p, spec, { kind = "file", name = name })
+  M._current = saved
+  if not okc then error(res, 0) end
+  state.base = res
+  return state
+end
+
+function M._state()
+  if not M._current then
+    local home = rawget(_G, "HYDRA_HOME") or "."
+    M._current = build_state(home .. "/" .. DEFAULTS_NAME, DEFAULTS_NAME,
+      require("hydra.config_schema"))
+  end
+  return M._current
+end
+
+-- Validates a defaults file against a schema table (raises like load does).
+function M.check_defaults(path, schema)
+  build_state(path, path, schema)
+end
+
+-- Makes later calls use another defaults file and schema (tests, tools); use_defaults() goes
+-- back to configs/defaults.yaml and lua/hydra/config_schema.lua.
+function M.use_defaults(path, schema)
+  M._current = path and build_state(path, path, schema or {}) or nil
+end
+
+-- ===== layers =====
+
+local function merge(dst, src, spec)
+  for k, v in pairs(src) do
+    local child = spec and spec.keys[k]
+    if child and child.section then
+      if type(dst[k]) ~= "table" then dst[k] = {} end
+      merge(dst[k], v, child)
+    else
+      dst[k] = deep_copy(v)
+    end
+  end
+end
+
+local function normalize(path)
+  local abs = path:sub(1, 1) == "/"
+  local out = {}
+  for part in path:gmatch("[^/]+") do
+    if part == ".." and #out > 0 and out[#out] ~= ".." then out[#out] = nil
+    elseif part ~= "." then out[#out + 1] = part end
+  end
+  local s = table.concat(out, "/")
+  if abs then return "/" .. s end
+  return s ~= "" and s or "."
+end
+
+local function dirname(path)
+  return path:match("^(.*)/[^/]*$") or ""
+end
+
+local function join(dir, rel)
+  if rel:sub(1, 1) == "/" or dir == "" then return normalize(rel) end
+  return normalize(dir .. "/" .. rel)
+end
+
+-- The include entries of a file's top-level map: list of { path =, pos = }.
+local function includes_of(v, p, name)
+  local inc, ip = v.include, p and p.sub and p.sub.include
+  if inc == nil or inc == NULL then return {} end
+  local src = { kind = name and "file" or "table", name = name }
+  local kind = kind_of(inc, ip)
+  if kind == "string" then return { { path = inc, pos = ip } } end
+  local out = {}
+  if kind == "list" or kind == "empty" then
+    for i, x in ipairs(inc) do
+      local xp = ip and ip.sub and ip.sub[i]
+      if type(x) ~= "string" then
+        fail(src, xp, ("include[%d]"):format(i), (": expected string, got %s"):format(
+          describe(x, kind_of(x, xp))))
+      end
+      out[#out + 1] = { path = x, pos = xp }
+    end
+    return out
+  end
+  fail(src, ip, "include", (": expected string or list of strings, got %s"):format(
+    describe(inc, kind)))
+end
+
+local function read_yaml(path, from)
+  local ok, v, p = pcall(core.yaml_load, path)
+  if ok then return v, p end
+  local msg = err.message(v)
+  local file, why = msg:match("^config: cannot read '(.*)' %((.*)%)$")
+  if from and file then
+    err.fail("%s:%d:%d: cannot include '%s' (%s: %s)", from.name, from.pos.line, from.pos.col,
+      from.path, file, why)
+  end
+  err.fail("%s", msg)
+end
+
+-- Appends the checked layers of file `path` (its includes first, then itself) to layers.
+local function expand(path, chain, from, layers, state)
+  local name = normalize(path)
+  for i, c in ipairs(chain) do
+    if c == name then
+      local cyc = table.move(chain, i, #chain, 1, {})
+      cyc[#cyc + 1] = name
+      err.fail("%s:%d:%d: include cycle: %s", from.name, from.pos.line, from.pos.col,
+        table.concat(cyc, " -> "))
+    end
+  end
+  local v, p = read_yaml(name, from)
+  if p.kind == "map" then
+    chain[#chain + 1] = name
+    for _, inc in ipairs(includes_of(v, p, name)) do
+      expand(join(dirname(name), inc.path), chain, { name = name, pos = inc.pos, path = inc.path },
+        layers, state)
+    end
+    chain[#chain] = nil
+    v.include = nil
+    for i = #p.order, 1, -1 do
+      if p.order[i] == "include" then table.remove(p.order, i) end
+    end
+  end
+  layers[#layers + 1] = check_section(v, p, state.spec, { kind = "file", name = name })
+end
+
+-- Overrides in application order: { key =, value =, arg = }.
+local function override_list(overrides)
+  local list = {}
+  if overrides == nil then return list end
+  if type(overrides) ~= "table" then
+    error(("config: overrides must be a table, got %s"):format(type(overrides)), 3)
+  end
+  if overrides[1] ~= nil then
+    for _, o in ipairs(overrides) do
+      if type(o) == "string" then
+        local k, v = o:match("^([^=]*)=(.*)$")
+        if not k then err.fail("command line: '%s': expected key.path=value", o) end
+        list[#list + 1] = { key = k, value = v }
+      else
+        list[#list + 1] = { key = o.key, value = o.value }
+      end
+    end
+  else
+    for _, k in ipairs(sorted_keys(overrides)) do
+      list[#list + 1] = { key = k, value = overrides[k] }
+    end
+  end
+  for _, o in ipairs(list) do
+    o.arg = ("%s=%s"):format(o.key, type(o.value) == "string" and o.value
+      or (type(o.value) == "table" and "{...}" or tostring(o.value)))
+  end
+  return list
+end
+
+local function matches_any(leaf, kind)
+  for _, alt in ipairs(leaf.types) do
+    if matches(alt, kind) then return true end
+  end
+  return false
+end
+
+local function accepts_string(leaf)
+  if leaf.section then return false end
+  for _, alt in ipairs(leaf.types) do
+    if alt.kind == "string" then return true end
+  end
+  return false
+end
+
+-- One override as a layer table ({ optim = { learning_rate = 0.1 } }).
+local function override_layer(o, state)
+  local src = { kind = "cli", arg = o.arg, key = o.key }
+  local parts = split_path(o.key)
+  local spec = state.spec
+  for i, part in ipairs(parts) do
+    if part == "" then err.fail("command line: %s: bad key path '%s'", o.arg, o.key) end
+    if not spec.section then
+      err.fail("command line: %s: '%s' is a setting, not a section", o.arg,
+        table.concat(parts, ".", 1, i - 1))
+    end
+    local child = spec.keys[part]
+    if not child then fail_key(src, nil, unknown_key(spec, part)) end
+    spec = child
+  end
+  local v, p = o.value, nil
+  if type(v) == "string" then
+    local ok, pv, pp = pcall(core.yaml_parse, v, "command line")
+    if not ok then
+      local msg = err.message(pv):gsub("^command line:%d+:%d+: ", "")
+      err.fail("command line: %s: %s", o.arg, msg)
+    end
+    -- a plain 123 / true / ~ given to a string key is the text as written
+    local scalar = pp.kind ~= "list" and pp.kind ~= "map" and pp.kind ~= "string"
+    if scalar and accepts_string(spec) and not matches_any(spec, pp.kind)
+       and not (pp.kind == "null" and spec.optional) then
+      pv, pp = v, { line = 1, col = 1, kind = "string" }
+    end
+    v, p = pv, pp
+  end
+  local checked
+  if spec.section then checked = check_section(v, p, spec, src)
+  else checked = check_leaf(v, p, spec, src) end
+  local layer = {}
+  local t = layer
+  for i = 1, #parts - 1 do
+    t[parts[i]] = {}
+    t = t[parts[i]]
+  end
+  t[parts[#parts]] = checked
+  return layer
+end
+
+-- ===== public API =====
+
+function M.resolve(what, overrides)
+  local state = M._state()
+  local layers = {}
+  if type(what) == "string" then
+    expand(what, {}, nil, layers, state)
+  elseif type(what) == "table" then
+    local v = deep_copy(what)
+    for _, inc in ipairs(includes_of(v, nil, nil)) do
+      expand(inc.path, {}, nil, layers, state)
+    end
+    v.include = nil
+    layers[#layers + 1] = check_section(v, nil, state.spec, { kind = "table" })
+  elseif what ~= nil then
+    error(("config.resolve: expected a path, a table or nil, got %s"):format(type(what)), 2)
+  end
+  for _, o in ipairs(override_list(overrides)) do
+    layers[#layers + 1] = override_layer(o, state)
+  end
+  local cfg = deep_copy(state.base)
+  for _, layer in ipairs(layers) do merge(cfg, layer, state.spec) end
+  return strip_nulls(cfg)
+end
+
+-- Defaults < path (with its includes) < overrides; path nil gives defaults < overrides.
+function M.load(path, overrides)
+  if path ~= nil and type(path) ~= "string" then
+    error(("config.load: expected a path, got %s"):format(type(path)), 2)
+  end
+  return M.resolve(path, overrides)
+end
+
+function M.defaults()
+  return strip_nulls(deep_copy(M._state().base))
+end
+
+-- ===== YAML output =====
+
+local function fmt_string(s)
+  if s:match("^[%w_./][%w_%-./+]*$") then
+    local ok, v = pcall(core.yaml_parse, s, "to_yaml")
+    if ok and v == s then return s end
+  end
+  local out = s:gsub('[%c"\\]', function(c)
+    if c == '"' then return '\\"' end
+    if c == "\\" then return "\\\\" end
+    if c == "\n" then return "\\n" end
+    if c == "\t" then return "\\t" end
+    if c == "\r" then return "\\r" end
+    return ("\\x%02X"):format(c:byte())
+  end)
+  return '"' .. out .. '"'
+end
+
+local function fmt_scalar(v)
+  if v == nil or v == NULL then return "~" end
+  local t = type(v)
+  if t == "boolean" then return tostring(v) end
+  if t == "number" then return fmt_num(v) end
+  if t == "string" then return fmt_string(v) end
+  error(("config.to_yaml: cannot write a %s value"):format(t), 4)
+end
+
+local function is_list(v)
+  local k = kind_of(v)
+  return k == "list" or k == "empty"
+end
+
+local function fmt_flow(v)
+  if type(v) ~= "table" then return fmt_scalar(v) end
+  local parts = {}
+  if is_list(v) then
+    for i, x in ipairs(v) do parts[i] = fmt_flow(x) end
+    return "[" .. table.concat(parts, ", ") .. "]"
+  end
+  for _, k in ipairs(sorted_keys(v)) do
+    parts[#parts + 1] = fmt_string(tostring(k)) .. ": " .. fmt_flow(v[k])
+  end
+  return "{" .. table.concat(parts, ", ") .. "}"
+end
+
+local emit_map
+
+-- One "key: value" entry (value possibly a nested block).
+local function emit_entry(out, indent, key, v, spec)
+  local head = indent .. fmt_string(tostring(key)) .. ":"
+  if indent == "" and #out > 0 and out[#out]:sub(1, 1) == " " and not (spec and spec.section) then
+    out[#out + 1] = ""
+  end
+  if spec and spec.section then
+    if indent == "" and #out > 0 then out[#out + 1] = "" end      -- sections stand apart
+    out[#out + 1] = head
+    emit_map(out, indent .. "  ", type(v) == "table" and v or {}, spec)
+  elseif type(v) == "table" and next(v) == nil and spec and spec.types
+         and spec.types[1].kind == "map" then
+    out[#out + 1] = head .. " {}"
+  elseif type(v) == "table" and next(v) ~= nil and not is_list(v) then
+    out[#out + 1] = head
+    emit_map(out, indent .. "  ", v, nil)
+  else
+    out[#out + 1] = head .. " " .. fmt_flow(v)
+  end
+end
+
+-- Keys of a section in the defaults' order (missing ones skipped, optional leaves written ~),
+-- then any others sorted; free-form maps in sorted order.
+emit_map = function(out, indent, t, spec)
+  local done = {}
+  if spec then
+    for _, k in ipairs(spec.order) do
+      local child = spec.keys[k]
+      done[k] = true
+      if t[k] ~= nil or (not child.section and child.optional) then
+        emit_entry(out, indent, k, t[k], child)
+      end
+    end
+  end
+  for _, k in ipairs(sorted_keys(t)) do
+    if not done[k] then emit_entry(out, indent, k, t[k], nil) end
+  end
+end
+
+function M.to_yaml(cfg)
+  if type(cfg) ~= "table" then
+    error(("config.to_yaml: expected a table, got %s"):format(type(cfg)), 2)
+  end
+  local out = {}
+  emit_map(out, "", cfg, M._state().spec)
+  out[#out + 1] = ""
+  return table.concat(out, "\n")
+end
+
+function M.hash(cfg)
+  return core.hash64(M.to_yaml(cfg))
+end
+
+-- Writes to_yaml(cfg) to path atomically (a temporary file renamed into place).
+function M.write(cfg, path)
+  local text = ("# resolved config (hydra %s), hash %s\n"):format(core.version, M.hash(cfg))
+    .. M.to_yaml(cfg)
+  local tmp = ("%s.tmp-%d"):format(path, core.getpid())
+  local f, why = io.open(tmp, "wb")
+  if not f then err.fail("config: cannot write '%s' (%s)", path, why) end
+  local ok, werr = f:write(text)
+  f:close()
+  if not ok then
+    os.remove(tmp)
+    err.fail("config: cannot write '%s' (%s)", path, werr)
+  end
+  local rok, rerr = os.rename(tmp, path)
+  if not rok then
+    os.remove(tmp)
+    err.fail("config: cannot write '%s' (%s)", path, rerr)
+  end
+end
+
+-- ===== paths =====
+
+function M.get(cfg, path)
+  local t = cfg
+  for _, part in ipairs(split_path(path)) do
+    if type(t) ~= "table" then return nil end
+    t = t[part]
+  end
+  return t
+end
+
+function M.set_path(cfg, path, v)
+  local parts = split_path(path)
+  local t = cfg
+  for i = 1, #parts - 1 do
+    local nxt = t[parts[i]]
+    if nxt == nil then
+      nxt = {}
+      t[parts[i]] = nxt
+    elseif type(nxt) ~= "table" then
+      error(("config.set_path: '%s' is a %s, not a table"):format(
+        table.concat(parts, ".", 1, i), type(nxt)), 2)
+    end
+    t = nxt
+  end
+  t[parts[#parts]] = v
+  return cfg
+end
+
+-- For modules that receive a resolved section: checks each key has the given Lua type
+-- ("number", "string", "boolean", "table", or "integer").
+function M.need(cfg, section, spec)
+  if type(cfg) ~= "table" then
+    error(("%s: expected the resolved '%s' config section, got %s"):format(section, section,
+      type(cfg)), 2)
+  end
+  for _, k in ipairs(sorted_keys(spec)) do
+    local want, v = spec[k], cfg[k]
+    local got = type(v)
+    local good = (want == "integer") and math.type(v) == "integer" or got == want
+    if not good then
+      error(("%s.%s: expected %s, got %s"):format(section, k, want,
+        v == nil and "nothing" or got), 2)
+    end
+  end
+  return cfg
+end
+
+return M

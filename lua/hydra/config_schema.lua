@@ -1,0 +1,81 @@
+-- lua/hydra/config_schema.lua: what configs/defaults.yaml cannot say about a key, keyed by its
+-- dotted path. Every path must be a key of defaults.yaml (checked when defaults load), and every
+-- default must satisfy its entry. Fields (all optional):
+--   type   overrides the type read off the default; needed when the default is null (optional
+--          key) or an empty list. Words: integer, number (integers and floats), string,
+--          boolean, map (free-form: any keys), list<T>; alternatives joined by "|",
+--          e.g. "integer|list<integer>".
+--   enum   allowed strings (for a list: allowed elements)
+--   gt, ge, lt, le   numeric bounds (> >= < <=); for a list they apply to every element
+-- A key whose default is null is optional: null is accepted besides `type`.
+return {
+  ["seed"] = { ge = 0 },
+  ["threads"] = { ge = 0 },
+  ["profile"] = { enum = { "quick", "paper" } },
+
+  ["model.kind"] = { enum = { "vit", "text" } },
+  ["model.image_size"] = { ge = 1 },
+  ["model.channels"] = { ge = 1 },
+  ["model.patch"] = { ge = 1 },
+  ["model.vocab_size"] = { ge = 0 },
+  ["model.max_len"] = { ge = 2 },
+  ["model.d_model"] = { ge = 1 },
+  ["model.n_heads"] = { ge = 1 },
+  ["model.depth"] = { ge = 1 },
+  ["model.d_mlp"] = { ge = 1 },
+  ["model.n_classes"] = { ge = 2 },
+  ["model.dropout"] = { ge = 0, lt = 1 },
+  ["model.attn_dropout"] = { ge = 0, lt = 1 },
+
+  ["data.train_subset"] = { ge = 0 },
+  ["data.test_subset"] = { ge = 0 },
+  ["data.calib_size"] = { ge = 0 },
+
+  ["train.epochs"] = { ge = 0 },
+  ["train.batch_size"] = { ge = 1 },
+  ["train.eval_batch_size"] = { ge = 1 },
+  ["train.warmup_epochs"] = { ge = 0 },
+  ["train.grad_clip"] = { ge = 0 },
+  ["train.label_smoothing"] = { ge = 0, lt = 1 },
+  ["train.augment.crop_padding"] = { ge = 0 },
+  ["train.select_best"] = { enum = { "val_nll", "val_acc", "last" } },
+
+  ["optim.name"] = { enum = { "adamw" } },
+  ["optim.learning_rate"] = { gt = 0 },
+  ["optim.beta1"] = { ge = 0, lt = 1 },
+  ["optim.beta2"] = { ge = 0, lt = 1 },
+  ["optim.eps"] = { gt = 0 },
+  ["optim.weight_decay"] = { ge = 0 },
+  ["optim.schedule"] = { enum = { "cosine", "constant" } },
+  ["optim.min_lr"] = { ge = 0 },
+
+  ["prune.method"] = { enum = { "taylor", "circuit" } },
+  ["prune.calib_size"] = { ge = 1 },
+  ["prune.objective"] = { enum = { "acc", "ood", "avg" } },
+  ["prune.objectives"] = { enum = { "acc", "ood", "avg" } },
+
+  ["hydra.members"] = { ge = 1 },
+  ["hydra.keep_heads"] = { type = "integer|list<integer>", ge = 1 },
+  ["hydra.diversity.objectives"] = { enum = { "acc", "ood", "avg" } },
+  ["hydra.diversity.keep_counts"] = { type = "list<integer>", ge = 1 },
+  ["hydra.diversity.overlap_penalty"] = { ge = 0, le = 1 },
+
+  ["finetune.epochs"] = { ge = 0 },
+  ["finetune.learning_rate"] = { gt = 0 },
+
+  ["fuse.mlp"] = { enum = { "average", "member" } },
+  ["fuse.ln"] = { enum = { "average", "member" } },
+  ["fuse.embed"] = { enum = { "average", "member" } },
+  ["fuse.head"] = { enum = { "average", "member" } },
+
+  ["deep_ensemble.members"] = { ge = 1 },
+  ["mc_dropout.samples"] = { ge = 1 },
+  ["mc_dropout.rate"] = { ge = 0, lt = 1 },
+
+  ["eval.score"] = { enum = { "msp", "entropy", "mutual_info", "energy", "disagreement" } },
+  ["eval.ece_bins"] = { ge = 1 },
+  ["eval.bootstrap"] = { ge = 0 },
+  ["eval.bootstrap_seed"] = { type = "integer", ge = 0 },
+
+  ["sweep.jobs"] = { ge = 1 },
+}

@@ -1,0 +1,305 @@
+-- lua/hydra/model.lua: the transformer model for scripts (hydra.model).
+--
+--   local model = require("hydra").model
+--   local m = model.new(cfg)                 -- cfg: a resolved config (hydra.config.load);
+--                                            -- a fresh model initialised from cfg.seed
+--   local m = model.load("ckpt.h5")          -- a checkpoint (DESIGN §2 schema)
+--   local hist = m:train(data, cfg, opts)    -- data: a prepared file path, or
+--                                            --   { train = Dataset, val = Dataset }
+--   local r = m:evaluate(data, split)        -- { nll =, acc =, n = }
+--   local p = m:predict(data_file, split, opts)  -- { logits =, probs =, labels = [, member_probs =] }
+--   m:save(path, meta)                       -- meta: extra /meta attributes (strings, numbers)
+--   m:gates() -> Tensor [L,H];  m:set_gates(t);  m:set_gate(layer, head, g)   (1-based)
+--   m:params_count();  m:config();  m:get_params() / m:set_params(t)  (flat float32 copies)
+--
+-- train(): AdamW with decoupled weight decay (not on norms, biases, embeddings), linear warmup
+-- over train.warmup_epochs then optim.schedule (cosine to optim.min_lr), clipping at
+-- train.grad_clip, seeded shuffling and augmentation (train.augment), evaluation on the data's
+-- `val` split after every epoch and the kept weights chosen by train.select_best (val_nll:
+-- lowest validation NLL; val_acc; last). A non-finite loss stops training with an error naming
+-- the step. opts: progress (default true; a bar on stderr, plain lines when stderr is not a
+-- terminal), log (function(line) receiving one summary line per epoch), tty (force the mode).
+--
+-- Normalisation: images are scaled to [0,1] and normalised with the training data's mean/std
+-- (the prepared file's /meta), which a trained model records in its checkpoint (/meta data_mean,
+-- data_std); predict uses the checkpoint's values when present (so OOD sets are normalised like
+-- the ID data), else the data file's /meta.
+--
+-- Config mapping (YAML -> engine): model.dropout is the rate on the attention output and in the
+-- MLP; model.attn_dropout (on attention probabilities) is not implemented by the engine and must
+-- be 0; text: model.max_len counts the CLS token, the engine's max_len does not; vocab_size 0 =
+-- the number of words in the data file's /vocab.
+local core = require("hydra.core")
+local err = require("hydra.err")
+
+local M = {}
+
+local Model = {}
+Model.__index = Model
+M.Model = Model
+
+-- ===== config and data helpers =====
+
+-- Path of prepared dataset `name` under cfg.data.dir.
+function M.data_path(cfg, name)
+  return (cfg.data and cfg.data.dir or "datasets/prepared") .. "/" .. name .. ".h5"
+end
+
+local function need_file(path, what)
+  if not core.stat(path) then
+    local name = path:match("([^/]+)%.h5$") or path
+    err.fail("%s: prepared dataset '%s' not found (run `hydra data prepare %s`)", what, path, name)
+  end
+end
+
+local function vocab_count(path)
+  local h5 = require("hydra.h5")
+  local f <close> = h5.open(path)
+  return #f:read_strings("/vocab")
+end
+
+-- The engine's model config from a resolved `model` section (and the data file for text).
+function M.core_config(mc, data_file)
+  if (mc.attn_dropout or 0) ~= 0 then
+    error(("model: attn_dropout (dropout on attention probabilities) is not implemented; "
+      .. "use model.dropout (got %g)"):format(mc.attn_dropout), 2)
+  end
+  local c = {
+    kind = mc.kind, d_model = mc.d_model, n_heads = mc.n_heads, depth = mc.depth,
+    d_mlp = mc.d_mlp, n_classes = mc.n_classes,
+    attn_dropout = mc.dropout or 0, mlp_dropout = mc.dropout or 0,
+  }
+  if mc.kind == "text" then
+    c.max_len = mc.max_len - 1
+    c.vocab_size = mc.vocab_size
+    if c.vocab_size == 0 then
+      if not data_file then
+        error("model: vocab_size 0 (from the data) needs the data file", 2)
+      end
+      c.vocab_size = vocab_count(data_file)
+    end
+  else
+    c.image_size, c.channels, c.patch = mc.image_size, mc.channels, mc.patch
+  end
+  return c
+end
+
+-- A core Dataset for split `split` of a prepared file; norm = { mean, std } or nil (file /meta).
+function M.dataset(path, split, subset, norm)
+  need_file(path, "data")
+  if norm then return core.dataset_load(path, split, subset or 0, norm[1], norm[2]) end
+  return core.dataset_load(path, split, subset or 0)
+end
+
+local function wrap(ud, meta)
+  local self = setmetatable({ ud = ud, meta = meta or {} }, Model)
+  if self.meta.data_mean and self.meta.data_std then
+    self.norm = { self.meta.data_mean, self.meta.data_std }
+  end
+  return self
+end
+
+-- Writes a small synthetic image dataset in the prepared-file layout (DESIGN §5), learnable in
+-- seconds (each class is a texture; see hy_synth_images): splits train/val/test with the given
+-- sizes (defaults 512/128/128), /meta name, mean, std, seed. For tests, demos and benchmarks.
+function M.write_synthetic(path, opts)
+  opts = opts or {}
+  local h5 = require("hydra.h5")
+  local seed = opts.seed or 0
+  local f <close> = h5.create(path)
+  local sizes = { train = opts.train or 512, val = opts.val or 128, test = opts.test or 128 }
+  for i, split in ipairs({ "train", "val", "test" }) do
+    local images, labels = core.synth_images(sizes[split], opts.size or 28, opts.classes or 10,
+      seed * 16 + i)
+    f:write("/" .. split .. "/images", images)
+    f:write("/" .. split .. "/labels", labels)
+  end
+  f:set_attr("/meta", "name", opts.name or "synthetic")
+  f:set_attr("/meta", "mean", 0.3)
+  f:set_attr("/meta", "std", 0.35)
+  f:set_attr("/meta", "seed", seed)
+  f:commit()
+end
+
+-- ===== construction =====
+
+-- A fresh model from a resolved config, initialised from cfg.seed (or seed when given).
+function M.new(cfg, seed)
+  local data_file = cfg.data and cfg.data.id and M.data_path(cfg, cfg.data.id) or nil
+  if cfg.model.kind == "text" and cfg.model.vocab_size == 0 and data_file then
+    need_file(data_file, "model")
+  end
+  local ud = core.model_new(M.core_config(cfg.model, data_file))
+  ud:init(math.tointeger(seed or cfg.seed or 0))
+  return wrap(ud)
+end
+
+-- A model from a checkpoint; its /meta attributes are in m.meta.
+function M.load(path)
+  local ud = core.model_load(path)
+  local meta = {}
+  local h5 = require("hydra.h5")
+  local f <close> = h5.open(path)
+  if f:exists("/meta") then meta = f:attrs("/meta") end
+  return wrap(ud, meta)
+end
+
+-- ===== methods =====
+
+function Model:config() return self.ud:config() end
+function Model:params_count() return self.ud:params_count() end
+function Model:gates() return self.ud:gates() end
+function Model:get_params() return self.ud:get_params() end
+function Model:set_params(t) self.ud:set_params(t) end
+function Model:param(name) return self.ud:param(name) end
+function Model:param_names() return self.ud:param_names() end
+function Model:close() self.ud:close() end
+
+-- t: a float32 Tensor [L,H] or a nested Lua table { {g11, g12, ...}, ... }.
+function Model:set_gates(t)
+  if type(t) == "table" then t = core.from_table("float32", t) end
+  self.ud:set_gates(t)
+end
+
+-- layer, head: 1-based.
+function Model:set_gate(layer, head, g)
+  self.ud:set_gate(layer, head, g)
+end
+
+-- Saves a checkpoint (atomic). meta: extra /meta attributes; the data normalisation the model
+-- was trained with is always recorded.
+function Model:save(path, meta)
+  local m = {}
+  for k, v in pairs(self.meta) do
+    if type(v) == "string" or type(v) == "number" then m[k] = v end
+  end
+  for k, v in pairs(meta or {}) do m[k] = v end
+  m.hydra_version = nil
+  if self.norm then m.data_mean, m.data_std = self.norm[1], self.norm[2] end
+  self.ud:save(path, m)
+end
+
+local function as_dataset(self, data, split, subset)
+  if type(data) == "string" then return M.dataset(data, split, subset, self.norm) end
+  return data
+end
+
+-- Trains in place (see the file header). Returns the history:
+-- { epochs = { {epoch, train_loss, train_acc, val_nll, val_acc, seconds, samples_per_s}... },
+--   best_epoch, best_val_nll, best_val_acc, seed }
+function Model:train(data, cfg, opts)
+  opts = opts or {}
+  local tc, oc = cfg.train, cfg.optim
+  if oc.name ~= "adamw" then
+    error(("train: optim.name must be adamw (got '%s')"):format(tostring(oc.name)), 2)
+  end
+  local train_ds, val_ds
+  if type(data) == "string" then
+    need_file(data, "train")
+    train_ds = core.dataset_load(data, "train", cfg.data.train_subset or 0)
+    self.norm = { train_ds:mean_std() }
+    val_ds = core.dataset_load(data, "val", cfg.data.test_subset or 0, self.norm[1], self.norm[2])
+  else
+    train_ds, val_ds = data.train, data.val
+    if train_ds:kind() == "image" then self.norm = { train_ds:mean_std() } end
+  end
+  local aug = tc.augment or {}
+  local trainer <close> = core.trainer_new(self.ud, train_ds, {
+    epochs = tc.epochs, batch_size = tc.batch_size, warmup_epochs = tc.warmup_epochs,
+    grad_clip = tc.grad_clip, label_smoothing = tc.label_smoothing,
+    learning_rate = oc.learning_rate, beta1 = oc.beta1, beta2 = oc.beta2, eps = oc.eps,
+    weight_decay = oc.weight_decay, schedule = oc.schedule, min_lr = oc.min_lr,
+    seed = math.tointeger(cfg.seed or 0),
+    random_crop = aug.random_crop, crop_padding = aug.crop_padding, hflip = aug.hflip,
+  })
+  local select = tc.select_best or "val_nll"
+  if select ~= "val_nll" and select ~= "val_acc" and select ~= "last" then
+    error(("train: select_best must be val_nll, val_acc or last (got '%s')"):format(select), 2)
+  end
+  local show = opts.progress ~= false
+  local bar = show and require("hydra.progress").new({ epochs = tc.epochs, tty = opts.tty }) or nil
+  local hist = { epochs = {}, seed = cfg.seed }
+  local best, best_params
+  local eval_b = tc.eval_batch_size or 256
+  for e = 1, tc.epochs do
+    trainer:start_epoch(e)
+    local p = trainer:progress()
+    local chunk = math.max(1, p.epoch_steps // 50)
+    repeat
+      local ran = trainer:run(chunk)
+      p = trainer:progress()
+      if bar then bar:update(p) end
+    until ran < chunk or p.epoch_step >= p.epoch_steps
+    local rec = { epoch = e, train_loss = p.loss, train_acc = p.acc, seconds = p.seconds,
+                  samples_per_s = p.samples_per_s }
+    if val_ds and val_ds:size() > 0 then
+      rec.val_nll, rec.val_acc = self.ud:evaluate(val_ds, eval_b)
+    end
+    hist.epochs[e] = rec
+    local better
+    if select == "last" or not rec.val_nll then better = true
+    elseif select == "val_nll" then better = not best or rec.val_nll < best.val_nll
+    else better = not best or rec.val_acc > best.val_acc end
+    if better then
+      best = rec
+      if select ~= "last" and e < tc.epochs then best_params = self.ud:get_params() end
+      if e == tc.epochs then best_params = nil end   -- the current weights are the best
+    end
+    local extra = rec.val_nll and ("val nll %.4f  val acc %.2f%%%s"):format(rec.val_nll,
+      100 * rec.val_acc, better and " *" or "") or nil
+    if bar then bar:finish(p, extra) end
+    if opts.log then
+      opts.log(("epoch %d/%d  train loss %.4f  train acc %.2f%%  %s  %.1f s  %.0f samples/s")
+        :format(e, tc.epochs, p.loss, 100 * p.acc, extra or "", p.seconds, p.samples_per_s))
+    end
+  end
+  if best_params then self.ud:set_params(best_params) end
+  hist.best_epoch = best.epoch
+  hist.best_val_nll, hist.best_val_acc = best.val_nll, best.val_acc
+  return hist
+end
+
+-- Mean NLL and accuracy on a split: data is a prepared file path (split, default "val") or a
+-- core Dataset. opts.batch_size (256), opts.subset.
+function Model:evaluate(data, split, opts)
+  opts = opts or {}
+  local ds = as_dataset(self, data, split or "val", opts.subset)
+  local nll, acc = self.ud:evaluate(ds, opts.batch_size or 256)
+  return { nll = nll, acc = acc, n = ds:size() }
+end
+
+-- Predictions on a split of a prepared file (or a core Dataset).
+-- opts: batch_size (256), subset (first N samples, 0 = all), mc_samples (K >= 1: MC dropout,
+-- dropout on, K passes; probs = mean of the passes' softmaxes, logits = mean logits,
+-- member_probs [K,N,C]), seed (MC dropout masks, default 0).
+-- Returns { logits = Tensor [N,C], probs = Tensor [N,C], labels = Tensor int32 [N] (-1 OOD),
+--           member_probs = Tensor [K,N,C] (MC only) }.
+function Model:predict(data, split, opts)
+  opts = opts or {}
+  local ds = as_dataset(self, data, split, opts.subset)
+  local B = opts.batch_size or 256
+  local K = opts.mc_samples
+  if not K or K == 0 then
+    local logits, probs = self.ud:predict(ds, B)
+    return { logits = logits, probs = probs, labels = ds:labels() }
+  end
+  local c = self.ud:config()
+  if c.mlp_dropout == 0 and c.attn_dropout == 0 then
+    error("predict: mc_samples needs a model with dropout (model.dropout is 0)", 2)
+  end
+  local n, C = ds:size(), c.n_classes
+  local all_logits = core.tensor("float32", K, n, C)
+  local all_probs = core.tensor("float32", K, n, C)
+  local ok, e = pcall(function()
+    for k = 1, K do
+      self.ud:set_dropout(true, math.tointeger(opts.seed or 0) * 1000003 + k)
+      self.ud:predict(ds, B, all_logits:row(k), all_probs:row(k))
+    end
+  end)
+  self.ud:set_dropout(false)
+  if not ok then error(e, 0) end
+  return { logits = core.mean_first(all_logits), probs = core.mean_first(all_probs),
+           labels = ds:labels(), member_probs = all_probs }
+end
+
+return M

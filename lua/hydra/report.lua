@@ -1,0 +1,279 @@
+-- lua/hydra/report.lua: Markdown and CSV tables from result files (RESULT.h5 of `hydra eval`).
+--   report.load(path)            -> result table (method, metrics, ci, ood = {...}, ood_avg, shift)
+--   report.table(results)        -> { columns = {...}, rows = {...}, caption = "..." }
+--   report.markdown(results)     -> text;  report.csv(results) -> text
+-- `results` is a list of result tables or paths. Rows are methods (the result's `method`
+-- attribute, else its file name) in order of first appearance; several results of one method
+-- (seeds) become mean ± std (sample std, n - 1). Columns: Acc, ECE, NLL, Brier, AURC, then per
+-- shift set Acc / ECE, per OOD set AUROC / FPR95 / AUPR-Out, then the OOD avg of the three.
+-- Rates are percentages with two decimals; NLL and Brier are raw with three decimals.
+local err = require("hydra.err")
+local h5 = require("hydra.h5")
+
+local M = {}
+
+local function split_list(s)
+  local t = {}
+  for name in (s or ""):gmatch("[^,]+") do t[#t + 1] = name end
+  return t
+end
+
+local function basename(path)
+  return (path:match("([^/]+)$") or path):gsub("%.h5$", "")
+end
+
+-- Reads the metrics of one RESULT.h5 (not the per-sample arrays).
+function M.load(path)
+  local g <close> = err.wrap("report", h5.open, path)
+  local root = g:attrs("/")
+  if root.format == nil or not tostring(root.format):match("^hydra%-result%-") then
+    err.fail("report: '%s' is not a hydra result file (no 'format' attribute on /)", path)
+  end
+  local m = g:attrs("/metrics")
+  local res = {
+    file = path, method = root.method or basename(path), dataset = root.dataset,
+    score = root.score, conventions = root.conventions, members = root.members,
+    metrics = {}, ci = nil, ood = {}, ood_avg = {}, shift = {},
+  }
+  for k, v in pairs(m) do
+    local base, side = k:match("^(.-)_(lo)$")
+    if not base then base, side = k:match("^(.-)_(hi)$") end
+    if base and not k:match("^ood_avg_") then
+      res.ci = res.ci or {}
+      res.ci[base] = res.ci[base] or {}
+      res.ci[base][side == "lo" and 1 or 2] = v
+    elseif k:match("^ood_avg_") then
+      local rest = k:sub(9)
+      if rest == "auroc" or rest == "fpr95" or rest == "aupr_out" or rest == "aupr_in" then
+        res.ood_avg[rest] = v
+      end
+    else
+      res.metrics[k] = v
+    end
+  end
+  for _, name in ipairs(split_list(root.ood_sets)) do
+    local a = g:attrs("/metrics/ood/" .. name)
+    local o = { name = name, file = a.file, n = a.n, auroc = a.auroc, fpr95 = a.fpr95,
+                aupr_out = a.aupr_out, aupr_in = a.aupr_in }
+    for _, k in ipairs({ "auroc", "fpr95", "aupr_out", "aupr_in" }) do
+      if a[k .. "_lo"] then
+        o.ci = o.ci or {}
+        o.ci[k] = { a[k .. "_lo"], a[k .. "_hi"] }
+      end
+    end
+    res.ood[#res.ood + 1] = o
+  end
+  for _, name in ipairs(split_list(root.shift_sets)) do
+    local a = g:attrs("/metrics/shift/" .. name)
+    a.name = name
+    res.shift[#res.shift + 1] = a
+  end
+  return res
+end
+
+local function pct(v) return v * 100 end
+local function raw(v) return v end
+
+-- column = { title, get(result) -> number or nil, scale, fmt }
+local function columns_for(results)
+  local cols = {
+    { title = "Acc ↑", key = "acc", get = function(r) return r.metrics.acc end, scale = pct },
+    { title = "ECE ↓", key = "ece", get = function(r) return r.metrics.ece end, scale = pct },
+    { title = "NLL ↓", key = "nll", get = function(r) return r.metrics.nll end, scale = raw,
+      fmt = "%.3f" },
+    { title = "Brier ↓", key = "brier", get = function(r) return r.metrics.brier end,
+      scale = raw, fmt = "%.3f" },
+    { title = "AURC ↓", key = "aurc", get = function(r) return r.metrics.aurc end, scale = pct },
+  }
+  local function sets(field)
+    local names, seen = {}, {}
+    for _, r in ipairs(results) do
+      for _, o in ipairs(r[field] or {}) do
+        if not seen[o.name] then seen[o.name] = true; names[#names + 1] = o.name end
+      end
+    end
+    return names
+  end
+  local function find(list, name)
+    for _, o in ipairs(list or {}) do if o.name == name then return o end end
+  end
+  for _, name in ipairs(sets("shift")) do
+    for _, k in ipairs({ { "acc", "Acc ↑" }, { "ece", "ECE ↓" } }) do
+      cols[#cols + 1] = { title = name .. " " .. k[2], key = "shift." .. name .. "." .. k[1],
+        get = function(r) local o = find(r.shift, name); return o and o[k[1]] end, scale = pct }
+    end
+  end
+  local ood_keys = { { "auroc", "AUROC ↑" }, { "fpr95", "FPR95 ↓" }, { "aupr_out", "AUPR-Out ↑" } }
+  local names = sets("ood")
+  for _, name in ipairs(names) do
+    for _, k in ipairs(ood_keys) do
+      cols[#cols + 1] = { title = name .. " " .. k[2], key = "ood." .. name .. "." .. k[1],
+        get = function(r) local o = find(r.ood, name); return o and o[k[1]] end, scale = pct }
+    end
+  end
+  if #names > 0 then
+    for _, k in ipairs(ood_keys) do
+      cols[#cols + 1] = { title = "OOD avg " .. k[2], key = "ood_avg." .. k[1],
+        get = function(r) return r.ood_avg and r.ood_avg[k[1]] end, scale = pct }
+    end
+  end
+  return cols
+end
+
+-- mean and sample std (n - 1; 0 for one value) of the non-nil values
+local function mean_std(vals)
+  local n, s = #vals, 0
+  if n == 0 then return nil end
+  for _, v in ipairs(vals) do s = s + v end
+  local mean = s / n
+  if n == 1 then return mean, nil end
+  local q = 0
+  for _, v in ipairs(vals) do q = q + (v - mean) ^ 2 end
+  return mean, math.sqrt(q / (n - 1))
+end
+
+local function caption(results, with_ci)
+  local scores, seen = {}, {}
+  for _, r in ipairs(results) do
+    local s = r.score or "msp"
+    if not seen[s] then seen[s] = true; scores[#scores + 1] = s end
+  end
+  local score_text = {
+    msp = "MSP s = -max p̄", entropy = "entropy H(p̄)",
+    mi = "mutual information H(p̄) - mean_m H(p_m)",
+    energy = "energy -logsumexp(mean logits)", disagreement = "member disagreement",
+  }
+  local st = {}
+  for i, s in ipairs(scores) do st[i] = score_text[s] or s end
+  return "Acc, ECE, AURC, AUROC, FPR95 and AUPR-Out in %; NLL (nats) and Brier (summed over "
+    .. "classes) raw; mean ± std over runs (seeds) where a method has several. "
+    .. "p̄ = mean of member softmaxes, conf = max p̄. ECE: 15 equal-width bins [lo,hi), "
+    .. "conf = 1.0 in the last bin. AURC: samples sorted by conf descending. "
+    .. "OOD is the positive class; OOD score: " .. table.concat(st, "; ")
+    .. " (higher = more OOD). AUROC exact with ties counted half; FPR95 = fraction of ID with "
+    .. "s >= t at the largest t keeping >= 95 % of OOD samples; AUPR-Out = step-wise average "
+    .. "precision with OOD positive. OOD avg = unweighted mean over OOD sets."
+    .. (with_ci and " [lo, hi] = bootstrap 95 % percentile interval." or "")
+end
+
+-- Builds the table: columns (titles), rows = { method, n, cells = { {mean, std, ci}... } }.
+function M.table(results)
+  local rs = {}
+  for i, r in ipairs(results) do rs[i] = type(r) == "string" and M.load(r) or r end
+  local cols = columns_for(rs)
+  local order, by = {}, {}
+  for _, r in ipairs(rs) do
+    if not by[r.method] then by[r.method] = {}; order[#order + 1] = r.method end
+    table.insert(by[r.method], r)
+  end
+  local rows = {}
+  for _, method in ipairs(order) do
+    local runs = by[method]
+    local row = { method = method, n = #runs, cells = {} }
+    for j, c in ipairs(cols) do
+      local vals = {}
+      for _, r in ipairs(runs) do
+        local v = c.get(r)
+        if v ~= nil then vals[#vals + 1] = c.scale(v) end
+      end
+      local mean, std = mean_std(vals)
+      local cell = { mean = mean, std = std }
+      if #runs == 1 and mean ~= nil then
+        local r = runs[1]
+        local k = c.key
+        local ci
+        if k:match("^ood%.") then
+          local name, mk = k:match("^ood%.(.+)%.([%w_]+)$")
+          for _, o in ipairs(r.ood or {}) do
+            if o.name == name and o.ci then ci = o.ci[mk] end
+          end
+        elseif not k:find(".", 1, true) then
+          ci = r.ci and r.ci[k]
+        end
+        if ci and ci[1] and ci[2] then cell.ci = { c.scale(ci[1]), c.scale(ci[2]) } end
+      end
+      row.cells[j] = cell
+    end
+    rows[#rows + 1] = row
+  end
+  local with_ci = false
+  for _, row in ipairs(rows) do
+    for _, cell in ipairs(row.cells) do if cell.ci then with_ci = true end end
+  end
+  return { columns = cols, rows = rows, caption = caption(rs, with_ci) }
+end
+
+local function fmt_cell(c, cell)
+  if cell.mean == nil then return "–" end
+  local f = c.fmt or "%.2f"
+  local s = f:format(cell.mean)
+  if cell.std then s = s .. " ± " .. f:format(cell.std) end
+  if cell.ci then s = s .. " [" .. f:format(cell.ci[1]) .. ", " .. f:format(cell.ci[2]) .. "]" end
+  return s
+end
+
+local function md_escape(s) return (tostring(s):gsub("|", "\\|")) end
+
+function M.markdown(results)
+  local t = M.table(results)
+  local head, rule = { "Method" }, { "---" }
+  for i, c in ipairs(t.columns) do head[i + 1] = c.title; rule[i + 1] = "---:" end
+  local lines = { "| " .. table.concat(head, " | ") .. " |",
+                  "|" .. table.concat(rule, "|") .. "|" }
+  for _, r in ipairs(t.rows) do
+    local cells = { md_escape(r.method) .. (r.n > 1 and (" (n=" .. r.n .. ")") or "") }
+    for j, c in ipairs(t.columns) do cells[j + 1] = fmt_cell(c, r.cells[j]) end
+    lines[#lines + 1] = "| " .. table.concat(cells, " | ") .. " |"
+  end
+  lines[#lines + 1] = ""
+  lines[#lines + 1] = "*" .. t.caption .. "*"
+  return table.concat(lines, "\n") .. "\n"
+end
+
+local function csv_field(s)
+  s = tostring(s)
+  if s:find('[,"\n]') then return '"' .. s:gsub('"', '""') .. '"' end
+  return s
+end
+
+-- CSV: one row per method, the same columns (titles without arrows); a "<title> std" column
+-- follows each metric when some method has several runs; empty cells where a value is missing.
+function M.csv(results)
+  local t = M.table(results)
+  local multi = false
+  for _, r in ipairs(t.rows) do if r.n > 1 then multi = true end end
+  local head = { "method", "runs" }
+  local function clean(title) return (title:gsub(" ↑$", ""):gsub(" ↓$", "")) end
+  for _, c in ipairs(t.columns) do
+    head[#head + 1] = clean(c.title)
+    if multi then head[#head + 1] = clean(c.title) .. " std" end
+  end
+  local lines = {}
+  local function row(fields)
+    local out = {}
+    for i, f in ipairs(fields) do out[i] = csv_field(f) end
+    lines[#lines + 1] = table.concat(out, ",")
+  end
+  row(head)
+  for _, r in ipairs(t.rows) do
+    local fields = { r.method, tostring(r.n) }
+    for j, c in ipairs(t.columns) do
+      local cell = r.cells[j]
+      local f = c.fmt or "%.2f"
+      fields[#fields + 1] = cell.mean and f:format(cell.mean) or ""
+      if multi then fields[#fields + 1] = cell.std and f:format(cell.std) or "" end
+    end
+    row(fields)
+  end
+  return table.concat(lines, "\n") .. "\n"
+end
+
+-- Writes text to path (raises a user error on failure).
+function M.write_text(path, text)
+  local f, e = io.open(path, "wb")
+  if not f then err.fail("report: cannot write '%s': %s", path, e) end
+  f:write(text)
+  f:close()
+end
+
+return M

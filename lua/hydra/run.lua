@@ -1,0 +1,66 @@
+-- lua/hydra/run.lua: run ONE resolved config end to end into results/<experiment>/<run-id>/.
+--
+-- CONTRACT (hydra sweep / report / repro and the experiments build on it; change only with them)
+--
+--   local run = require("hydra").run
+--   run.id(cfg)       -> run-id: the first 12 hex digits of hydra.config.hash of cfg with the keys
+--                        that cannot change a result removed (results_dir, threads, sweep.*).
+--   run.dir(cfg)      -> "<results_dir>/<experiment>/<run-id>"
+--   run.status(cfg)   -> "complete" | "partial" | "absent", dir
+--                        complete  = dir/result.h5 exists (it is renamed into place last);
+--                        partial   = the folder exists without result.h5 (an interrupted run);
+--   run.execute(cfg, opts) -> summary      runs every method of cfg.methods (DESIGN §3), in order:
+--       1. checks the datasets (data.id, data.ood, data.shift, and data.ood_val when a circuit
+--          method runs) are prepared in data.dir; a missing one is a clean error naming the fix;
+--       2. builds each method from cached stages (hydra.stages: base model, gates, members,
+--          fused model, predictions), shared across runs, methods and worker processes;
+--       3. predicts the ID test split, every OOD set and every shift set (Fashion-MNIST-C style
+--          files with corruption/severity splits become one shift set per severity,
+--          "<name>-s<k>", concatenating every corruption at that severity), with data.test_subset
+--          applied to every set (per split);
+--       4. evaluates with hydra.eval (score eval.score, eval.bootstrap) into
+--          dir/methods/<method>.h5 (a normal `hydra eval` result: `hydra plot` / `hydra report`
+--          accept it);
+--       5. writes dir/table.md, dir/table.csv (methods x metrics; hydra.report), dir/plots/
+--          reliability.png, ood-hist.png, risk-coverage.png (+ .dat/.gp; methods overlaid);
+--       6. writes dir/result.h5 LAST, atomically (temp + rename): the run is complete.
+--     dir/config.resolved.yaml is written first; dir/log.txt receives every line printed
+--     (appended across attempts, each attempt headed by a "== run <id> ..." line).
+--     A complete run is a no-op (summary.skipped = true) unless opts.force.
+--     Two processes executing the same run: the second waits on the first (a lock file in dir).
+--     opts (all optional):
+--       log       function(line): extra sink for every log line (after stdout/log.txt)
+--       quiet     true: print nothing on stdout (log.txt still gets everything)
+--       progress  false: no progress bars on stderr (default: only when stderr is a terminal)
+--       cache_dir the stage cache (default: hydra.stages.default_dir())
+--       force     true: recompute the run (cached stages are still reused)
+--     summary = { id, dir, result = dir.."/result.h5", skipped = bool, seconds,
+--                 methods = { name... }, table_md, table_csv,
+--                 plots = { reliability =, ood_hist =, risk_coverage = },
+--                 stages = { hits = n, built = n } }
+--   run.load(path)    -> reads a result.h5 (or a run dir):
+--       { id, experiment, config_yaml, provenance = { git_hash, hydra_version, seed, ... },
+--         methods = { name... },
+--         results = { r1, r2, ... } }  -- one per method, in table order, each shaped like
+--                                      -- hydra.report.load's table (method, metrics, ood,
+--                                      -- ood_avg, shift, ci, score, conventions, members) plus
+--                                      -- r.cost = { params, flops, members, batch_size,
+--                                      --            infer_ms_per_batch, infer_batches }
+--       so hydra.report.table(run.load(p).results) gives the run's table.
+--   run.method_files(dir) -> { "dir/methods/single.h5", ... } in table order (complete runs).
+--
+-- result.h5 layout (format "hydra-run-1"; `hydra info result.h5` shows it):
+--   / attributes: format, run_id, experiment, methods (comma list, table order), score,
+--                 hydra_version, git_hash, seed, config_hash, config (the resolved YAML text),
+--                 conventions, wall_seconds, created (UTC ISO time)
+--   /provenance attributes: git_hash, hydra_version, seed, threads, host, data_<set> (the
+--                 prepared file's recipe_sha256, else its sha256) for every dataset used,
+--                 stages (one line per stage: "<method> <stage> <key> hit|built")
+--   /methods/<method>/...  the method's `hydra eval` result (attributes of its / on the group;
+--                 id/, ood/<set>/, shift/<set>/ per-sample arrays; metrics/ attributes)
+--   /methods/<method>/cost attributes: params, flops (forward FLOPs per sample), members,
+--                 batch_size, infer_ms_per_batch (median over the ID test batches), label,
+--                 seeds (comma list of the training seeds used)
+local M = {}
+
+return M

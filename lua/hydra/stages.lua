@@ -1,0 +1,347 @@
+-- lua/hydra/stages.lua: the stage cache. Every expensive product (base model, head scores and
+-- gates, fine-tuned members, fused model, predictions) is a file named by the hash of everything
+-- that determines it, shared by all runs, methods and worker processes: a sweep never computes
+-- the same stage twice.
+--
+--   local stages = require("hydra").stages
+--   local cache = stages.new({ dir = ".cache/stages", log = function(line) ... end })
+--   local path, key, hit = cache:get("base", inputs, function(tmp, key)
+--     ... write the product to tmp (any writer; it is renamed into place afterwards) ...
+--   end [, { ext = ".h5" }])
+--
+-- Keys: stages.key(name, inputs) = the first 16 hex digits of the SHA-256 of
+--   SALT .. "\n" .. name .. "\n" .. stages.serialize(inputs)
+-- inputs is a Lua value (tables, strings, numbers, booleans): the config subset that affects the
+-- stage, the keys of its input stages and the hashes of the data files (stages.data_hash). The
+-- serialisation is canonical (sorted map keys, integers and floats told apart, floats in %.17g),
+-- so equal inputs give equal keys across processes. SALT names the code version: bump it when
+-- a change to training, pruning, fusing or prediction makes old products wrong.
+--
+-- Files: <dir>/<name>/<key><ext> (ext ".h5" by default) and <key>.inputs (the serialised inputs,
+-- for inspection). A stage is complete iff its product exists; products are written to a
+-- temporary name in the same folder and renamed into place, so a killed build leaves no product.
+--
+-- Concurrency: before building, a worker creates <key><ext>.lock with O_EXCL holding
+-- "<pid> <host>". Another worker needing the same stage waits (polling) until the product
+-- appears or the lock goes away; a lock whose owner is dead (same host, no such pid) or an empty
+-- lock older than 30 s is stale and is taken over (under a second O_EXCL ".break" lock, so two
+-- waiters never both take it over). Locks of other hosts are waited on (shared file systems).
+-- stages.with_lock(path, fn, opts) exposes the same lock for other uses (runs).
+--
+-- Directory: opts.dir, else $HYDRA_CACHE_DIR, else <HYDRA_HOME>/.cache/stages (git-ignored).
+--
+-- Logging: every lookup logs one line through opts.log (default: stderr):
+--   "stage base 0123456789abcdef: cache hit"
+--   "stage base 0123456789abcdef: cache miss, building"  then  "...: built in 12.3 s"
+--   "stage base 0123456789abcdef: waiting for pid 1234 (host) to build it"
+-- cache.records lists { name, key, status = "hit" | "built", seconds, path } in order;
+-- cache.hits and cache.built count them.
+local core = require("hydra.core")
+local err = require("hydra.err")
+
+local M = {}
+
+M.SALT = "hydra-stages-1"
+M.STALE_EMPTY_S = 30
+
+local Cache = {}
+Cache.__index = Cache
+M.Cache = Cache
+
+local function env(name)
+  local v = os.getenv(name)
+  if v == "" then return nil end
+  return v
+end
+
+function M.default_dir()
+  return env("HYDRA_CACHE_DIR") or ((rawget(_G, "HYDRA_HOME") or ".") .. "/.cache/stages")
+end
+
+-- ===== keys =====
+
+local function ser(v, out, seen)
+  local t = type(v)
+  if t == "nil" then
+    out[#out + 1] = "~"
+  elseif t == "boolean" then
+    out[#out + 1] = v and "true" or "false"
+  elseif t == "number" then
+    if math.type(v) == "integer" then
+      out[#out + 1] = ("i%d"):format(v)
+    elseif v ~= v then
+      out[#out + 1] = "fnan"
+    else
+      out[#out + 1] = ("f%.17g"):format(v)
+    end
+  elseif t == "string" then
+    out[#out + 1] = ("%q"):format(v)
+  elseif t == "table" then
+    if seen[v] then error("stages.serialize: cyclic table", 3) end
+    seen[v] = true
+    local n = #v
+    local keys, count = {}, 0
+    for k in pairs(v) do
+      count = count + 1
+      if not (math.type(k) == "integer" and k >= 1 and k <= n) then
+        if type(k) ~= "string" then
+          error(("stages.serialize: table key of type %s (use strings)"):format(type(k)), 3)
+        end
+        keys[#keys + 1] = k
+      end
+    end
+    if n > 0 and count == n then
+      out[#out + 1] = "["
+      for i = 1, n do
+        if i > 1 then out[#out + 1] = "," end
+        ser(v[i], out, seen)
+      end
+      out[#out + 1] = "]"
+    else
+      if n > 0 then
+        for i = 1, n do keys[#keys + 1] = tostring(i) end
+      end
+      table.sort(keys)
+      out[#out + 1] = "{"
+      for i, k in ipairs(keys) do
+        if i > 1 then out[#out + 1] = "," end
+        out[#out + 1] = ("%q="):format(k)
+        local val = v[k]
+        if val == nil then val = v[math.tointeger(tonumber(k))] end
+        ser(val, out, seen)
+      end
+      out[#out + 1] = "}"
+    end
+    seen[v] = nil
+  else
+    error(("stages.serialize: cannot serialise a %s"):format(t), 3)
+  end
+end
+
+-- Canonical text of a Lua value (see the header).
+function M.serialize(v)
+  local out = {}
+  ser(v, out, {})
+  return table.concat(out)
+end
+
+function M.key(name, inputs)
+  if type(name) ~= "string" or not name:match("^[%w_%-]+$") then
+    error(("stages.key: stage name must be letters, digits, '_' or '-', got %s"):format(
+      tostring(name)), 2)
+  end
+  return core.hash_string(M.SALT .. "\n" .. name .. "\n" .. M.serialize(inputs), "sha256")
+    :sub(1, 16)
+end
+
+-- Identity of a data file: its /meta recipe_sha256 (prepared datasets: the hash of the recipe,
+-- its options and its inputs' checksums), else the SHA-256 of the file. Memoised per path, size
+-- and modification time.
+local data_memo = {}
+function M.data_hash(path)
+  local kind, size, mtime = core.stat(path)
+  if kind ~= "file" then err.fail("stages: data file '%s' not found", path) end
+  local memo_key = ("%s\0%d\0%d"):format(path, size, mtime or 0)
+  local h = data_memo[memo_key]
+  if h then return h end
+  local ok, meta = pcall(function()
+    local h5 = require("hydra.h5")
+    local f <close> = h5.open(path)
+    return f:exists("/meta") and f:attrs("/meta") or {}
+  end)
+  if ok and type(meta.recipe_sha256) == "string" and meta.recipe_sha256 ~= "" then
+    h = "recipe:" .. meta.recipe_sha256
+  else
+    h = "sha256:" .. core.hash_file(path, "sha256")
+  end
+  data_memo[memo_key] = h
+  return h
+end
+
+-- ===== locks =====
+
+local held = {}   -- lock paths this process holds
+
+local function read_all(path)
+  local f = io.open(path, "rb")
+  if not f then return nil end
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
+local function my_owner()
+  return ("%d %s\n"):format(core.getpid(), core.hostname())
+end
+
+-- Owner of a lock: pid, host (nil when empty / unparsable), raw text (nil: no lock file).
+local function lock_owner(path)
+  local s = read_all(path)
+  if s == nil then return nil, nil, nil end
+  local pid, host = s:match("^(%d+) (%S+)")
+  return math.tointeger(tonumber(pid)), host, s
+end
+
+-- True when the lock at path (content text) is stale: its owner is a dead process of this host,
+-- or it is empty/unparsable and older than STALE_EMPTY_S.
+local function is_stale(path, pid, host)
+  if pid then
+    if host ~= core.hostname() then return false end
+    if pid == core.getpid() then return not held[path] end
+    return not core.pid_alive(pid)
+  end
+  local _, _, mtime = core.stat(path)
+  return mtime ~= nil and os.time() - mtime > M.STALE_EMPTY_S
+end
+
+-- Removes a stale lock (content `text`) unless someone changed it meanwhile; true when removed.
+local function break_stale(path, text, log)
+  local brk = path .. ".break"
+  local ok, why = core.lock_create(brk, my_owner())
+  if not ok then
+    if why ~= "exists" then err.fail("stages: %s", why) end
+    local bpid, bhost = lock_owner(brk)
+    if is_stale(brk, bpid, bhost) then os.remove(brk) end
+    return false
+  end
+  local removed = false
+  local _, _, now = lock_owner(path)
+  if now == text then
+    os.remove(path)
+    removed = true
+    if log then log(("taking over stale lock %s (%s)"):format(path, (text:gsub("%s+$", "")))) end
+  end
+  os.remove(brk)
+  return removed
+end
+
+-- Acquires the lock file `path`. opts.done(): a probe called while waiting; when it returns true
+-- the wait ends without the lock (returns false). opts.log(line), opts.poll (s, default 0.2),
+-- opts.what (text for the waiting line). Returns true when the lock is held.
+function M.acquire(path, opts)
+  opts = opts or {}
+  if held[path] then
+    error(("stages: lock '%s' is already held by this process"):format(path), 2)
+  end
+  local poll = opts.poll or 0.2
+  local announced = false
+  while true do
+    if opts.done and opts.done() then return false end
+    local ok, why = core.lock_create(path, my_owner())
+    if ok then
+      held[path] = true
+      return true
+    end
+    if why ~= "exists" then err.fail("stages: %s", why) end
+    local pid, host, text = lock_owner(path)
+    if text ~= nil then
+      if is_stale(path, pid, host) then
+        break_stale(path, text, opts.log)
+      else
+        if not announced and opts.log then
+          opts.log(("%swaiting for pid %s (%s) to finish"):format(
+            opts.what and (opts.what .. ": ") or "", tostring(pid or "?"), tostring(host or "?")))
+          announced = true
+        end
+        core.sleep(poll)
+      end
+    end
+  end
+end
+
+function M.release(path)
+  if held[path] then
+    held[path] = nil
+    os.remove(path)
+  end
+end
+
+-- Runs fn() holding the lock at path (released on return and on error); returns fn's results.
+function M.with_lock(path, fn, opts)
+  M.acquire(path, opts)
+  local res = table.pack(pcall(fn))
+  M.release(path)
+  if not res[1] then error(res[2], 0) end
+  return table.unpack(res, 2, res.n)
+end
+
+-- ===== the cache =====
+
+function M.new(opts)
+  opts = opts or {}
+  local self = setmetatable({
+    dir = opts.dir or M.default_dir(),
+    log = opts.log or function(line) io.stderr:write(line, "\n") end,
+    poll = opts.poll or 0.2,
+    records = {}, hits = 0, built = 0,
+  }, Cache)
+  return self
+end
+
+function Cache:path(name, key, ext)
+  return ("%s/%s/%s%s"):format(self.dir, name, key, ext or ".h5")
+end
+
+local function exists(path)
+  return core.stat(path) == "file"
+end
+
+local function record(self, name, key, status, seconds, path)
+  self.records[#self.records + 1] = { name = name, key = key, status = status,
+                                      seconds = seconds, path = path }
+  if status == "hit" then self.hits = self.hits + 1 else self.built = self.built + 1 end
+end
+
+-- The product of stage `name` for `inputs`, built with build(tmp, key) when missing. Returns
+-- path, key, hit (true when it was already there or another process built it).
+-- opts.ext: the product's file extension (".h5").
+function Cache:get(name, inputs, build, opts)
+  opts = opts or {}
+  local key = M.key(name, inputs)
+  local ext = opts.ext or ".h5"
+  local path = self:path(name, key, ext)
+  local tag = ("stage %s %s"):format(name, key)
+  if exists(path) then
+    self.log(tag .. ": cache hit")
+    record(self, name, key, "hit", 0, path)
+    return path, key, true
+  end
+  core.mkdir_p(self.dir .. "/" .. name)
+  local lock = path .. ".lock"
+  local got = M.acquire(lock, { done = function() return exists(path) end, log = self.log,
+                                poll = self.poll, what = tag })
+  if not got or exists(path) then
+    if got then M.release(lock) end
+    self.log(tag .. ": cache hit (built by another process)")
+    record(self, name, key, "hit", 0, path)
+    return path, key, true
+  end
+  self.log(tag .. ": cache miss, building")
+  local t0 = core.now()
+  local tmp = ("%s/%s/%s.tmp-%d%s"):format(self.dir, name, key, core.getpid(), ext)
+  local ok, e = pcall(function()
+    local f = io.open(("%s/%s/%s.inputs"):format(self.dir, name, key), "wb")
+    if f then
+      f:write(M.SALT, "\n", name, "\n", M.serialize(inputs), "\n")
+      f:close()
+    end
+    build(tmp, key)
+    if not exists(tmp) then
+      error(("stages: stage %s wrote no product (expected '%s')"):format(name, tmp), 0)
+    end
+    local rok, rerr = os.rename(tmp, path)
+    if not rok then err.fail("stages: cannot rename '%s' to '%s': %s", tmp, path, rerr) end
+  end)
+  if not ok then
+    os.remove(tmp)
+    M.release(lock)
+    error(e, 0)
+  end
+  M.release(lock)
+  local dt = core.now() - t0
+  self.log(("%s: built in %.1f s"):format(tag, dt))
+  record(self, name, key, "built", dt, path)
+  return path, key, false
+end
+
+return M

@@ -1,0 +1,15 @@
+/* ref_xfmr.h: the naive double-precision twin of hy_xfmr_forward (the whole model), reading
+ * the float parameters and gates of a built model. Dropout masks, when the model has dropout
+ * switched on, are regenerated exactly as hy_xfmr_forward draws them for drop_step `step`. */
+#ifndef HY_REF_XFMR_H
+#define HY_REF_XFMR_H
+
+#include <stdbool.h>
+
+#include "xfmr.h"
+
+/* logits (B, K) written. Allocates its own temporaries (test code). */
+void ref_xfmr_forward(const hy_xfmr *m, const hy_batch *in, size_t B, bool dropout,
+                      uint64_t step, double *logits);
+
+#endif

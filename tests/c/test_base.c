@@ -1,0 +1,156 @@
+/* test_base.c: error messages, allocation, the arena, the RNG (reproducibility across machines:
+ * the first outputs of a fixed seed are pinned), tensors. */
+#include <math.h>
+#include <string.h>
+
+#include "arena.h"
+#include "base.h"
+#include "check.h"
+#include "rng.h"
+#include "tensor.h"
+
+static void test_fail_and_prefix(void) {
+    CHECK(hy_fail(HY_EINVAL, "gemm: inner dims differ (A is %dx%d)", 64, 128) == HY_EINVAL, "st");
+    CHECK(strcmp(hy_errmsg(), "gemm: inner dims differ (A is 64x128)") == 0, "%s", hy_errmsg());
+    hy_fail_prefix(HY_EIO, "while loading '%s'", "x.h5");
+    CHECK(strcmp(hy_errmsg(), "while loading 'x.h5': gemm: inner dims differ (A is 64x128)") == 0,
+          "%s", hy_errmsg());
+    hy_clear_error();
+    CHECK(hy_errmsg()[0] == '\0', "cleared");
+}
+
+static void test_alloc_aligned(void) {
+    for (size_t n = 0; n < 200; n += 37) {
+        void *p = hy_xmalloc_aligned(n);
+        CHECK(p != NULL && ((uintptr_t)p % 64) == 0, "aligned alloc of %zu", n);
+        hy_free(p);
+    }
+    uint64_t before = hy_alloc_count();
+    void *p = hy_xcalloc(3, 5);
+    CHECK(hy_alloc_count() == before + 1, "count");
+    hy_free(p);
+    CHECK(hy_xcalloc(SIZE_MAX / 2, 4) == NULL, "overflowing calloc fails");
+    CHECK(strstr(hy_errmsg(), "out of memory") != NULL, "%s", hy_errmsg());
+}
+
+static void test_arena(void) {
+    hy_arena a;
+    CHECK_OK(hy_arena_init(&a, 1000));
+    CHECK(a.cap == 1024, "cap rounded to 64: %zu", a.cap);
+    float *x = NULL, *y = NULL;
+    CHECK_OK(hy_arena_floats(&a, 10, &x));
+    CHECK(((uintptr_t)x % 64) == 0, "aligned");
+    size_t mark = hy_arena_mark(&a);
+    CHECK_OK(hy_arena_floats(&a, 100, &y));
+    CHECK(y == x + 16, "bump by 64 bytes");
+    void *z;
+    CHECK_FAIL(hy_arena_alloc(&a, 2000, &z), HY_ENOMEM,
+               "arena: overflow (need 2048 bytes, 512 of 1024 free)");
+    CHECK(z == NULL, "NULL on overflow");
+    hy_arena_rewind(&a, mark);
+    CHECK(a.used == 64 && a.peak == 512, "rewind keeps the peak (%zu, %zu)", a.used, a.peak);
+#ifdef HY_DEBUG
+    CHECK(isnan(((float *)a.base)[16]), "stale scratch is NaN under HY_DEBUG");
+#endif
+    hy_arena_reset(&a);
+    CHECK(a.used == 0, "reset");
+    hy_arena_release(&a);
+    hy_arena_release(&a);
+    CHECK(a.base == NULL, "release twice is harmless");
+}
+
+static void test_rng_pinned(void) {
+    /* xoshiro256** seeded by SplitMix64(1234): pinned so every machine gives the same stream. */
+    hy_rng r;
+    hy_rng_seed(&r, 1234);
+    uint64_t first[3] = {hy_rng_u64(&r), hy_rng_u64(&r), hy_rng_u64(&r)};
+    hy_rng r2;
+    hy_rng_seed(&r2, 1234);
+    for (int i = 0; i < 3; i++) CHECK(hy_rng_u64(&r2) == first[i], "same seed same stream");
+    /* Values computed independently (a Python transcription of SplitMix64 -> xoshiro256**). */
+    static const uint64_t want[3] = {0x0bab45d9a0e3ae53ULL, 0xd7c640660c19433eULL,
+                                     0xb0dedaa0d09a6691ULL};
+    for (int i = 0; i < 3; i++)
+        CHECK(first[i] == want[i], "output %d: got %016llx want %016llx", i,
+              (unsigned long long)first[i], (unsigned long long)want[i]);
+    hy_rng_seed(&r, 1234);
+    hy_rng r3;
+    hy_rng_seed(&r3, 1235);
+    CHECK(hy_rng_u64(&r) != hy_rng_u64(&r3), "different seeds differ");
+}
+
+static void test_rng_split(void) {
+    hy_rng p;
+    hy_rng_seed(&p, 7);
+    hy_rng a = hy_rng_split(&p, 1);
+    for (int i = 0; i < 100; i++) hy_rng_u64(&p);       /* using the parent changes nothing */
+    hy_rng b = hy_rng_split(&p, 1);
+    hy_rng c = hy_rng_split(&p, 2);
+    uint64_t xa = hy_rng_u64(&a), xb = hy_rng_u64(&b), xc = hy_rng_u64(&c);
+    CHECK(xa == xb, "split is a function of (seed key, stream)");
+    CHECK(xa != xc, "different streams differ");
+}
+
+static void test_rng_distributions(void) {
+    hy_rng r;
+    hy_rng_seed(&r, check_seed());
+    double s = 0, s2 = 0, su = 0;
+    size_t n = 200000, counts[7] = {0};
+    for (size_t i = 0; i < n; i++) {
+        double z = hy_rng_normal(&r);
+        s += z;
+        s2 += z * z;
+        float u = hy_rng_uniform(&r);
+        CHECK(u >= 0.0f && u < 1.0f, "uniform in [0,1): %g", (double)u);
+        su += (double)u;
+        counts[hy_rng_below(&r, 7)]++;
+    }
+    CHECK(fabs(s / (double)n) < 0.01, "normal mean %g", s / (double)n);
+    CHECK(fabs(s2 / (double)n - 1.0) < 0.02, "normal var %g", s2 / (double)n);
+    CHECK(fabs(su / (double)n - 0.5) < 0.005, "uniform mean %g", su / (double)n);
+    for (int k = 0; k < 7; k++)
+        CHECK(fabs((double)counts[k] / (double)n - 1.0 / 7) < 0.005, "below(7) bucket %d", k);
+    int64_t idx[10];
+    for (int i = 0; i < 10; i++) idx[i] = i;
+    hy_rng_shuffle(&r, idx, 10);
+    int seen[10] = {0};
+    for (int i = 0; i < 10; i++) seen[idx[i]]++;
+    for (int i = 0; i < 10; i++) CHECK(seen[i] == 1, "shuffle is a permutation");
+}
+
+static void test_hash(void) {
+    uint64_t a = hy_hash64("abc", 3, 0), b = hy_hash64("abc", 3, 0), c = hy_hash64("abd", 3, 0);
+    CHECK(a == b && a != c, "hash64 stable and sensitive");
+}
+
+static void test_tensor(void) {
+    hy_tensor t;
+    int64_t shape[3] = {2, 3, 4};
+    CHECK_OK(hy_tensor_alloc(&t, HY_I16, 3, shape));
+    CHECK(hy_tensor_numel(&t) == 24 && hy_tensor_nbytes(&t) == 48, "sizes");
+    ((int16_t *)t.data)[12] = 7;
+    hy_tensor r = hy_tensor_row(&t, 1);
+    CHECK(r.ndim == 2 && r.alloc == NULL && ((int16_t *)r.data)[0] == 7, "row view");
+    char buf[64];
+    CHECK(strcmp(hy_shape_str(buf, sizeof buf, 3, shape), "[2,3,4]") == 0, "%s", buf);
+    hy_tensor_release(&t);
+    hy_tensor_release(&t);
+    int64_t bad[1] = {-1};
+    CHECK_FAIL(hy_tensor_alloc(&t, HY_F32, 1, bad), HY_EINVAL, "tensor: dim 1 has negative size -1");
+    hy_dtype dt;
+    CHECK_FAIL(hy_dtype_parse("float16", &dt), HY_EINVAL,
+               "tensor: unknown dtype 'float16' (known: float32, float64, uint8, int8, int16, "
+               "int32, int64)");
+}
+
+int main(void) {
+    RUN(test_fail_and_prefix);
+    RUN(test_alloc_aligned);
+    RUN(test_arena);
+    RUN(test_rng_pinned);
+    RUN(test_rng_split);
+    RUN(test_rng_distributions);
+    RUN(test_hash);
+    RUN(test_tensor);
+    return check_exit("test_base");
+}

@@ -1,0 +1,146 @@
+/* test_ckpt.c: checkpoint round trip (bit-exact params, gates, config, meta) and the errors for
+ * missing and mis-shaped tensors. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "check.h"
+#include "ckpt.h"
+
+static hy_xfmr_config small_vit(void) {
+    hy_xfmr_config c;
+    memset(&c, 0, sizeof c);
+    c.kind = HY_XFMR_VIT;
+    c.image_size = 8;
+    c.channels = 1;
+    c.patch = 4;
+    c.d_model = 16;
+    c.n_heads = 2;
+    c.depth = 2;
+    c.d_mlp = 32;
+    c.n_classes = 3;
+    c.mlp_dropout = 0.25f;
+    return c;
+}
+
+static void tmp_path(char *buf, size_t n, const char *name) {
+    snprintf(buf, n, "%s/%s", check_tmpdir(), name);
+}
+
+static void test_round_trip_bit_exact(void) {
+    char path[512];
+    tmp_path(path, sizeof path, "a.h5");
+    hy_xfmr_config c = small_vit();
+    hy_xfmr a, b;
+    CHECK_OK(hy_xfmr_new(&a, &c));
+    hy_xfmr_init(&a, check_seed());
+    a.params[5] = -0.0f;            /* signed zero and a denormal survive */
+    a.params[6] = 1e-42f;
+    hy_xfmr_set_gate(&a, 1, 0, 0.0f);
+    hy_xfmr_set_gate(&a, 0, 1, 0.5f);
+    hy_kv meta[3] = {{"seed", NULL, 42, 1}, {"config_hash", "0123abcd", 0, 0},
+                     {"val_nll", NULL, 0.125, 0}};
+    CHECK_OK(hy_ckpt_save(path, &a, meta, 3));
+    CHECK_OK(hy_ckpt_load(path, &b));
+    CHECK(b.n_params == a.n_params, "n_params %zu vs %zu", b.n_params, a.n_params);
+    CHECK(memcmp(a.params, b.params, a.n_params * sizeof(float)) == 0, "params bit-exact");
+    CHECK(memcmp(a.gates, b.gates, 4 * sizeof(float)) == 0, "gates");
+    CHECK(memcmp(&a.cfg, &b.cfg, sizeof a.cfg) == 0, "config");
+    hy_h5 f;
+    CHECK_OK(hy_h5_open(&f, path));
+    int64_t seed = 0;
+    double nll = 0;
+    char *s = NULL;
+    CHECK_OK(hy_h5_get_attr_i64(&f, "/meta", "seed", &seed));
+    CHECK_OK(hy_h5_get_attr_f64(&f, "/meta", "val_nll", &nll));
+    CHECK_OK(hy_h5_get_attr_str(&f, "/meta", "hydra_version", &s));
+    CHECK(seed == 42 && nll == 0.125 && s && strcmp(s, HY_VERSION) == 0, "meta");
+    hy_free(s);
+    CHECK_OK(hy_h5_get_attr_str(&f, "/config", "kind", &s));
+    CHECK(strcmp(s, "vit") == 0, "kind %s", s);
+    hy_free(s);
+    /* PyTorch orientation: qkv [3d,d], head [C,d], patch embedding [d,C,p,p] */
+    hy_dtype dt;
+    int nd;
+    int64_t sh[HY_MAXDIM];
+    CHECK_OK(hy_h5_shape(&f, "/params/blocks.1.attn.qkv.weight", &dt, &nd, sh));
+    CHECK(dt == HY_F32 && nd == 2 && sh[0] == 48 && sh[1] == 16, "qkv shape");
+    CHECK_OK(hy_h5_shape(&f, "/params/patch_embed.proj.weight", &dt, &nd, sh));
+    CHECK(nd == 4 && sh[0] == 16 && sh[1] == 1 && sh[2] == 4 && sh[3] == 4, "patch shape");
+    CHECK_OK(hy_h5_shape(&f, "/head_gates", &dt, &nd, sh));
+    CHECK(nd == 2 && sh[0] == 2 && sh[1] == 2, "gates shape");
+    hy_h5_close(&f);
+    hy_xfmr_release(&a);
+    hy_xfmr_release(&b);
+}
+
+/* Writes model m's checkpoint, then overwrites one /config attribute. */
+static void write_tampered(const char *path, const hy_xfmr *m, const char *key, int64_t v) {
+    hy_h5 f;
+    CHECK_OK(hy_h5_create(&f, path));
+    CHECK_OK(hy_ckpt_write(&f, m, NULL, 0));
+    CHECK_OK(hy_h5_set_attr_i64(&f, "/config", key, v));
+    CHECK_OK(hy_h5_commit(&f));
+}
+
+static void test_missing_and_misshaped(void) {
+    char path[512], want[1024];
+    hy_xfmr_config c = small_vit();
+    hy_xfmr a, b;
+    CHECK_OK(hy_xfmr_new(&a, &c));
+    hy_xfmr_init(&a, 1);
+    tmp_path(path, sizeof path, "deeper.h5");
+    write_tampered(path, &a, "depth", 3);
+    snprintf(want, sizeof want, "ckpt: '%s' has no tensor 'blocks.2.norm1.weight' "
+             "(expected shape [16])", path);
+    CHECK_FAIL(hy_ckpt_load(path, &b), HY_EINVAL, want);
+    CHECK(b.params == NULL, "model left zeroed");
+    tmp_path(path, sizeof path, "classes.h5");
+    write_tampered(path, &a, "n_classes", 5);
+    snprintf(want, sizeof want, "ckpt: '%s': tensor 'head.weight' has shape [3,16], "
+             "expected [5,16]", path);
+    CHECK_FAIL(hy_ckpt_load(path, &b), HY_EINVAL, want);
+    tmp_path(path, sizeof path, "nothing.h5");
+    hy_h5 f;
+    CHECK_OK(hy_h5_create(&f, path));
+    CHECK_OK(hy_h5_set_attr_str(&f, "/config", "kind", "vit"));
+    CHECK_OK(hy_h5_commit(&f));
+    snprintf(want, sizeof want, "ckpt: '%s' has no /config attribute 'image_size'", path);
+    CHECK_FAIL(hy_ckpt_load(path, &b), HY_EINVAL, want);
+    tmp_path(path, sizeof path, "absent.h5");
+    snprintf(want, sizeof want, "h5: cannot open '%s': no such file", path);
+    CHECK_FAIL(hy_ckpt_load(path, &b), HY_EIO, want);
+    hy_xfmr_release(&a);
+}
+
+static void test_text_config(void) {
+    char path[512];
+    tmp_path(path, sizeof path, "text.h5");
+    hy_xfmr_config c;
+    memset(&c, 0, sizeof c);
+    c.kind = HY_XFMR_TEXT;
+    c.vocab_size = 50;
+    c.max_len = 12;
+    c.d_model = 16;
+    c.n_heads = 4;
+    c.depth = 1;
+    c.d_mlp = 24;
+    c.n_classes = 2;
+    hy_xfmr a, b;
+    CHECK_OK(hy_xfmr_new(&a, &c));
+    hy_xfmr_init(&a, 3);
+    CHECK_OK(hy_ckpt_save(path, &a, NULL, 0));
+    CHECK_OK(hy_ckpt_load(path, &b));
+    CHECK(b.cfg.kind == HY_XFMR_TEXT && b.cfg.vocab_size == 50 && b.cfg.max_len == 12,
+          "text config");
+    CHECK(memcmp(a.params, b.params, a.n_params * sizeof(float)) == 0, "text params");
+    hy_xfmr_release(&a);
+    hy_xfmr_release(&b);
+}
+
+int main(void) {
+    RUN(test_round_trip_bit_exact);
+    RUN(test_missing_and_misshaped);
+    RUN(test_text_config);
+    return check_exit("test_ckpt");
+}

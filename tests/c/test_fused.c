@@ -1,0 +1,346 @@
+/* test_fused.c: the fused Hydra model equals its members run one by one (every fuse.* =
+ * member), for equal and unequal head counts, M = 1..4, batch 1 and > 1, images and text with
+ * padding; with averaging it equals the members with the averaged weights substituted; save /
+ * load round trip; cost counts; malformed members and gates are clear errors. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "check.h"
+#include "fused.h"
+#include "train.h"
+
+/* max |fused logit - sequential logit| allowed (DESIGN §3.5) */
+#define TOL_LOGIT 1e-5
+
+static hy_xfmr_config cfg_of(hy_xfmr_kind kind) {
+    hy_xfmr_config c;
+    memset(&c, 0, sizeof c);
+    c.kind = kind;
+    c.image_size = 28;
+    c.channels = 1;
+    c.patch = 7;
+    c.vocab_size = 40;
+    c.max_len = 12;
+    c.d_model = 32;
+    c.n_heads = 4;
+    c.depth = 3;
+    c.d_mlp = 48;
+    c.n_classes = 5;
+    return c;
+}
+
+/* a member: init from seed, every weight perturbed so logits are O(1) and members differ;
+ * gates: member-dependent random head sets, keep[l] = kfn(m, l) heads */
+static void make_member(hy_xfmr *x, const hy_xfmr_config *c, uint64_t seed, size_t m, int unequal) {
+    CHECK_OK(hy_xfmr_new(x, c));
+    hy_xfmr_init(x, seed);
+    hy_rng r;
+    hy_rng_seed(&r, seed * 31 + 7);
+    for (size_t i = 0; i < x->n_params; i++) x->params[i] += (float)(0.15 * hy_rng_normal(&r));
+    size_t L = c->depth, NH = c->n_heads;
+    for (size_t l = 0; l < L; l++) {
+        size_t keep = unequal ? 1 + (m + 2 * l) % NH : NH / 2;
+        int64_t perm[16];
+        for (size_t h = 0; h < NH; h++) perm[h] = (int64_t)h;
+        hy_rng_shuffle(&r, perm, NH);
+        for (size_t h = 0; h < NH; h++) hy_xfmr_set_gate(x, l, h, 0.0f);
+        for (size_t i = 0; i < keep; i++) hy_xfmr_set_gate(x, l, (size_t)perm[i], 1.0f);
+    }
+}
+
+typedef struct input {
+    float images[4 * 28 * 28];
+    int32_t ids[4 * 12];
+    int32_t lengths[4];
+    hy_batch b;
+} input;
+
+static void make_input(input *in, const hy_xfmr_config *c, size_t B, uint64_t seed) {
+    hy_rng r;
+    hy_rng_seed(&r, seed);
+    memset(in, 0, sizeof *in);
+    if (c->kind == HY_XFMR_VIT) {
+        for (size_t i = 0; i < B * 28 * 28; i++) in->images[i] = (float)hy_rng_normal(&r);
+        in->b.images = in->images;
+        return;
+    }
+    size_t len = 9;   /* shorter than max_len 12; rows padded after their length */
+    for (size_t b = 0; b < B; b++) {
+        in->lengths[b] = (int32_t)(b == 0 ? len : 2 + hy_rng_below(&r, len - 2));
+        for (size_t t = 0; t < len; t++)
+            in->ids[b * len + t] = (size_t)in->lengths[b] > t
+                                       ? (int32_t)(3 + hy_rng_below(&r, c->vocab_size - 3))
+                                       : HY_TOK_PAD;
+    }
+    in->b.ids = in->ids;
+    in->b.lengths = in->lengths;
+    in->b.len = len;
+}
+
+/* sequential reference: logits (M, B, K) of each member's own forward */
+static void sequential(hy_xfmr *const *ms, size_t M, const input *in, size_t B, float *out) {
+    size_t K = ms[0]->cfg.n_classes;
+    for (size_t m = 0; m < M; m++) {
+        CHECK_OK(hy_xfmr_alloc_acts(ms[m], B));
+        CHECK_OK(hy_xfmr_forward(ms[m], &in->b, B, out + m * B * K));
+    }
+}
+
+static double fused_vs(hy_xfmr *const *ms, hy_xfmr *const *ref, size_t M, const input *in,
+                       size_t B, const hy_fuse_config *fc) {
+    size_t K = ms[0]->cfg.n_classes;
+    float want[4 * 4 * 8], got[4 * 4 * 8];
+    sequential(ref, M, in, B, want);
+    hy_fused f;
+    CHECK_OK(hy_fused_build(&f, ms, M, fc));
+    CHECK_OK(hy_fused_alloc_acts(&f, B));
+    CHECK_OK(hy_fused_forward(&f, &in->b, B, got));
+    double worst = 0.0;
+    for (size_t i = 0; i < M * B * K; i++) {
+        double d = fabs((double)got[i] - (double)want[i]);
+        if (!(d <= worst)) worst = d;   /* NaN propagates */
+    }
+    hy_fused_release(&f);
+    return worst;
+}
+
+static const hy_fuse_config ALL_MEMBER = {HY_FUSE_MEMBER, HY_FUSE_MEMBER, HY_FUSE_MEMBER,
+                                          HY_FUSE_MEMBER};
+
+/* ===== fused == sequential ===== */
+
+static void run_equal_sequential(hy_xfmr_kind kind) {
+    hy_xfmr_config c = cfg_of(kind);
+    uint64_t seed = check_seed();
+    for (int unequal = 0; unequal <= 1; unequal++)
+        for (size_t M = 1; M <= 4; M++) {
+            hy_xfmr xs[4];
+            hy_xfmr *ms[4];
+            for (size_t m = 0; m < M; m++) {
+                make_member(&xs[m], &c, seed + 100 * m + 1, m, unequal);
+                ms[m] = &xs[m];
+            }
+            for (size_t B = 1; B <= 3; B += 2) {
+                input in;
+                make_input(&in, &c, B, seed + B);
+                double d = fused_vs(ms, ms, M, &in, B, &ALL_MEMBER);
+                CHECK(d <= TOL_LOGIT, "%s M=%zu B=%zu unequal=%d: max |dlogit| %g > %g",
+                      kind == HY_XFMR_VIT ? "vit" : "text", M, B, unequal, d, TOL_LOGIT);
+            }
+            for (size_t m = 0; m < M; m++) hy_xfmr_release(&xs[m]);
+        }
+}
+
+static void test_sequential_images(void) { run_equal_sequential(HY_XFMR_VIT); }
+static void test_sequential_text(void) { run_equal_sequential(HY_XFMR_TEXT); }
+
+/* ===== averaging == members with averaged weights substituted ===== */
+
+static int averaged(const char *name, const hy_fuse_config *fc) {
+    if (strstr(name, "attn.")) return 0;
+    if (strstr(name, "norm")) return fc->ln == HY_FUSE_AVERAGE;
+    if (strstr(name, "mlp.")) return fc->mlp == HY_FUSE_AVERAGE;
+    if (strncmp(name, "head.", 5) == 0) return fc->head == HY_FUSE_AVERAGE;
+    return fc->embed == HY_FUSE_AVERAGE;   /* cls_token, pos_embed, patch/tok embed */
+}
+
+static void run_average(hy_xfmr_kind kind, const hy_fuse_config *fc) {
+    hy_xfmr_config c = cfg_of(kind);
+    uint64_t seed = check_seed();
+    size_t M = 3;
+    hy_xfmr xs[3], rs[3];
+    hy_xfmr *ms[3], *refs[3];
+    for (size_t m = 0; m < M; m++) {
+        make_member(&xs[m], &c, seed + 50 * m + 3, m, 1);
+        ms[m] = &xs[m];
+        CHECK_OK(hy_xfmr_new(&rs[m], &c));
+        memcpy(rs[m].params, xs[m].params, xs[m].n_params * sizeof(float));
+        hy_xfmr_set_gates(&rs[m], xs[m].gates);
+        refs[m] = &rs[m];
+    }
+    for (size_t i = 0; i < xs[0].n_tensors; i++) {
+        const hy_param *p = &xs[0].table[i];
+        if (!averaged(p->name, fc)) continue;
+        for (size_t k = 0; k < p->numel; k++) {
+            double acc = 0.0;
+            for (size_t m = 0; m < M; m++) acc += (double)xs[m].params[p->offset + k];
+            for (size_t m = 0; m < M; m++) rs[m].params[p->offset + k] = (float)(acc / (double)M);
+        }
+    }
+    for (size_t B = 1; B <= 3; B += 2) {
+        input in;
+        make_input(&in, &c, B, seed + 7 * B);
+        double d = fused_vs(ms, refs, M, &in, B, fc);
+        CHECK(d <= TOL_LOGIT, "%s mlp=%s ln=%s embed=%s head=%s B=%zu: max |dlogit| %g",
+              kind == HY_XFMR_VIT ? "vit" : "text", hy_fuse_mode_name(fc->mlp),
+              hy_fuse_mode_name(fc->ln), hy_fuse_mode_name(fc->embed),
+              hy_fuse_mode_name(fc->head), B, d);
+    }
+    for (size_t m = 0; m < M; m++) {
+        hy_xfmr_release(&xs[m]);
+        hy_xfmr_release(&rs[m]);
+    }
+}
+
+static void test_averaging(void) {
+    const hy_fuse_mode A = HY_FUSE_AVERAGE, E = HY_FUSE_MEMBER;
+    const hy_fuse_config cases[] = {{A, E, E, E}, {A, A, A, A}, {E, A, E, A}, {E, E, A, E}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        run_average(HY_XFMR_VIT, &cases[i]);
+        run_average(HY_XFMR_TEXT, &cases[i]);
+    }
+}
+
+/* ===== file round trip, predict, cost ===== */
+
+static void test_save_load_predict(void) {
+    hy_xfmr_config c = cfg_of(HY_XFMR_VIT);
+    uint64_t seed = check_seed();
+    hy_xfmr xs[2];
+    hy_xfmr *ms[2];
+    for (size_t m = 0; m < 2; m++) {
+        make_member(&xs[m], &c, seed + m + 11, m, 1);
+        ms[m] = &xs[m];
+    }
+    hy_fuse_config fc = {HY_FUSE_AVERAGE, HY_FUSE_MEMBER, HY_FUSE_AVERAGE, HY_FUSE_MEMBER};
+    hy_fused f, g;
+    CHECK_OK(hy_fused_build(&f, ms, 2, &fc));
+    char path[512];
+    snprintf(path, sizeof path, "%s/fused.h5", check_tmpdir());
+    CHECK_OK(hy_fused_save(path, &f));
+    CHECK_OK(hy_fused_load(&g, path));
+    CHECK(g.M == 2 && g.fuse.mlp == HY_FUSE_AVERAGE && g.fuse.ln == HY_FUSE_MEMBER &&
+          g.n_params == f.n_params, "loaded header differs");
+    CHECK(memcmp(g.params, f.params, f.n_params * sizeof(float)) == 0, "params differ");
+    CHECK(memcmp(g.head_gates, f.head_gates, 2 * c.depth * c.n_heads * sizeof(float)) == 0,
+          "gates differ");
+    /* predict: mean of member softmaxes, member probs and logits */
+    hy_tensor img, lab;
+    hy_dataset ds;
+    CHECK_OK(hy_synth_images(&img, &lab, 7, 28, 5, seed));
+    CHECK_OK(hy_dataset_from_images(&ds, &img, &lab, 0.2, 0.3, 0));
+    size_t N = 7, K = c.n_classes;
+    float ml[2 * 7 * 5], pr[7 * 5], mp[2 * 7 * 5], want[7 * 5], wl[7 * 5];
+    CHECK_OK(hy_fused_predict(&g, &ds, 3, ml, pr, mp));
+    memset(want, 0, sizeof want);
+    for (size_t m = 0; m < 2; m++) {
+        float wp[7 * 5];
+        CHECK_OK(hy_train_predict(&xs[m], &ds, 4, wl, wp));
+        for (size_t i = 0; i < N * K; i++) want[i] += wp[i] / 2.0f;
+    }
+    (void)ml;
+    (void)mp;
+    /* averaged MLP/embed differ from the members', so compare against the fused forward only
+     * through the invariant sum(probs) = 1 and member_probs consistency */
+    for (size_t n = 0; n < N; n++) {
+        double s = 0.0;
+        for (size_t k = 0; k < K; k++) {
+            s += (double)pr[n * K + k];
+            double mean = 0.5 * ((double)mp[n * K + k] + (double)mp[(N + n) * K + k]);
+            CHECK(fabs(mean - (double)pr[n * K + k]) <= 1e-6, "probs != mean of member probs");
+        }
+        CHECK(fabs(s - 1.0) <= 1e-5, "row %zu sums to %g", n, s);
+    }
+    /* with all members kept per member, predict equals the members' own predictions */
+    hy_fused e;
+    CHECK_OK(hy_fused_build(&e, ms, 2, &ALL_MEMBER));
+    CHECK_OK(hy_fused_predict(&e, &ds, 4, NULL, pr, NULL));
+    check_close("fused predict vs members", pr, want, N * K, 1e-6, 0.0);
+    hy_fused_release(&e);
+    hy_dataset_release(&ds);
+    hy_tensor_release(&img);
+    hy_tensor_release(&lab);
+    hy_fused_release(&f);
+    hy_fused_release(&g);
+    for (size_t m = 0; m < 2; m++) hy_xfmr_release(&xs[m]);
+}
+
+static void test_cost(void) {
+    hy_xfmr_config c = cfg_of(HY_XFMR_VIT);
+    hy_xfmr x;
+    CHECK_OK(hy_xfmr_new(&x, &c));
+    hy_xfmr *ms[3] = {&x, &x, &x};
+    hy_fused f;
+    /* one unpruned member: same params and FLOPs as the model */
+    CHECK_OK(hy_fused_build(&f, ms, 1, &ALL_MEMBER));
+    size_t np = 0;
+    for (size_t i = 0; i < x.n_tensors; i++) np += x.table[i].numel;
+    CHECK(hy_fused_params(&f) == np, "params %zu vs %zu", hy_fused_params(&f), np);
+    CHECK(fabs(hy_fused_flops(&f, x.T) - hy_xfmr_flops(&c, x.T)) < 1.0, "flops differ");
+    hy_fused_release(&f);
+    /* 3 members keeping half the heads with a merged MLP: attention halves, MLP counted thrice */
+    for (size_t l = 0; l < c.depth; l++)
+        for (size_t h = 0; h < 2; h++) hy_xfmr_set_gate(&x, l, h, 0.0f);
+    hy_fuse_config fc = ALL_MEMBER;
+    fc.mlp = HY_FUSE_AVERAGE;
+    CHECK_OK(hy_fused_build(&f, ms, 3, &fc));
+    size_t D = c.d_model, DM = c.d_mlp, L = c.depth;
+    size_t mlp = L * (DM * D + DM + D * DM + D);
+    size_t attn_full = L * (3 * D * D + 3 * D + D * D + D);
+    size_t attn_half = L * (3 * D * D / 2 + 3 * D / 2 + D * D / 2 + D);
+    CHECK(hy_fused_params(&f) == 3 * (np - mlp - attn_full + attn_half) + mlp,
+          "params %zu", hy_fused_params(&f));
+    hy_fused_release(&f);
+    hy_xfmr_release(&x);
+}
+
+/* ===== errors ===== */
+
+static void test_errors(void) {
+    hy_xfmr_config c = cfg_of(HY_XFMR_VIT), c2 = c;
+    c2.d_mlp = 64;
+    hy_xfmr a, b;
+    CHECK_OK(hy_xfmr_new(&a, &c));
+    CHECK_OK(hy_xfmr_new(&b, &c2));
+    hy_xfmr *ms[2] = {&a, &b};
+    hy_fused f;
+    CHECK_FAIL(hy_fused_build(&f, ms, 0, &ALL_MEMBER), HY_EINVAL,
+               "fused: need at least one member (got 0)");
+    CHECK_FAIL(hy_fused_build(&f, ms, 2, &ALL_MEMBER), HY_EINVAL,
+               "fused: member 2 has a different config than member 1 (d_mlp 64 vs 48)");
+    ms[1] = &a;
+    for (size_t h = 0; h < c.n_heads; h++) hy_xfmr_set_gate(&a, 1, h, 0.0f);
+    CHECK_FAIL(hy_fused_build(&f, ms, 2, &ALL_MEMBER), HY_EINVAL,
+               "fused: member 1 prunes every head of layer 2 (keep at least one)");
+    hy_xfmr_set_gate(&a, 1, 0, 1.0f);
+    hy_xfmr_set_gate(&a, 0, 2, 0.5f);
+    CHECK_FAIL(hy_fused_build(&f, ms, 2, &ALL_MEMBER), HY_EINVAL,
+               "fused: member 1 gate of layer 1, head 3 is 0.5 (expected 0 or 1)");
+    hy_xfmr_set_gate(&a, 0, 2, 1.0f);
+    CHECK_OK(hy_fused_build(&f, ms, 2, &ALL_MEMBER));
+    float lg[2 * 5];
+    input in;
+    make_input(&in, &c, 1, 1);
+    CHECK_FAIL(hy_fused_forward(&f, &in.b, 1, lg), HY_EINVAL,
+               "fused: no activations allocated (call hy_fused_alloc_acts)");
+    CHECK_OK(hy_fused_alloc_acts(&f, 1));
+    CHECK_FAIL(hy_fused_forward(&f, &in.b, 2, lg), HY_EINVAL,
+               "fused: batch size 2 out of range [1, 1] (the activation capacity)");
+    hy_fused_release(&f);
+    hy_fused_release(&f);   /* idempotent */
+    hy_fuse_mode mode;
+    CHECK_FAIL(hy_fuse_mode_parse("ln", "mean", &mode), HY_EINVAL,
+               "fused: fuse.ln must be average or member (got 'mean')");
+    char path[512];
+    snprintf(path, sizeof path, "%s/plain.h5", check_tmpdir());
+    hy_h5 h;
+    CHECK_OK(hy_h5_create(&h, path));
+    CHECK_OK(hy_h5_set_attr_i64(&h, "/config", "d_model", 8));
+    CHECK_OK(hy_h5_commit(&h));
+    char want[600];
+    snprintf(want, sizeof want, "fused: '%s' is not a fused Hydra model (no /fuse group)", path);
+    CHECK_FAIL(hy_fused_load(&f, path), HY_EINVAL, want);
+    hy_xfmr_release(&a);
+    hy_xfmr_release(&b);
+}
+
+int main(void) {
+    RUN(test_sequential_images);
+    RUN(test_sequential_text);
+    RUN(test_averaging);
+    RUN(test_save_load_predict);
+    RUN(test_cost);
+    RUN(test_errors);
+    return check_exit("test_fused");
+}

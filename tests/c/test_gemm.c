@@ -1,0 +1,151 @@
+/* test_gemm.c: hy_gemm against the double twin (every transpose pair, padded leading dims,
+ * alpha/beta, K = 0) and hy_gemm_grouped (ragged groups; validation messages; nothing written
+ * when one group is bad). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base.h"
+#include "check.h"
+#include "gemm.h"
+#include "ref_engine.h"
+#include "rng.h"
+
+/* per-op tolerances (float32 GEMM vs double, K <= 300, inputs in [-1, 1]) */
+static const struct { const char *op; double atol, rtol; } TOL[] = {
+    {"gemm", 2e-5, 1e-5},
+    {"grouped", 2e-5, 1e-5},
+};
+
+static hy_rng rng;
+
+static float *rand_vec(size_t n) {
+    float *p = malloc((n ? n : 1) * sizeof *p);
+    for (size_t i = 0; i < n; i++) p[i] = 2.0f * hy_rng_uniform(&rng) - 1.0f;
+    return p;
+}
+
+static void one_gemm(int ta, int tb, size_t M, size_t N, size_t K, size_t pad, float alpha,
+                     float beta) {
+    size_t ar = ta ? K : M, ac = ta ? M : K, br = tb ? N : K, bc = tb ? K : N;
+    size_t lda = ac + pad, ldb = bc + pad, ldc = N + pad;
+    float *A = rand_vec(ar * lda), *B = rand_vec(br * ldb), *C = rand_vec(M * ldc);
+    float *C0 = malloc(M * ldc * sizeof *C0);
+    double *want = malloc((M * ldc + 1) * sizeof *want);
+    float *wantf = malloc((M * ldc + 1) * sizeof *wantf);
+    memcpy(C0, C, M * ldc * sizeof *C0);
+    ref_gemm(ta, tb, M, N, K, (double)alpha, A, lda, B, ldb, (double)beta, C0, ldc, want);
+    /* padding columns of C must stay as they were */
+    for (size_t i = 0; i < M; i++)
+        for (size_t j = N; j < ldc; j++) want[i * ldc + j] = (double)C0[i * ldc + j];
+    hy_gemm(ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, A,
+            lda, B, ldb, beta, C, ldc);
+    ref_to_float(wantf, want, M * ldc);
+    char what[96];
+    snprintf(what, sizeof what, "gemm ta=%d tb=%d %zux%zux%zu pad %zu", ta, tb, M, N, K, pad);
+    check_close(what, C, wantf, M * ldc, TOL[0].atol, TOL[0].rtol);
+    free(A); free(B); free(C); free(C0); free(want); free(wantf);
+}
+
+static void test_gemm_vs_ref(void) {
+    static const size_t shapes[][3] = {{1, 1, 1}, {17, 16, 17}, {7, 33, 129}, {64, 48, 300},
+                                       {3, 5, 0}};
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++)
+            for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+                one_gemm(ta, tb, shapes[s][0], shapes[s][1], shapes[s][2], 0, 1.0f, 0.0f);
+                one_gemm(ta, tb, shapes[s][0], shapes[s][1], shapes[s][2], 3, 0.5f, 1.0f);
+                one_gemm(ta, tb, shapes[s][0], shapes[s][1], shapes[s][2], 1, -1.5f, 0.25f);
+            }
+}
+
+static void test_gemm_beta0_ignores_nan(void) {
+    float A[4] = {1, 2, 3, 4}, B[4] = {1, 0, 0, 1}, C[4] = {NAN, NAN, NAN, NAN};
+    hy_gemm(CblasNoTrans, CblasNoTrans, 2, 2, 2, 1.0f, A, 2, B, 2, 0.0f, C, 2);
+    float want[4] = {1, 2, 3, 4};
+    check_close("beta 0 over NaN", C, want, 4, 0, 0);
+}
+
+/* ragged groups: different m, n, k, transposes and leading dims per group */
+static void test_grouped_ragged(void) {
+    enum { G = 4 };
+    static const size_t dims[G][3] = {{17, 48, 128}, {17, 24, 128}, {5, 7, 3}, {34, 128, 40}};
+    static const int tr[G][2] = {{0, 1}, {0, 0}, {1, 0}, {1, 1}};
+    hy_gemm_desc g[G];
+    float *A[G], *B[G], *C[G], *C0[G];
+    double *want[G];
+    for (size_t i = 0; i < G; i++) {
+        size_t M = dims[i][0], N = dims[i][1], K = dims[i][2];
+        int ta = tr[i][0], tb = tr[i][1];
+        size_t ar = ta ? K : M, ac = ta ? M : K, br = tb ? N : K, bc = tb ? K : N;
+        A[i] = rand_vec(ar * ac);
+        B[i] = rand_vec(br * bc);
+        C[i] = rand_vec(M * N);
+        C0[i] = malloc(M * N * sizeof(float));
+        memcpy(C0[i], C[i], M * N * sizeof(float));
+        want[i] = malloc(M * N * sizeof(double));
+        float beta = i % 2 ? 1.0f : 0.0f, alpha = 1.0f + 0.5f * (float)i;
+        g[i] = (hy_gemm_desc){.trans_a = ta ? CblasTrans : CblasNoTrans,
+                              .trans_b = tb ? CblasTrans : CblasNoTrans,
+                              .a = A[i], .a_rows = ar, .a_cols = ac,
+                              .b = B[i], .b_rows = br, .b_cols = bc,
+                              .c = C[i], .c_rows = M, .c_cols = N,
+                              .alpha = alpha, .beta = beta};
+        ref_gemm(ta, tb, M, N, K, (double)alpha, A[i], ac, B[i], bc, (double)beta, C0[i], N,
+                 want[i]);
+    }
+    CHECK_OK(hy_gemm_grouped(g, G));
+    for (size_t i = 0; i < G; i++) {
+        size_t n = dims[i][0] * dims[i][1];
+        float *wf = malloc(n * sizeof *wf);
+        ref_to_float(wf, want[i], n);
+        char what[32];
+        snprintf(what, sizeof what, "group %zu", i + 1);
+        check_close(what, C[i], wf, n, TOL[1].atol, TOL[1].rtol);
+        free(wf); free(A[i]); free(B[i]); free(C[i]); free(C0[i]); free(want[i]);
+    }
+    CHECK_OK(hy_gemm_grouped(NULL, 0));
+}
+
+/* a bad group: exact message, and no group (not even the good ones before it) is written */
+static void test_grouped_validation(void) {
+    float a1[6] = {1, 2, 3, 4, 5, 6}, b1[6] = {1, 1, 1, 1, 1, 1}, c1[4] = {7, 7, 7, 7};
+    float a2[8] = {0}, b2[8] = {0}, c2[4] = {9, 9, 9, 9};
+    hy_gemm_desc g[2] = {
+        {.trans_a = CblasNoTrans, .trans_b = CblasNoTrans, .a = a1, .a_rows = 2, .a_cols = 3,
+         .b = b1, .b_rows = 3, .b_cols = 2, .c = c1, .c_rows = 2, .c_cols = 2, .alpha = 1},
+        {.trans_a = CblasNoTrans, .trans_b = CblasNoTrans, .a = a2, .a_rows = 2, .a_cols = 4,
+         .b = b2, .b_rows = 2, .b_cols = 4, .c = c2, .c_rows = 2, .c_cols = 4, .alpha = 1},
+    };
+    CHECK_FAIL(hy_gemm_grouped(g, 2), HY_EINVAL,
+               "gemm: group 2: inner dims differ (op(A) is 2x4, op(B) is 2x4)");
+    float u1[4] = {7, 7, 7, 7}, u2[4] = {9, 9, 9, 9};
+    check_close("group 1 untouched", c1, u1, 4, 0, 0);
+    check_close("group 2 untouched", c2, u2, 4, 0, 0);
+
+    g[1].trans_b = CblasTrans;   /* op(B) is 4x2: inner ok, C must be 2x2 */
+    CHECK_FAIL(hy_gemm_grouped(g, 2), HY_EINVAL,
+               "gemm: group 2: C is 2x4, expected 2x2 (op(A) is 2x4, op(B) is 4x2)");
+    g[1].c_cols = 2;
+    g[1].ldc = 1;
+    CHECK_FAIL(hy_gemm_grouped(g, 2), HY_EINVAL, "gemm: group 2: ldc 1 < C's 2 columns");
+    g[1].ldc = 0;
+    g[0].b = NULL;
+    CHECK_FAIL(hy_gemm_grouped(g, 2), HY_EINVAL, "gemm: group 1: B is NULL (3x2)");
+    check_close("group 1 still untouched", c1, u1, 4, 0, 0);
+    g[0].b = b1;
+    CHECK_OK(hy_gemm_grouped(g, 2));
+    float w1[4] = {6, 6, 15, 15};
+    check_close("group 1 computed", c1, w1, 4, 0, 0);
+    CHECK_FAIL(hy_gemm_grouped(NULL, 3), HY_EINVAL,
+               "gemm: 3 groups but the descriptor array is NULL");
+}
+
+int main(void) {
+    hy_rng_seed(&rng, check_seed());
+    RUN(test_gemm_vs_ref);
+    RUN(test_gemm_beta0_ignores_nan);
+    RUN(test_grouped_ragged);
+    RUN(test_grouped_validation);
+    return check_exit("test_gemm");
+}

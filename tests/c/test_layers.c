@@ -1,0 +1,201 @@
+/* test_layers.c: every layers.c kernel's forward against its double twin; dropout mask
+ * statistics and thread independence; softmax of an all -inf row. Backward passes are checked
+ * by test_grad.c. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base.h"
+#include "check.h"
+#include "layers.h"
+#include "ref_engine.h"
+#include "rng.h"
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+/* per-op tolerances: optimized float32 kernel vs double twin */
+static const struct { const char *op; double atol, rtol; } TOL[] = {
+    {"linear", 2e-5, 1e-5},
+    {"layernorm", 2e-5, 2e-5},
+    {"gelu", 1e-6, 1e-6},
+    {"softmax", 1e-7, 1e-6},
+    {"ce", 1e-6, 1e-6},
+    {"exact", 0, 0},
+};
+enum { T_LINEAR, T_LN, T_GELU, T_SOFTMAX, T_CE, T_EXACT };
+
+static hy_rng rng;
+
+static float *rand_vec(size_t n, float scale) {
+    float *p = malloc((n + 1) * sizeof *p);
+    for (size_t i = 0; i < n; i++) p[i] = scale * (2.0f * hy_rng_uniform(&rng) - 1.0f);
+    return p;
+}
+
+static void compare(const char *what, int tol, const float *got, const double *want, size_t n) {
+    float *w = malloc((n + 1) * sizeof *w);
+    ref_to_float(w, want, n);
+    check_close(what, got, w, n, TOL[tol].atol, TOL[tol].rtol);
+    free(w);
+}
+
+static void test_linear(void) {
+    size_t N = 37, Din = 64, Dout = 24;
+    float *x = rand_vec(N * Din, 1), *w = rand_vec(Dout * Din, 0.5f), *b = rand_vec(Dout, 1);
+    float *out = rand_vec(N * Dout, 100);
+    double *want = malloc(N * Dout * sizeof *want);
+    hy_linear_forward(out, x, w, b, N, Din, Dout);
+    ref_linear(want, x, w, b, N, Din, Dout);
+    compare("linear", T_LINEAR, out, want, N * Dout);
+    hy_linear_forward(out, x, w, NULL, N, Din, Dout);
+    ref_linear(want, x, w, NULL, N, Din, Dout);
+    compare("linear no bias", T_LINEAR, out, want, N * Dout);
+    free(x); free(w); free(b); free(out); free(want);
+}
+
+static void test_layernorm(void) {
+    size_t N = 41, D = 128;
+    float *x = rand_vec(N * D, 3), *w = rand_vec(D, 1), *b = rand_vec(D, 1);
+    for (size_t i = 0; i < N * D; i++) x[i] += 5.0f;   /* an offset tests the two-pass variance */
+    float *out = malloc(N * D * sizeof *out), *mean = malloc(N * sizeof *mean),
+          *rstd = malloc(N * sizeof *rstd);
+    double *want = malloc(N * D * sizeof *want), *wm = malloc(N * sizeof *wm),
+           *wr = malloc(N * sizeof *wr);
+    hy_layernorm_forward(out, mean, rstd, x, w, b, N, D, 1e-6f);
+    ref_layernorm(want, wm, wr, x, w, b, N, D, 1e-6);
+    compare("layernorm out", T_LN, out, want, N * D);
+    compare("layernorm mean", T_LN, mean, wm, N);
+    compare("layernorm rstd", T_LN, rstd, wr, N);
+    /* in place (out aliases x) */
+    hy_layernorm_forward(x, mean, rstd, x, w, b, N, D, 1e-6f);
+    compare("layernorm in place", T_LN, x, want, N * D);
+    free(x); free(w); free(b); free(out); free(mean); free(rstd); free(want); free(wm); free(wr);
+}
+
+static void test_gelu(void) {
+    size_t n = 70001;   /* above the parallel threshold */
+    float *x = rand_vec(n, 6), *out = malloc(n * sizeof *out);
+    double *want = malloc(n * sizeof *want);
+    hy_gelu_forward(out, x, n);
+    ref_gelu(want, x, n);
+    compare("gelu", T_GELU, out, want, n);
+    /* exact erf form, not the tanh approximation: gelu(1) = 0.8413447460685429 */
+    float one = 1.0f, g;
+    hy_gelu_forward(&g, &one, 1);
+    CHECK(fabs((double)g - 0.8413447460685429) < 1e-7, "gelu(1) = %.9g", (double)g);
+    free(x); free(out); free(want);
+}
+
+static void test_softmax(void) {
+    size_t N = 9, K = 13;
+    float *x = rand_vec(N * K, 20), *out = malloc(N * K * sizeof *out);
+    for (size_t k = 0; k < K; k++) x[3 * K + k] = -INFINITY;      /* every entry masked */
+    x[5 * K + 2] = -INFINITY;                                      /* one masked entry */
+    double *want = malloc(N * K * sizeof *want);
+    hy_softmax_forward(out, x, N, K);
+    ref_softmax(want, x, N, K);
+    compare("softmax", T_SOFTMAX, out, want, N * K);
+    for (size_t k = 0; k < K; k++) CHECK(out[3 * K + k] == 0.0f, "all -inf row gives %g", (double)out[3 * K + k]);
+    free(x); free(out); free(want);
+}
+
+static void test_ce(void) {
+    size_t N = 11, K = 10;
+    float *x = rand_vec(N * K, 8), *probs = malloc(N * K * sizeof *probs);
+    int32_t labels[11];
+    for (size_t n = 0; n < N; n++) labels[n] = (int32_t)hy_rng_below(&rng, K);
+    double *wp = malloc(N * K * sizeof *wp);
+    static const float eps[] = {0.0f, 0.1f};
+    for (size_t e = 0; e < 2; e++) {
+        double loss = 0, want = ref_ce(wp, x, labels, N, K, (double)eps[e]);
+        hy_ce_forward(&loss, probs, x, labels, N, K, eps[e]);
+        CHECK(fabs(loss - want) <= 1e-6 * fabs(want) + 1e-7, "ce eps %g: %.12g vs %.12g",
+              (double)eps[e], loss, want);
+        compare("ce probs", T_CE, probs, wp, N * K);
+    }
+    free(x); free(probs); free(wp);
+}
+
+static void test_patches_and_assemble(void) {
+    size_t B = 3, Cin = 2, S = 28, p = 7, G = S / p, NP = G * G, F = Cin * p * p, D = 8;
+    float *img = rand_vec(B * Cin * S * S, 1), *pt = malloc(B * NP * F * sizeof *pt);
+    double *want = malloc(B * NP * F * sizeof *want);
+    hy_patch_extract(pt, img, B, Cin, S, p);
+    ref_patches(want, img, B, Cin, S, p);
+    compare("patches", T_EXACT, pt, want, B * NP * F);
+    size_t T = NP + 1;
+    float *emb = rand_vec(B * NP * D, 1), *cls = rand_vec(D, 1), *pos = rand_vec(T * D, 1);
+    float *x = malloc(B * T * D * sizeof *x);
+    double *wx = malloc(B * T * D * sizeof *wx);
+    hy_embed_assemble_forward(x, emb, cls, pos, B, T, D);
+    ref_assemble(wx, emb, cls, pos, B, T, D);
+    compare("assemble", T_EXACT, x, wx, B * T * D);
+    free(img); free(pt); free(want); free(emb); free(cls); free(pos); free(x); free(wx);
+}
+
+static void test_tokembed(void) {
+    size_t V = 9, D = 5, N = 7;
+    float *w = rand_vec(V * D, 1), *out = malloc(N * D * sizeof *out);
+    int32_t ids[7] = {0, 3, 3, 8, 1, 2, 3};
+    hy_tokembed_forward(out, ids, w, N, D);
+    for (size_t n = 0; n < N; n++)
+        check_close("tokembed row", out + n * D, w + (size_t)ids[n] * D, D, 0, 0);
+    float *dw = calloc(V * D, sizeof *dw);
+    hy_tokembed_backward(dw, out, ids, N, D);
+    /* id 3 appears three times: its gradient row is 3 * its embedding */
+    for (size_t i = 0; i < D; i++)
+        CHECK(dw[3 * D + i] == 3.0f * w[3 * D + i] || fabsf(dw[3 * D + i] - 3.0f * w[3 * D + i]) < 1e-6f,
+              "tokembed backward accumulates repeated ids");
+    for (size_t i = 0; i < D; i++) CHECK(dw[4 * D + i] == 0.0f, "unused id gets no gradient");
+    free(w); free(out); free(dw);
+}
+
+static void test_dropout(void) {
+    size_t rows = 300, cols = 257;   /* above the parallel threshold */
+    float p = 0.25f;
+    float *m1 = malloc(rows * cols * sizeof *m1), *m2 = malloc(rows * cols * sizeof *m2);
+    hy_rng s;
+    hy_rng_seed(&s, 99);
+    hy_dropout_mask(m1, &s, rows, cols, p);
+    size_t zeros = 0;
+    for (size_t i = 0; i < rows * cols; i++) {
+        CHECK(m1[i] == 0.0f || m1[i] == 1.0f / (1.0f - p), "mask value %g", (double)m1[i]);
+        zeros += m1[i] == 0.0f;
+    }
+    double frac = (double)zeros / (double)(rows * cols);
+    CHECK(fabs(frac - 0.25) < 0.01, "dropped fraction %.4f, want 0.25 +- 0.01", frac);
+#ifdef _OPENMP
+    int nt = omp_get_max_threads();
+    omp_set_num_threads(2);
+    hy_dropout_mask(m2, &s, rows, cols, p);
+    omp_set_num_threads(nt);
+#else
+    hy_dropout_mask(m2, &s, rows, cols, p);
+#endif
+    CHECK(memcmp(m1, m2, rows * cols * sizeof *m1) == 0, "mask depends on the thread count");
+    hy_dropout_mask(m2, &s, rows, cols, 0.0f);
+    for (size_t i = 0; i < rows * cols; i++) CHECK(m2[i] == 1.0f, "p = 0 keeps everything");
+    float x[4] = {1, 2, 3, 4}, mk[4] = {0, 2, 2, 0}, y[4], dx[4] = {1, 1, 1, 1};
+    hy_dropout_forward(y, x, mk, 4);
+    float wy[4] = {0, 4, 6, 0}, wd[4] = {1, 5, 7, 1};
+    check_close("dropout forward", y, wy, 4, 0, 0);
+    hy_dropout_backward(dx, wy, mk, 4);
+    float wdx[4] = {1, 9, 13, 1};
+    (void)wd;
+    check_close("dropout backward adds", dx, wdx, 4, 0, 0);
+    free(m1); free(m2);
+}
+
+int main(void) {
+    hy_rng_seed(&rng, check_seed());
+    RUN(test_linear);
+    RUN(test_layernorm);
+    RUN(test_gelu);
+    RUN(test_softmax);
+    RUN(test_ce);
+    RUN(test_patches_and_assemble);
+    RUN(test_tokembed);
+    RUN(test_dropout);
+    return check_exit("test_layers");
+}

@@ -1,0 +1,271 @@
+/* test_loader.c: datasets from arrays and prepared files, normalisation, seeded shuffling,
+ * batching, augmentation (crop + flip), text batches with dynamic length, synthetic data. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "check.h"
+#include "h5.h"
+#include "loader.h"
+
+static const double MEAN = 0.2860, STD = 0.3530;
+
+static void make_images(hy_tensor *img, hy_tensor *lab, size_t n) {
+    CHECK_OK(hy_synth_images(img, lab, n, 28, 10, 7));
+}
+
+static void test_from_images_and_errors(void) {
+    hy_tensor img, lab;
+    make_images(&img, &lab, 50);
+    hy_dataset d;
+    CHECK_OK(hy_dataset_from_images(&d, &img, &lab, MEAN, STD, 20));
+    CHECK(d.n == 20 && d.h == 28 && d.w == 28 && d.kind == HY_DATA_IMAGE, "n %zu", d.n);
+    CHECK(memcmp(d.images, img.data, 20 * 784) == 0, "pixels copied");
+    for (size_t i = 0; i < 20; i++)
+        CHECK(d.labels[i] == ((int16_t *)lab.data)[i], "label %zu", i);
+    hy_dataset_release(&d);
+    hy_dataset_release(&d);
+
+    hy_tensor short_lab;
+    int64_t s[1] = {49};
+    CHECK_OK(hy_tensor_alloc(&short_lab, HY_I16, 1, s));
+    CHECK_FAIL(hy_dataset_from_images(&d, &img, &short_lab, MEAN, STD, 0), HY_EINVAL,
+               "loader: images have 50 samples but labels have shape [49]");
+    CHECK(d.images == NULL && d.n == 0, "left zeroed");
+    CHECK_FAIL(hy_dataset_from_images(&d, &lab, &lab, MEAN, STD, 0), HY_EINVAL,
+               "loader: images must be uint8 [N,H,W] (got int16 [50])");
+    CHECK_FAIL(hy_dataset_from_images(&d, &img, &lab, MEAN, 0, 0), HY_EINVAL,
+               "loader: std must be > 0 (got 0)");
+    ((int16_t *)lab.data)[3] = -5;
+    CHECK_FAIL(hy_dataset_from_images(&d, &img, &lab, MEAN, STD, 0), HY_EINVAL,
+               "loader: label -5 of sample 3 out of range");
+    hy_tensor_release(&short_lab);
+    hy_tensor_release(&img);
+    hy_tensor_release(&lab);
+}
+
+static void test_normalisation_and_batches(void) {
+    hy_tensor img, lab;
+    make_images(&img, &lab, 10);
+    uint8_t *px = img.data;
+    px[0] = 0;
+    px[1] = 255;
+    hy_dataset d;
+    CHECK_OK(hy_dataset_from_images(&d, &img, &lab, MEAN, STD, 0));
+    hy_loader ld;
+    CHECK_OK(hy_loader_new(&ld, &d, 4, 0, NULL, 1));
+    CHECK(hy_loader_batches(&ld) == 3, "batches %zu", hy_loader_batches(&ld));
+    CHECK(hy_loader_next(&ld) == 4, "first batch");
+    CHECK(fabs((double)ld.images[0] - (0 - MEAN) / STD) < 1e-6, "pixel 0 -> %g",
+          (double)ld.images[0]);
+    CHECK(fabs((double)ld.images[1] - (1 - MEAN) / STD) < 1e-6, "pixel 255 -> %g",
+          (double)ld.images[1]);
+    for (size_t i = 0; i < 784; i++) {
+        double want = ((double)px[784 + i] / 255.0 - MEAN) / STD;
+        if (fabs((double)ld.images[784 + i] - want) > 1e-5) {
+            CHECK(0, "pixel %zu of sample 2: %g vs %g", i, (double)ld.images[784 + i], want);
+            break;
+        }
+    }
+    CHECK(ld.index[0] == 0 && ld.index[3] == 3 && ld.labels[2] == d.labels[2], "in order");
+    CHECK(hy_loader_next(&ld) == 4 && hy_loader_next(&ld) == 2 && ld.index[1] == 9, "partial");
+    CHECK(hy_loader_next(&ld) == 0, "end of epoch");
+    hy_loader_release(&ld);
+    hy_dataset_release(&d);
+    hy_tensor_release(&img);
+    hy_tensor_release(&lab);
+}
+
+/* The order of an epoch as seen through the batches. */
+static void epoch_order(hy_loader *ld, uint64_t epoch, int64_t *out) {
+    hy_loader_start_epoch(ld, epoch);
+    size_t k = 0, b;
+    while ((b = hy_loader_next(ld)) > 0)
+        for (size_t i = 0; i < b; i++) out[k++] = ld->index[i];
+}
+
+static void test_seeded_shuffle(void) {
+    enum { N = 37 };
+    hy_tensor img, lab;
+    make_images(&img, &lab, N);
+    hy_dataset d;
+    CHECK_OK(hy_dataset_from_images(&d, &img, &lab, MEAN, STD, 0));
+    hy_loader a, b, c;
+    CHECK_OK(hy_loader_new(&a, &d, 8, 1, NULL, 99));
+    CHECK_OK(hy_loader_new(&b, &d, 5, 1, NULL, 99));
+    CHECK_OK(hy_loader_new(&c, &d, 8, 1, NULL, 100));
+    int64_t oa0[N], oa1[N], ob1[N], oc0[N], oa0_again[N];
+    epoch_order(&a, 0, oa0);
+    epoch_order(&a, 1, oa1);
+    epoch_order(&b, 1, ob1);
+    epoch_order(&c, 0, oc0);
+    epoch_order(&a, 0, oa0_again);
+    int seen[N] = {0};
+    for (size_t i = 0; i < N; i++) seen[oa0[i]]++;
+    int perm = 1, ident = 1;
+    for (size_t i = 0; i < N; i++) {
+        perm &= seen[i] == 1;
+        ident &= oa0[i] == (int64_t)i;
+    }
+    CHECK(perm && !ident, "epoch 0 is a shuffled permutation");
+    CHECK(memcmp(oa0, oa0_again, sizeof oa0) == 0, "same seed + epoch -> same order");
+    CHECK(memcmp(oa1, ob1, sizeof oa1) == 0, "order does not depend on the batch size");
+    CHECK(memcmp(oa0, oa1, sizeof oa0) != 0, "epochs differ");
+    CHECK(memcmp(oa0, oc0, sizeof oa0) != 0, "seeds differ");
+    hy_loader_release(&a);
+    hy_loader_release(&b);
+    hy_loader_release(&c);
+    hy_dataset_release(&d);
+    hy_tensor_release(&img);
+    hy_tensor_release(&lab);
+}
+
+/* Is out (normalised) the image src shifted by (dy,dx), maybe mirrored, with zero padding? */
+static int matches_shift(const float *out, const uint8_t *src, int dy, int dx, int flip) {
+    for (int y = 0; y < 28; y++)
+        for (int x = 0; x < 28; x++) {
+            int sy = y + dy, sx = (flip ? 27 - x : x) + dx;
+            double p = (sy < 0 || sy >= 28 || sx < 0 || sx >= 28) ? 0 : src[sy * 28 + sx];
+            if (fabs((double)out[y * 28 + x] - (p / 255.0 - MEAN) / STD) > 1e-5) return 0;
+        }
+    return 1;
+}
+
+static void test_augmentation(void) {
+    enum { N = 64 };
+    hy_tensor img, lab;
+    make_images(&img, &lab, N);
+    hy_dataset d;
+    CHECK_OK(hy_dataset_from_images(&d, &img, &lab, MEAN, STD, 0));
+    hy_augment aug = {1, 2, 1};
+    hy_loader ld, ld2;
+    CHECK_OK(hy_loader_new(&ld, &d, N, 1, &aug, 5));
+    CHECK_OK(hy_loader_new(&ld2, &d, N, 1, &aug, 5));
+    CHECK(hy_loader_next(&ld) == N && hy_loader_next(&ld2) == N, "one batch");
+    CHECK(memcmp(ld.images, ld2.images, N * 784 * sizeof(float)) == 0, "augmentation seeded");
+    int flips = 0, shifted = 0, explained = 0;
+    for (size_t i = 0; i < N; i++) {
+        const uint8_t *src = d.images + (size_t)ld.index[i] * 784;
+        int found = 0;
+        for (int f = 0; f < 2 && !found; f++)
+            for (int dy = -2; dy <= 2 && !found; dy++)
+                for (int dx = -2; dx <= 2 && !found; dx++)
+                    if (matches_shift(ld.images + i * 784, src, dy, dx, f)) {
+                        found = 1;
+                        flips += f;
+                        shifted += dy != 0 || dx != 0;
+                    }
+        explained += found;
+    }
+    CHECK(explained == N, "%d of %d outputs are a crop/flip of their source", explained, N);
+    CHECK(flips > 10 && flips < 54, "flipped %d of %d", flips, N);
+    CHECK(shifted > 40, "shifted %d of %d", shifted, N);
+    /* fill (used for evaluation) never augments */
+    int64_t idx[2] = {3, 4};
+    hy_loader_fill(&ld, idx, 2);
+    CHECK(matches_shift(ld.images, d.images + 3 * 784, 0, 0, 0), "fill is not augmented");
+    hy_loader_release(&ld);
+    hy_loader_release(&ld2);
+    aug.crop_padding = 40;
+    CHECK_FAIL(hy_loader_new(&ld, &d, 4, 1, &aug, 5), HY_EINVAL,
+               "loader: crop_padding must be in [0, 28] (got 40)");
+    CHECK_FAIL(hy_loader_new(&ld, &d, 0, 1, NULL, 5), HY_EINVAL,
+               "loader: batch_size must be >= 1 (got 0)");
+    hy_dataset_release(&d);
+    hy_tensor_release(&img);
+    hy_tensor_release(&lab);
+}
+
+static void test_text_batches(void) {
+    hy_tensor ids, len, lab;
+    CHECK_OK(hy_synth_text(&ids, &len, &lab, 30, 12, 40, 3));
+    int32_t *L = len.data, *id = ids.data;
+    for (size_t i = 0; i < 30; i++) {
+        CHECK(L[i] >= 6 && L[i] <= 12, "length %d", L[i]);
+        int has3 = 0;
+        for (int j = 0; j < 12; j++) {
+            has3 |= id[i * 12 + (size_t)j] == 3;
+            if (j >= L[i]) CHECK(id[i * 12 + (size_t)j] == 0, "padding is 0");
+        }
+        CHECK(has3 == ((int16_t *)lab.data)[i], "label = token 3 present");
+    }
+    L[0] = 3;   /* a short first batch: samples 0..1 */
+    L[1] = 4;
+    hy_dataset d;
+    CHECK_OK(hy_dataset_from_text(&d, &ids, &len, &lab, 0));
+    hy_loader ld;
+    CHECK_OK(hy_loader_new(&ld, &d, 2, 0, NULL, 0));
+    CHECK(hy_loader_next(&ld) == 2 && ld.len == 4, "dynamic length %zu", ld.len);
+    CHECK(ld.lengths[0] == 3 && ld.lengths[1] == 4, "lengths");
+    CHECK(memcmp(ld.ids, id, 4 * sizeof(int32_t)) == 0 &&
+              memcmp(ld.ids + 4, id + 12, 4 * sizeof(int32_t)) == 0, "ids with stride len");
+    hy_loader_release(&ld);
+    hy_augment aug = {0, 0, 1};
+    CHECK_FAIL(hy_loader_new(&ld, &d, 2, 0, &aug, 0), HY_EINVAL,
+               "loader: augmentation (random_crop, hflip) needs images");
+    hy_dataset_release(&d);
+    L[5] = 13;
+    CHECK_FAIL(hy_dataset_from_text(&d, &ids, &len, &lab, 0), HY_EINVAL,
+               "loader: length 13 of sample 5 outside [1, 12]");
+    hy_tensor_release(&ids);
+    hy_tensor_release(&len);
+    hy_tensor_release(&lab);
+}
+
+static void test_synth_deterministic(void) {
+    hy_tensor a, la, b, lb;
+    CHECK_OK(hy_synth_images(&a, &la, 20, 28, 10, 11));
+    CHECK_OK(hy_synth_images(&b, &lb, 20, 28, 10, 11));
+    CHECK(memcmp(a.data, b.data, 20 * 784) == 0 && memcmp(la.data, lb.data, 40) == 0, "same");
+    hy_tensor_release(&b);
+    hy_tensor_release(&lb);
+    CHECK_OK(hy_synth_images(&b, &lb, 20, 28, 10, 12));
+    CHECK(memcmp(a.data, b.data, 20 * 784) != 0, "seed matters");
+    hy_tensor_release(&a);
+    hy_tensor_release(&la);
+    hy_tensor_release(&b);
+    hy_tensor_release(&lb);
+    CHECK_FAIL(hy_synth_images(&a, &la, 4, 28, 17, 1), HY_EINVAL,
+               "loader: synthetic images need 1..16 classes and size >= 8 (got 17 classes, "
+               "size 28)");
+}
+
+static void test_load_prepared_file(void) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/tiny.h5", check_tmpdir());
+    hy_tensor img, lab;
+    make_images(&img, &lab, 12);
+    hy_h5 f;
+    CHECK_OK(hy_h5_create(&f, path));
+    CHECK_OK(hy_h5_write(&f, "/train/images", &img));
+    CHECK_OK(hy_h5_write(&f, "/train/labels", &lab));
+    CHECK_OK(hy_h5_set_attr_f64(&f, "/meta", "mean", 0.25));
+    CHECK_OK(hy_h5_set_attr_f64(&f, "/meta", "std", 0.5));
+    CHECK_OK(hy_h5_commit(&f));
+    hy_dataset d;
+    CHECK_OK(hy_dataset_load(&d, path, "train", 5, NULL));
+    CHECK(d.n == 5 && d.mean == 0.25 && d.std == 0.5, "loaded n %zu mean %g", d.n, d.mean);
+    CHECK(memcmp(d.images, img.data, 5 * 784) == 0, "pixels");
+    hy_dataset_release(&d);
+    double ms[2] = {0.1, 0.2};
+    CHECK_OK(hy_dataset_load(&d, path, "train", 0, ms));
+    CHECK(d.n == 12 && d.mean == 0.1 && d.std == 0.2, "mean/std override");
+    hy_dataset_release(&d);
+    char want[700];
+    snprintf(want, sizeof want,
+             "loader: '%s' has no split 'test' (neither /test/images nor /test/ids)", path);
+    CHECK_FAIL(hy_dataset_load(&d, path, "test", 0, NULL), HY_EINVAL, want);
+    hy_tensor_release(&img);
+    hy_tensor_release(&lab);
+}
+
+int main(void) {
+    RUN(test_from_images_and_errors);
+    RUN(test_normalisation_and_batches);
+    RUN(test_seeded_shuffle);
+    RUN(test_augmentation);
+    RUN(test_text_batches);
+    RUN(test_synth_deterministic);
+    RUN(test_load_prepared_file);
+    return check_exit("test_loader");
+}

@@ -1,0 +1,285 @@
+/* test_xfmr.c: the model API: config checks (exact messages), the parameter table (timm names,
+ * shapes, decay flags, vit-fm size), init statistics, forward against the double twin
+ * (tests/c/ref_xfmr.c) for vit and padded text, batch validation, padding invariance, loss,
+ * and bitwise determinism of forward + backward with 1 and 2 threads. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base.h"
+#include "check.h"
+#include "ref_engine.h"
+#include "ref_xfmr.h"
+#include "rng.h"
+#include "xfmr.h"
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+static const struct { const char *op; double atol, rtol; } TOL[] = {
+    {"model logits vs double twin", 2e-5, 1e-4},
+    {"text logits, shorter batch vs padded", 2e-6, 1e-5},
+};
+
+static hy_rng rng;
+
+static const hy_xfmr_config VIT_FM = {.kind = HY_XFMR_VIT, .image_size = 28, .channels = 1,
+                                      .patch = 7, .d_model = 128, .n_heads = 8, .depth = 6,
+                                      .d_mlp = 512, .n_classes = 10};
+static const hy_xfmr_config VIT_TINY = {.kind = HY_XFMR_VIT, .image_size = 28, .channels = 1,
+                                        .patch = 7, .d_model = 64, .n_heads = 8, .depth = 4,
+                                        .d_mlp = 256, .n_classes = 10};
+static const hy_xfmr_config TEXT = {.kind = HY_XFMR_TEXT, .vocab_size = 40, .max_len = 16,
+                                    .d_model = 32, .n_heads = 4, .depth = 2, .d_mlp = 64,
+                                    .n_classes = 3};
+
+static float *rand_vec(size_t n, float scale) {
+    float *p = malloc((n + 1) * sizeof *p);
+    for (size_t i = 0; i < n; i++) p[i] = scale * (2.0f * hy_rng_uniform(&rng) - 1.0f);
+    return p;
+}
+
+static void test_config_errors(void) {
+    hy_xfmr_config c = VIT_TINY;
+    c.n_heads = 6;
+    CHECK_FAIL(hy_xfmr_config_check(&c), HY_ECONFIG,
+               "xfmr: d_model must be divisible by n_heads (d_model 64, n_heads 6)");
+    c = VIT_TINY;
+    c.patch = 5;
+    CHECK_FAIL(hy_xfmr_config_check(&c), HY_ECONFIG,
+               "xfmr: image_size must be divisible by patch (image_size 28, patch 5)");
+    c = VIT_TINY;
+    c.depth = 0;
+    CHECK_FAIL(hy_xfmr_config_check(&c), HY_ECONFIG, "xfmr: depth must be > 0 (got 0)");
+    c = TEXT;
+    c.vocab_size = 2;
+    CHECK_FAIL(hy_xfmr_config_check(&c), HY_ECONFIG,
+               "xfmr: vocab_size must be > 2 (PAD, UNK, CLS are reserved; got 2)");
+    c = TEXT;
+    c.max_len = 300;
+    CHECK_FAIL(hy_xfmr_config_check(&c), HY_ECONFIG,
+               "xfmr: sequence length 301 (with CLS) exceeds 257");
+    c = TEXT;
+    c.mlp_dropout = 1.0f;
+    CHECK_FAIL(hy_xfmr_config_check(&c), HY_ECONFIG, "xfmr: mlp_dropout must be in [0, 1) (got 1)");
+    hy_xfmr m;
+    CHECK_FAIL(hy_xfmr_new(&m, &c), HY_ECONFIG, "xfmr: mlp_dropout must be in [0, 1) (got 1)");
+    CHECK(m.params == NULL && m.table == NULL, "failed new leaves the model zeroed");
+    hy_xfmr_release(&m);
+}
+
+static void test_table(void) {
+    hy_xfmr m;
+    CHECK_OK(hy_xfmr_new(&m, &VIT_FM));
+    CHECK(m.T == 17 && m.HS == 16, "T %zu HS %zu", m.T, m.HS);
+    CHECK(m.n_tensors == 4 + 6 * 12 + 4, "%zu tensors", m.n_tensors);
+    size_t total = 0;
+    for (size_t i = 0; i < m.n_tensors; i++) {
+        total += m.table[i].numel;
+        CHECK(m.table[i].offset % 16 == 0, "%s offset not 64-byte aligned", m.table[i].name);
+    }
+    /* DESIGN §2: vit-fm has 1.20 M parameters */
+    CHECK(total > 1190000 && total < 1210000, "vit-fm has %zu parameters", total);
+    hy_param_view v;
+    CHECK_OK(hy_xfmr_param(&m, "blocks.5.attn.qkv.weight", &v));
+    CHECK(v.info->ndim == 2 && v.info->shape[0] == 384 && v.info->shape[1] == 128 && v.info->decay,
+          "qkv.weight shape/decay");
+    CHECK_OK(hy_xfmr_param(&m, "patch_embed.proj.weight", &v));
+    CHECK(v.info->ndim == 4 && v.info->shape[0] == 128 && v.info->shape[1] == 1 &&
+          v.info->shape[2] == 7 && v.info->shape[3] == 7, "patch weight shape");
+    CHECK_OK(hy_xfmr_param(&m, "pos_embed", &v));
+    CHECK(v.info->shape[1] == 17 && !v.info->decay, "pos_embed");
+    CHECK_OK(hy_xfmr_param(&m, "blocks.0.norm1.weight", &v));
+    CHECK(!v.info->decay, "norms are not decayed");
+    CHECK_OK(hy_xfmr_param(&m, "head.bias", &v));
+    CHECK(!v.info->decay && v.info->shape[0] == 10, "head.bias");
+    CHECK_FAIL(hy_xfmr_param(&m, "blocks.6.norm1.weight", &v), HY_EINVAL,
+               "xfmr: no parameter named 'blocks.6.norm1.weight'");
+    /* init: LN weights 1, biases 0, weights ~ N(0, 0.02) truncated at 2 std */
+    hy_xfmr_init(&m, 7);
+    CHECK_OK(hy_xfmr_param(&m, "blocks.2.norm2.weight", &v));
+    for (size_t i = 0; i < 128; i++) CHECK(v.data[i] == 1.0f, "LN weight init");
+    CHECK_OK(hy_xfmr_param(&m, "blocks.2.mlp.fc1.bias", &v));
+    for (size_t i = 0; i < 512; i++) CHECK(v.data[i] == 0.0f, "bias init");
+    CHECK_OK(hy_xfmr_param(&m, "blocks.2.mlp.fc1.weight", &v));
+    double s = 0, s2 = 0, mx = 0;
+    for (size_t i = 0; i < v.info->numel; i++) {
+        s += (double)v.data[i];
+        s2 += (double)v.data[i] * (double)v.data[i];
+        mx = fmax(mx, fabs((double)v.data[i]));
+    }
+    double sd = sqrt(s2 / (double)v.info->numel);
+    CHECK(fabs(sd - 0.0176) < 0.001 && mx <= 0.04 + 1e-7 && fabs(s) / (double)v.info->numel < 1e-3,
+          "trunc-normal(0.02, 2 sd) init: sd %.4f (want 0.0176), max %.4f", sd, mx);
+    for (size_t i = 0; i < 48; i++) CHECK(m.gates[i] == 1.0f, "gates start at 1");
+    hy_xfmr_release(&m);
+    hy_xfmr_release(&m);   /* idempotent */
+}
+
+static void perturb(hy_xfmr *m) {
+    for (size_t i = 0; i < m->n_params; i++)
+        m->params[i] += 0.1f * (2.0f * hy_rng_uniform(&rng) - 1.0f);
+}
+
+static void test_forward_vs_twin(void) {
+    hy_xfmr m;
+    size_t B = 3;
+    CHECK_OK(hy_xfmr_new(&m, &VIT_TINY));
+    CHECK_OK(hy_xfmr_alloc_acts(&m, 8));
+    hy_xfmr_init(&m, 1);
+    perturb(&m);
+    hy_xfmr_set_gate(&m, 1, 3, 0.0f);
+    float *img = rand_vec(B * 28 * 28, 2), logits[30], wf[30];
+    double want[30];
+    hy_batch in = {.images = img};
+    CHECK_OK(hy_xfmr_forward(&m, &in, B, logits));
+    ref_xfmr_forward(&m, &in, B, false, 0, want);
+    ref_to_float(wf, want, B * 10);
+    check_close("vit-fm-tiny logits", logits, wf, B * 10, TOL[0].atol, TOL[0].rtol);
+    free(img);
+    hy_xfmr_release(&m);
+
+    CHECK_OK(hy_xfmr_new(&m, &TEXT));
+    CHECK_OK(hy_xfmr_alloc_acts(&m, 4));
+    hy_xfmr_init(&m, 2);
+    perturb(&m);
+    int32_t ids[4 * 9], lens[4] = {9, 5, 0, 2};
+    for (size_t i = 0; i < 36; i++) ids[i] = (int32_t)hy_rng_below(&rng, 40);
+    hy_batch tin = {.ids = ids, .lengths = lens, .len = 9};
+    CHECK_OK(hy_xfmr_forward(&m, &tin, 4, logits));
+    ref_xfmr_forward(&m, &tin, 4, false, 0, want);
+    ref_to_float(wf, want, 12);
+    check_close("text logits", logits, wf, 12, TOL[0].atol, TOL[0].rtol);
+    /* padded positions do not matter: change every id past its length */
+    float l2[12];
+    for (size_t b = 0; b < 4; b++)
+        for (size_t t = (size_t)lens[b]; t < 9; t++) ids[b * 9 + t] = (int32_t)((t * 7 + b) % 40);
+    CHECK_OK(hy_xfmr_forward(&m, &tin, 4, l2));
+    check_close("text logits ignore padding", l2, logits, 12, 0, 0);
+    /* a shorter batch (len 5) gives the same logits for rows that fit */
+    int32_t ids5[2 * 5], lens5[2] = {5, 2};
+    memcpy(ids5, ids + 9, 5 * sizeof *ids5);
+    memcpy(ids5 + 5, ids + 27, 5 * sizeof *ids5);
+    hy_batch t5 = {.ids = ids5, .lengths = lens5, .len = 5};
+    CHECK_OK(hy_xfmr_forward(&m, &t5, 2, l2));
+    float want5[6];
+    memcpy(want5, logits + 3, 3 * sizeof(float));
+    memcpy(want5 + 3, logits + 9, 3 * sizeof(float));
+    check_close("text len 5 vs len 9 padded", l2, want5, 6, TOL[1].atol, TOL[1].rtol);
+    hy_xfmr_release(&m);
+}
+
+static void test_batch_errors(void) {
+    hy_xfmr m;
+    float logits[12] = {0};
+    CHECK_OK(hy_xfmr_new(&m, &TEXT));
+    int32_t ids[8] = {3, 4, 5, 0, 6, 40, 0, 0}, lens[2] = {3, 2};
+    hy_batch in = {.ids = ids, .lengths = lens, .len = 4};
+    CHECK_FAIL(hy_xfmr_forward(&m, &in, 2, logits), HY_EINVAL,
+               "xfmr: no activations allocated (call hy_xfmr_alloc_acts)");
+    CHECK_FAIL(hy_xfmr_backward(&m, logits), HY_EINVAL,
+               "xfmr: backward without a forward (run hy_xfmr_forward first)");
+    CHECK_FAIL(hy_xfmr_alloc_acts(&m, 0), HY_EINVAL, "xfmr: activation batch size must be > 0");
+    CHECK_OK(hy_xfmr_alloc_acts(&m, 2));
+    CHECK_FAIL(hy_xfmr_forward(&m, &in, 3, logits), HY_EINVAL,
+               "xfmr: batch size 3 out of range [1, 2] (the activation capacity)");
+    CHECK_FAIL(hy_xfmr_forward(&m, &in, 2, logits), HY_EINVAL,
+               "xfmr: token id 40 out of range [0, 40) (row 2, position 2)");
+    ids[5] = 1;
+    lens[1] = 5;
+    CHECK_FAIL(hy_xfmr_forward(&m, &in, 2, logits), HY_EINVAL,
+               "xfmr: length 5 of row 2 out of range [0, 4]");
+    lens[1] = 2;
+    in.len = 17;
+    CHECK_FAIL(hy_xfmr_forward(&m, &in, 2, logits), HY_EINVAL,
+               "xfmr: text batch length 17 out of range [1, 16] (max_len)");
+    for (size_t i = 0; i < 12; i++) CHECK(logits[i] == 0.0f, "logits untouched on failure");
+    in.len = 4;
+    CHECK_OK(hy_xfmr_forward(&m, &in, 2, logits));
+    int32_t labels[2] = {1, 3};
+    double loss;
+    float dl[6];
+    CHECK_FAIL(hy_xfmr_loss(&m, logits, labels, 2, 0.0f, &loss, dl), HY_EINVAL,
+               "xfmr: label 3 of row 2 out of range [0, 3)");
+    labels[1] = 2;
+    CHECK_OK(hy_xfmr_loss(&m, logits, labels, 2, 0.1f, &loss, dl));
+    double want = ref_ce(NULL, logits, labels, 2, 3, 0.1);
+    CHECK(fabs(loss - want) < 1e-6, "loss %.9g want %.9g", loss, want);
+    double noloss;
+    CHECK_OK(hy_xfmr_loss(&m, logits, labels, 2, 0.1f, &noloss, NULL));
+    CHECK(noloss == loss, "loss without dlogits");
+    double sum = 0;
+    for (size_t i = 0; i < 6; i++) sum += (double)dl[i];
+    CHECK(fabs(sum) < 1e-6, "dlogits rows sum to 0 (got %g)", sum);
+    hy_xfmr_release(&m);
+}
+
+/* forward + backward twice with 1 thread and twice with 2: all four bitwise identical */
+static void run_step(const hy_xfmr_config *c, int threads, float *logits, float *grads,
+                     float *dgates, size_t *np) {
+#ifdef _OPENMP
+    omp_set_num_threads(threads);
+#else
+    (void)threads;
+#endif
+    hy_rng r;
+    hy_rng_seed(&r, 99);
+    hy_xfmr m;
+    size_t B = 6;
+    CHECK_OK(hy_xfmr_new(&m, c));
+    CHECK_OK(hy_xfmr_alloc_acts(&m, B));
+    hy_xfmr_init(&m, 5);
+    hy_xfmr_set_gate(&m, 0, 2, 0.0f);
+    hy_xfmr_set_dropout(&m, true, 11);
+    float *img = malloc(B * 28 * 28 * sizeof *img);
+    for (size_t i = 0; i < B * 28 * 28; i++) img[i] = hy_rng_uniform(&r);
+    hy_batch in = {.images = img};
+    int32_t labels[6] = {0, 1, 2, 3, 4, 5};
+    float dl[60];
+    double loss;
+    CHECK_OK(hy_xfmr_forward(&m, &in, B, logits));
+    CHECK_OK(hy_xfmr_loss(&m, logits, labels, B, 0.0f, &loss, dl));
+    CHECK_OK(hy_xfmr_backward(&m, dl));
+    memcpy(grads, m.grads, m.n_params * sizeof(float));
+    memcpy(dgates, m.dgates, c->depth * c->n_heads * sizeof(float));
+    *np = m.n_params;
+    free(img);
+    hy_xfmr_release(&m);
+#ifdef _OPENMP
+    omp_set_num_threads(1);
+#endif
+}
+
+static void test_determinism_threads(void) {
+    hy_xfmr_config c = VIT_TINY;
+    c.attn_dropout = 0.1f;
+    c.mlp_dropout = 0.1f;
+    hy_xfmr probe;
+    CHECK_OK(hy_xfmr_new(&probe, &c));
+    size_t np = probe.n_params;
+    hy_xfmr_release(&probe);
+    float *g[4], lg[4][60], dg[4][32];
+    static const int threads[4] = {1, 1, 2, 2};
+    for (int r = 0; r < 4; r++) {
+        g[r] = malloc(np * sizeof(float));
+        run_step(&c, threads[r], lg[r], g[r], dg[r], &np);
+    }
+    for (int r = 1; r < 4; r++) {
+        CHECK(memcmp(lg[r], lg[0], sizeof lg[0]) == 0, "logits differ (run %d, %d threads)", r,
+              threads[r]);
+        CHECK(memcmp(g[r], g[0], np * sizeof(float)) == 0, "grads differ (run %d, %d threads)",
+              r, threads[r]);
+        CHECK(memcmp(dg[r], dg[0], sizeof dg[0]) == 0, "dgates differ (run %d)", r);
+    }
+    for (int r = 0; r < 4; r++) free(g[r]);
+}
+
+int main(void) {
+    hy_rng_seed(&rng, check_seed());
+    RUN(test_config_errors);
+    RUN(test_table);
+    RUN(test_forward_vs_twin);
+    RUN(test_batch_errors);
+    RUN(test_determinism_threads);
+    return check_exit("test_xfmr");
+}

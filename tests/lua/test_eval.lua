@@ -1,0 +1,276 @@
+-- tests/lua/test_eval.lua: hydra eval / plot / report on small prediction files written here.
+-- The 4-sample ID case is the one of tests/c/test_metrics.c (values worked out there):
+--   rows [.75 .125 .125] y0 | [.25 .25 .5] y1 | [.5 .5 0] y1 | [0 0 1] y2
+--   Acc 1/2, ECE 0.3125, aECE 0.3125, MCE 0.5, AURC 5/24, Brier 0.3671875,
+--   NLL (log 4/3 + log 4 + log 2) / 4; MSP scores -.75 -.5 -.5 -1.
+local check = require("check")
+local core = require("hydra.core")
+local hydra = require("hydra")
+
+local T = {}
+
+local ID_PROBS = { { 0.75, 0.125, 0.125 }, { 0.25, 0.25, 0.5 }, { 0.5, 0.5, 0 }, { 0, 0, 1 } }
+local ID_LABELS = { 0, 1, 1, 2 }
+-- OOD MSP scores -.5 and -.375
+local OOD_PROBS = { { 0.5, 0.25, 0.25 }, { 0.375, 0.375, 0.25 } }
+
+-- Writes a prediction file: spec = { probs=, labels=, member_probs=, logits=, member_logits=,
+-- attrs = {k = v} } (nested Lua tables).
+local function write_preds(path, spec)
+  local f <close> = hydra.h5.create(path)
+  f:write("/probs", core.from_table("float32", spec.probs))
+  local labels = spec.labels
+  if not labels then
+    labels = {}
+    for i = 1, #spec.probs do labels[i] = -1 end
+  end
+  f:write("/labels", core.from_table("int32", labels))
+  for _, k in ipairs({ "member_probs", "logits", "member_logits" }) do
+    if spec[k] then f:write("/" .. k, core.from_table("float32", spec[k])) end
+  end
+  for k, v in pairs(spec.attrs or {}) do f:set_attr("/", k, v) end
+  f:commit()
+  return path
+end
+
+local function fixture(d)
+  local id = write_preds(d .. "/id.h5", { probs = ID_PROBS, labels = ID_LABELS,
+    attrs = { method = "single", dataset = "toy" } })
+  local ood = write_preds(d .. "/ood.h5", { probs = OOD_PROBS })
+  return id, ood
+end
+
+local function run_ok(cmdline)
+  local code, out, err = check.hydra(cmdline)
+  if code ~= 0 then error(("hydra %s: exit %s\n%s%s"):format(cmdline, code, out, err), 2) end
+  return out
+end
+
+-- hydra CMD must exit with `code` and print exactly "hydra: <msg>\n" on stderr
+local function run_fails(cmdline, code, msg)
+  local got, _, err = check.hydra(cmdline)
+  check.eq(got, code, "exit status of hydra " .. cmdline)
+  check.eq(err, "hydra: " .. msg .. "\n", "stderr of hydra " .. cmdline)
+end
+
+function T.eval_hand_computed_metrics()
+  local d = check.tmpdir()
+  local id, ood = fixture(d)
+  local out = run_ok(("eval --id %s --ood far=%s --out %s/r.h5 --json %s/m.json --md %s/t.md "
+    .. "--csv %s/t.csv"):format(id, ood, d, d, d, d))
+  check.ok(out:find("single: acc 50.00%", 1, true), "summary line: " .. out)
+  local g <close> = hydra.h5.open(d .. "/r.h5")
+  local m = g:attrs("/metrics")
+  check.eq(m.acc, 0.5, "acc")
+  check.near(m.ece, 0.3125, 1e-12, "ece")
+  check.near(m.aece, 0.3125, 1e-12, "aece")
+  check.near(m.mce, 0.5, 1e-12, "mce")
+  check.near(m.aurc, 5 / 24, 1e-12, "aurc")
+  check.near(m.brier, 0.3671875, 1e-12, "brier")
+  check.near(m.nll, (math.log(4 / 3) + math.log(4) + math.log(2)) / 4, 1e-12, "nll")
+  check.eq(m.members, 1, "members")
+  check.eq(m.disagreement, 0.0, "disagreement at M = 1")
+  -- OOD scores -.5, -.375 vs ID -.75 -.5 -.5 -1:
+  -- AUROC: -.5 beats 2 and ties 2 (3), -.375 beats 4 -> 7/8
+  -- FPR95: k = ceil(1.9) = 2, t = -.5, ID with s >= -.5: 2 of 4 -> 0.5
+  -- AUPR-Out: t=-.375 TP1 FP0 -> 1/2; t=-.5 TP2 FP2 -> 1/2 * 2/4 -> 0.75
+  local o = g:attrs("/metrics/ood/far")
+  check.near(o.auroc, 7 / 8, 1e-12, "auroc")
+  check.near(o.fpr95, 0.5, 1e-12, "fpr95")
+  check.near(o.aupr_out, 0.75, 1e-12, "aupr_out")
+  check.near(o.auroc_msp, 7 / 8, 1e-12, "auroc_msp")
+  check.ok(o.auroc_mi ~= nil and o.auroc_energy == nil, "mi present, energy absent")
+  check.near(m.ood_avg_auroc, 7 / 8, 1e-12, "ood avg = the only set")
+  local root = g:attrs("/")
+  check.eq(root.format, "hydra-result-1", "format")
+  check.eq(root.method, "single", "method")
+  check.eq(root.ood_sets, "far", "ood_sets")
+  check.eq(root.nll_source, "probs", "nll_source")
+  check.ok(root.conventions:find("OOD is the positive class", 1, true), "conventions")
+  check.ok(root.command:find("--ood far=", 1, true), "command line recorded")
+  check.eq(root.id_file, id, "id_file")
+  check.ok(root.unavailable:find("energy", 1, true), "energy reported unavailable")
+  -- per-sample arrays
+  local conf = g:read("/id/conf")
+  check.eq(conf:get(4), 1.0, "conf exactly 1")
+  check.same(g:read("/id/correct"):totable(), { 1, 0, 0, 1 }, "/id/correct")
+  check.same(g:read("/ood/far/scores/msp"):totable(), { -0.5, -0.375 }, "ood msp")
+  local cnt = g:read("/id/reliability/count"):totable()
+  check.eq(cnt[15], 1, "conf 1.0 in the last bin")
+  check.eq(cnt[8], 2, "two samples in bin 8 (conf 0.5)")
+  -- JSON, Markdown, CSV
+  local json = check.read_file(d .. "/m.json")
+  check.ok(json:find('"auroc": 0.875', 1, true), "json auroc: " .. json)
+  check.ok(json:find('"energy": "no /logits or /member_logits in', 1, true), "json unavailable")
+  local md = check.read_file(d .. "/t.md")
+  check.ok(md:find("| Method | Acc ↑ | ECE ↓ | NLL ↓ | Brier ↓ | AURC ↓ | far AUROC ↑ "
+    .. "| far FPR95 ↓ | far AUPR-Out ↑ | OOD avg AUROC ↑ | OOD avg FPR95 ↓ "
+    .. "| OOD avg AUPR-Out ↑ |", 1, true),
+    "md header: " .. md)
+  check.ok(md:find("| single | 50.00 | 31.25 | 0.592 | 0.367 | 20.83 | 87.50 | 50.00 | 75.00 | "
+    .. "87.50 | 50.00 | 75.00 |", 1, true), "md row: " .. md)
+  check.ok(md:find("OOD is the positive class; OOD score: MSP", 1, true), "md caption")
+  local csv = check.read_file(d .. "/t.csv")
+  check.eq(csv, "method,runs,Acc,ECE,NLL,Brier,AURC,far AUROC,far FPR95,far AUPR-Out,"
+    .. "OOD avg AUROC,OOD avg FPR95,OOD avg AUPR-Out\n"
+    .. "single,1,50.00,31.25,0.592,0.367,20.83,87.50,50.00,75.00,87.50,50.00,75.00\n", "csv")
+end
+
+function T.eval_members_logits_and_energy()
+  local d = check.tmpdir()
+  -- M = 2, N = 2, C = 2: sample 1 members [1,0] and [0,1] (disagree, p̄ [.5,.5]);
+  -- sample 2 both [.75,.25]. MI: log 2 and 0; disagreement 1 and 0 (mean 0.5).
+  local mp = { { { 1, 0 }, { 0.75, 0.25 } }, { { 0, 1 }, { 0.75, 0.25 } } }
+  local ml = { { { 2, 0 }, { 1, 0 } }, { { 0, 2 }, { 1, 0 } } }
+  local id = write_preds(d .. "/id.h5", { probs = { { 0.5, 0.5 }, { 0.75, 0.25 } },
+    labels = { 0, 0 }, member_probs = mp, member_logits = ml, attrs = { method = "hydra" } })
+  local ood = write_preds(d .. "/ood.h5", { probs = { { 0.5, 0.5 }, { 0.75, 0.25 } },
+    member_probs = mp, member_logits = ml })
+  local eval = hydra.eval
+  local res = eval.evaluate({ id = id, ood = { { name = "o", path = ood } }, score = "energy" })
+  check.eq(res.members, 2, "members")
+  check.eq(res.nll_source, "member_logits", "nll from member logits")
+  check.eq(res.metrics.disagreement, 0.5, "mean disagreement")
+  local mi = res.per_sample.id.scores.mi
+  check.near(mi:get(1), math.log(2), 1e-12, "MI disagreeing members")
+  check.near(mi:get(2), 0, 1e-12, "MI agreeing members")
+  -- energy: sample 1 mean logits [1,1] -> -(1 + log 2); sample 2 [1,0] -> -log(e + 1)
+  local en = res.per_sample.id.scores.energy
+  check.near(en:get(1), -(1 + math.log(2)), 1e-12, "energy 1")
+  check.near(en:get(2), -math.log(math.exp(1) + 1), 1e-6, "energy 2")
+  -- identical ID and OOD sets: AUROC 0.5 for every score
+  check.near(res.ood[1].auroc, 0.5, 1e-12, "energy auroc of identical sets")
+  check.eq(next(res.unavailable), nil, "nothing unavailable")
+  -- NLL: log-mean-exp over members of log-softmax at y = 0:
+  -- sample 1: members log-softmax [2,0] -> -log(1+e^-2), [0,2] -> -log(1+e^2);
+  -- p̄_0 = (1/(1+e^-2) + 1/(1+e^2)) / 2 = 1/2 -> log 2; sample 2: both [1,0] -> log(1+e^-1)
+  check.near(res.metrics.nll, (math.log(2) + math.log(1 + math.exp(-1))) / 2, 1e-12, "nll")
+end
+
+function T.eval_energy_unavailable_is_an_error_when_chosen()
+  local d = check.tmpdir()
+  local id, ood = fixture(d)
+  run_fails(("eval --id %s --ood far=%s --score energy --out %s/r.h5"):format(id, ood, d), 1,
+    ("eval: score 'energy' is unavailable: no /logits or /member_logits in '%s'"):format(id))
+  check.eq(core.stat(d .. "/r.h5"), nil, "no result written")
+end
+
+function T.eval_bad_inputs()
+  local d = check.tmpdir()
+  local id, ood = fixture(d)
+  local two = write_preds(d .. "/two.h5", { probs = { { 0.5, 0.5 } } })
+  run_fails(("eval --id %s --ood x=%s --out %s/r.h5"):format(id, two, d), 1,
+    ("eval: '%s' has 2 classes, expected 3 (as in the ID file '%s')"):format(two, id))
+  local nan = write_preds(d .. "/nan.h5", { probs = { { 0.5, 0.5 }, { 0.5, 0.5 }, { 0 / 0, 1 } },
+    labels = { 0, 1, 1 } })
+  run_fails(("eval --id %s --out %s/r.h5"):format(nan, d), 1,
+    ("eval: '%s' /probs: row 2 (0-based) has a non-finite value at class 0 (nan)"):format(nan))
+  local sum = write_preds(d .. "/sum.h5", { probs = { { 0.5, 0.5 }, { 0.5, 0.4 } },
+    labels = { 0, 1 } })
+  run_fails(("eval --id %s --out %s/r.h5"):format(sum, d), 1,
+    ("eval: '%s' /probs: row 1 (0-based) sums to 0.9 (expected 1 within 0.0001)"):format(sum))
+  local lab = write_preds(d .. "/lab.h5", { probs = { { 0.5, 0.5 } }, labels = { 2 } })
+  run_fails(("eval --id %s --out %s/r.h5"):format(lab, d), 1,
+    ("eval: '%s' /labels: label 2 at row 0 (0-based) is out of range [0, 2)"):format(lab))
+  local mem = write_preds(d .. "/mem.h5", { probs = { { 0.5, 0.5 } }, labels = { 0 },
+    member_probs = { { { 0.5, 0.5 } }, { { 0.25, 0.5 } } } })
+  run_fails(("eval --id %s --out %s/r.h5"):format(mem, d), 1,
+    ("eval: '%s' /member_probs: member 1 row 0 (0-based) sums to 0.75 (expected 1 within "
+    .. "0.0001)"):format(mem))
+  run_fails(("eval --id %s/missing.h5 --out %s/r.h5"):format(d, d), 1,
+    ("eval: cannot open '%s/missing.h5': no such file"):format(d))
+  run_fails(("eval --id %s --ood %s --out %s/r.h5"):format(id, ood, d), 2,
+    ("hydra eval: --ood expects NAME=PREDS.h5, got '%s'"):format(ood))
+  run_fails(("eval --id %s --out %s/r.h5 --score maxlogit"):format(id, d), 1,
+    "eval: unknown score 'maxlogit' (known: msp, entropy, mi, energy, disagreement)")
+  run_fails(("eval --id %s"):format(id), 2, "hydra eval: --out is required")
+  check.eq(core.stat(d .. "/r.h5"), nil, "no result written after errors")
+end
+
+function T.eval_shift_and_bootstrap_determinism()
+  local d = check.tmpdir()
+  local id, ood = fixture(d)
+  local sh = write_preds(d .. "/shift.h5", { probs = { { 0.5, 0.25, 0.25 }, { 0, 1, 0 } },
+    labels = { 1, 1 } })
+  for _, r in ipairs({ "a", "b" }) do
+    run_ok(("eval --id %s --ood far=%s --shift noise=%s --bootstrap 50 --seed 3 --out %s/%s.h5")
+      :format(id, ood, sh, d, r))
+  end
+  local ga <close> = hydra.h5.open(d .. "/a.h5")
+  local gb <close> = hydra.h5.open(d .. "/b.h5")
+  local ma, mb = ga:attrs("/metrics"), gb:attrs("/metrics")
+  check.ok(ma.acc_lo ~= nil and ma.acc_lo <= ma.acc and ma.acc <= ma.acc_hi, "acc in its CI")
+  check.same(ma, mb, "same seed, same metrics and intervals")
+  local oa = ga:attrs("/metrics/ood/far")
+  check.ok(oa.auroc_lo <= oa.auroc and oa.auroc <= oa.auroc_hi, "auroc in its CI")
+  -- shift set: row 1 predicts class 0 (wrong), row 2 class 1 (right) -> acc 1/2
+  local s = ga:attrs("/metrics/shift/noise")
+  check.eq(s.acc, 0.5, "shift acc")
+  check.eq(s.n, 2, "shift n")
+  check.ok(ga:exists("/shift/noise/reliability/count"), "shift per-sample arrays")
+end
+
+function T.report_mean_std_over_seeds()
+  local d = check.tmpdir()
+  local id, ood = fixture(d)
+  local id2 = write_preds(d .. "/id2.h5", { probs = ID_PROBS, labels = { 0, 2, 1, 2 },
+    attrs = { method = "single" } })
+  run_ok(("eval --id %s --ood far=%s --out %s/s1.h5"):format(id, ood, d))
+  run_ok(("eval --id %s --ood far=%s --out %s/s2.h5"):format(id2, ood, d))
+  local report = hydra.report
+  local t = report.table({ d .. "/s1.h5", d .. "/s2.h5" })
+  check.eq(#t.rows, 1, "one method row")
+  check.eq(t.rows[1].n, 2, "two runs")
+  -- acc 50 % and 75 % -> mean 62.5, sample std sqrt(2 * 12.5^2 / 1) = 17.68
+  check.near(t.rows[1].cells[1].mean, 62.5, 1e-9, "acc mean")
+  check.near(t.rows[1].cells[1].std, math.sqrt(2) * 12.5, 1e-9, "acc std")
+  local md = report.markdown({ d .. "/s1.h5", d .. "/s2.h5" })
+  check.ok(md:find("| single (n=2) | 62.50 ± 17.68 |", 1, true), "md mean ± std: " .. md)
+  check.ok(report.csv({ d .. "/s1.h5", d .. "/s2.h5" }):find("single,2,62.50,17.68,", 1, true),
+    "csv std column")
+  check.raises(("report: '%s' is not a hydra result file (no 'format' attribute on /)"):format(id),
+    function() return report.load(id) end)
+end
+
+local function is_png(path)
+  local s = check.read_file(path)
+  return s ~= nil and #s > 100 and s:sub(1, 8) == "\137PNG\r\n\26\n"
+end
+
+function T.plot_commands_write_png_dat_gp()
+  local d = check.tmpdir()
+  local id, ood = fixture(d)
+  run_ok(("eval --id %s --ood far=%s --ood near=%s --out %s/a.h5"):format(id, ood, ood, d))
+  local ens = write_preds(d .. "/e.h5", { probs = ID_PROBS, labels = ID_LABELS,
+    attrs = { method = "other" } })
+  run_ok(("eval --id %s --ood far=%s --out %s/b.h5"):format(ens, ood, d))
+  for _, kind in ipairs({ "reliability", "ood-hist", "risk-coverage" }) do
+    local out = run_ok(("plot %s %s/a.h5 %s/b.h5 --out %s/%s.png"):format(kind, d, d, d, kind))
+    check.ok(out:find("wrote " .. d .. "/" .. kind .. ".png", 1, true), kind .. ": " .. out)
+    check.ok(is_png(d .. "/" .. kind .. ".png"), kind .. ".png is a non-empty PNG")
+    check.ok(#check.read_file(d .. "/" .. kind .. ".dat") > 0, kind .. ".dat")
+    check.ok(check.read_file(d .. "/" .. kind .. ".gp"):find("set output", 1, true), kind .. ".gp")
+  end
+  local dat = check.read_file(d .. "/reliability.dat")
+  check.ok(dat:find("# single: bin_lo", 1, true) and dat:find("# other: bin_lo", 1, true),
+    "both methods in the reliability data")
+  run_fails(("plot frobnicate %s/a.h5 --out %s/x.png"):format(d, d), 2,
+    "hydra plot: unknown plot 'frobnicate' (known: reliability, ood-hist, risk-coverage)")
+  run_fails(("plot ood-hist %s/a.h5 --score energy --out %s/x.png"):format(d, d), 1,
+    ("plot: '%s/a.h5' has no /id/scores/energy (score 'energy' unavailable: energy: no /logits "
+    .. "or /member_logits in '%s')"):format(d, id))
+  run_fails(("plot reliability %s --out %s/x.png"):format(id, d), 1,
+    ("plot: '%s' is not a hydra result file (no 'format' attribute on /)"):format(id))
+end
+
+function T.plot_gnuplot_failure_names_the_script()
+  local d = check.tmpdir()
+  local plot = hydra.plot
+  check.raises_has(("plot: gnuplot failed on '%s/bad.gp' (exit status 1); rerun it with: "
+    .. "gnuplot %s/bad.gp"):format(d, d),
+    function() return plot.run(d .. "/bad.png", "plot frobnicate(x)", "1 2\n") end)
+  check.raises("plot: --out must end in .png (got 'x.svg')",
+    function() return plot.run("x.svg", "", "") end)
+end
+
+return T

@@ -1,0 +1,204 @@
+-- tests/lua/test_model.lua: hydra.model (new/load/train/evaluate/predict/save, gates), the
+-- hydra.Model binding (errors, close), and the `hydra model init`, `hydra train` and
+-- `hydra predict` commands on the synthetic tiny dataset.
+local check = require("check")
+local hydra = require("hydra")
+local core = require("hydra.core")
+local model = hydra.model
+local config = hydra.config
+local h5 = hydra.h5
+local eq, ok, raises, raises_has = check.eq, check.ok, check.raises, check.raises_has
+
+local T = {}
+
+local dir_cache
+local function tiny_dir()
+  if not dir_cache then
+    dir_cache = check.tmpdir()
+    model.write_synthetic(dir_cache .. "/tiny.h5", { train = 384, val = 96, test = 64, seed = 1 })
+  end
+  return dir_cache
+end
+
+local function tiny_cfg(extra)
+  local ov = { ["data.dir"] = tiny_dir() }
+  for k, v in pairs(extra or {}) do ov[k] = v end
+  return config.load("configs/data/tiny.yaml", ov)
+end
+
+local function same_bytes(a, b)
+  if a:numel() ~= b:numel() then return false end
+  local x, y = a:flat(), b:flat()
+  for i = 1, #x do
+    if x[i] ~= y[i] and not (x[i] ~= x[i] and y[i] ~= y[i]) then return false end
+  end
+  return true
+end
+
+function T.new_config_and_gates()
+  local m = model.new(tiny_cfg())
+  local c = m:config()
+  eq(c.kind, "vit", "kind")
+  eq(c.d_model, 64, "d_model")
+  eq(c.depth, 4, "depth")
+  ok(m:params_count() > 150000 and m:params_count() < 300000, "params " .. m:params_count())
+  local g = m:gates()
+  eq(g:size(1), 4, "gate rows")
+  eq(g:size(2), 8, "gate cols")
+  m:set_gate(2, 3, 0)
+  eq(m:gates():get(2, 3), 0.0, "set_gate is 1-based")
+  eq(m:gates():get(1, 1), 1.0, "others kept")
+  raises("bad argument #1 to 'set_gate' (index 5 out of range [1, 4])",
+    function() return m.ud:set_gate(5, 1, 0) end)
+  m:set_gates({ { 1, 1, 1, 1, 1, 1, 1, 1 }, { 0, 0, 0, 0, 1, 1, 1, 1 },
+                { 1, 1, 1, 1, 1, 1, 1, 1 }, { 1, 1, 1, 1, 1, 1, 1, 1 } })
+  eq(m:gates():get(2, 1), 0.0, "set_gates")
+  raises("model: gates must be float32 [4,8] (got float32 [2,2])",
+    function() return m:set_gates({ { 1, 1 }, { 1, 1 } }) end)
+  m:close()
+  m:close()
+  raises("model: attempt to use a closed model", function() return m:params_count() end)
+end
+
+function T.init_is_seeded()
+  local a = model.new(tiny_cfg(), 3)
+  local b = model.new(tiny_cfg(), 3)
+  local c = model.new(tiny_cfg(), 4)
+  ok(same_bytes(a:get_params(), b:get_params()), "same seed, same init")
+  ok(not same_bytes(a:get_params(), c:get_params()), "seeds differ")
+end
+
+function T.train_save_load_predict()
+  local dir = tiny_dir()
+  local cfg = tiny_cfg()
+  local m = model.new(cfg)
+  local lines = {}
+  local hist = m:train(dir .. "/tiny.h5", cfg, { progress = false,
+    log = function(l) lines[#lines + 1] = l end })
+  eq(#hist.epochs, 2, "epochs")
+  eq(#lines, 2, "one log line per epoch")
+  ok(hist.best_val_acc > 0.8, "val acc " .. hist.best_val_acc)
+  local best = hist.epochs[hist.best_epoch]
+  for _, e in ipairs(hist.epochs) do ok(e.val_nll >= best.val_nll, "best = lowest val nll") end
+  local r = m:evaluate(dir .. "/tiny.h5", "val")
+  check.near(r.nll, hist.best_val_nll, 1e-9, "kept weights are the best epoch's")
+  local path = dir .. "/m.h5"
+  m:save(path, { seed = 5, note = "x" })
+  local g <close> = h5.open(path)
+  eq(g:attr("/meta", "seed"), 5, "meta seed")
+  eq(g:attr("/meta", "note"), "x", "meta note")
+  check.near(g:attr("/meta", "data_mean"), 0.3, 1e-12, "normalisation recorded")
+  local m2 = model.load(path)
+  ok(same_bytes(m:get_params(), m2:get_params()), "round trip")
+  local p = m2:predict(dir .. "/tiny.h5", "test")
+  eq(p.logits:size(1), 64, "N")
+  eq(p.probs:size(2), 10, "C")
+  eq(p.labels:dtype(), "int32", "labels dtype")
+  local q = m2:predict(dir .. "/tiny.h5", "test", { subset = 10, batch_size = 3 })
+  eq(q.probs:size(1), 10, "subset")
+  for j = 1, 10 do check.near(q.probs:get(3, j), p.probs:get(3, j), 1e-6, "batching") end
+  raises_has("predict: mc_samples needs a model with dropout",
+    function() return m2:predict(dir .. "/tiny.h5", "test", { mc_samples = 2 }) end)
+end
+
+function T.mc_dropout_predict()
+  local dir = tiny_dir()
+  local cfg = tiny_cfg({ ["model.dropout"] = "0.2", ["train.epochs"] = "1" })
+  local m = model.new(cfg)
+  m:train(dir .. "/tiny.h5", cfg, { progress = false })
+  local p = m:predict(dir .. "/tiny.h5", "test", { mc_samples = 3, seed = 1 })
+  eq(p.member_probs:size(1), 3, "K")
+  eq(p.member_probs:size(2), 64, "N")
+  ok(not same_bytes(p.member_probs:row(1), p.member_probs:row(2)), "passes differ")
+  local mean = (p.member_probs:get(1, 5, 2) + p.member_probs:get(2, 5, 2)
+    + p.member_probs:get(3, 5, 2)) / 3
+  check.near(p.probs:get(5, 2), mean, 1e-6, "probs = mean of passes")
+  local again = m:predict(dir .. "/tiny.h5", "test", { mc_samples = 3, seed = 1 })
+  ok(same_bytes(p.member_probs, again.member_probs), "MC masks seeded")
+  local det = m:predict(dir .. "/tiny.h5", "test")
+  local det2 = m:predict(dir .. "/tiny.h5", "test")
+  ok(same_bytes(det.probs, det2.probs), "dropout off again after MC")
+end
+
+function T.training_is_deterministic()
+  local dir = tiny_dir()
+  local cfg = tiny_cfg({ ["train.epochs"] = "1", ["train.augment.random_crop"] = "true",
+                         ["train.augment.hflip"] = "true", ["model.dropout"] = "0.1" })
+  local a = model.new(cfg)
+  a:train(dir .. "/tiny.h5", cfg, { progress = false })
+  local b = model.new(cfg)
+  b:train(dir .. "/tiny.h5", cfg, { progress = false })
+  ok(same_bytes(a:get_params(), b:get_params()), "same seed + threads: bitwise identical")
+end
+
+function T.non_finite_loss_stops()
+  local dir = tiny_dir()
+  local cfg = tiny_cfg({ ["optim.learning_rate"] = "1e30", ["train.grad_clip"] = "0" })
+  local m = model.new(cfg)
+  raises_has("train: non-finite", function()
+    return m:train(dir .. "/tiny.h5", cfg, { progress = false })
+  end)
+end
+
+function T.progress_plain_lines()
+  local progress = hydra.progress
+  local out = {}
+  local stream = { write = function(_, ...) for _, s in ipairs({ ... }) do out[#out + 1] = s end end,
+                   flush = function() end }
+  local bar = progress.new({ epochs = 3, tty = false, stream = stream })
+  for s = 1, 100 do
+    bar:update({ epoch = 2, epoch_step = s, epoch_steps = 100, loss = 0.5, acc = 0.75,
+                 samples_per_s = 1000, seconds = s * 0.1 })
+  end
+  bar:finish({ epoch = 2, epoch_step = 100, epoch_steps = 100, loss = 0.5, acc = 0.75,
+               samples_per_s = 1000, seconds = 10 }, "val nll 0.4")
+  local text = table.concat(out)
+  local _, nlines = text:gsub("\n", "")
+  eq(nlines, 10, "9 lines at 10%..90% + the final one")
+  ok(text:find("epoch 2/3  step 10/100  loss 0.5000  acc 75.00%  1000 samples/s  ETA 00:09",
+    1, true), text)
+  ok(not text:find("\r", 1, true), "no carriage returns off a terminal")
+  ok(text:find("val nll 0.4\n", 1, true), "final line")
+end
+
+function T.cli_init_train_predict()
+  local dir = tiny_dir()
+  local _
+  local code, out, err = check.hydra(("model init configs/data/tiny.yaml --seed 7 --out %s/i.h5")
+    :format(dir))
+  eq(code, 0, "model init: " .. err)
+  ok(out:find("seed 7", 1, true), out)
+  local m = model.load(dir .. "/i.h5")
+  local fresh = model.new(tiny_cfg(), 7)
+  ok(same_bytes(m:get_params(), fresh:get_params()), "init checkpoint = model.new(cfg, 7)")
+  eq(m.meta.seed, 7, "seed in /meta")
+  code, out, err = check.hydra(("train configs/data/tiny.yaml data.dir=%s train.epochs=1 "
+    .. "--out %s/t.h5"):format(dir, dir))
+  eq(code, 0, "train: " .. err)
+  ok(out:find("seed 0", 1, true), "seed printed: " .. out)
+  ok(err:find("epoch 1/1", 1, true), "progress on stderr: " .. err)
+  local t = model.load(dir .. "/t.h5")
+  ok(t.meta.config_hash and #t.meta.data_hash == 64 and t.meta.git_hash, "meta hashes")
+  ok(t.meta.val_acc > 0.5, "val acc " .. tostring(t.meta.val_acc))
+  code, out, err = check.hydra(("predict %s/t.h5 --data %s/tiny.h5 --split test --out %s/p.h5")
+    :format(dir, dir, dir))
+  eq(code, 0, "predict: " .. err)
+  local g <close> = h5.open(dir .. "/p.h5")
+  eq(g:read("/probs"):size(1), 64, "/probs")
+  eq(g:read("/labels"):dtype(), "int32", "/labels int32")
+  eq(g:read("/logits"):dtype(), "float32", "/logits float32")
+  code, _, err = check.hydra(("predict %s/t.h5 --data %s/nope.h5 --split test --out %s/q.h5")
+    :format(dir, dir, dir))
+  eq(code, 1, "missing data")
+  ok(err:find("nope.h5", 1, true) and not err:find("traceback", 1, true), err)
+  code, _, err = check.hydra("train configs/data/tiny.yaml")
+  eq(code, 2, "usage error")
+  ok(err:find("--out is required", 1, true), err)
+  code, _, err = check.hydra(("train configs/data/tiny.yaml data.dir=%s optim.learning_rate=1e30 "
+    .. "train.grad_clip=0 --quiet --out %s/bad.h5"):format(dir, dir))
+  eq(code, 1, "non-finite loss exit status")
+  ok(err:find("non-finite", 1, true) and err:find("at step", 1, true), err)
+  ok(not core.stat(dir .. "/bad.h5"), "nothing written")
+end
+
+return T
