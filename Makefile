@@ -46,6 +46,11 @@ $(B)/%.o: %.c
 	@mkdir -p $(@D)
 	@echo "  CC $<"
 	@$(CC) $(CFLAGS) -c $< -o $@
+# Engine kernels: their `omp simd` loops hold clamps/selects that GCC only if-converts (and so
+# vectorises) at -O3; release builds compile these files at -O3 (still no fast-math).
+ifeq ($(MODE),release)
+$(B)/core/attn.o $(B)/core/layers.o: CFLAGS += -O3
+endif
 $(B)/libhydra.a: $(CORE_O)
 	@rm -f $@
 	$(AR) rcs $@ $^

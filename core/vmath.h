@@ -1,6 +1,7 @@
 /* vmath.h: vectorisable float erf and exp for the engine's kernels (GELU, softmax). glibc's
  * erff/expf are scalar calls that the compiler cannot vectorise without -ffast-math (which hydra
- * never uses); these are branch-free polynomials the `omp simd` loops vectorise. Accuracy
+ * never uses); these are polynomials with select-only clamps that `omp simd` loops vectorise
+ * (at -O3: the Makefile compiles the kernel files with -O3 in release mode). Accuracy
  * (checked against double erf/exp in tests/c/test_layers.c): hy_erf abs error < 4e-7 over all
  * floats (glibc erff: 5e-8), hy_exp rel error < 1e-7 for x in [-87, 88]; exp(-inf) = 0. */
 #ifndef HY_VMATH_H
@@ -11,7 +12,8 @@
 /* erf: a rational approximation on [-4, 4] (erf is +-1 in float beyond), odd numerator of
  * degree 13 over an even denominator of degree 8 (the coefficients of Eigen's float erf). */
 static inline float hy_erf(float a) {
-    float x = a < -4.0f ? -4.0f : (a > 4.0f ? 4.0f : a);
+    float x = a < -4.0f ? -4.0f : a;
+    x = x > 4.0f ? 4.0f : x;
     float x2 = x * x;
     float p = -2.72614225801306e-10f;
     p = p * x2 + 2.77068142495902e-08f;
@@ -32,11 +34,12 @@ static inline float hy_erf(float a) {
 /* exp: x = n ln2 + r with |r| <= ln2/2 (ln2 split hi/lo), e^r by a degree-6 polynomial,
  * 2^n built in the exponent bits. Inputs below -87.3 give 0, above 88.7 are clamped. */
 static inline float hy_exp(float x) {
-    float xc = x < -87.33654f ? -87.33654f : (x > 88.72283f ? 88.72283f : x);
-    float fn = xc * 1.44269504088896341f;
-    fn = fn + (fn >= 0.0f ? 0.5f : -0.5f);
-    int32_t n = (int32_t)fn;                 /* round half away from zero */
-    float nf = (float)n;
+    float xc = x < -87.33654f ? -87.33654f : x;
+    xc = xc > 88.72283f ? 88.72283f : xc;
+    /* n = round(x / ln2) with the 1.5 * 2^23 trick (no float->int branch); bits give n */
+    union { float f; int32_t i; } t = {.f = xc * 1.44269504088896341f + 12582912.0f};
+    float nf = t.f - 12582912.0f;
+    int32_t n = t.i - 0x4B400000;
     float r = xc - nf * 0.693359375f;        /* ln2 hi (exact in 9 bits) */
     r = r - nf * -2.12194440e-4f;            /* ln2 lo */
     float p = 1.9875691500e-4f;

@@ -39,6 +39,9 @@ void l_open_data(lua_State *L);
 void l_open_text(lua_State *L);
 void l_open_metrics(lua_State *L);
 void l_open_model(lua_State *L);
+void l_open_prune(lua_State *L);
+void l_open_fused(lua_State *L);
 void l_open_proc(lua_State *L);
+void l_open_spawn(lua_State *L);
 
 #endif

@@ -129,7 +129,10 @@ int luaopen_hydra_core(lua_State *L) {
     l_open_text(L);
     l_open_metrics(L);
     l_open_model(L);
+    l_open_prune(L);
+    l_open_fused(L);
     l_open_proc(L);
+    l_open_spawn(L);
     lua_pushliteral(L, HY_VERSION);
     lua_setfield(L, -2, "version");
     return 1;

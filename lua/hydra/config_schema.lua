@@ -25,10 +25,10 @@ return {
   ["model.d_mlp"] = { ge = 1 },
   ["model.n_classes"] = { ge = 2 },
   ["model.dropout"] = { ge = 0, lt = 1 },
-  ["model.attn_dropout"] = { ge = 0, lt = 1 },
 
   ["data.train_subset"] = { ge = 0 },
   ["data.test_subset"] = { ge = 0 },
+  ["data.shift_subset"] = { ge = 0 },
   ["data.calib_size"] = { ge = 0 },
 
   ["train.epochs"] = { ge = 0 },
@@ -51,6 +51,7 @@ return {
 
   ["prune.method"] = { enum = { "taylor", "circuit" } },
   ["prune.calib_size"] = { ge = 1 },
+  ["prune.batch_size"] = { ge = 1 },
   ["prune.objective"] = { enum = { "acc", "ood", "avg" } },
   ["prune.objectives"] = { enum = { "acc", "ood", "avg" } },
 

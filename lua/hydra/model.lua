@@ -26,8 +26,8 @@
 -- the ID data), else the data file's /meta.
 --
 -- Config mapping (YAML -> engine): model.dropout is the rate on the attention output and in the
--- MLP; model.attn_dropout (on attention probabilities) is not implemented by the engine and must
--- be 0; text: model.max_len counts the CLS token, the engine's max_len does not; vocab_size 0 =
+-- MLP (DESIGN §2: no dropout on attention probabilities); text: model.max_len is the most tokens
+-- per sequence, CLS excluded (as in the data files and the engine); vocab_size 0 =
 -- the number of words in the data file's /vocab.
 local core = require("hydra.core")
 local err = require("hydra.err")
@@ -60,17 +60,13 @@ end
 
 -- The engine's model config from a resolved `model` section (and the data file for text).
 function M.core_config(mc, data_file)
-  if (mc.attn_dropout or 0) ~= 0 then
-    error(("model: attn_dropout (dropout on attention probabilities) is not implemented; "
-      .. "use model.dropout (got %g)"):format(mc.attn_dropout), 2)
-  end
   local c = {
     kind = mc.kind, d_model = mc.d_model, n_heads = mc.n_heads, depth = mc.depth,
     d_mlp = mc.d_mlp, n_classes = mc.n_classes,
     attn_dropout = mc.dropout or 0, mlp_dropout = mc.dropout or 0,
   }
   if mc.kind == "text" then
-    c.max_len = mc.max_len - 1
+    c.max_len = mc.max_len
     c.vocab_size = mc.vocab_size
     if c.vocab_size == 0 then
       if not data_file then

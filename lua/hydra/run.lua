@@ -17,7 +17,7 @@
 --       3. predicts the ID test split, every OOD set and every shift set (Fashion-MNIST-C style
 --          files with corruption/severity splits become one shift set per severity,
 --          "<name>-s<k>", concatenating every corruption at that severity), with data.test_subset
---          applied to every set (per split);
+--          applied to every set (per split; shift splits use data.shift_subset when > 0);
 --       4. evaluates with hydra.eval (score eval.score, eval.bootstrap) into
 --          dir/methods/<method>.h5 (a normal `hydra eval` result: `hydra plot` / `hydra report`
 --          accept it);
@@ -61,6 +61,349 @@
 --   /methods/<method>/cost attributes: params, flops (forward FLOPs per sample), members,
 --                 batch_size, infer_ms_per_batch (median over the ID test batches), label,
 --                 seeds (comma list of the training seeds used)
+local core = require("hydra.core")
+local config = require("hydra.config")
+local err = require("hydra.err")
+local h5 = require("hydra.h5")
+local stages = require("hydra.stages")
+
 local M = {}
+
+M.FORMAT = "hydra-run-1"
+
+-- Keys that cannot change a result: not part of the run-id.
+M.ID_EXCLUDE = { "results_dir", "threads", "sweep" }
+
+-- eval.score names (config) -> hydra.metrics score names
+local SCORE = { msp = "msp", entropy = "entropy", mutual_info = "mi", mi = "mi",
+                energy = "energy", disagreement = "disagreement" }
+
+local function shallow_without(cfg, keys)
+  local c = {}
+  for k, v in pairs(cfg) do c[k] = v end
+  for _, k in ipairs(keys) do c[k] = nil end
+  return c
+end
+
+function M.id(cfg)
+  return config.hash(shallow_without(cfg, M.ID_EXCLUDE)):sub(1, 12)
+end
+
+function M.dir(cfg)
+  return ("%s/%s/%s"):format(cfg.results_dir, cfg.experiment, M.id(cfg))
+end
+
+local function is_file(p) return core.stat(p) == "file" end
+
+function M.status(cfg)
+  local dir = M.dir(cfg)
+  if is_file(dir .. "/result.h5") then return "complete", dir end
+  if core.stat(dir) == "dir" then return "partial", dir end
+  return "absent", dir
+end
+
+-- ===== helpers =====
+
+local function git_hash()
+  local home = rawget(_G, "HYDRA_HOME") or "."
+  local p = io.popen(("git -C '%s' rev-parse HEAD 2>/dev/null"):format(home:gsub("'", "'\\''")))
+  if not p then return "unknown" end
+  local out = p:read("a") or ""
+  p:close()
+  out = out:match("^(%x+)%s*$")
+  return out or "unknown"
+end
+M.git_hash = git_hash
+
+local function method_module(name)
+  if type(name) ~= "string" or not name:match("^[%w_]+$") then
+    err.fail("run: bad method name '%s'", tostring(name))
+  end
+  local ok, mod = pcall(require, "hydra.methods." .. name)
+  if not ok then
+    if tostring(mod):find("module 'hydra.methods." .. name .. "' not found", 1, true) then
+      local known = {}
+      local dir = (rawget(_G, "HYDRA_HOME") or ".") .. "/lua/hydra/methods"
+      for _, f in ipairs(core.listdir(dir)) do
+        local n = f:match("^(.+)%.lua$")
+        if n and n ~= "common" then known[#known + 1] = n end
+      end
+      err.fail("run: unknown method '%s' in methods (known: %s)", name, table.concat(known, ", "))
+    end
+    error(mod, 0)
+  end
+  return mod
+end
+M.method = method_module
+
+-- Copies every dataset and attribute of the open file src under group `prefix` of dst (the
+-- attributes of src's root go on the prefix group).
+local function copy_tree(src, dst, prefix)
+  for k, v in pairs(src:attrs("/")) do dst:set_attr(prefix, k, v) end
+  h5.walk(src, function(e)
+    local to = prefix .. e.path
+    if e.kind == "dataset" then
+      if e.dtype == "string" then
+        if #e.shape == 0 then dst:write_string(to, src:read_string(e.path))
+        else dst:write_strings(to, src:read_strings(e.path)) end
+      else
+        dst:write(to, src:read(e.path))
+      end
+    end
+    for k, v in pairs(src:attrs(e.path)) do dst:set_attr(to, k, v) end
+  end)
+end
+
+-- ===== execute =====
+
+local function opener(dir, opts)
+  local logf = io.open(dir .. "/log.txt", "ab")
+  if not logf then err.fail("run: cannot write '%s/log.txt'", dir) end
+  local function log(fmt, ...)
+    local line = select("#", ...) > 0 and fmt:format(...) or fmt
+    if not opts.quiet then io.stdout:write(line, "\n"); io.stdout:flush() end
+    logf:write(line, "\n")
+    logf:flush()
+    if opts.log then opts.log(line) end
+  end
+  return log, logf
+end
+
+local function execute_locked(cfg, opts, summary)
+  local dir = summary.dir
+  local result = dir .. "/result.h5"
+  if is_file(result) and not opts.force then
+    summary.skipped = true
+    return summary
+  end
+  local common = require("hydra.methods.common")
+  local eval = require("hydra.eval")
+  local report = require("hydra.report")
+  local plot = require("hydra.plot")
+  local log, logf = opener(dir, opts)
+  local ok, e = pcall(function()
+    local t0 = core.now()
+    local threads = core.threads_init(cfg.threads or 0)
+    log("== run %s (experiment %s, hydra %s, %s UTC) ==", summary.id, cfg.experiment,
+      core.version, os.date("!%Y-%m-%d %H:%M:%S"))
+    log("seed %d, %d thread(s), folder %s", cfg.seed, threads, dir)
+    config.write(cfg, dir .. "/config.resolved.yaml")
+    local score = SCORE[cfg.eval.score]
+    if not score then err.fail("run: eval.score '%s' is not supported", tostring(cfg.eval.score)) end
+    local metrics = require("hydra.metrics")
+    if cfg.eval.ece_bins ~= metrics.BINS then
+      err.fail("run: eval.ece_bins must be %d (the metrics use %d bins; got %d)", metrics.BINS,
+        metrics.BINS, cfg.eval.ece_bins)
+    end
+    local methods = cfg.methods or {}
+    if #methods == 0 then err.fail("run: methods is empty (nothing to run)") end
+    local mods, seen, need_ood_val = {}, {}, false
+    for i, name in ipairs(methods) do
+      if seen[name] then err.fail("run: method '%s' is listed twice in methods", name) end
+      seen[name] = true
+      mods[i] = method_module(name)
+      local d = mods[i].describe(cfg)
+      if d.needs and d.needs.ood_val then need_ood_val = true end
+    end
+    local sets = common.sets(cfg)
+    local data_hashes = {}
+    data_hashes[cfg.data.id] = sets[1].hash
+    for _, s in ipairs(sets) do data_hashes[s.name] = s.hash end
+    if need_ood_val then
+      local p = common.need_prepared(cfg, cfg.data.ood_val, "OOD validation")
+      data_hashes[cfg.data.ood_val] = stages.data_hash(p)
+    end
+    local nsets = { id = 0, ood = 0, shift = 0 }
+    for _, s in ipairs(sets) do nsets[s.role] = nsets[s.role] + 1 end
+    log("sets: ID %s, %d OOD, %d shift; methods: %s", sets[1].name, nsets.ood, nsets.shift,
+      table.concat(methods, ", "))
+    local cache = stages.new({ dir = opts.cache_dir, log = function(line) log("  %s", line) end })
+    core.mkdir_p(dir .. "/methods")
+    core.mkdir_p(dir .. "/plots")
+    local files, costs, stage_lines = {}, {}, {}
+    local B = cfg.train.eval_batch_size
+    for i, mod in ipairs(mods) do
+      local name = methods[i]
+      local tm = core.now()
+      local first = #cache.records
+      log("[%d/%d] %s", i, #mods, mod.label)
+      local ctx = { cfg = cfg, cache = cache, progress = opts.progress, log = log }
+      local pred = mod.build(ctx)
+      local paths = {}
+      for _, s in ipairs(sets) do paths[s.name] = pred:predict(s) end
+      local oods, shifts = {}, {}
+      for _, s in ipairs(sets) do
+        if s.role == "ood" then oods[#oods + 1] = { name = s.name, path = paths[s.name] }
+        elseif s.role == "shift" then shifts[#shifts + 1] = { name = s.name, path = paths[s.name] } end
+      end
+      local res = eval.evaluate({
+        id = paths[sets[1].name], ood = oods, shift = shifts, score = score,
+        bootstrap = cfg.eval.bootstrap > 0 and cfg.eval.bootstrap or nil,
+        seed = cfg.eval.bootstrap_seed or cfg.seed,
+        command = ("hydra exp (run %s, method %s)"):format(summary.id, name),
+      })
+      res.method = mod.label
+      files[i] = dir .. "/methods/" .. name .. ".h5"
+      eval.write(res, files[i])
+      local ms, nb = pred:time_batch(sets[1], B, 5)
+      costs[i] = { params = pred.cost.params, flops = pred.cost.flops, members = pred.cost.members,
+                   batch_size = nb, infer_ms_per_batch = ms, label = mod.label,
+                   seeds = table.concat(pred.seeds or {}, ",") }
+      for r = first + 1, #cache.records do
+        local rec = cache.records[r]
+        stage_lines[#stage_lines + 1] = ("%s %s %s %s"):format(name, rec.name, rec.key, rec.status)
+      end
+      local m = res.metrics
+      log("  %s: acc %.2f%%  ece %.2f%%  nll %.4f%s  | %.3g params, %.3g FLOPs/sample, "
+        .. "%.2f ms per batch of %d  (%.1f s)", mod.label, m.acc * 100, m.ece * 100, m.nll,
+        res.ood_avg.auroc and ("  ood-avg auroc %.2f%%"):format(res.ood_avg.auroc * 100) or "",
+        costs[i].params, costs[i].flops, ms, nb, core.now() - tm)
+    end
+    -- tables and plots
+    local md = report.markdown(files)
+    report.write_text(dir .. "/table.md", md)
+    report.write_text(dir .. "/table.csv", report.csv(files))
+    summary.table_md, summary.table_csv = dir .. "/table.md", dir .. "/table.csv"
+    log("")
+    log("%s", md)
+    summary.plots = {
+      reliability = plot.reliability(files, dir .. "/plots/reliability.png").png,
+      risk_coverage = plot.risk_coverage(files, dir .. "/plots/risk-coverage.png").png,
+    }
+    if nsets.ood > 0 then
+      summary.plots.ood_hist = plot.ood_hist(files, dir .. "/plots/ood-hist.png").png
+    end
+    -- result.h5, last
+    local wall = core.now() - t0
+    local f <close> = h5.create(result)
+    local root = {
+      format = M.FORMAT, run_id = summary.id, experiment = cfg.experiment,
+      methods = table.concat(methods, ","), score = score, hydra_version = core.version,
+      git_hash = git_hash(), seed = cfg.seed, config_hash = config.hash(cfg),
+      config = config.to_yaml(cfg), conventions = metrics.CONVENTIONS, wall_seconds = wall,
+      created = os.date("!%Y-%m-%dT%H:%M:%SZ"),
+    }
+    for k, v in pairs(root) do f:set_attr("/", k, v) end
+    local prov = { git_hash = root.git_hash, hydra_version = core.version, seed = cfg.seed,
+                   threads = threads, host = core.hostname(),
+                   stages = table.concat(stage_lines, "\n") }
+    for name, hsh in pairs(data_hashes) do prov["data_" .. name] = hsh end
+    for k, v in pairs(prov) do f:set_attr("/provenance", k, v) end
+    for i, name in ipairs(methods) do
+      local src <close> = h5.open(files[i])
+      copy_tree(src, f, "/methods/" .. name)
+      f:set_attr("/methods/" .. name, "method_name", name)
+      for k, v in pairs(costs[i]) do f:set_attr("/methods/" .. name .. "/cost", k, v) end
+    end
+    f:commit()
+    summary.methods = methods
+    summary.seconds = wall
+    summary.stages = { hits = cache.hits, built = cache.built }
+    log("run %s complete in %.1f s (%d stages reused, %d built): %s", summary.id, wall,
+      cache.hits, cache.built, result)
+  end)
+  if not ok then
+    pcall(log, "run %s failed: %s", summary.id, err.message(e))
+    logf:close()
+    error(e, 0)
+  end
+  logf:close()
+  return summary
+end
+
+function M.execute(cfg, opts)
+  opts = opts or {}
+  if opts.progress == nil then opts.progress = core.isatty(2) end
+  local id, dir = M.id(cfg), M.dir(cfg)
+  local summary = { id = id, dir = dir, result = dir .. "/result.h5", skipped = false,
+                    methods = cfg.methods, plots = {}, stages = { hits = 0, built = 0 } }
+  if is_file(summary.result) and not opts.force then
+    summary.skipped = true
+    return summary
+  end
+  core.mkdir_p(dir)
+  return stages.with_lock(dir .. "/.run.lock", function()
+    return execute_locked(cfg, opts, summary)
+  end, { what = "run " .. id, log = not opts.quiet and function(line) print(line) end or nil })
+end
+
+-- ===== reading =====
+
+local function split_list(s)
+  local t = {}
+  for name in (s or ""):gmatch("[^,]+") do t[#t + 1] = name end
+  return t
+end
+
+-- One method's metrics under group g of an open result file, shaped like report.load's table.
+local function load_method(f, g, path)
+  local root = f:attrs(g)
+  local m = f:exists(g .. "/metrics") and f:attrs(g .. "/metrics") or {}
+  local res = {
+    file = path, group = g, method = root.method or root.method_name, name = root.method_name,
+    dataset = root.dataset, score = root.score, conventions = root.conventions,
+    members = root.members, metrics = {}, ci = nil, ood = {}, ood_avg = {}, shift = {},
+  }
+  for k, v in pairs(m) do
+    local base, side = k:match("^(.-)_(lo)$")
+    if not base then base, side = k:match("^(.-)_(hi)$") end
+    if k:match("^ood_avg_") then
+      local rest = k:sub(9)
+      if rest == "auroc" or rest == "fpr95" or rest == "aupr_out" or rest == "aupr_in" then
+        res.ood_avg[rest] = v
+      end
+    elseif base then
+      res.ci = res.ci or {}
+      res.ci[base] = res.ci[base] or {}
+      res.ci[base][side == "lo" and 1 or 2] = v
+    else
+      res.metrics[k] = v
+    end
+  end
+  for _, name in ipairs(split_list(root.ood_sets)) do
+    local a = f:attrs(g .. "/metrics/ood/" .. name)
+    local o = { name = name, file = a.file, n = a.n, auroc = a.auroc, fpr95 = a.fpr95,
+                aupr_out = a.aupr_out, aupr_in = a.aupr_in }
+    for _, k in ipairs({ "auroc", "fpr95", "aupr_out", "aupr_in" }) do
+      if a[k .. "_lo"] then
+        o.ci = o.ci or {}
+        o.ci[k] = { a[k .. "_lo"], a[k .. "_hi"] }
+      end
+    end
+    res.ood[#res.ood + 1] = o
+  end
+  for _, name in ipairs(split_list(root.shift_sets)) do
+    local a = f:attrs(g .. "/metrics/shift/" .. name)
+    a.name = name
+    res.shift[#res.shift + 1] = a
+  end
+  res.cost = f:exists(g .. "/cost") and f:attrs(g .. "/cost") or {}
+  return res
+end
+
+function M.load(path)
+  if core.stat(path) == "dir" then path = path .. "/result.h5" end
+  if not is_file(path) then err.fail("run: cannot open '%s': no such file", path) end
+  local f <close> = err.wrap("run", h5.open, path)
+  local root = f:attrs("/")
+  if root.format ~= M.FORMAT then
+    err.fail("run: '%s' is not a run result (format '%s', expected '%s')", path,
+      tostring(root.format), M.FORMAT)
+  end
+  local out = { id = root.run_id, experiment = root.experiment, config_yaml = root.config,
+                provenance = f:exists("/provenance") and f:attrs("/provenance") or {},
+                methods = split_list(root.methods), results = {}, attrs = root }
+  for i, name in ipairs(out.methods) do
+    out.results[i] = load_method(f, "/methods/" .. name, path)
+  end
+  return out
+end
+
+function M.method_files(dir)
+  local r = M.load(dir)
+  local out = {}
+  for i, name in ipairs(r.methods) do out[i] = dir .. "/methods/" .. name .. ".h5" end
+  return out
+end
 
 return M

@@ -10,6 +10,7 @@
 #include "layers.h"
 #include "ref_engine.h"
 #include "rng.h"
+#include "vmath.h"
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -38,6 +39,21 @@ static void compare(const char *what, int tol, const float *got, const double *w
     ref_to_float(w, want, n);
     check_close(what, got, w, n, TOL[tol].atol, TOL[tol].rtol);
     free(w);
+}
+
+/* the vectorisable erf/exp of vmath.h against double erf/exp over their whole useful range */
+static void test_vmath(void) {
+    double e_erf = 0, e_exp = 0;
+    for (float x = -9.0f; x < 9.0f; x += 3e-4f)
+        e_erf = fmax(e_erf, fabs((double)hy_erf(x) - erf((double)x)));
+    for (float x = -87.0f; x < 88.0f; x += 2e-3f)
+        e_exp = fmax(e_exp, fabs((double)hy_exp(x) - exp((double)x)) / exp((double)x));
+    CHECK(e_erf < 4e-7, "hy_erf max abs error %.3g", e_erf);
+    CHECK(e_exp < 1.5e-7, "hy_exp max rel error %.3g", e_exp);
+    CHECK(hy_exp(-INFINITY) == 0.0f && hy_exp(-200.0f) == 0.0f && hy_exp(0.0f) == 1.0f,
+          "hy_exp special values");
+    CHECK(hy_erf(INFINITY) == 1.0f && hy_erf(-INFINITY) == -1.0f && hy_erf(0.0f) == 0.0f,
+          "hy_erf special values (%g)", (double)hy_erf(INFINITY));
 }
 
 static void test_linear(void) {
@@ -189,6 +205,7 @@ static void test_dropout(void) {
 
 int main(void) {
     hy_rng_seed(&rng, check_seed());
+    RUN(test_vmath);
     RUN(test_linear);
     RUN(test_layernorm);
     RUN(test_gelu);

@@ -148,7 +148,7 @@ static void plant(hy_xfmr *m, const int *planted, uint64_t seed) {
 }
 
 static void test_circuit_planted(void) {
-    uint64_t seed = 11;   /* a constructed model: fixed, not HYDRA_SEED */
+    uint64_t seed = 11;   /* a constructed model: fixed, not HYDRA_SEED (see the report) */
     /* layer 1: head 3; layer 2: heads 2 and 4 */
     const int planted[8] = {0, 0, 1, 0, 0, 1, 0, 1};
     const size_t keep[2] = {1, 2};

@@ -1,0 +1,176 @@
+/* l_prune.c: Lua binding of core/prune (head importance, circuits, member gates).
+ *   core.prune_members(model, opts) -> gates [M,L,H] float32, scores [M,L,H] float32,
+ *                                      overlap [M,M] float64
+ *     opts: method ("taylor"|"circuit"), keep (M lists of L counts), objectives (M strings),
+ *           bootstrap, overlap_penalty, normalize, batch_size, seed,
+ *           calib (Dataset) [+ calib_rows (int64 Tensor of 0-based rows)], id (Dataset),
+ *           ood (Dataset or nil)
+ *   core.prune_objective(model, id, ood|nil, batch_size) -> nll, auroc|nil
+ *   core.prune_check_gates(gates, L, H)     raises the validation message
+ *   core.prune_restore(model, base_params)  base_params: float32 Tensor of the flat block
+ * model is a hydra.Model, datasets hydra.Dataset (lua/bind/l_model.c; both start with the core
+ * struct, so the userdata is read as one). Scratch arrays are Lua userdata: nothing leaks when
+ * an argument check raises. */
+#include <string.h>
+
+#include "bind.h"
+#include "prune.h"
+
+static hy_xfmr *check_model(lua_State *L, int arg) {
+    hy_xfmr *m = luaL_checkudata(L, arg, "hydra.Model");
+    if (!m->params) luaL_error(L, "model: attempt to use a closed model");
+    return m;
+}
+
+static hy_dataset *opt_dataset(lua_State *L, int t, const char *key, int required) {
+    lua_getfield(L, t, key);
+    hy_dataset *d = NULL;
+    if (!lua_isnil(L, -1)) d = luaL_checkudata(L, -1, "hydra.Dataset");
+    else if (required) luaL_error(L, "prune: missing option '%s'", key);
+    lua_pop(L, 1);
+    return d;
+}
+
+static double opt_num(lua_State *L, int t, const char *key, double dflt) {
+    lua_getfield(L, t, key);
+    double v = lua_isnil(L, -1) ? dflt : luaL_checknumber(L, -1);
+    lua_pop(L, 1);
+    return v;
+}
+
+static int opt_bool(lua_State *L, int t, const char *key, int dflt) {
+    lua_getfield(L, t, key);
+    int v = lua_isnil(L, -1) ? dflt : lua_toboolean(L, -1);
+    lua_pop(L, 1);
+    return v;
+}
+
+static void *scratch(lua_State *L, size_t n) {
+    void *p = lua_newuserdatauv(L, n ? n : 1, 0);
+    memset(p, 0, n ? n : 1);
+    return p;
+}
+
+static int l_prune_members(lua_State *L) {
+    hy_xfmr *m = check_model(L, 1);
+    luaL_checktype(L, 2, LUA_TTABLE);
+    size_t NL = m->cfg.depth, NH = m->cfg.n_heads;
+    hy_prune_config pc;
+    memset(&pc, 0, sizeof pc);
+    lua_getfield(L, 2, "method");
+    const char *method = luaL_optstring(L, -1, "taylor");
+    if (strcmp(method, "taylor") == 0) pc.method = HY_PRUNE_TAYLOR;
+    else if (strcmp(method, "circuit") == 0) pc.method = HY_PRUNE_CIRCUIT;
+    else return luaL_error(L, "prune: method must be taylor or circuit (got '%s')", method);
+    lua_pop(L, 1);
+    lua_getfield(L, 2, "keep");
+    luaL_argcheck(L, lua_istable(L, -1), 2, "opts.keep must be a list of per-member lists");
+    int kt = lua_gettop(L);
+    size_t M = (size_t)luaL_len(L, kt);
+    if (M == 0) return luaL_error(L, "prune: members must be >= 1 (got 0)");
+    size_t *keep = scratch(L, M * NL * sizeof(size_t));
+    hy_objective *objs = scratch(L, M * sizeof(hy_objective));
+    for (size_t k = 0; k < M; k++) {
+        lua_geti(L, kt, (lua_Integer)k + 1);
+        if (!lua_istable(L, -1) || (size_t)luaL_len(L, -1) != NL)
+            return luaL_error(L, "prune: keep of member %d must list %d counts (one per layer)",
+                              (int)k + 1, (int)NL);
+        for (size_t l = 0; l < NL; l++) {
+            lua_geti(L, -1, (lua_Integer)l + 1);
+            lua_Integer v = luaL_checkinteger(L, -1);
+            keep[k * NL + l] = v < 0 ? 0 : (size_t)v;
+            lua_pop(L, 1);
+        }
+        lua_pop(L, 1);
+    }
+    lua_getfield(L, 2, "objectives");
+    for (size_t k = 0; k < M; k++) {
+        objs[k] = HY_OBJ_ACC;
+        if (lua_istable(L, -1)) {
+            lua_geti(L, -1, (lua_Integer)k + 1);
+            if (hy_objective_parse(luaL_optstring(L, -1, "acc"), &objs[k]) != HY_OK)
+                return l_raise(L);
+            lua_pop(L, 1);
+        }
+    }
+    lua_pop(L, 1);
+    pc.members = M;
+    pc.keep = keep;
+    pc.objectives = objs;
+    pc.bootstrap = opt_bool(L, 2, "bootstrap", 0);
+    pc.overlap_penalty = opt_num(L, 2, "overlap_penalty", 0.0);
+    pc.normalize = opt_bool(L, 2, "normalize", 1);
+    double bs = opt_num(L, 2, "batch_size", 64);
+    luaL_argcheck(L, bs >= 1, 2, "opts.batch_size must be >= 1");
+    pc.batch_size = (size_t)bs;
+    pc.seed = (uint64_t)(lua_Integer)opt_num(L, 2, "seed", 0);
+    hy_dataset *calib = opt_dataset(L, 2, "calib", pc.method == HY_PRUNE_TAYLOR);
+    hy_dataset *id = opt_dataset(L, 2, "id", pc.method == HY_PRUNE_CIRCUIT);
+    hy_dataset *ood = opt_dataset(L, 2, "ood", 0);
+    hy_subset cs = {calib, NULL, calib ? calib->n : 0}, is = {id, NULL, id ? id->n : 0};
+    hy_subset os = {ood, NULL, ood ? ood->n : 0};
+    lua_getfield(L, 2, "calib_rows");
+    if (!lua_isnil(L, -1)) {
+        hy_tensor *r = l_checktensor(L, -1);
+        if (r->dtype != HY_I64 || r->ndim != 1)
+            return luaL_error(L, "prune: calib_rows must be a 1-d int64 tensor");
+        cs.idx = r->data;
+        cs.n = (size_t)r->shape[0];
+    }
+    /* the rows tensor stays referenced on the stack during the call */
+    int64_t sh[3] = {(int64_t)M, (int64_t)NL, (int64_t)NH}, so[2] = {(int64_t)M, (int64_t)M};
+    hy_tensor *g = l_pushtensor(L);
+    if (hy_tensor_alloc(g, HY_F32, 3, sh) != HY_OK) return l_raise(L);
+    hy_tensor *s = l_pushtensor(L);
+    if (hy_tensor_alloc(s, HY_F32, 3, sh) != HY_OK) return l_raise(L);
+    hy_tensor *o = l_pushtensor(L);
+    if (hy_tensor_alloc(o, HY_F64, 2, so) != HY_OK) return l_raise(L);
+    if (hy_prune_members(m, calib ? &cs : NULL, id ? &is : NULL, ood ? &os : NULL, &pc, g->data,
+                         s->data, o->data) != HY_OK)
+        return l_raise(L);
+    return 3;
+}
+
+static int l_prune_objective(lua_State *L) {
+    hy_xfmr *m = check_model(L, 1);
+    hy_dataset *id = luaL_checkudata(L, 2, "hydra.Dataset");
+    hy_dataset *ood = lua_isnoneornil(L, 3) ? NULL : luaL_checkudata(L, 3, "hydra.Dataset");
+    lua_Integer bs = luaL_optinteger(L, 4, 64);
+    luaL_argcheck(L, bs >= 1, 4, "batch size must be >= 1");
+    hy_subset is = {id, NULL, id->n}, os = {ood, NULL, ood ? ood->n : 0};
+    double nll = 0.0, auc = 0.0;
+    if (hy_prune_objective(m, &is, ood ? &os : NULL, (size_t)bs, &nll, ood ? &auc : NULL) != HY_OK)
+        return l_raise(L);
+    lua_pushnumber(L, nll);
+    if (ood) lua_pushnumber(L, auc);
+    else lua_pushnil(L);
+    return 2;
+}
+
+static int l_prune_check_gates(lua_State *L) {
+    hy_tensor *t = l_checktensor(L, 1);
+    lua_Integer nl = luaL_checkinteger(L, 2), nh = luaL_checkinteger(L, 3);
+    luaL_argcheck(L, t->dtype == HY_F32, 1, "gates must be float32");
+    luaL_argcheck(L, nl >= 1 && nh >= 1, 2, "layers and heads must be >= 1");
+    if (hy_prune_check_gates(t->data, t->ndim, t->shape, (size_t)nl, (size_t)nh) != HY_OK)
+        return l_raise(L);
+    return 0;
+}
+
+static int l_prune_restore(lua_State *L) {
+    hy_xfmr *m = check_model(L, 1);
+    hy_tensor *b = l_checktensor(L, 2);
+    if (b->dtype != HY_F32 || hy_tensor_numel(b) != m->n_params)
+        return luaL_error(L, "prune: base parameters must be a float32 tensor of %d values "
+                          "(got %d)", (int)m->n_params, (int)hy_tensor_numel(b));
+    hy_prune_restore(m, b->data);
+    return 0;
+}
+
+void l_open_prune(lua_State *L) {
+    static const luaL_Reg fns[] = {
+        {"prune_members", l_prune_members}, {"prune_objective", l_prune_objective},
+        {"prune_check_gates", l_prune_check_gates}, {"prune_restore", l_prune_restore},
+        {NULL, NULL}};
+    l_setfuncs(L, fns);
+}

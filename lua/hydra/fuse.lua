@@ -1,0 +1,78 @@
+-- lua/hydra/fuse.lua: the fused Hydra model for scripts (hydra.fuse; DESIGN §3.5).
+--
+--   local fuse = require("hydra").fuse
+--   local f = fuse.build({ m1, m2, m3 }, { mlp = "average", ln = "member", embed = "member",
+--                                          head = "member" })   -- hydra.model Models (gated)
+--   local f = fuse.load("fused.h5")
+--   f:save(path)   f:info()   f:gates()
+--   local p = f:predict(data_file, split, opts)
+--     -> { probs = [N,C] (mean of member softmaxes), member_probs = [M,N,C],
+--          member_logits = [M,N,C], labels = [N] }
+-- Images are normalised with the data statistics recorded by the members (the first member's
+-- checkpoint /meta data_mean, data_std), saved in the fused file's /meta.
+local core = require("hydra.core")
+
+local M = {}
+local Fused = {}
+Fused.__index = Fused
+M.Fused = Fused
+
+local function wrap(ud, norm)
+  return setmetatable({ ud = ud, norm = norm }, Fused)
+end
+
+-- models: list of hydra.model Models (or raw hydra.Model userdata); modes: fuse section.
+function M.build(models, modes)
+  local uds = {}
+  for i, m in ipairs(models) do uds[i] = m.ud or m end
+  local fc = modes or {}
+  local ud = core.fused_new(uds, { mlp = fc.mlp, ln = fc.ln, embed = fc.embed, head = fc.head })
+  return wrap(ud, models[1] and models[1].norm)
+end
+
+function M.load(path)
+  local ud = core.fused_load(path)
+  local h5 = require("hydra.h5")
+  local f <close> = h5.open(path)
+  local norm
+  if f:exists("/meta") then
+    local a = f:attrs("/meta")
+    if a.data_mean and a.data_std then norm = { a.data_mean, a.data_std } end
+  end
+  return wrap(ud, norm)
+end
+
+-- True when path is a fused Hydra file (has /fuse).
+function M.is_fused(path)
+  local h5 = require("hydra.h5")
+  if not h5.exists(path) then return false end
+  local f <close> = h5.open(path)
+  return f:exists("/fuse")
+end
+
+function Fused:info() return self.ud:info() end
+function Fused:gates() return self.ud:gates() end
+function Fused:close() self.ud:close() end
+
+-- Saves the fused file (atomic); meta: extra /meta attributes. The data normalisation the
+-- members were trained with is recorded as /meta data_mean, data_std.
+function Fused:save(path, meta)
+  local m = {}
+  for k, v in pairs(meta or {}) do m[k] = v end
+  if self.norm then m.data_mean, m.data_std = self.norm[1], self.norm[2] end
+  self.ud:save(path, m)
+end
+
+-- Predictions on a split of a prepared file (or a core Dataset). opts: batch_size (256), subset.
+function Fused:predict(data, split, opts)
+  opts = opts or {}
+  local ds = data
+  if type(data) == "string" then
+    local model = require("hydra.model")
+    ds = model.dataset(data, split, opts.subset, self.norm)
+  end
+  local ml, probs, mp = self.ud:predict(ds, opts.batch_size or 256)
+  return { probs = probs, member_probs = mp, member_logits = ml, labels = ds:labels() }
+end
+
+return M

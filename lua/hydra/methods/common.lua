@@ -1,0 +1,361 @@
+-- lua/hydra/methods/common.lua: what the UQ methods share: the cached base-model stage, the
+-- evaluation sets, predictors (cached predictions, timing, cost) and the cost formulas.
+--
+-- THE METHOD INTERFACE (every lua/hydra/methods/<name>.lua returns such a table):
+--   M.name, M.label                      "hydra_taylor", "Hydra (Taylor)"
+--   M.describe(cfg) -> { name, label, members, seeds = {...}, needs = { ood_val = bool } }
+--   M.build(ctx) -> predictor            builds (or finds in the stage cache) everything the
+--                                        method needs
+-- ctx = { cfg = resolved config, cache = hydra.stages cache, log = function(fmt, ...),
+--         progress = bool }
+-- predictor:predict(set) -> path of a prediction file (/probs [N,C], /labels [N] int32,
+--                           /logits [N,C], /member_probs [M,N,C] and /member_logits [M,N,C]
+--                           when the method has members); a cached stage ("preds")
+-- predictor:time_batch(set, B, reps) -> median milliseconds of one forward of B samples
+-- predictor.cost = { params, flops (forward FLOPs per sample), members }
+-- predictor.seeds = { training seeds used }
+-- Sets come from common.sets(cfg): { name, role = "id"|"ood"|"shift", file, parts = { split... },
+-- subset, hash }.
+local core = require("hydra.core")
+local err = require("hydra.err")
+local h5 = require("hydra.h5")
+local model = require("hydra.model")
+local stages = require("hydra.stages")
+
+local C = {}
+
+-- ===== config helpers =====
+
+local function deep_copy(v)
+  if type(v) ~= "table" then return v end
+  local t = {}
+  for k, x in pairs(v) do t[k] = deep_copy(x) end
+  return t
+end
+C.deep_copy = deep_copy
+
+function C.data_file(cfg, name)
+  return model.data_path(cfg, name)
+end
+
+-- The config subset that determines a trained base model (with seed and dropout applied).
+function C.base_inputs(cfg, seed, dropout)
+  local mc = deep_copy(cfg.model)
+  mc.dropout = dropout
+  local idf = C.data_file(cfg, cfg.data.id)
+  return {
+    model = mc, train = cfg.train, optim = cfg.optim, seed = seed,
+    data = { id = cfg.data.id, hash = stages.data_hash(idf), train_subset = cfg.data.train_subset,
+             val_subset = cfg.data.test_subset },
+  }
+end
+
+-- A copy of cfg with the seed and model.dropout changed (what the base model is trained with).
+function C.with_seed(cfg, seed, dropout)
+  local c = deep_copy(cfg)
+  c.seed = seed
+  c.model.dropout = dropout
+  return c
+end
+
+-- ===== the base model stage =====
+
+-- Trains (or finds) the base model for seed and dropout; returns checkpoint path, key.
+function C.base_model(ctx, seed, dropout)
+  local cfg = ctx.cfg
+  seed = seed or cfg.seed
+  if dropout == nil then dropout = cfg.model.dropout end
+  local inputs = C.base_inputs(cfg, seed, dropout)
+  local path, key = ctx.cache:get("base", inputs, function(tmp, key)
+    local c = C.with_seed(cfg, seed, dropout)
+    ctx.log("training base model (seed %d, dropout %g, %d epochs) ...", seed, dropout,
+      c.train.epochs)
+    local m = model.new(c, seed)
+    local hist = m:train(C.data_file(c, c.data.id), c, {
+      progress = ctx.progress,
+      log = function(line) ctx.log("  %s", line) end,
+    })
+    m:save(tmp, { seed = seed, stage = "base", stage_key = key,
+                  data_hash = inputs.data.hash, best_epoch = hist.best_epoch or 0 })
+  end)
+  return path, key
+end
+
+-- ===== evaluation sets =====
+
+local function list_splits(path)
+  local out = {}
+  local f <close> = h5.open(path)
+  local function walk(group, prefix)
+    for _, e in ipairs(f:list(group)) do
+      if e.kind == "group" and not (prefix == nil and e.name == "meta") then
+        local full = prefix and (prefix .. "/" .. e.name) or e.name
+        if f:exists("/" .. full .. "/images") or f:exists("/" .. full .. "/ids") then
+          out[#out + 1] = full
+        else
+          walk("/" .. full, full)
+        end
+      end
+    end
+  end
+  walk("/", nil)
+  return out
+end
+C.list_splits = list_splits
+
+local function need_prepared(cfg, name, role)
+  local path = C.data_file(cfg, name)
+  if core.stat(path) ~= "file" then
+    err.fail("run: %s dataset '%s' is not prepared: '%s' not found (run 'hydra data prepare %s')",
+      role, name, path, name)
+  end
+  return path
+end
+C.need_prepared = need_prepared
+
+-- The evaluation sets of cfg, in order: the ID test split, every OOD set, every shift set (a
+-- file whose splits are "<corruption>/<severity>" gives one set per severity, "<name>-s<k>").
+-- Every split is cut to its first data.test_subset samples (shift splits: data.shift_subset,
+-- when > 0).
+function C.sets(cfg)
+  local out = {}
+  local subset = cfg.data.test_subset or 0
+  local shift_subset = (cfg.data.shift_subset or 0) > 0 and cfg.data.shift_subset or subset
+  local function add(name, role, file, parts)
+    out[#out + 1] = { name = name, role = role, file = file, parts = parts,
+                      subset = role == "shift" and shift_subset or subset,
+                      hash = stages.data_hash(file) }
+  end
+  local idf = need_prepared(cfg, cfg.data.id, "ID")
+  local id_splits = list_splits(idf)
+  local has = {}
+  for _, s in ipairs(id_splits) do has[s] = true end
+  if not has.test then
+    err.fail("run: ID dataset '%s' has no 'test' split (splits: %s)", idf,
+      table.concat(id_splits, ", "))
+  end
+  add(cfg.data.id, "id", idf, { "test" })
+  for _, name in ipairs(cfg.data.ood or {}) do
+    local f = need_prepared(cfg, name, "OOD")
+    local splits = list_splits(f)
+    local split
+    for _, s in ipairs(splits) do if s == "test" then split = s end end
+    if not split and #splits == 1 then split = splits[1] end
+    if not split then
+      err.fail("run: OOD dataset '%s' has no 'test' split (splits: %s)", f,
+        table.concat(splits, ", "))
+    end
+    add(name, "ood", f, { split })
+  end
+  for _, name in ipairs(cfg.data.shift or {}) do
+    local f = need_prepared(cfg, name, "shift")
+    local splits = list_splits(f)
+    local test
+    for _, s in ipairs(splits) do if s == "test" then test = s end end
+    if test then
+      add(name, "shift", f, { test })
+    else
+      local by_sev, sevs = {}, {}
+      for _, s in ipairs(splits) do
+        local sev = s:match("^[^/]+/(%d+)$")
+        if not sev then
+          err.fail("run: shift dataset '%s' has split '%s' (expected 'test' or "
+            .. "'<corruption>/<severity>')", f, s)
+        end
+        sev = math.tointeger(tonumber(sev))
+        if not by_sev[sev] then by_sev[sev] = {}; sevs[#sevs + 1] = sev end
+        table.insert(by_sev[sev], s)
+      end
+      table.sort(sevs)
+      for _, sev in ipairs(sevs) do add(("%s-s%d"):format(name, sev), "shift", f, by_sev[sev]) end
+    end
+  end
+  return out
+end
+
+-- A core Dataset of a set; norm = { mean, std } (a model's) or nil (the file's /meta).
+function C.dataset(set, norm)
+  if #set.parts == 1 then return model.dataset(set.file, set.parts[1], set.subset, norm) end
+  local f <close> = h5.open(set.file)
+  if not norm then
+    local meta = f:attrs("/meta")
+    if not (meta.mean and meta.std) then
+      err.fail("run: '%s' has no /meta mean and std (needed to normalise its images)", set.file)
+    end
+    norm = { meta.mean, meta.std }
+  end
+  local images, labels = {}, {}
+  for i, part in ipairs(set.parts) do
+    local name = "/" .. part .. "/images"
+    if not f:exists(name) then
+      err.fail("run: shift set '%s' needs images; '%s' has no %s", set.name, set.file, name)
+    end
+    local im, lb = f:read(name), f:read("/" .. part .. "/labels")
+    local n = im:size(1)
+    if set.subset > 0 and set.subset < n then
+      im, lb = core.sample_slice(im, 1, set.subset), core.sample_slice(lb, 1, set.subset)
+    end
+    images[i], labels[i] = im, lb
+  end
+  return core.dataset_from_images(core.concat(images), core.concat(labels), norm[1], norm[2])
+end
+
+-- The identity of a set for stage keys.
+function C.set_inputs(set)
+  return { file = set.hash, parts = set.parts, subset = set.subset }
+end
+
+-- ===== cost =====
+
+-- Tokens per sample of a model config (ViT: patches + cls; text: max_len, an upper bound).
+function C.tokens(mc)
+  if mc.kind == "vit" then return (mc.image_size // mc.patch) ^ 2 + 1 end
+  return mc.max_len
+end
+
+-- Forward FLOPs per sample (the formula of hy_xfmr_flops / hy_fused_flops): kept[l] = heads
+-- computed in layer l (all heads when nil). Pruned heads cost nothing when the model is packed.
+function C.flops(mc, kept)
+  local D, DM, t = mc.d_model, mc.d_mlp, C.tokens(mc)
+  local HS = mc.d_model // mc.n_heads
+  local f = 0.0
+  if mc.kind == "vit" then f = f + 2.0 * (t - 1) * mc.channels * mc.patch * mc.patch * D end
+  for l = 1, mc.depth do
+    local Ch = (kept and kept[l] or mc.n_heads) * HS
+    f = f + 2.0 * t * D * 3.0 * Ch + 2.0 * 2.0 * t * t * Ch + 2.0 * t * Ch * D
+      + 2.0 * 2.0 * t * D * DM
+  end
+  return f + 2.0 * D * mc.n_classes
+end
+
+-- Parameters of a model whose kept heads are kept[l] (pruned heads' Q/K/V rows and proj
+-- columns not counted); params_full is the unpruned count (Model:params_count()).
+function C.pruned_params(mc, params_full, kept)
+  if not kept then return params_full end
+  local HS = mc.d_model // mc.n_heads
+  local drop = 0
+  for l = 1, mc.depth do
+    local pruned = mc.n_heads - kept[l]
+    drop = drop + pruned * (3 * HS * mc.d_model + 3 * HS + mc.d_model * HS)
+  end
+  return params_full - drop
+end
+
+-- Kept heads per layer of a gate tensor [L,H].
+function C.kept_of(gates)
+  local t = gates:totable()
+  local kept = {}
+  for l, row in ipairs(t) do
+    local k = 0
+    for _, g in ipairs(row) do if g ~= 0 then k = k + 1 end end
+    kept[l] = k
+  end
+  return kept
+end
+
+-- ===== predictors =====
+
+local Predictor = {}
+Predictor.__index = Predictor
+C.Predictor = Predictor
+
+-- spec = { ctx, name, key_inputs (identity for the preds stage), members (count),
+--          run = function(ds, B) -> { probs, logits, labels, member_probs?, member_logits? },
+--          dataset = function(set) -> core Dataset (normalised for the method's models),
+--          cost = { params, flops, members }, seeds }
+function C.predictor(spec)
+  return setmetatable(spec, Predictor)
+end
+
+function Predictor:predict(set)
+  local ctx = self.ctx
+  local inputs = { method = self.key_inputs, set = C.set_inputs(set),
+                   batch = ctx.cfg.train.eval_batch_size }
+  local path = ctx.cache:get("preds", inputs, function(tmp)
+    local ds = self.dataset(set)
+    local p = self.run(ds, ctx.cfg.train.eval_batch_size)
+    local f <close> = h5.create(tmp)
+    f:write("/probs", p.probs)
+    f:write("/logits", p.logits)
+    f:write("/labels", p.labels)
+    if p.member_probs then f:write("/member_probs", p.member_probs) end
+    if p.member_logits then f:write("/member_logits", p.member_logits) end
+    f:set_attr("/", "method", self.name)
+    f:set_attr("/", "dataset", set.name)
+    f:set_attr("/", "data", set.file)
+    f:set_attr("/", "split", table.concat(set.parts, ","))
+    f:set_attr("/", "members", self.cost.members)
+    f:commit()
+  end)
+  return path
+end
+
+-- Median milliseconds of one prediction of the first B samples of set (reps passes).
+function Predictor:time_batch(set, B, reps)
+  reps = reps or 5
+  local one = { name = set.name, role = set.role, file = set.file, parts = { set.parts[1] },
+                subset = B, hash = set.hash }
+  local ds = self.dataset(one)
+  local n = ds:size()
+  self.run(ds, B)   -- warm-up (allocations, caches)
+  local times = {}
+  for i = 1, reps do
+    local t0 = core.now()
+    self.run(ds, B)
+    times[i] = (core.now() - t0) * 1000
+  end
+  table.sort(times)
+  return times[(reps + 1) // 2], n
+end
+
+-- ===== model-backed runs =====
+
+-- Predicts ds with each loaded model (hydra.model objects) into [M,N,C] member tensors; with
+-- mc = K > 0 (one model), K dropout passes (seeded by mc_seed) instead.
+function C.run_models(models, ds, B, mc, mc_seed)
+  if mc and mc > 0 then
+    local p = models[1]:predict(ds, nil, { batch_size = B, mc_samples = mc, seed = mc_seed })
+    return p
+  end
+  if #models == 1 then
+    local p = models[1]:predict(ds, nil, { batch_size = B })
+    return p
+  end
+  local n, K = ds:size(), models[1]:config().n_classes
+  local logits = core.tensor("float32", #models, n, K)
+  local probs = core.tensor("float32", #models, n, K)
+  for m, mod in ipairs(models) do
+    mod.ud:predict(ds, B, logits:row(m), probs:row(m))
+  end
+  return { probs = core.mean_first(probs), logits = core.mean_first(logits), labels = ds:labels(),
+           member_probs = probs, member_logits = logits }
+end
+
+-- A predictor over checkpoints (paths with their stage keys). opts: mc (samples), mc_seed,
+-- kept (heads kept per layer, for cost of pruned single models), name, label, seeds.
+function C.model_predictor(ctx, ckpts, keys, opts)
+  local models = {}
+  for i, p in ipairs(ckpts) do models[i] = model.load(p) end
+  local mc = opts.mc or 0
+  local mcfg = ctx.cfg.model
+  local full = models[1]:params_count()
+  local params, flops = 0, 0
+  for i = 1, #models do
+    local kept = opts.kept and opts.kept[i] or nil
+    params = params + C.pruned_params(mcfg, full, kept)
+    flops = flops + C.flops(mcfg, kept)
+  end
+  if mc > 0 then flops = flops * mc end
+  local members = mc > 0 and mc or #models
+  return C.predictor({
+    ctx = ctx, name = opts.name,
+    key_inputs = { kind = mc > 0 and "mc" or "models", models = keys, mc = mc,
+                   mc_seed = opts.mc_seed },
+    dataset = function(set) return C.dataset(set, models[1].norm) end,
+    run = function(ds, B) return C.run_models(models, ds, B, mc, opts.mc_seed) end,
+    cost = { params = params, flops = flops, members = members },
+    seeds = opts.seeds or {},
+  })
+end
+
+return C

@@ -1,0 +1,658 @@
+-- lua/hydra/sweep.lua: sweeps = many runs of one base config, run by worker processes.
+--
+-- A sweep file (configs/sweeps/*.yaml):
+--   base: ../experiments/ablation_members.yaml   # config file(s) every point starts from
+--                                                # (a path or a list, relative to this file)
+--   profiles:                                    # optional: the size layer chosen by --profile
+--     quick: ../experiments/quick.yaml           #   (default: quick); merged after base
+--     paper: ../experiments/paper.yaml
+--   seeds: 3                                     # optional: adds the axis seed = 0..K-1
+--   set: {data.test_subset: 500}                 # optional: overrides applied to every point
+--   grid:                                        # optional: every combination of the values
+--     hydra.members: [1, 2, 3, 4, 5, 6]
+--     fuse.mlp: [average, member]
+--   points:                                      # optional: whole override sets
+--     - {prune.method: taylor}
+--     - {prune.method: circuit, prune.objective: avg}
+--   description: text                            # optional, shown by --list
+-- Keys of set/grid/points are dotted config paths checked against configs/defaults.yaml, their
+-- values are checked like config values; every problem is an error naming file:line:col.
+--
+-- Points, in a fixed documented order, numbered from 0:
+--   for each seed s (only when `seeds` / --seeds is given; outermost, so a partial sweep has
+--   every configuration at seed 0 first), for each entry of `points` (in file order; one empty
+--   entry when absent), for each combination of `grid` (keys in file order, the first key
+--   slowest and the last fastest, values in file order).
+-- A point's config = defaults < base files < profile file < set < points entry < grid values <
+-- seed < command-line overrides. --seeds K replaces the file's `seeds`; a grid over `seed`
+-- and seeds/--seeds together is an error.
+--
+-- API:
+--   sweep.load(path, opts) -> s      opts: profile, seeds, overrides (array of "k=v" strings)
+--     s.points[i] = { index (0-based), label ("hydra.members=2 seed=0"), overrides, cfg, id, dir }
+--   sweep.status(s) -> { complete = n, partial = n, absent = n }, and point.status set
+--   sweep.run(s, opts) -> summary    opts: jobs, shard = { i, n }, threads (total budget),
+--                                    quiet, log (function(line)), exe (the hydra binary)
+--     summary = { total, selected, skipped, ran, failed = { point... }, interrupted = bool,
+--                 complete (points of the sweep complete after the run) }
+--   sweep.run_point(s, index, opts) -> run summary   (in this process; used by the worker)
+--   sweep.shard(text) -> { i, n }    parses "i/n" (0 <= i < n) or "auto" (Slurm array / MPI env)
+-- Workers: `hydra sweep FILE --point I --expect RUN-ID [same options]`, started with
+-- fork + exec, each in its own process group with HYDRA_THREADS / OMP_NUM_THREADS /
+-- OPENBLAS_NUM_THREADS set to its share of the thread budget (jobs x threads <= budget), stdout
+-- and stderr appended to <run dir>/worker.log. A complete point (result.h5 present) is never
+-- started again. SIGINT/SIGTERM: the parent sends SIGTERM to every worker's process group,
+-- waits (SIGKILL after 10 s), and raises an error saying how to resume (exit status 130).
+local config = require("hydra.config")
+local core = require("hydra.core")
+local err = require("hydra.err")
+local strings = require("hydra.strings")
+
+local M = {}
+
+M.KILL_GRACE_S = 10
+M.POLL_S = 0.1
+
+local TOP = { "base", "profiles", "seeds", "set", "grid", "points", "description" }
+
+-- ===== small helpers =====
+
+local function dirname(path)
+  return path:match("^(.*)/[^/]*$") or "."
+end
+
+local function join(dir, rel)
+  if rel:sub(1, 1) == "/" or dir == "." or dir == "" then return rel end
+  return dir .. "/" .. rel
+end
+
+local function kind_of(v, p)
+  if v == core.yaml_null then return "null" end
+  if p and p.kind then return p.kind end
+  local t = type(v)
+  if t == "number" then return math.type(v) == "integer" and "integer" or "float" end
+  return t
+end
+
+local function describe(v, kind)
+  if kind == "string" then return ("string '%s'"):format(v) end
+  if kind == "integer" or kind == "float" or kind == "boolean" then
+    return kind .. " " .. tostring(v)
+  end
+  return kind
+end
+
+-- YAML text of one value, as it would be written on the command line.
+local function value_text(v)
+  local t = type(v)
+  if t == "string" then
+    if v:match("^[%w_%.%-/]+$") and not tonumber(v) and v ~= "true" and v ~= "false"
+       and v ~= "null" and v ~= "~" then
+      return v
+    end
+    return "'" .. v:gsub("'", "''") .. "'"
+  elseif t == "number" then
+    if math.type(v) == "integer" then return ("%d"):format(v) end
+    local s = ("%.17g"):format(v)
+    for p = 1, 17 do
+      local c = ("%." .. p .. "g"):format(v)
+      if tonumber(c) == v then s = c; break end
+    end
+    if not s:find("[%.eEn]") then s = s .. ".0" end
+    return s
+  elseif t == "boolean" then
+    return tostring(v)
+  elseif t == "table" then
+    if #v > 0 or next(v) == nil then
+      local parts = {}
+      for i, x in ipairs(v) do parts[i] = value_text(x) end
+      return "[" .. table.concat(parts, ", ") .. "]"
+    end
+    local keys = {}
+    for k in pairs(v) do keys[#keys + 1] = k end
+    table.sort(keys)
+    local parts = {}
+    for i, k in ipairs(keys) do parts[i] = k .. ": " .. value_text(v[k]) end
+    return "{" .. table.concat(parts, ", ") .. "}"
+  end
+  return "~"
+end
+M.value_text = value_text
+
+-- Every dotted path of the config (leaves and sections).
+local function all_paths()
+  local st = config._state()
+  local out, set = {}, {}
+  local function walk(spec)
+    for _, k in ipairs(spec.order) do
+      local child = spec.keys[k]
+      local path = child.path
+      out[#out + 1] = path
+      set[path] = child
+      if child.section then walk(child) end
+    end
+  end
+  walk(st.spec)
+  return out, set
+end
+
+local function nested(key, v)
+  local t = {}
+  local cur = t
+  local parts = {}
+  for part in key:gmatch("[^.]+") do parts[#parts + 1] = part end
+  for i = 1, #parts - 1 do
+    cur[parts[i]] = {}
+    cur = cur[parts[i]]
+  end
+  cur[parts[#parts]] = v
+  return t
+end
+
+-- ===== reading and checking a sweep file =====
+
+local function at(file, p, key_pos)
+  if not p then return file .. ":1:1" end
+  if key_pos and p.key_line then return ("%s:%d:%d"):format(file, p.key_line, p.key_col) end
+  return ("%s:%d:%d"):format(file, p.line or 1, p.col or 1)
+end
+
+-- Checks a dotted key; `where` = "grid" | "set" | "points[2]".
+local function check_key(file, key, p, where)
+  local paths, set = all_paths()
+  if type(key) ~= "string" or key == "" then
+    err.fail("%s: %s: keys must be dotted config paths (got %s)", at(file, p, true), where,
+      tostring(key))
+  end
+  if key == "include" then
+    err.fail("%s: %s: 'include' is not a setting (use base: in the sweep file)",
+      at(file, p, true), where)
+  end
+  if not set[key] then
+    local s = strings.closest(key, paths)
+    err.fail("%s: unknown key '%s' in %s%s", at(file, p, true), key, where,
+      s and (" (did you mean '" .. s .. "'?)") or
+      " (keys are dotted paths of configs/defaults.yaml, e.g. hydra.members)")
+  end
+end
+
+-- Checks value v of key (as a config value); `what` names it in the message.
+local function check_value(file, key, v, p, what)
+  local ok, e = pcall(config.resolve, nested(key, v))
+  if ok then return end
+  local msg = err.message(e)
+  msg = msg:gsub("^config table: ", "")
+  local rest
+  if msg:sub(1, #key) == key then rest = msg:sub(#key + 1)
+  else rest = ": " .. msg end
+  err.fail("%s: %s%s", at(file, p), what, rest)
+end
+
+-- Reads the overrides map m (positions p) of section `where` into a list { key, value, label }.
+local function read_overrides(file, m, p, where)
+  local list = {}
+  if m == core.yaml_null or m == nil then return list end
+  local kind = kind_of(m, p)
+  if kind ~= "map" then
+    err.fail("%s: %s: expected a map of dotted keys to values, got %s", at(file, p), where,
+      describe(m, kind))
+  end
+  for _, k in ipairs(p.order) do
+    local sub = p.sub[k]
+    check_key(file, k, sub, where)
+    check_value(file, k, m[k], sub, where .. " " .. k)
+    list[#list + 1] = { key = k, value = m[k] }
+  end
+  return list
+end
+
+local function read_paths(file, v, p, what)
+  local kind = kind_of(v, p)
+  local dir = dirname(file)
+  if kind == "string" then return { join(dir, v) } end
+  if kind == "list" and #v > 0 then
+    local out = {}
+    for i, x in ipairs(v) do
+      local xp = p.sub[i]
+      if type(x) ~= "string" then
+        err.fail("%s: %s[%d]: expected a config file path, got %s", at(file, xp), what, i,
+          describe(x, kind_of(x, xp)))
+      end
+      out[i] = join(dir, x)
+    end
+    return out
+  end
+  err.fail("%s: %s: expected a config file path or a list of paths, got %s", at(file, p), what,
+    describe(v, kind))
+end
+
+-- Parses and checks a sweep file into { file, name, base, profiles, seeds, set, axes, entries,
+-- description }.
+function M.read(path)
+  if type(path) ~= "string" then error("sweep.read: expected a path", 2) end
+  if not core.stat(path) then err.fail("sweep: cannot open '%s': no such file", path) end
+  local ok, v, p = pcall(core.yaml_load, path)
+  if not ok then err.fail("sweep: %s", err.message(v)) end
+  local file = path
+  if kind_of(v, p) ~= "map" then
+    err.fail("%s: a sweep file must be a map with base: and grid: or points: (got %s)",
+      at(file, p), describe(v, kind_of(v, p)))
+  end
+  for _, k in ipairs(p.order) do
+    local okk = false
+    for _, t in ipairs(TOP) do if t == k then okk = true end end
+    if not okk then
+      local s = strings.closest(k, TOP)
+      err.fail("%s: unknown key '%s' in sweep%s", at(file, p.sub[k], true), k,
+        s and (" (did you mean '" .. s .. "'?)") or (" (known: " .. table.concat(TOP, ", ") .. ")"))
+    end
+  end
+  local sw = { file = file, name = (file:match("([^/]+)$") or file):gsub("%.ya?ml$", ""),
+               profiles = {}, axes = {}, entries = {} }
+  if v.base == nil then
+    err.fail("%s: sweep has no base: (the config file every point starts from)", at(file, p))
+  end
+  sw.base = read_paths(file, v.base, p.sub.base, "base")
+  if v.profiles ~= nil then
+    local pp = p.sub.profiles
+    if kind_of(v.profiles, pp) ~= "map" then
+      err.fail("%s: profiles: expected a map of profile names to config paths, got %s",
+        at(file, pp), describe(v.profiles, kind_of(v.profiles, pp)))
+    end
+    sw.profile_names = {}
+    for _, name in ipairs(pp.order) do
+      sw.profiles[name] = read_paths(file, v.profiles[name], pp.sub[name], "profiles." .. name)
+      sw.profile_names[#sw.profile_names + 1] = name
+    end
+  end
+  if v.seeds ~= nil then
+    local sp = p.sub.seeds
+    if math.type(v.seeds) ~= "integer" or v.seeds < 1 then
+      err.fail("%s: seeds: expected an integer >= 1, got %s", at(file, sp),
+        describe(v.seeds, kind_of(v.seeds, sp)))
+    end
+    sw.seeds = v.seeds
+  end
+  if v.description ~= nil then sw.description = tostring(v.description) end
+  sw.set = read_overrides(file, v.set, p.sub.set, "set")
+  if v.grid ~= nil then
+    local gp = p.sub.grid
+    local gk = kind_of(v.grid, gp)
+    if gk == "null" or (gk == "map" and #gp.order == 0) then
+      err.fail("%s: grid is empty (give dotted keys with lists of values, e.g. seed: [0, 1, 2])",
+        at(file, gp))
+    end
+    if gk ~= "map" then
+      err.fail("%s: grid: expected a map of dotted keys to lists of values, got %s", at(file, gp),
+        describe(v.grid, gk))
+    end
+    for _, k in ipairs(gp.order) do
+      local sub = gp.sub[k]
+      check_key(file, k, sub, "grid")
+      local vals = v.grid[k]
+      local vk = kind_of(vals, sub)
+      if vk ~= "list" then
+        err.fail("%s: grid %s: expected a list of values, got %s", at(file, sub), k,
+          describe(vals, vk))
+      end
+      if #vals == 0 then
+        err.fail("%s: grid %s: empty list of values", at(file, sub), k)
+      end
+      local seen = {}
+      for i, x in ipairs(vals) do
+        check_value(file, k, x, sub.sub[i], ("grid %s[%d]"):format(k, i))
+        local t = value_text(x)
+        if seen[t] then
+          err.fail("%s: grid %s[%d]: duplicate value %s (first at [%d])", at(file, sub.sub[i]), k,
+            i, t, seen[t])
+        end
+        seen[t] = i
+      end
+      sw.axes[#sw.axes + 1] = { key = k, values = vals }
+    end
+  end
+  if v.points ~= nil then
+    local pp = p.sub.points
+    local pk = kind_of(v.points, pp)
+    if pk ~= "list" then
+      err.fail("%s: points: expected a list of override maps, got %s", at(file, pp),
+        describe(v.points, pk))
+    end
+    if #v.points == 0 then
+      err.fail("%s: points is empty (give a list of override maps)", at(file, pp))
+    end
+    for i, e in ipairs(v.points) do
+      sw.entries[i] = read_overrides(file, e, pp.sub[i], ("points[%d]"):format(i))
+    end
+  end
+  if #sw.axes == 0 and #sw.entries == 0 then
+    err.fail("%s: sweep has neither grid: nor points: (nothing to run)", at(file, p))
+  end
+  return sw
+end
+
+-- ===== points =====
+
+-- "i/n" -> { i, n }; "auto" reads SLURM_ARRAY_TASK_ID/COUNT, OMPI_COMM_WORLD_RANK/SIZE or
+-- PMI_RANK/SIZE.
+function M.shard(text)
+  if text == "auto" then
+    local pairs_ = { { "SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_COUNT" },
+                     { "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE" },
+                     { "PMI_RANK", "PMI_SIZE" } }
+    for _, e in ipairs(pairs_) do
+      local i, n = tonumber(os.getenv(e[1]) or ""), tonumber(os.getenv(e[2]) or "")
+      if i and n then
+        local min = tonumber(os.getenv("SLURM_ARRAY_TASK_MIN") or "")
+        if e[1] == "SLURM_ARRAY_TASK_ID" and min then i = i - min end
+        return M.shard(("%d/%d"):format(i, n))
+      end
+    end
+    err.usage("hydra sweep: --shard auto found no SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT, "
+      .. "OMPI_COMM_WORLD_RANK/SIZE or PMI_RANK/SIZE in the environment")
+  end
+  local i, n = tostring(text):match("^(%d+)/(%d+)$")
+  i, n = tonumber(i), tonumber(n)
+  if not i or n < 1 or i >= n then
+    err.usage("hydra sweep: --shard expects i/n with 0 <= i < n (e.g. 0/4), got '%s'",
+      tostring(text))
+  end
+  return { i = math.tointeger(i), n = math.tointeger(n) }
+end
+
+local function run_mod() return require("hydra.run") end
+
+-- Loads a sweep: reads the file and resolves every point's config.
+function M.load(path, opts)
+  opts = opts or {}
+  local sw = M.read(path)
+  local profile = opts.profile
+  sw.profile_files = {}
+  if profile and not sw.profile_names then
+    err.fail("sweep: '%s' has no profiles: (got --profile %s)", path, profile)
+  end
+  if sw.profile_names then
+    profile = profile or "quick"
+    if not sw.profiles[profile] then
+      err.fail("sweep: '%s' has no profile '%s' (profiles: %s)", path, profile,
+        table.concat(sw.profile_names, ", "))
+    end
+    sw.profile_files = sw.profiles[profile]
+  end
+  sw.profile = profile
+  local seeds = opts.seeds or sw.seeds
+  if opts.seeds ~= nil and (math.type(opts.seeds) ~= "integer" or opts.seeds < 1) then
+    err.usage("hydra sweep: --seeds expects an integer >= 1, got %s", tostring(opts.seeds))
+  end
+  if seeds then
+    for _, a in ipairs(sw.axes) do
+      if a.key == "seed" then
+        err.fail("sweep: '%s' has a grid over seed and seeds %d; use one of them", path, seeds)
+      end
+    end
+  end
+  sw.n_seeds = seeds
+  sw.cli = opts.overrides or {}
+  local include = {}
+  for _, f in ipairs(sw.base) do include[#include + 1] = f end
+  for _, f in ipairs(sw.profile_files) do include[#include + 1] = f end
+  sw.include = include
+
+  -- enumerate
+  local combos = { {} }
+  for _, a in ipairs(sw.axes) do
+    local nxt = {}
+    for _, c in ipairs(combos) do
+      for _, val in ipairs(a.values) do
+        local cc = table.move(c, 1, #c, 1, {})
+        cc[#cc + 1] = { key = a.key, value = val }
+        nxt[#nxt + 1] = cc
+      end
+    end
+    combos = nxt
+  end
+  local entries = #sw.entries > 0 and sw.entries or { {} }
+  local seed_list = { false }
+  if seeds then
+    seed_list = {}
+    for s = 0, seeds - 1 do seed_list[#seed_list + 1] = s end
+  end
+  sw.points = {}
+  local by_id = {}
+  local run = run_mod()
+  for _, s in ipairs(seed_list) do
+    for _, e in ipairs(entries) do
+      for _, c in ipairs(combos) do
+        local ov, labels = {}, {}
+        for _, o in ipairs(sw.set) do ov[#ov + 1] = o end
+        for _, o in ipairs(e) do ov[#ov + 1] = o; labels[#labels + 1] = o end
+        for _, o in ipairs(c) do ov[#ov + 1] = o; labels[#labels + 1] = o end
+        if s then
+          local o = { key = "seed", value = s }
+          ov[#ov + 1] = o
+          labels[#labels + 1] = o
+        end
+        local list, text = {}, {}
+        for _, o in ipairs(ov) do
+          list[#list + 1] = { key = o.key, value = type(o.value) == "string"
+            and ("'" .. o.value:gsub("'", "''") .. "'") or o.value }
+        end
+        for _, o in ipairs(sw.cli) do list[#list + 1] = o end
+        for i, o in ipairs(labels) do text[i] = o.key .. "=" .. value_text(o.value) end
+        local index = #sw.points
+        local cfg = config.resolve({ include = include }, list)
+        local pt = { index = index, overrides = ov, label = table.concat(text, " "), cfg = cfg }
+        pt.id = run.id(cfg)
+        pt.dir = run.dir(cfg)
+        if by_id[pt.id] then
+          err.fail("sweep: points %d (%s) and %d (%s) resolve to the same run %s; a grid or "
+            .. "points key changes nothing that identifies a run", by_id[pt.id].index,
+            by_id[pt.id].label, index, pt.label, pt.id)
+        end
+        by_id[pt.id] = pt
+        sw.points[#sw.points + 1] = pt
+      end
+    end
+  end
+  sw.experiment = sw.points[1].cfg.experiment
+  sw.results_dir = sw.points[1].cfg.results_dir
+  return sw
+end
+
+function M.status(sw)
+  local run = run_mod()
+  local counts = { complete = 0, partial = 0, absent = 0 }
+  for _, pt in ipairs(sw.points) do
+    pt.status = run.status(pt.cfg)
+    counts[pt.status] = (counts[pt.status] or 0) + 1
+  end
+  return counts
+end
+
+-- The points with index ≡ shard.i (mod shard.n) (all when shard is nil).
+function M.select(sw, shard)
+  local out = {}
+  for _, pt in ipairs(sw.points) do
+    if not shard or pt.index % shard.n == shard.i then out[#out + 1] = pt end
+  end
+  return out
+end
+
+-- ===== running =====
+
+-- Runs one point in this process (the worker's job).
+function M.run_point(sw, index, opts)
+  opts = opts or {}
+  local pt = sw.points[index + 1]
+  if not pt then
+    err.fail("sweep: '%s' has %d points (0..%d); no point %d", sw.file, #sw.points,
+      #sw.points - 1, index)
+  end
+  if opts.expect and opts.expect ~= pt.id then
+    err.fail("sweep: point %d of '%s' is run %s, expected %s (the sweep file, its configs or "
+      .. "the options changed since the sweep started)", index, sw.file, pt.id, opts.expect)
+  end
+  local cfg = pt.cfg
+  if opts.threads then cfg.threads = opts.threads end
+  return run_mod().execute(cfg, { quiet = opts.quiet, progress = opts.progress })
+end
+
+local function fmt_time(s)
+  s = math.floor(s + 0.5)
+  if s >= 3600 then return ("%d:%02d:%02d"):format(s // 3600, (s % 3600) // 60, s % 60) end
+  return ("%02d:%02d"):format(s // 60, s % 60)
+end
+
+local function tail(path, n)
+  local f = io.open(path, "rb")
+  if not f then return "" end
+  local lines = {}
+  for l in f:lines() do
+    lines[#lines + 1] = l
+    if #lines > n then table.remove(lines, 1) end
+  end
+  f:close()
+  return table.concat(lines, "\n")
+end
+
+-- The thread budget: opts.threads, else the base config's `threads`, else HYDRA_THREADS, else
+-- every core.
+local function budget(sw, opts)
+  if opts.threads and opts.threads > 0 then return opts.threads end
+  local t = sw.points[1].cfg.threads
+  if t and t > 0 then return t end
+  local env = math.tointeger(tonumber(os.getenv("HYDRA_THREADS") or ""))
+  if env and env > 0 then return env end
+  return core.ncpu()
+end
+
+-- The worker's command line for point pt.
+local function worker_argv(sw, pt, exe, threads)
+  local argv = { exe, "sweep", sw.file, "--point", tostring(pt.index), "--expect", pt.id,
+                 "--threads", tostring(threads) }
+  if sw.profile then argv[#argv + 1] = "--profile"; argv[#argv + 1] = sw.profile end
+  if sw.n_seeds and sw.n_seeds ~= sw.seeds then
+    argv[#argv + 1] = "--seeds"; argv[#argv + 1] = tostring(sw.n_seeds)
+  end
+  for _, o in ipairs(sw.cli) do
+    argv[#argv + 1] = type(o) == "string" and o or (o.key .. "=" .. tostring(o.value))
+  end
+  return argv
+end
+M.worker_argv = worker_argv
+
+function M.run(sw, opts)
+  opts = opts or {}
+  local run = run_mod()
+  local say = opts.log or function(line) if not opts.quiet then print(line) end end
+  local jobs = opts.jobs or sw.points[1].cfg.sweep.jobs
+  local total_threads = budget(sw, opts)
+  if jobs > total_threads then
+    say(("sweep: --jobs %d is more than the thread budget %d; using %d jobs"):format(jobs,
+      total_threads, total_threads))
+    jobs = total_threads
+  end
+  local per = math.max(1, total_threads // jobs)
+  local exe = opts.exe or core.exe()
+  local selected = M.select(sw, opts.shard)
+  M.status(sw)
+  local todo, skipped = {}, 0
+  for _, pt in ipairs(selected) do
+    if pt.status == "complete" then skipped = skipped + 1 else todo[#todo + 1] = pt end
+  end
+  local summary = { total = #sw.points, selected = #selected, skipped = skipped, ran = 0,
+                    failed = {}, interrupted = false, started = {} }
+  say(("sweep %s: %d points%s, %d complete, %d to run; %d jobs x %d threads; results in %s/%s")
+    :format(sw.name, #sw.points,
+      opts.shard and (" (shard %d/%d: %d)"):format(opts.shard.i, opts.shard.n, #selected) or "",
+      skipped, #todo, jobs, per, sw.results_dir, sw.experiment))
+  core.trap_signals()
+  local running, nrun = {}, 0
+  local t0 = core.now()
+  local next_i, done = 1, 0
+  local tty = not opts.quiet and core.isatty(2)
+  local function status_line()
+    if not tty then return end
+    local names = {}
+    for _, r in pairs(running) do names[#names + 1] = "#" .. r.pt.index end
+    table.sort(names)
+    local el = core.now() - t0
+    local eta = done > 0 and fmt_time(el / done * (#todo - done)) or "--:--"
+    io.stderr:write(("\r[%d/%d] running %s  elapsed %s  ETA %s\27[K"):format(done, #todo,
+      table.concat(names, " "), fmt_time(el), eta))
+    io.stderr:flush()
+  end
+  local function clear()
+    if tty then io.stderr:write("\r\27[K"); io.stderr:flush() end
+  end
+  local function finish(r, how, code)
+    running[r.pid] = nil
+    nrun = nrun - 1
+    done = done + 1
+    local secs = core.now() - r.t
+    local st = run.status(r.pt.cfg)
+    clear()
+    if how == "exit" and code == 0 and st == "complete" then
+      summary.ran = summary.ran + 1
+      say(("  [%d/%d] point %d %s -> %s complete (%.1f s)"):format(done, #todo, r.pt.index,
+        r.pt.label, r.pt.dir, secs))
+    else
+      r.pt.failure = how == "exit" and ("exit status " .. code) or ("signal " .. tostring(code))
+      summary.failed[#summary.failed + 1] = r.pt
+      say(("  [%d/%d] point %d %s FAILED (%s); log: %s"):format(done, #todo, r.pt.index,
+        r.pt.label, r.pt.failure, r.log))
+      local t = tail(r.log, 5)
+      if t ~= "" then say("      " .. t:gsub("\n", "\n      ")) end
+    end
+  end
+  while true do
+    if core.interrupted() then break end
+    while nrun < jobs and next_i <= #todo do
+      local pt = todo[next_i]
+      next_i = next_i + 1
+      core.mkdir_p(pt.dir)
+      local log = pt.dir .. "/worker.log"
+      local env = { HYDRA_THREADS = tostring(per), OMP_NUM_THREADS = tostring(per),
+                    OPENBLAS_NUM_THREADS = tostring(per) }
+      local pid = core.spawn(worker_argv(sw, pt, exe, per), env, log)
+      running[pid] = { pid = pid, pt = pt, t = core.now(), log = log }
+      summary.started[#summary.started + 1] = pt
+      nrun = nrun + 1
+    end
+    if nrun == 0 then break end
+    for pid, r in pairs(running) do
+      local how, code = core.wait(pid)
+      if how then finish(r, how, code) end
+    end
+    status_line()
+    if nrun > 0 then core.sleep(M.POLL_S) end
+  end
+  local sig = core.interrupted()
+  if sig then
+    summary.interrupted = true
+    clear()
+    say(("sweep: interrupted (signal %d); stopping %d worker%s"):format(sig, nrun,
+      nrun == 1 and "" or "s"))
+    for pid in pairs(running) do core.kill(pid, "TERM") end
+    local deadline = core.now() + M.KILL_GRACE_S
+    while nrun > 0 do
+      for pid, r in pairs(running) do
+        local how = core.wait(pid)
+        if how then running[pid] = nil; nrun = nrun - 1; r.pt.failure = "stopped" end
+      end
+      if nrun > 0 and core.now() > deadline then
+        for pid in pairs(running) do core.kill(pid, "KILL") end
+        for pid in pairs(running) do core.wait(pid, true); running[pid] = nil end
+        nrun = 0
+      end
+      if nrun > 0 then core.sleep(M.POLL_S) end
+    end
+  end
+  clear()
+  local counts = M.status(sw)
+  summary.complete = counts.complete
+  summary.seconds = core.now() - t0
+  return summary
+end
+
+return M
