@@ -17,6 +17,7 @@
 #pragma GCC diagnostic ignored "-Wpsabi"
 typedef float v8f __attribute__((vector_size(32)));
 typedef int32_t v8i __attribute__((vector_size(32)));
+typedef uint32_t v8u __attribute__((vector_size(32)));
 
 /* largest head size / padded length the stack buffers hold, in 8-float vectors */
 #define MAX_HB 8                                   /* HS <= 64 */
@@ -42,7 +43,7 @@ static inline v8f vexp(v8f x) {
     xc = vsel(xc > hi, hi, xc);
     v8f t = xc * 1.44269504088896341f + magic;
     v8f nf = t - magic;
-    v8i n = (v8i)t - 0x4B400000;
+    v8u n = (v8u)t - 0x4B400000u;            /* unsigned: NaN lanes must not overflow (UB) */
     v8f r = xc - nf * 0.693359375f;
     r = r - nf * -2.12194440e-4f;
     v8f p = vsplat(1.9875691500e-4f);
@@ -52,7 +53,7 @@ static inline v8f vexp(v8f x) {
     p = p * r + 1.6666665459e-1f;
     p = p * r + 5.0000001201e-1f;
     p = p * r * r + r + 1.0f;
-    v8f scale = (v8f)((n + 127) * (1 << 23));
+    v8f scale = (v8f)((n + 127u) << 23);
     return vsel(under, vsplat(0.0f), p * scale);
 }
 

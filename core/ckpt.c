@@ -66,9 +66,19 @@ hy_status hy_ckpt_save(const char *path, const hy_xfmr *m, const hy_kv *meta, si
     return hy_h5_commit(&f);
 }
 
+/* *has = whether /config has attribute key; fails only when the probe cannot tell (memory). */
+static hy_status config_has(hy_h5 *f, const char *key, int *has) {
+    int e = hy_h5_attr_exists(f, "/config", key);
+    if (e < 0) return HY_ENOMEM;   /* message recorded by the probe */
+    *has = e;
+    return HY_OK;
+}
+
 hy_status hy_ckpt_read_config(hy_h5 *f, hy_xfmr_config *cfg) {
     memset(cfg, 0, sizeof *cfg);
-    if (!hy_h5_attr_exists(f, "/config", "kind"))
+    int has = 0;
+    HY_TRY(config_has(f, "kind", &has));
+    if (!has)
         return hy_fail(HY_EINVAL, "ckpt: '%s' has no /config attribute 'kind' (not a hydra "
                        "checkpoint?)", f->path);
     char *kind = NULL;
@@ -82,7 +92,8 @@ hy_status hy_ckpt_read_config(hy_h5 *f, hy_xfmr_config *cfg) {
     HY_TRY(st);
     for (size_t i = 0; i < N_CFG_FIELDS; i++) {
         const char *key = CFG_FIELDS[i].key;
-        if (!hy_h5_attr_exists(f, "/config", key))
+        HY_TRY(config_has(f, key, &has));
+        if (!has)
             return hy_fail(HY_EINVAL, "ckpt: '%s' has no /config attribute '%s'", f->path, key);
         int64_t v;
         HY_TRY(hy_h5_get_attr_i64(f, "/config", key, &v));
@@ -92,11 +103,13 @@ hy_status hy_ckpt_read_config(hy_h5 *f, hy_xfmr_config *cfg) {
         *cfg_at(cfg, i) = (size_t)v;
     }
     double d = 0;
-    if (hy_h5_attr_exists(f, "/config", "attn_dropout")) {
+    HY_TRY(config_has(f, "attn_dropout", &has));
+    if (has) {
         HY_TRY(hy_h5_get_attr_f64(f, "/config", "attn_dropout", &d));
         cfg->attn_dropout = (float)d;
     }
-    if (hy_h5_attr_exists(f, "/config", "mlp_dropout")) {
+    HY_TRY(config_has(f, "mlp_dropout", &has));
+    if (has) {
         HY_TRY(hy_h5_get_attr_f64(f, "/config", "mlp_dropout", &d));
         cfg->mlp_dropout = (float)d;
     }
@@ -110,7 +123,9 @@ static hy_status read_tensor(hy_h5 *f, const char *name, const char *what, int n
                              const int64_t *shape, float *buf) {
     char want[96], got[96];
     hy_shape_str(want, sizeof want, ndim, shape);
-    if (!hy_h5_exists(f, name))
+    int e = hy_h5_exists(f, name);
+    if (e < 0) return HY_ENOMEM;   /* message recorded by the probe */
+    if (!e)
         return hy_fail(HY_EINVAL, "ckpt: '%s' has no tensor '%s' (expected shape %s)", f->path,
                        what, want);
     hy_dtype dt;

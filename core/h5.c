@@ -1043,9 +1043,9 @@ hy_status hy_h5_get_attr_str(hy_h5 *f, const char *obj, const char *key, char **
 }
 
 int hy_h5_attr_exists(hy_h5 *f, const char *obj, const char *key) {
-    if (!f || !f->open || !key) return 0;
+    if (!f || !f->open || !key || !obj || !*obj) return 0;
     char *abs = NULL;
-    if (abs_path(f, obj, &abs) != HY_OK) return 0;
+    if (abs_path(f, obj, &abs) != HY_OK) return -1;   /* out of memory: cannot tell */
     int r = 0;
     if (object_kind(f->id, abs) >= 0) {
         hid_t oid = H5Oopen(f->id, abs, H5P_DEFAULT);
@@ -1061,9 +1061,9 @@ int hy_h5_attr_exists(hy_h5 *f, const char *obj, const char *key) {
 /* ===== inspection ===== */
 
 int hy_h5_exists(hy_h5 *f, const char *name) {
-    if (!f || !f->open) return 0;
+    if (!f || !f->open || !name || !*name) return 0;
     char *abs = NULL;
-    if (abs_path(f, name, &abs) != HY_OK) return 0;
+    if (abs_path(f, name, &abs) != HY_OK) return -1;  /* out of memory: cannot tell */
     int r = object_kind(f->id, abs) >= 0;
     hy_free(abs);
     return r;

@@ -109,7 +109,8 @@ hy_status hy_h5_get_attr_i64s(hy_h5 *f, const char *obj, const char *key, int64_
 typedef struct hy_h5_attr hy_h5_attr;
 hy_status hy_h5_get_attr(hy_h5 *f, const char *obj, const char *key, hy_h5_attr *out);
 void hy_h5_attr_free(hy_h5_attr *a);
-/* 1 when obj exists and has attribute key, else 0. Never fails. */
+/* 1 when obj exists and has attribute key, 0 when not (or f is closed), -1 when it cannot tell
+ * (out of memory: the message is recorded; callers return HY_ENOMEM, never read it as 0). */
 int hy_h5_attr_exists(hy_h5 *f, const char *obj, const char *key);
 
 /* ===== inspection ===== */
@@ -143,7 +144,8 @@ typedef struct hy_h5_attr {
     double *f64;              /* HY_H5_ATTR_F64 (owned, n values) */
 } hy_h5_attr;
 
-/* 1 when `name` (a group or a dataset; "/" is the root) exists, else 0. Never fails. */
+/* 1 when `name` (a group or a dataset; "/" is the root) exists, 0 when not (or f is closed),
+ * -1 when it cannot tell (out of memory, as for hy_h5_attr_exists). */
 int hy_h5_exists(hy_h5 *f, const char *name);
 /* Describes one object; out->name and out->path are owned (hy_h5_entry_free). */
 hy_status hy_h5_stat(hy_h5 *f, const char *name, hy_h5_entry *out);

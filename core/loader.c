@@ -118,23 +118,33 @@ hy_status hy_dataset_load(hy_dataset *d, const char *path, const char *split, si
     HY_TRY(hy_h5_open(&f, path));
     snprintf(lname, sizeof lname, "/%s/labels", split);
     snprintf(name, sizeof name, "/%s/images", split);
-    if (hy_h5_exists(&f, name)) {
+    int has = hy_h5_exists(&f, name);
+    if (has < 0) { st = HY_ENOMEM; goto done; }   /* the probe recorded why */
+    if (has) {
         double ms[2];
         if (mean_std) {
             ms[0] = mean_std[0];
             ms[1] = mean_std[1];
-        } else if (hy_h5_get_attr_f64(&f, "/meta", "mean", &ms[0]) != HY_OK ||
-                   hy_h5_get_attr_f64(&f, "/meta", "std", &ms[1]) != HY_OK) {
-            st = hy_fail(HY_EINVAL, "loader: '%s' has no /meta mean/std attributes "
-                         "(needed to normalise its images)", path);
-            goto done;
+        } else {
+            int hm = hy_h5_attr_exists(&f, "/meta", "mean");
+            int hs = hy_h5_attr_exists(&f, "/meta", "std");
+            if (hm < 0 || hs < 0) { st = HY_ENOMEM; goto done; }
+            if (!hm || !hs) {
+                st = hy_fail(HY_EINVAL, "loader: '%s' has no /meta mean/std attributes "
+                             "(needed to normalise its images)", path);
+                goto done;
+            }
+            if ((st = hy_h5_get_attr_f64(&f, "/meta", "mean", &ms[0])) != HY_OK) goto done;
+            if ((st = hy_h5_get_attr_f64(&f, "/meta", "std", &ms[1])) != HY_OK) goto done;
         }
         if ((st = hy_h5_read(&f, name, &a)) != HY_OK) goto done;
         if ((st = hy_h5_read(&f, lname, &b)) != HY_OK) goto done;
         st = hy_dataset_from_images(d, &a, &b, ms[0], ms[1], subset);
     } else {
         snprintf(name, sizeof name, "/%s/ids", split);
-        if (!hy_h5_exists(&f, name)) {
+        has = hy_h5_exists(&f, name);
+        if (has < 0) { st = HY_ENOMEM; goto done; }
+        if (!has) {
             st = hy_fail(HY_EINVAL, "loader: '%s' has no split '%s' (neither /%s/images nor "
                          "/%s/ids)", path, split, split, split);
             goto done;

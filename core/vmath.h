@@ -37,9 +37,9 @@ static inline float hy_exp(float x) {
     float xc = x < -87.33654f ? -87.33654f : x;
     xc = xc > 88.72283f ? 88.72283f : xc;
     /* n = round(x / ln2) with the 1.5 * 2^23 trick (no float->int branch); bits give n */
-    union { float f; int32_t i; } t = {.f = xc * 1.44269504088896341f + 12582912.0f};
+    union { float f; uint32_t u; } t = {.f = xc * 1.44269504088896341f + 12582912.0f};
     float nf = t.f - 12582912.0f;
-    int32_t n = t.i - 0x4B400000;
+    uint32_t n = t.u - 0x4B400000u;          /* unsigned: a NaN input must not overflow (UB) */
     float r = xc - nf * 0.693359375f;        /* ln2 hi (exact in 9 bits) */
     r = r - nf * -2.12194440e-4f;            /* ln2 lo */
     float p = 1.9875691500e-4f;
@@ -49,7 +49,7 @@ static inline float hy_exp(float x) {
     p = p * r + 1.6666665459e-1f;
     p = p * r + 5.0000001201e-1f;
     p = p * r * r + r + 1.0f;
-    union { int32_t i; float f; } scale = {.i = (n + 127) * (1 << 23)};   /* 2^n */
+    union { uint32_t u; float f; } scale = {.u = (n + 127u) << 23};   /* 2^n */
     float y = p * scale.f;
     return x < -87.33654f ? 0.0f : y;
 }

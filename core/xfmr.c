@@ -364,6 +364,12 @@ hy_status hy_xfmr_alloc_acts(hy_xfmr *m, size_t B_cap) {
 
 /* ===== forward ===== */
 
+/* y += x over n floats (the residual adds), in parallel when it pays */
+static void add_into(float *y, const float *x, size_t n) {
+#pragma omp parallel for simd schedule(static) if (n > 65536)
+    for (size_t i = 0; i < n; i++) y[i] += x[i];
+}
+
 static hy_status check_batch(const hy_xfmr *m, const hy_batch *in, size_t B) {
     const hy_xfmr_config *c = &m->cfg;
     if (!m->acts)
@@ -442,7 +448,7 @@ hy_status hy_xfmr_forward(hy_xfmr *m, const hy_batch *in, size_t B, float *logit
             hy_dropout_mask(mk, &r, BT, D, c->attn_dropout);
             hy_dropout_forward(xm, xm, mk, BT * D);
         }
-        for (size_t i = 0; i < BT * D; i++) xm[i] += x[i];
+        add_into(xm, x, BT * D);
         /* MLP: xo = xm + drop(fc2(drop(GELU(fc1(LN2(xm)))))) */
         hy_layernorm_forward(ln2, a->ln2_mean + l * a->sR, a->ln2_rstd + l * a->sR, xm,
                              PW(m, pi + P_N2W), PW(m, pi + P_N2B), BT, D, HY_XFMR_LN_EPS);
@@ -462,7 +468,7 @@ hy_status hy_xfmr_forward(hy_xfmr *m, const hy_batch *in, size_t B, float *logit
             hy_dropout_mask(mk, &r, BT, D, c->mlp_dropout);
             hy_dropout_forward(xo, xo, mk, BT * D);
         }
-        for (size_t i = 0; i < BT * D; i++) xo[i] += xm[i];
+        add_into(xo, xm, BT * D);
     }
 
     /* head: logits = head(LN_f(x_L[:, 0])) */

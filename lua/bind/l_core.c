@@ -109,6 +109,12 @@ static int l_threads(lua_State *L) {
     return 1;
 }
 
+/* core.alloc_count() -> allocations made through hy_x* so far (failure-injection tests) */
+static int l_alloc_count(lua_State *L) {
+    lua_pushinteger(L, (lua_Integer)hy_alloc_count());
+    return 1;
+}
+
 /* core.isatty(fd) -> boolean (fd 0, 1 or 2) */
 static int l_isatty(lua_State *L) {
     lua_pushboolean(L, isatty((int)luaL_checkinteger(L, 1)));
@@ -119,7 +125,8 @@ int luaopen_hydra_core(lua_State *L) {
     static const luaL_Reg fns[] = {
         {"listdir", l_listdir}, {"stat", l_stat},       {"mkdir_p", l_mkdir_p},
         {"getpid", l_getpid},   {"now", l_now},         {"threads_init", l_threads_init},
-        {"threads", l_threads}, {"isatty", l_isatty},   {NULL, NULL}};
+        {"threads", l_threads}, {"isatty", l_isatty},   {"alloc_count", l_alloc_count},
+        {NULL, NULL}};
     lua_newtable(L);
     luaL_setfuncs(L, fns, 0);
     l_open_tensor(L);
@@ -135,5 +142,12 @@ int luaopen_hydra_core(lua_State *L) {
     l_open_spawn(L);
     lua_pushliteral(L, HY_VERSION);
     lua_setfield(L, -2, "version");
+    /* core.debug: built with HY_DEBUG (make MODE=asan): HYDRA_FAIL_ALLOC=N is honoured */
+#ifdef HY_DEBUG
+    lua_pushboolean(L, 1);
+#else
+    lua_pushboolean(L, 0);
+#endif
+    lua_setfield(L, -2, "debug");
     return 1;
 }

@@ -318,7 +318,9 @@ static int l_h5file_attrs(lua_State *L) {
 
 static int l_h5file_exists(lua_State *L) {
     hy_h5 *f = check_open(L);
-    lua_pushboolean(L, hy_h5_exists(f, check_cstr(L, 2)));
+    int e = hy_h5_exists(f, check_cstr(L, 2));
+    if (e < 0) return l_raise(L);   /* could not tell (out of memory) */
+    lua_pushboolean(L, e);
     return 1;
 }
 

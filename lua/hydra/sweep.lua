@@ -185,7 +185,15 @@ local function check_value(file, key, v, p, what)
   local rest
   if msg:sub(1, #key) == key then rest = msg:sub(#key + 1)
   else rest = ": " .. msg end
-  err.fail("%s: %s%s", at(file, p), what, rest)
+  -- point at the element of a list value that is wrong ("[2][1]: expected ...")
+  local pos, tail = p, rest
+  while true do
+    local i, after = tail:match("^%[(%d+)%](.*)$")
+    local sub = i and pos and pos.sub and pos.sub[tonumber(i)]
+    if not sub then break end
+    pos, tail = sub, after
+  end
+  err.fail("%s: %s%s", at(file, pos), what, rest)
 end
 
 -- Reads the overrides map m (positions p) of section `where` into a list { key, value, label }.
@@ -325,8 +333,8 @@ function M.read(path)
       sw.entries[i] = read_overrides(file, e, pp.sub[i], ("points[%d]"):format(i))
     end
   end
-  if #sw.axes == 0 and #sw.entries == 0 then
-    err.fail("%s: sweep has neither grid: nor points: (nothing to run)", at(file, p))
+  if #sw.axes == 0 and #sw.entries == 0 and not sw.seeds then
+    err.fail("%s: sweep has no grid:, points: or seeds: (nothing to run)", at(file, p))
   end
   return sw
 end
@@ -653,6 +661,90 @@ function M.run(sw, opts)
   summary.complete = counts.complete
   summary.seconds = core.now() - t0
   return summary
+end
+
+-- ===== experiment scripts (experiments/*.lua) =====
+
+-- Options of an experiment script: the table `hydra repro` passes ({ profile, jobs, seeds,
+-- overrides = { "k=v"... } }), or the key=value table of `hydra run SCRIPT k=v ...`, where
+-- profile=, jobs= and seeds= are options and every other key a config override.
+function M.script_options(a)
+  if type(a) == "table" and a.repro then return a end
+  local o = { overrides = {} }
+  local keys = {}
+  for k in pairs(type(a) == "table" and a or {}) do keys[#keys + 1] = k end
+  table.sort(keys)
+  for _, k in ipairs(keys) do
+    local v = a[k]
+    if k == "jobs" or k == "seeds" then
+      o[k] = math.tointeger(tonumber(v))
+      if not o[k] or o[k] < 1 then err.usage("%s=%s: expected an integer >= 1", k, tostring(v)) end
+    elseif k == "profile" then
+      o.profile = v
+    else
+      o.overrides[#o.overrides + 1] = k .. "=" .. tostring(v)
+    end
+  end
+  return o
+end
+
+-- The config file list of an experiment on a profile: configs/experiments/<name>.yaml then
+-- configs/experiments/<profile>.yaml (what the sweep files' base + profiles say).
+function M.experiment_config(name, opts)
+  local home = rawget(_G, "HYDRA_HOME") or "."
+  local profile = opts.profile or "quick"
+  local files = { ("%s/configs/experiments/%s.yaml"):format(home, name),
+                  ("%s/configs/experiments/%s.yaml"):format(home, profile) }
+  for _, f in ipairs(files) do
+    if not core.stat(f) then err.fail("experiment %s: no config '%s'", name, f) end
+  end
+  return config.resolve({ include = files }, opts.overrides)
+end
+
+-- Runs configs/sweeps/<name>.yaml (opts: profile, seeds, jobs, shard, overrides), stops with a
+-- clean error when a point failed or the sweep was interrupted (exit status 130), writes the
+-- report of the sweep's runs (opts.x: the plots' x key) and returns
+-- { sweep, summary, report = { markdown, csv, plots }, runs, table }.
+function M.run_experiment(name, opts)
+  opts = opts or {}
+  local home = rawget(_G, "HYDRA_HOME") or "."
+  local sw = M.load(("%s/configs/sweeps/%s.yaml"):format(home, name), opts)
+  local s = M.run(sw, { jobs = opts.jobs, shard = opts.shard, threads = opts.threads })
+  if s.interrupted then
+    error(setmetatable({ status = 130, message = ("%s: interrupted: %d of %d points complete; "
+      .. "rerun the same command to finish the rest"):format(name, s.complete, s.total) },
+      err.Error), 0)
+  end
+  if #s.failed > 0 then
+    local list = {}
+    for _, pt in ipairs(s.failed) do list[#list + 1] = pt.index .. " (" .. pt.dir .. ")" end
+    err.fail("%s: %d point(s) failed: %s; see worker.log in each folder", name, #s.failed,
+      table.concat(list, ", "))
+  end
+  local rs = require("hydra.report_sweep")
+  local dir = sw.results_dir .. "/" .. sw.experiment
+  local ids = rs.ids_of(sw)
+  local rep = { plots = {} }
+  if s.complete == s.total then
+    rep = rs.write(dir, { ids = ids, x = opts.x })
+  end
+  local runs = s.complete == s.total and rs.collect(dir, { ids = ids }) or {}
+  local tbl = #runs > 0 and require("hydra.report").table((rs.results(runs))) or nil
+  return { sweep = sw, summary = s, report = rep, runs = runs, table = tbl }
+end
+
+-- The mean of column `title` (e.g. "Acc ↑", "OOD avg AUROC ↑") in the row of `method`
+-- (a row label) of a hydra.report table; nil when absent.
+function M.cell(tbl, method, title)
+  if not tbl then return nil end
+  for j, c in ipairs(tbl.columns) do
+    if c.title == title then
+      for _, row in ipairs(tbl.rows) do
+        if row.method == method then return row.cells[j].mean, row.cells[j].std end
+      end
+    end
+  end
+  return nil
 end
 
 return M

@@ -52,6 +52,7 @@ static void test_vmath(void) {
     CHECK(e_exp < 1.5e-7, "hy_exp max rel error %.3g", e_exp);
     CHECK(hy_exp(-INFINITY) == 0.0f && hy_exp(-200.0f) == 0.0f && hy_exp(0.0f) == 1.0f,
           "hy_exp special values");
+    CHECK(isnan(hy_exp(NAN)) && isnan(hy_erf(NAN)), "NaN in, NaN out (and no UB)");
     CHECK(hy_erf(INFINITY) == 1.0f && hy_erf(-INFINITY) == -1.0f && hy_erf(0.0f) == 0.0f,
           "hy_erf special values (%g)", (double)hy_erf(INFINITY));
 }

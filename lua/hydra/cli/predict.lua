@@ -15,7 +15,9 @@ Images are scaled to [0,1] and normalised with the training data's mean/std reco
 checkpoint (else the data file's /meta mean/std). With --mc-samples K (MC Dropout) dropout
 stays on for K passes (masks seeded by --seed, default 0): /probs is the mean of the passes'
 softmaxes, /logits the mean logits, and /member_probs [K,N,C] holds every pass. --subset N
-predicts the first N samples only; --batch-size sets the batch (default 256).]],
+predicts the first N samples only; --batch-size sets the batch (default 256). A fused Hydra
+model (hydra fuse) gives /probs = mean of the member softmaxes, /logits = mean member logits and
+/member_probs [M,N,C].]],
   run = function(args)
     local opts = argparse.parse(args, {
       command = "predict", usage = USAGE,
@@ -34,10 +36,20 @@ predicts the first N samples only; --batch-size sets the batch (default 256).]],
     local h5 = require("hydra.h5")
     core.threads_init(0)
     local ckpt = opts.positional[1]
+    local p
+    if require("hydra.fuse").is_fused(ckpt) then
+      -- a fused Hydra model (hydra fuse): probs = mean of member softmaxes, + /member_probs
+      if K > 0 then err.usage("hydra predict: --mc-samples does not apply to a fused model") end
+      local fm = err.wrap("hydra predict", require("hydra.fuse").load, ckpt)
+      p = err.wrap("hydra predict", fm.predict, fm, opts.data, opts.split, {
+        batch_size = B, subset = opts.subset or 0 })
+      p.logits = require("hydra.core").mean_first(p.member_logits)
+    else
     local m = err.wrap("hydra predict", model.load, ckpt)
-    local p = err.wrap("hydra predict", m.predict, m, opts.data, opts.split, {
+    p = err.wrap("hydra predict", m.predict, m, opts.data, opts.split, {
       batch_size = B, subset = opts.subset or 0, mc_samples = K, seed = opts.seed or 0,
     })
+    end
     err.wrap("hydra predict", function()
       local f <close> = h5.create(opts.out)
       f:write("/logits", p.logits)

@@ -54,7 +54,7 @@ Each worker's output is appended to <run dir>/worker.log.]],
     if opts.point then
       -- worker mode: one point in this process
       local s = sweep.run_point(sw, opts.point, { expect = opts.expect, threads = opts.threads,
-                                                  progress = false })
+                                                  progress = false, quiet = true })
       print(("point %d: %s %s"):format(opts.point, s.dir, s.skipped and "(already complete)"
         or ("complete in %.1f s"):format(s.seconds or 0)))
       return 0

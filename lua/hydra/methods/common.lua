@@ -228,8 +228,16 @@ function C.flops(mc, kept)
   return f + 2.0 * D * mc.n_classes
 end
 
+-- Parameters of a hydra.model Model: the sum of its tensors' sizes (Model:params_count() is the
+-- size of the flat block, which includes alignment padding).
+function C.model_params(m)
+  local n = 0
+  for _, name in ipairs(m:param_names()) do n = n + m:param(name):numel() end
+  return n
+end
+
 -- Parameters of a model whose kept heads are kept[l] (pruned heads' Q/K/V rows and proj
--- columns not counted); params_full is the unpruned count (Model:params_count()).
+-- columns not counted); params_full is the unpruned count (C.model_params).
 function C.pruned_params(mc, params_full, kept)
   if not kept then return params_full end
   local HS = mc.d_model // mc.n_heads
@@ -338,7 +346,7 @@ function C.model_predictor(ctx, ckpts, keys, opts)
   for i, p in ipairs(ckpts) do models[i] = model.load(p) end
   local mc = opts.mc or 0
   local mcfg = ctx.cfg.model
-  local full = models[1]:params_count()
+  local full = C.model_params(models[1])
   local params, flops = 0, 0
   for i = 1, #models do
     local kept = opts.kept and opts.kept[i] or nil
@@ -356,6 +364,142 @@ function C.model_predictor(ctx, ckpts, keys, opts)
     cost = { params = params, flops = flops, members = members },
     seeds = opts.seeds or {},
   })
+end
+
+-- ===== pruned members and fused models (Taylor, CircAvg, Hydra) =====
+
+-- The config the gates of a method are computed with. variant = { members, method, objective
+-- (one for every member, or nil for hydra.diversity.objectives), single = true for the pruned
+-- single-model baselines (one member, no resample, no overlap penalty, hydra.keep_heads) }.
+function C.gates_cfg(cfg, variant)
+  local c = deep_copy(cfg)
+  c.prune.method = variant.method
+  if variant.single then
+    c.hydra.members = 1
+    c.hydra.diversity.bootstrap = false
+    c.hydra.diversity.keep_counts = {}
+    c.hydra.diversity.overlap_penalty = 0.0
+  end
+  return c
+end
+
+-- Gates stage: returns the gates file path, its key and the gate tensor [M,L,H].
+function C.gates(ctx, base_path, base_key, variant)
+  local cfg = ctx.cfg
+  local gc = C.gates_cfg(cfg, variant)
+  local inputs = {
+    base = base_key, method = variant.method, objective = variant.objective,
+    prune = gc.prune, hydra = gc.hydra, seed = cfg.seed,
+    data = { id = stages.data_hash(C.data_file(cfg, cfg.data.id)),
+             val_subset = cfg.data.test_subset },
+  }
+  if variant.method == "circuit" then
+    inputs.data.ood_val = stages.data_hash(need_prepared(cfg, cfg.data.ood_val, "OOD validation"))
+  end
+  local path, key = ctx.cache:get("gates", inputs, function(tmp, key)
+    local prune = require("hydra.prune")
+    local m = model.load(base_path)
+    ctx.log("scoring heads (%s%s, %d member(s)) ...", variant.method,
+      variant.objective and (", objective " .. variant.objective) or "", gc.hydra.members)
+    local res = err.wrap("prune", prune.members, m, gc, { method = variant.method,
+                                                          objective = variant.objective })
+    prune.write_gates(tmp, res, { base_stage = base_key, stage_key = key })
+  end)
+  local f <close> = h5.open(path)
+  local gates = f:read("/gates", "float32")
+  if f:exists("/overlap") and gates:size(1) > 1 then
+    local ov = f:read("/overlap", "float64"):totable()
+    local parts = {}
+    for i = 1, #ov do
+      for j = i + 1, #ov do parts[#parts + 1] = ("%d-%d %.2f"):format(i, j, ov[i][j]) end
+    end
+    ctx.log("  head-set Jaccard overlap of the members: %s", table.concat(parts, ", "))
+  end
+  return path, key, gates
+end
+
+-- Fine-tunes member `m` (1-based) of the gates from the base weights with its gates fixed
+-- (as `hydra finetune` does: finetune.epochs epochs at finetune.learning_rate, warm-up at most
+-- half of them; pruned heads' weights restored from the base, bit-identical). finetune.epochs 0
+-- keeps the gated base weights. Returns the member checkpoint path and key.
+function C.member(ctx, base_path, base_key, gates_key, gates, m)
+  local cfg = ctx.cfg
+  local inputs = {
+    base = base_key, gates = gates_key, member = m, finetune = cfg.finetune, train = cfg.train,
+    optim = cfg.optim, seed = cfg.seed,
+    data = { id = stages.data_hash(C.data_file(cfg, cfg.data.id)),
+             train_subset = cfg.data.train_subset, val_subset = cfg.data.test_subset },
+  }
+  return ctx.cache:get("member", inputs, function(tmp, key)
+    local mod = model.load(base_path)
+    mod:set_gates(gates:row(m))
+    local epochs = cfg.finetune.epochs
+    if epochs > 0 then
+      ctx.log("fine-tuning member %d (%d epoch(s), lr %g) ...", m, epochs,
+        cfg.finetune.learning_rate)
+      local base = mod:get_params()
+      local c = deep_copy(cfg)
+      c.train.epochs = epochs
+      c.train.warmup_epochs = math.min(c.train.warmup_epochs, epochs / 2)
+      c.optim.learning_rate = cfg.finetune.learning_rate
+      mod:train(C.data_file(c, c.data.id), c, {
+        progress = ctx.progress, log = function(line) ctx.log("  %s", line) end,
+      })
+      core.prune_restore(mod.ud, base)
+    end
+    mod:save(tmp, { member = m, stage = "member", stage_key = key, base_stage = base_key,
+                    gates_stage = gates_key, finetune_epochs = epochs,
+                    finetune_learning_rate = cfg.finetune.learning_rate })
+  end)
+end
+
+-- Fuses member checkpoints (fuse.* modes of cfg); returns the fused file path and key.
+function C.fused(ctx, member_paths, member_keys)
+  local cfg = ctx.cfg
+  return ctx.cache:get("fused", { members = member_keys, fuse = cfg.fuse }, function(tmp, key)
+    local fuse = require("hydra.fuse")
+    local models = {}
+    for i, p in ipairs(member_paths) do models[i] = model.load(p) end
+    local f = fuse.build(models, cfg.fuse)
+    f:save(tmp, { stage = "fused", stage_key = key, members = #models })
+    f:close()
+  end)
+end
+
+-- A predictor over a fused file: one pass gives every member (M = 1 for the pruned single
+-- models, whose per-member arrays are then left out).
+function C.fused_predictor(ctx, fused_path, fused_key, opts)
+  local fuse = require("hydra.fuse")
+  local f = fuse.load(fused_path)
+  local info = f:info()
+  local M = info.members
+  return C.predictor({
+    ctx = ctx, name = opts.name,
+    key_inputs = { kind = "fused", fused = fused_key },
+    dataset = function(set) return C.dataset(set, f.norm) end,
+    run = function(ds, B)
+      local ml, probs, mp = f.ud:predict(ds, B)
+      local p = { probs = probs, logits = core.mean_first(ml), labels = ds:labels() }
+      if M > 1 then p.member_probs, p.member_logits = mp, ml end
+      return p
+    end,
+    cost = { params = info.params, flops = info.flops, members = M },
+    seeds = opts.seeds or { ctx.cfg.seed },
+  })
+end
+
+-- The whole pruned pipeline: base model -> gates (variant) -> fine-tuned members -> fused model
+-- -> predictor.
+function C.pruned_method(ctx, name, variant)
+  local cfg = ctx.cfg
+  local base_path, base_key = C.base_model(ctx, cfg.seed, cfg.model.dropout)
+  local _, gates_key, gates = C.gates(ctx, base_path, base_key, variant)
+  local paths, keys = {}, {}
+  for m = 1, gates:size(1) do
+    paths[m], keys[m] = C.member(ctx, base_path, base_key, gates_key, gates, m)
+  end
+  local fpath, fkey = C.fused(ctx, paths, keys)
+  return C.fused_predictor(ctx, fpath, fkey, { name = name, seeds = { cfg.seed } })
 end
 
 return C

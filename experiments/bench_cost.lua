@@ -1,0 +1,147 @@
+-- experiments/bench_cost.lua: the cost section of `make bench` (DESIGN §7, paper Fig. 3).
+-- vit-fm, M = 3 members keeping 4 of 8 heads per layer (different random head sets), fused with
+-- the default fuse section (merged MLP, per-member LN / embeddings / head). Time per batch at
+-- batch 1, 32 and 256 (forward only, random images, median of 3 runs of `reps` forwards after a
+-- warm-up) for: Single (one full model), Deep Ensemble (3 full models one after another), the 3
+-- pruned members one after another (each physically pruned: a one-member fused model, since
+-- the dense engine computes gated heads anyway), and the fused Hydra model; params and forward
+-- FLOPs per sample of each. Targets: fused faster than the members one by one (>= 1.5x at batch
+-- 1); time(Hydra)/time(Single) <= 1.1 FLOPs(Hydra)/FLOPs(Single); params(Hydra) <= 1.1
+-- params(Single).
+--   local cost = dofile("experiments/bench_cost.lua")()     -- from experiments/bench.lua
+--   hydra run experiments/bench_cost.lua                    -- alone: prints, merges into
+--                                                           -- results/bench/bench.json ("cost")
+local hydra = require("hydra")
+local core = require("hydra.core")
+
+local function median(xs)
+  table.sort(xs)
+  return xs[(#xs + 1) // 2]
+end
+
+local function time_of(fn, B, reps)
+  local xs = {}
+  for i = 1, 3 do xs[i] = fn(B, reps) end
+  return median(xs)
+end
+
+local function run(opts)
+  opts = opts or {}
+  local M, KEEP = 3, 4
+  local batches = opts.batches or { 1, 32, 256 }
+  local reps = opts.reps or { [1] = 200, [32] = 20, [256] = 4 }
+  local cfg = hydra.config.load("configs/models/vit-fm.yaml")
+  local base = hydra.model.new(cfg, 1)
+  local c = base:config()
+  local L, H = c.depth, c.n_heads
+  local de = {}
+  for i = 1, M do de[i] = hydra.model.new(cfg, 100 + i) end
+  -- member gates: member m keeps a seeded random KEEP of H heads per layer
+  local members = {}
+  local perm_seed = 7
+  for m = 1, M do
+    local g = {}
+    for l = 1, L do
+      local perm = core.sample_permutation(H, perm_seed * 1000 + m * 10 + l)
+      local row = {}
+      for h = 1, H do row[h] = 0 end
+      for i = 1, KEEP do row[perm:get(i) + 1] = 1 end
+      g[l] = row
+    end
+    local mm = hydra.model.new(cfg, 1)
+    mm:set_gates(g)
+    members[m] = mm
+  end
+  local fused = hydra.fuse.build(members, hydra.config.defaults().fuse)
+  local singles = {}
+  for m = 1, M do singles[m] = hydra.fuse.build({ members[m] }, hydra.config.defaults().fuse) end
+  local T = 1 + (c.image_size // c.patch) ^ 2
+  local rows = {}
+  for _, B in ipairs(batches) do
+    local n = reps[B] or 10
+    local r = { batch = B }
+    r.single_s = time_of(function(b, k) return core.model_time(base.ud, b, k, 1) end, B, n)
+    r.deep_ensemble_s = time_of(function(b, k)
+      local s = 0
+      for i = 1, M do s = s + core.model_time(de[i].ud, b, k, 1) end
+      return s
+    end, B, n)
+    r.members_s = time_of(function(b, k)
+      local s = 0
+      for i = 1, M do s = s + core.fused_time(singles[i].ud, b, k, 1) end
+      return s
+    end, B, n)
+    r.hydra_s = time_of(function(b, k) return core.fused_time(fused.ud, b, k, 1) end, B, n)
+    rows[#rows + 1] = r
+  end
+  local fi = fused:info()
+  local mp, mf = 0, 0
+  for m = 1, M do
+    local si = singles[m]:info()
+    mp, mf = mp + si.params, mf + si.flops
+  end
+  local res = {
+    model = "vit-fm", members = M, keep_heads = KEEP, threads = core.threads(),
+    fuse = { mlp = fi.mlp, ln = fi.ln, embed = fi.embed, head = fi.head },
+    params = { single = base:params_count(), deep_ensemble = M * base:params_count(),
+               members = mp, hydra = fi.params },
+    flops = { single = c.flops, deep_ensemble = M * c.flops, members = mf, hydra = fi.flops },
+    tokens = math.tointeger(T), rows = rows,
+  }
+  local fr = res.flops.hydra / res.flops.single
+  res.checks = {}
+  for _, r in ipairs(rows) do
+    res.checks[#res.checks + 1] = {
+      batch = r.batch, speedup_vs_members = r.members_s / r.hydra_s,
+      time_ratio_hydra_single = r.hydra_s / r.single_s, flop_ratio_hydra_single = fr,
+      time_within_1_1_flops = r.hydra_s / r.single_s <= 1.1 * fr,
+    }
+  end
+  res.params_ratio_hydra_single = res.params.hydra / res.params.single
+  return res
+end
+
+local function report(res)
+  print(("cost: vit-fm, M=%d, keep %d of 8 heads, fuse mlp=%s ln=%s embed=%s head=%s, %d threads")
+    :format(res.members, res.keep_heads, res.fuse.mlp, res.fuse.ln, res.fuse.embed, res.fuse.head,
+      res.threads))
+  print(("%-8s %12s %12s %12s %12s %9s %11s"):format("batch", "single ms", "DE ms", "members ms",
+    "hydra ms", "mem/hyd", "hyd/single"))
+  for i, r in ipairs(res.rows) do
+    local ck = res.checks[i]
+    print(("%-8d %12.3f %12.3f %12.3f %12.3f %8.2fx %10.2fx"):format(r.batch, 1e3 * r.single_s,
+      1e3 * r.deep_ensemble_s, 1e3 * r.members_s, 1e3 * r.hydra_s, ck.speedup_vs_members,
+      ck.time_ratio_hydra_single))
+  end
+  print(("params: single %d  DE %d  members %d  hydra %d (%.2fx single; target <= 1.10x)")
+    :format(res.params.single, res.params.deep_ensemble, res.params.members, res.params.hydra,
+      res.params_ratio_hydra_single))
+  print(("MFLOPs/sample: single %.1f  DE %.1f  members %.1f  hydra %.1f (%.2fx single; time "
+    .. "target <= %.2fx)"):format(res.flops.single / 1e6, res.flops.deep_ensemble / 1e6,
+      res.flops.members / 1e6, res.flops.hydra / 1e6, res.flops.hydra / res.flops.single,
+      1.1 * res.flops.hydra / res.flops.single))
+end
+
+local standalone = type(arg) == "table" and type(arg[0]) == "string"
+  and arg[0]:match("bench_cost%.lua$")
+if not standalone then
+  return function(opts)
+    local res = run(opts)
+    report(res)
+    return res
+  end
+end
+
+core.threads_init(0)
+local res = run()
+report(res)
+-- merge into results/bench/bench.json under "cost" (other sections kept as text)
+core.mkdir_p("results/bench")
+local path = "results/bench/cost.json"
+local tmp = path .. ".tmp"
+local f = assert(io.open(tmp, "w"))
+f:write(require("hydra.eval").json_value(res, 0), "\n")
+f:close()
+assert(os.rename(tmp, path))
+print("wrote " .. path)
+return 0

@@ -1,0 +1,61 @@
+-- hydra finetune CKPT.h5 --gates GATES.h5 --member m --out MEMBER.h5 [--data FILE.h5]
+--   [key=value ...]: one pruned Hydra member, fine-tuned from the base weights with its gates fixed.
+local argparse = require("hydra.argparse")
+local err = require("hydra.err")
+
+local USAGE = "hydra finetune CKPT.h5 --gates GATES.h5 --member m --out MEMBER.h5 "
+  .. "[--data FILE.h5] [--quiet] [key=value ...]"
+
+return {
+  summary = "fine-tune one pruned member (gates fixed) from the base checkpoint",
+  usage = USAGE,
+  help = [[Loads the base CKPT.h5, fixes the head gates of member m (1-based) of GATES.h5 and
+trains for finetune.epochs epochs at peak learning rate finetune.learning_rate (the other train.*
+and optim.* settings from the checkpoint's config and key=value overrides) on the ID train split.
+Pruned heads get no gradient and their weights are restored from the base afterwards, so they are
+bit-identical to the base's (decoupled weight decay would otherwise shrink them). finetune.epochs:
+0 writes the gated base checkpoint without training (the training-free setting). MEMBER.h5 is a
+normal checkpoint with /head_gates set and /meta member, gates_file, base_checkpoint.]],
+  run = function(args)
+    local opts = argparse.parse(args, {
+      command = "finetune", usage = USAGE,
+      options = { gates = "string", member = "integer", out = "string", data = "string",
+                  quiet = "flag" },
+      positional = { min = 1, max = 1, names = { "CKPT.h5" } },
+      overrides = true, required = { "gates", "member", "out" },
+    })
+    local core = require("hydra.core")
+    local model = require("hydra.model")
+    local prune = require("hydra.prune")
+    local ckpt = opts.positional[1]
+    local m = err.wrap("hydra finetune", model.load, ckpt)
+    local cfg = err.wrap("hydra finetune", prune.config_of, m, opts.override_list or {})
+    local c = m:config()
+    local g = err.wrap("hydra finetune", prune.read_gates, opts.gates, c.depth, c.n_heads)
+    local n = g.gates:size(1)
+    if opts.member < 1 or opts.member > n then
+      err.usage("hydra finetune: --member must be in [1, %d] (the members of '%s'; got %d)", n,
+        opts.gates, opts.member)
+    end
+    core.threads_init(cfg.threads)
+    m:set_gates(g.gates:row(opts.member))
+    local epochs = cfg.finetune.epochs
+    print(("seed %d  member %d of %d  finetune epochs %d"):format(cfg.seed, opts.member, n, epochs))
+    if epochs > 0 then
+      local base = m:get_params()
+      cfg.train.epochs = epochs
+      cfg.train.warmup_epochs = math.min(cfg.train.warmup_epochs, epochs / 2)
+      cfg.optim.learning_rate = cfg.finetune.learning_rate
+      local data = opts.data or model.data_path(cfg, cfg.data.id)
+      err.wrap("hydra finetune", m.train, m, data, cfg, {
+        progress = not opts.quiet, log = function(line) print(line); io.stdout:flush() end,
+      })
+      core.prune_restore(m.ud, base)
+    end
+    err.wrap("hydra finetune", m.save, m, opts.out, {
+      member = opts.member, gates_file = opts.gates, base_checkpoint = ckpt,
+      finetune_epochs = epochs, finetune_learning_rate = cfg.finetune.learning_rate,
+    })
+    print(("member %d -> %s"):format(opts.member, opts.out))
+  end,
+}

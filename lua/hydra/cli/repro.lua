@@ -1,0 +1,87 @@
+-- hydra repro NAME|all: run the paper's experiments (experiments/NAME.lua) on a profile.
+local argparse = require("hydra.argparse")
+local core = require("hydra.core")
+local err = require("hydra.err")
+
+local USAGE = "hydra repro NAME|all [--profile quick|paper] [--jobs N] [--seeds K] "
+  .. "[--shard i/n|auto] [key=value ...]"
+
+-- `all`, in this order (quickstart is the demo, not a table of the paper)
+local ALL = { "table_image", "ablation_pruning", "ablation_members", "ablation_mlp_merge",
+              "ablation_heads", "ablation_diversity", "cost" }
+
+local function home() return rawget(_G, "HYDRA_HOME") or "." end
+
+local function names()
+  local out = {}
+  for _, f in ipairs(core.listdir(home() .. "/experiments")) do
+    local n = f:match("^([%w_]+)%.lua$")
+    if n and not n:match("^bench") then out[#out + 1] = n end
+  end
+  return out
+end
+
+return {
+  summary = "reproduce the paper's tables and ablations (experiments/*.lua) on a profile",
+  usage = USAGE,
+  help = [[Runs experiments/NAME.lua (or every table and ablation with `all`: table_image,
+ablation_pruning, ablation_members, ablation_mlp_merge, ablation_heads, ablation_diversity,
+cost) on the profile's sizes: quick (configs/experiments/quick.yaml: the tiny ViT on a subset,
+minutes) or paper (configs/experiments/paper.yaml: vit-fm on the full data, hours; see
+paper_repro.md). Sweep experiments run their points with --jobs worker processes; complete runs
+and cached stages are reused, so an interrupted repro resumes where it stopped. --seeds K runs
+K seeds (mean ± std in the tables). key=value overrides apply to every run. `make demo` is
+`hydra repro quickstart`, `make repro` is `hydra repro all --profile paper`.]],
+  run = function(args)
+    local opts = argparse.parse(args, {
+      command = "repro",
+      usage = USAGE,
+      options = { profile = "string", jobs = "integer", seeds = "integer", shard = "string",
+                  threads = "integer" },
+      positional = { min = 1, max = 1, names = { "NAME|all" } },
+      overrides = true,
+    })
+    local profile = opts.profile or "quick"
+    if profile ~= "quick" and profile ~= "paper" then
+      err.usage("hydra repro: --profile must be quick or paper, got '%s'", profile)
+    end
+    if opts.jobs and opts.jobs < 1 then err.usage("hydra repro: --jobs must be >= 1") end
+    if opts.seeds and opts.seeds < 1 then err.usage("hydra repro: --seeds must be >= 1") end
+    local known = names()
+    local want = opts.positional[1]
+    local list
+    if want == "all" then
+      list = ALL
+    else
+      local ok = false
+      for _, n in ipairs(known) do if n == want then ok = true end end
+      if not ok then
+        local s = require("hydra.strings").closest(want, known)
+        err.usage("hydra repro: unknown experiment '%s'%s (experiments: %s, all)", want,
+          s and (" (did you mean '" .. s .. "'?)") or "", table.concat(known, ", "))
+      end
+      list = { want }
+    end
+    local overrides = {}
+    for _, o in ipairs(opts.override_list) do overrides[#overrides + 1] = o.key .. "=" .. o.value end
+    local shard = opts.shard and require("hydra.sweep").shard(opts.shard) or nil
+    local times = {}
+    local t_all = core.now()
+    for _, name in ipairs(list) do
+      local path = ("%s/experiments/%s.lua"):format(home(), name)
+      local chunk, msg = loadfile(path)
+      if not chunk then err.fail("hydra repro: cannot load '%s': %s", path, msg) end
+      print(("== %s (profile %s) =="):format(name, profile))
+      local t0 = core.now()
+      local st = chunk({ repro = true, profile = profile, jobs = opts.jobs, seeds = opts.seeds,
+                         shard = shard, threads = opts.threads, overrides = overrides })
+      times[#times + 1] = ("%s %.1f s"):format(name, core.now() - t0)
+      if math.tointeger(st) and st ~= 0 then return st end
+    end
+    if #list > 1 then
+      print(("repro %s (profile %s): %s; total %.1f s"):format(want, profile,
+        table.concat(times, ", "), core.now() - t_all))
+    end
+    return 0
+  end,
+}

@@ -1,0 +1,19 @@
+-- lua/hydra/methods/hydra_taylor.lua: Hydra (Taylor) = hydra.members members whose heads are
+-- chosen by Taylor importance with the diversity switches (hydra.diversity: per-member bootstrap
+-- resamples of the calibration rows, keep_counts, overlap_penalty), each fine-tuned from the base
+-- weights (finetune.*), fused (fuse.*) and predicted in one pass (p̄ = mean of the members'
+-- softmaxes). Interface: lua/hydra/methods/common.lua.
+local common = require("hydra.methods.common")
+
+local M = { name = "hydra_taylor", label = "Hydra (Taylor)" }
+
+function M.describe(cfg)
+  return { name = M.name, label = M.label, members = cfg.hydra.members, seeds = { cfg.seed },
+           needs = { ood_val = false } }
+end
+
+function M.build(ctx)
+  return common.pruned_method(ctx, M.name, { method = "taylor" })
+end
+
+return M

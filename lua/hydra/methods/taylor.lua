@@ -1,0 +1,18 @@
+-- lua/hydra/methods/taylor.lua: Taylor = the base model with the lowest-Taylor-importance heads
+-- pruned (hydra.keep_heads kept per layer; scores |dL/dgate| on prune.calib_size calibration rows
+-- of the train split, no resample, no overlap penalty), fine-tuned (finetune.*), run as a packed
+-- one-member fused model so pruned heads cost nothing. Interface: lua/hydra/methods/common.lua.
+local common = require("hydra.methods.common")
+
+local M = { name = "taylor", label = "Taylor" }
+
+function M.describe(cfg)
+  return { name = M.name, label = M.label, members = 1, seeds = { cfg.seed },
+           needs = { ood_val = false } }
+end
+
+function M.build(ctx)
+  return common.pruned_method(ctx, M.name, { method = "taylor", single = true })
+end
+
+return M

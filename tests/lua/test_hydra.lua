@@ -1,0 +1,218 @@
+-- tests/lua/test_hydra.lua: the Hydra pipeline from Lua and the CLI on the synthetic tiny data:
+-- hydra.prune (Taylor / circuit members, keep tables, gates files, refusing test data),
+-- `hydra prune`, `hydra finetune` (pruned heads bit-identical to the base), `hydra fuse`,
+-- hydra.fuse (fused == members, save/load), `hydra predict` on a fused file, gate errors.
+local check = require("check")
+local hydra = require("hydra")
+local core = require("hydra.core")
+local model, config, prune, fuse, h5 = hydra.model, hydra.config, hydra.prune, hydra.fuse, hydra.h5
+local eq, ok, raises = check.eq, check.ok, check.raises
+
+local T = {}
+
+local dir_cache
+local function dir()
+  if not dir_cache then
+    dir_cache = check.tmpdir()
+    model.write_synthetic(dir_cache .. "/tiny.h5", { train = 256, val = 64, test = 48, seed = 2 })
+    -- a validation OOD set in the prepared layout (inverted images), for circuit searches
+    local imgs, labels = core.synth_images(40, 28, 10, 99)
+    local f <close> = h5.create(dir_cache .. "/ood-val-tiny.h5")
+    f:write("/val/images", imgs)
+    local neg = core.tensor("int16", 40)
+    for i = 1, 40 do neg:set(i, -1) end
+    f:write("/val/labels", neg)
+    f:set_attr("/meta", "name", "ood-val-tiny")
+    f:commit()
+    local _ = labels
+  end
+  return dir_cache
+end
+
+local function cfg_with(extra)
+  local ov = { ["data.dir"] = dir(), ["data.ood_val"] = "ood-val-tiny", ["data.ood"] = "[glyphs]",
+               ["prune.calib_size"] = 64, ["hydra.members"] = 3, ["hydra.keep_heads"] = 4 }
+  for k, v in pairs(extra or {}) do ov[k] = v end
+  return config.load("configs/data/tiny.yaml", ov)
+end
+
+-- a trained-for-one-epoch tiny base checkpoint (shared by the tests)
+local base_cache
+local function base()
+  if not base_cache then
+    local cfg = cfg_with({ ["train.epochs"] = 1 })
+    local m = model.new(cfg)
+    m:train(dir() .. "/tiny.h5", cfg, { progress = false })
+    base_cache = dir() .. "/base.h5"
+    m:save(base_cache, { config_yaml = config.to_yaml(cfg), seed = 0 })
+  end
+  return base_cache
+end
+
+local function count_kept(g, m, l, H)
+  local n = 0
+  for h = 1, H do n = n + (g:get(m, l, h) ~= 0 and 1 or 0) end
+  return n
+end
+
+function T.keep_tables_and_objectives()
+  local cfg = cfg_with({ ["hydra.keep_heads"] = "[2, 3, 4, 5]" })
+  local k = prune.keep_table(cfg, 4, 8)
+  eq(#k, 3, "members")
+  eq(k[2][3], 4, "per-layer keep")
+  cfg = cfg_with({ ["hydra.diversity.keep_counts"] = "[2, 3, 4]" })
+  k = prune.keep_table(cfg, 4, 8)
+  eq(k[1][1], 2); eq(k[3][4], 4)
+  raises("prune: hydra.keep_heads lists 2 counts for 4 layers", function()
+    return prune.keep_table(cfg_with({ ["hydra.keep_heads"] = "[2, 3]" }), 4, 8)
+  end)
+  raises("prune: member 1 keeps 9 heads in layer 1 (expected 1 to 8)", function()
+    return prune.keep_table(cfg_with({ ["hydra.keep_heads"] = 9 }), 4, 8)
+  end)
+  local o = prune.objectives(cfg_with({ ["hydra.members"] = 4 }), 4)
+  eq(table.concat(o, ","), "acc,ood,avg,acc", "objectives cycle")
+end
+
+function T.taylor_members_lua()
+  local m = model.load(base())
+  local cfg = cfg_with({ ["hydra.diversity.overlap_penalty"] = 0.5 })
+  local res = prune.members(m, cfg, { method = "taylor" })
+  eq(res.gates:size(1), 3); eq(res.gates:size(2), 4); eq(res.gates:size(3), 8)
+  for mm = 1, 3 do for l = 1, 4 do eq(count_kept(res.gates, mm, l, 8), 4, "kept") end end
+  eq(res.overlap:get(1, 1), 1.0, "self overlap")
+  -- deterministic from the seed
+  local again = prune.members(m, cfg, { method = "taylor" })
+  for i, v in ipairs(res.gates:flat()) do eq(again.gates:flat()[i], v, "gate " .. i) end
+end
+
+function T.circuit_refuses_test_data()
+  local m = model.load(base())
+  local cfg = cfg_with()
+  raises("prune: the circuit search only sees validation data (split 'test' refused; use 'val')",
+    function() return prune.validation(m, cfg, { split = "test" }) end)
+  raises("prune: 'glyphs' is an OOD test set (data.ood); the circuit search uses the validation "
+    .. "OOD set data.ood_val", function() return prune.validation(m, cfg, { ood = "glyphs" }) end)
+  -- a real circuit search on val + the validation OOD set, one member per objective
+  local res = prune.members(m, cfg_with({ ["data.test_subset"] = 24, ["hydra.keep_heads"] = 2 }),
+    { method = "circuit" })
+  for mm = 1, 3 do for l = 1, 4 do eq(count_kept(res.gates, mm, l, 8), 2, "circuit size") end end
+  eq(table.concat(res.objectives, ","), "acc,ood,avg")
+end
+
+function T.cli_chain_and_pruned_weights_identical()
+  local d = dir()
+  local code, out, err = check.hydra(("prune %s --method taylor --members 2 --keep 3 --out %s/g.h5")
+    :format(base(), d))
+  eq(code, 0, err)
+  ok(out:find("2 members, mean pairwise head overlap"), out)
+  local g <close> = h5.open(d .. "/g.h5")
+  eq(g:attr("/", "method"), "taylor")
+  eq(g:attr("/", "keep"), "3,3,3,3;3,3,3,3")
+  local gates = g:read("/gates")
+  for i = 1, 2 do
+    code, out, err = check.hydra(("finetune %s --gates %s/g.h5 --member %d --out %s/m%d.h5 --quiet "
+      .. "finetune.epochs=1 data.train_subset=64"):format(base(), d, i, d, i))
+    eq(code, 0, err)
+  end
+  -- pruned heads' q/k/v rows and proj columns are bit-identical to the base's; kept ones moved
+  local b, m1 = model.load(base()), model.load(d .. "/m1.h5")
+  local c = b:config()
+  local D, H = c.d_model, c.n_heads
+  local HS = D // H
+  local moved = false
+  for l = 1, c.depth do
+    local name = ("blocks.%d.attn.qkv.weight"):format(l - 1)
+    local wb, wm = b:param(name), m1:param(name)
+    local pn = ("blocks.%d.attn.proj.weight"):format(l - 1)
+    local pb, pm = b:param(pn), m1:param(pn)
+    for h = 1, H do
+      local pruned = gates:get(1, l, h) == 0
+      eq(m1:gates():get(l, h), gates:get(1, l, h), "member gates")
+      for s = 0, 2 do
+        for r = s * D + (h - 1) * HS + 1, s * D + h * HS do
+          for j = 1, D do
+            local same = wb:get(r, j) == wm:get(r, j)
+            if pruned then ok(same, ("layer %d head %d qkv row %d changed"):format(l, h, r))
+            elseif not same then moved = true end
+          end
+        end
+      end
+      if pruned then
+        for r = 1, D do
+          for j = (h - 1) * HS + 1, h * HS do
+            ok(pb:get(r, j) == pm:get(r, j), ("layer %d head %d proj changed"):format(l, h))
+          end
+        end
+      end
+    end
+  end
+  ok(moved, "fine-tuning changed no kept head")
+  code, out, err = check.hydra(("fuse %s/m1.h5 %s/m2.h5 --out %s/f.h5"):format(d, d, d))
+  eq(code, 0, err)
+  ok(out:find("2 members %(mlp average, ln member, embed member, head member%)"), out)
+  code, out, err = check.hydra(("predict %s/f.h5 --data %s/tiny.h5 --split test --out %s/p.h5")
+    :format(d, d, d))
+  eq(code, 0, err)
+  local p <close> = h5.open(d .. "/p.h5")
+  local mp = p:read("/member_probs")
+  eq(mp:size(1), 2); eq(mp:size(2), 48); eq(mp:size(3), 10)
+end
+
+function T.fused_equals_members_from_lua()
+  local d = dir()
+  local m = model.load(base())
+  local res = prune.members(m, cfg_with({ ["hydra.diversity.keep_counts"] = "[2, 5, 8]" }),
+    { method = "taylor" })
+  local ms = {}
+  for i = 1, 3 do
+    ms[i] = model.load(base())
+    ms[i]:set_gates(res.gates:row(i))
+  end
+  local f = fuse.build(ms, { mlp = "member", ln = "member", embed = "member", head = "member" })
+  local info = f:info()
+  eq(info.kept[1][1], 2); eq(info.kept[3][4], 8)
+  f:save(d .. "/fm.h5")
+  local g = fuse.load(d .. "/fm.h5")
+  local p = g:predict(d .. "/tiny.h5", "test", { batch_size = 16 })
+  for i = 1, 3 do
+    local q = ms[i]:predict(d .. "/tiny.h5", "test")
+    local a, bq = p.member_probs:row(i):flat(), q.probs:flat()
+    for k = 1, #bq do check.near(a[k], bq[k], 1e-5, "member " .. i .. " prob " .. k) end
+  end
+  eq(g.norm[1], ms[1].norm[1], "normalisation recorded")
+end
+
+function T.gate_errors()
+  local d = dir()
+  local function gates_file(name, t)
+    local f <close> = h5.create(d .. "/" .. name)
+    f:write("/gates", t)
+    f:commit()
+    return d .. "/" .. name
+  end
+  local z = core.tensor("float32", 1, 4, 8)
+  for l = 1, 4 do for h = 1, 8 do z:set(1, l, h, 1) end end
+  for h = 1, 8 do z:set(1, 2, h, 0) end
+  local p = gates_file("allpruned.h5", z)
+  local code, _, err
+  code, _, err = check.hydra(("finetune %s --gates %s --member 1 --out %s/x.h5")
+    :format(base(), p, d))
+  eq(code, 1)
+  eq(err, "hydra: hydra finetune: prune: member 1 prunes every head of layer 2 (keep at least one)\n")
+  p = gates_file("empty.h5", core.tensor("float32", 0, 4, 8))
+  code, _, err = check.hydra(("finetune %s --gates %s --member 1 --out %s/x.h5"):format(base(), p, d))
+  eq(code, 1)
+  eq(err, "hydra: hydra finetune: prune: gates hold no member (M = 0)\n")
+  p = gates_file("shape.h5", core.tensor("float32", 2, 4, 6))
+  code, _, err = check.hydra(("finetune %s --gates %s --member 1 --out %s/x.h5"):format(base(), p, d))
+  eq(code, 1)
+  eq(err, "hydra: hydra finetune: prune: gates have shape [2,4,6], expected [M,4,8]\n")
+  code, _, err = check.hydra(("fuse --out %s/x.h5"):format(d))
+  eq(code, 2)
+  raises("fused: need at least one member (got 0)", function() return fuse.build({}) end)
+  raises("fused: fuse.mlp must be average or member (got 'mean')", function()
+    return fuse.build({ model.load(base()) }, { mlp = "mean" })
+  end)
+end
+
+return T

@@ -1,0 +1,290 @@
+-- tests/lua/test_methods.lua: the UQ methods (lua/hydra/methods/), their shared pieces
+-- (evaluation sets, cost formulas, predictors) and hydra.run (run folder, result.h5, reuse of
+-- complete runs and cached stages) on a very small synthetic configuration.
+local check = require("check")
+local hydra = require("hydra")
+local core = require("hydra.core")
+local common = require("hydra.methods.common")
+local eq, ok, near, raises = check.eq, check.ok, check.near, check.raises
+
+local T = {}
+
+local METHODS = { "single", "deep_ensemble", "mc_dropout", "taylor", "circavg", "hydra_taylor",
+                  "hydra_circ" }
+
+-- A data folder: tiny (ID), tinyood (OOD test), tinyoodval (OOD validation), tinyshift (two
+-- corruptions x two severities of tiny's test images).
+local data_cache
+local function data_dir()
+  if data_cache then return data_cache end
+  local d = check.tmpdir()
+  hydra.model.write_synthetic(d .. "/tiny.h5", { train = 96, val = 32, test = 40, seed = 2 })
+  hydra.model.write_synthetic(d .. "/tinyood.h5", { train = 8, val = 8, test = 24, seed = 5,
+                                                    classes = 3 })
+  hydra.model.write_synthetic(d .. "/tinyoodval.h5", { train = 8, val = 24, test = 8, seed = 6,
+                                                       classes = 3 })
+  local f <close> = hydra.h5.open(d .. "/tiny.h5")
+  local im, lb = f:read("/test/images"), f:read("/test/labels")
+  local g <close> = hydra.h5.create(d .. "/tinyshift.h5")
+  for _, c in ipairs({ "gaussian_noise", "contrast" }) do
+    for s = 1, 2 do
+      g:write(("/%s/%d/images"):format(c, s), core.corrupt(im, c, s, 1))
+      g:write(("/%s/%d/labels"):format(c, s), lb)
+    end
+  end
+  g:set_attr("/meta", "mean", 0.3)
+  g:set_attr("/meta", "std", 0.35)
+  g:commit()
+  data_cache = d
+  return d
+end
+
+-- A resolved config of a very small model on the synthetic data.
+local function tiny_cfg(extra)
+  local ov = {
+    ["data.dir"] = data_dir(), ["data.ood"] = "[tinyood]", ["data.ood_val"] = "tinyoodval",
+    ["data.shift"] = "[tinyshift]", ["data.shift_subset"] = "16", ["data.test_subset"] = "0",
+    ["model.d_model"] = "16", ["model.n_heads"] = "4", ["model.depth"] = "2",
+    ["model.d_mlp"] = "32", ["train.epochs"] = "1", ["train.batch_size"] = "32",
+    ["train.eval_batch_size"] = "32", ["prune.calib_size"] = "32", ["hydra.keep_heads"] = "2",
+    ["hydra.members"] = "2", ["deep_ensemble.members"] = "2", ["mc_dropout.samples"] = "3",
+  }
+  for k, v in pairs(extra or {}) do ov[k] = v end
+  return hydra.config.load("configs/data/tiny.yaml", ov)
+end
+
+local function quiet_ctx(cfg, cache_dir)
+  return {
+    cfg = cfg, progress = false, log = function() end,
+    cache = hydra.stages.new({ dir = cache_dir, log = function() end }),
+  }
+end
+
+function T.every_method_has_the_interface()
+  local cfg = tiny_cfg()
+  for _, name in ipairs(METHODS) do
+    local m = require("hydra.methods." .. name)
+    eq(m.name, name, name .. ".name")
+    ok(type(m.label) == "string" and #m.label > 0, name .. ".label")
+    ok(type(m.build) == "function", name .. ".build")
+    local d = m.describe(cfg)
+    eq(d.name, name, name .. " describe name")
+    eq(d.label, m.label, name .. " describe label")
+    ok(math.type(d.members) == "integer" and d.members >= 1, name .. " members")
+  end
+  eq(require("hydra.methods.deep_ensemble").describe(cfg).members, 2, "DE members")
+  check.same(require("hydra.methods.deep_ensemble").describe(tiny_cfg({ seed = "5" })).seeds,
+    { 5, 6 }, "DE seeds")
+  eq(require("hydra.methods.mc_dropout").describe(cfg).members, 3, "MC samples")
+  eq(require("hydra.methods.hydra_circ").describe(cfg).members, 2, "Hydra members")
+  eq(require("hydra.methods.hydra_circ").describe(cfg).needs.ood_val, true, "circ needs ood_val")
+  eq(require("hydra.methods.taylor").describe(cfg).needs.ood_val, false, "taylor does not")
+end
+
+function T.sets_group_shift_splits_by_severity()
+  local sets = common.sets(tiny_cfg())
+  eq(#sets, 4, "ID + 1 OOD + 2 severities")
+  eq(sets[1].name, "tiny", "ID name")
+  eq(sets[1].role, "id", "ID role")
+  check.same(sets[1].parts, { "test" }, "ID split")
+  eq(sets[1].subset, 0, "ID subset")
+  eq(sets[2].name, "tinyood", "OOD name")
+  eq(sets[2].role, "ood", "OOD role")
+  eq(sets[3].name, "tinyshift-s1", "severity 1")
+  check.same(sets[3].parts, { "contrast/1", "gaussian_noise/1" }, "every corruption at s1")
+  eq(sets[3].subset, 16, "shift_subset")
+  eq(sets[4].name, "tinyshift-s2", "severity 2")
+  local ds = common.dataset(sets[3], { 0.3, 0.35 })
+  eq(ds:size(), 32, "2 corruptions x 16")
+  local one = common.dataset(sets[2], nil)
+  eq(one:size(), 24, "OOD test split")
+  local sub = common.sets(tiny_cfg({ ["data.test_subset"] = "10", ["data.shift_subset"] = "0" }))
+  eq(common.dataset(sub[1]):size(), 10, "test_subset on ID")
+  eq(sub[3].subset, 10, "shift_subset 0 falls back to test_subset")
+  eq(common.dataset(sub[3], { 0.3, 0.35 }):size(), 20, "2 x 10")
+end
+
+function T.missing_dataset_is_a_clear_error()
+  local cfg = tiny_cfg({ ["data.ood"] = "[nowhere]" })
+  raises(("run: OOD dataset 'nowhere' is not prepared: '%s/nowhere.h5' not found "
+    .. "(run 'hydra data prepare nowhere')"):format(data_dir()), function()
+    return common.sets(cfg)
+  end)
+end
+
+-- The Lua cost formulas agree with the C ones (hy_fused_params / hy_fused_flops).
+function T.cost_formulas_match_the_core()
+  local cfg = tiny_cfg()
+  local m = hydra.model.new(cfg, 1)
+  local mc = cfg.model
+  local f = hydra.fuse.build({ m }, cfg.fuse)
+  local info = f:info()
+  near(common.flops(mc), info.flops, 1e-6 * info.flops, "flops, every head")
+  eq(common.model_params(m), info.params, "params = the fused model's with every head")
+  eq(common.pruned_params(mc, common.model_params(m)), info.params, "unpruned params")
+  m:set_gates({ { 1, 0, 1, 0 }, { 0, 0, 0, 1 } })
+  local kept = common.kept_of(m:gates())
+  check.same(kept, { 2, 1 }, "kept heads per layer")
+  local fp = hydra.fuse.build({ m }, cfg.fuse)
+  local pinfo = fp:info()
+  near(common.flops(mc, kept), pinfo.flops, 1e-6 * pinfo.flops, "flops, pruned")
+  eq(common.pruned_params(mc, common.model_params(m), kept), pinfo.params, "params, pruned")
+  -- DESIGN §2: vit-fm is about 41 MFLOPs per image
+  local ref = hydra.config.load("configs/models/vit-fm.yaml")
+  near(common.flops(ref.model) / 1e6, 41, 1, "vit-fm MFLOPs")
+end
+
+function T.deep_ensemble_and_mc_dropout_predictions()
+  local cache = check.tmpdir()
+  local cfg = tiny_cfg()
+  local ctx = quiet_ctx(cfg, cache)
+  local sets = common.sets(cfg)
+  local de = require("hydra.methods.deep_ensemble").build(ctx)
+  eq(ctx.cache.built, 2, "two base models trained")
+  local single = require("hydra.methods.single").build(ctx)
+  eq(ctx.cache.built, 2, "the single model is DE member 1 (cached)")
+  eq(de.cost.members, 2, "DE members")
+  eq(de.cost.params, 2 * single.cost.params, "DE params = 2 x single")
+  near(de.cost.flops, 2 * single.cost.flops, 1e-9, "DE flops = 2 x single")
+  local g <close> = hydra.h5.open(de:predict(sets[1]))
+  local probs, mp = g:read("/probs"), g:read("/member_probs")
+  check.same(mp:shape(), { 2, 40, 10 }, "member_probs shape")
+  local mean = core.mean_first(mp)
+  local a, b = probs:totable(), mean:totable()
+  for i = 1, #a do
+    for c = 1, #a[i] do near(a[i][c], b[i][c], 1e-6, "probs = mean of members") end
+  end
+  check.same(g:read("/labels"):shape(), { 40 }, "labels")
+  local s <close> = hydra.h5.open(single:predict(sets[1]))
+  local sp, m1 = s:read("/probs"):totable(), mp:row(1):totable()
+  for i = 1, #sp do
+    for c = 1, #sp[i] do near(sp[i][c], m1[i][c], 1e-6, "member 1 = single") end
+  end
+  eq(s:exists("/member_probs"), false, "single has no members")
+  local built = ctx.cache.built
+  de:predict(sets[1])
+  eq(ctx.cache.built, built, "predictions are cached")
+  local mcd = require("hydra.methods.mc_dropout").build(ctx)
+  local h <close> = hydra.h5.open(mcd:predict(sets[2]))
+  check.same(h:read("/member_probs"):shape(), { 3, 24, 10 }, "MC samples")
+  eq(mcd.cost.members, 3, "MC members")
+  near(mcd.cost.flops, 3 * single.cost.flops, 1e-9, "MC flops = K x single")
+  raises("mc_dropout: mc_dropout.rate must be > 0 for MC Dropout (got 0)", function()
+    return require("hydra.methods.mc_dropout").build(quiet_ctx(
+      tiny_cfg({ ["mc_dropout.rate"] = "0.0" }), cache))
+  end)
+  local ms, n = single:time_batch(sets[1], 16, 3)
+  eq(n, 16, "timed batch size")
+  ok(ms > 0, "positive time")
+end
+
+function T.pruned_methods_pack_their_heads()
+  local cache = check.tmpdir()
+  local cfg = tiny_cfg()
+  local ctx = quiet_ctx(cfg, cache)
+  local sets = common.sets(cfg)
+  local tay = require("hydra.methods.taylor").build(ctx)
+  eq(tay.cost.members, 1, "one member")
+  local full = common.model_params(hydra.model.new(cfg, 0))
+  eq(tay.cost.params, common.pruned_params(cfg.model, full, { 2, 2 }), "2 of 4 heads kept")
+  near(tay.cost.flops, common.flops(cfg.model, { 2, 2 }), 1, "pruned flops")
+  local ht = require("hydra.methods.hydra_taylor").build(ctx)
+  eq(ht.cost.members, 2, "two members")
+  local g <close> = hydra.h5.open(ht:predict(sets[2]))
+  check.same(g:read("/member_probs"):shape(), { 2, 24, 10 }, "fused member probs")
+  local names = {}
+  for _, r in ipairs(ctx.cache.records) do names[#names + 1] = r.name .. ":" .. r.status end
+  eq(table.concat(names, " "), "base:built gates:built member:built fused:built "
+    .. "base:hit gates:built member:built member:built fused:built preds:built",
+    "stages of Taylor then Hydra (Taylor)")
+end
+
+function T.run_writes_a_complete_folder_and_reuses_it()
+  local root = check.tmpdir()
+  local cache = root .. "/cache"
+  local cfg = tiny_cfg({ results_dir = root .. "/results", experiment = "t",
+                         methods = "[single, deep_ensemble]" })
+  local run = hydra.run
+  local lines = {}
+  eq((run.status(cfg)), "absent", "absent before")
+  local s = run.execute(cfg, { quiet = true, cache_dir = cache, progress = false,
+                               log = function(l) lines[#lines + 1] = l end })
+  eq(s.skipped, false, "ran")
+  eq(s.id, run.id(cfg), "id")
+  eq(#s.id, 12, "short id")
+  eq(s.dir, root .. "/results/t/" .. s.id, "dir")
+  eq((run.status(cfg)), "complete", "complete after")
+  for _, f in ipairs({ "config.resolved.yaml", "log.txt", "result.h5", "table.md", "table.csv",
+                       "methods/single.h5", "methods/deep_ensemble.h5", "plots/reliability.png",
+                       "plots/ood-hist.png", "plots/risk-coverage.png", "plots/reliability.gp",
+                       "plots/reliability.dat" }) do
+    eq(core.stat(s.dir .. "/" .. f), "file", f)
+  end
+  eq(s.stages.built, 2 + 2 * 4, "2 base models + 4 prediction sets x 2 methods")
+  eq(s.stages.hits, 1, "single's base reused by DE")
+  -- the log file holds every line printed
+  local log = check.read_file(s.dir .. "/log.txt")
+  for _, l in ipairs(lines) do ok(log:find(l, 1, true), "logged: " .. l) end
+  ok(log:find("| Single |", 1, true), "table logged")
+  -- result.h5
+  local r = run.load(s.result)
+  eq(r.id, s.id, "result id")
+  check.same(r.methods, { "single", "deep_ensemble" }, "methods in order")
+  eq(r.provenance.seed, 0, "seed")
+  ok(type(r.provenance.git_hash) == "string" and #r.provenance.git_hash > 0, "git hash")
+  ok(r.provenance.data_tiny:match("^sha256:%x+$"), "data checksum")
+  ok(r.provenance.stages:find("deep_ensemble base ", 1, true), "stage provenance")
+  local again = hydra.config.resolve((core.yaml_parse(r.config_yaml, "result config")))
+  eq(run.id(again), s.id, "the stored config resolves to the same run")
+  eq(r.results[1].method, "Single", "label")
+  eq(r.results[2].members, 2, "DE members")
+  eq(r.results[2].cost.members, 2, "DE cost members")
+  eq(r.results[2].cost.params, 2 * r.results[1].cost.params, "DE params")
+  ok(r.results[1].cost.infer_ms_per_batch > 0, "timing")
+  eq(r.results[1].cost.batch_size, 32, "timed batch")
+  local md = hydra.report.markdown(r.results)
+  eq(md, check.read_file(s.dir .. "/table.md"), "table from result.h5 = table.md")
+  local f <close> = hydra.h5.open(s.result)
+  check.same(f:read("/methods/single/id/conf"):shape(), { 40 }, "per-sample ID arrays")
+  check.same(f:read("/methods/deep_ensemble/shift/tinyshift-s2/correct"):shape(), { 32 },
+    "per-sample shift arrays")
+  ok(f:exists("/methods/single/ood/tinyood/scores/msp"), "OOD scores")
+  eq(f:attr("/", "format"), "hydra-run-1", "format")
+  ok(f:attr("/", "config"):find("experiment: t", 1, true), "resolved config attribute")
+  check.same(run.method_files(s.dir), { s.dir .. "/methods/single.h5",
+                                        s.dir .. "/methods/deep_ensemble.h5" }, "method files")
+  -- a complete run is a no-op
+  local s2 = run.execute(cfg, { quiet = true, cache_dir = cache })
+  eq(s2.skipped, true, "skipped")
+  -- another run of the same stages (other experiment name) reuses every stage
+  local cfg3 = tiny_cfg({ results_dir = root .. "/results", experiment = "u",
+                          methods = "[deep_ensemble]" })
+  local s3 = run.execute(cfg3, { quiet = true, cache_dir = cache, progress = false })
+  eq(s3.stages.built, 0, "nothing rebuilt")
+  eq(s3.stages.hits, 2 + 4, "2 models + 4 prediction sets")
+  ok(s3.id ~= s.id, "other run id")
+end
+
+function T.run_id_ignores_where_results_go()
+  local run = hydra.run
+  local a = tiny_cfg({ results_dir = "/a", threads = "1" })
+  local b = tiny_cfg({ results_dir = "/b", threads = "2", ["sweep.jobs"] = "3" })
+  eq(run.id(a), run.id(b), "results_dir, threads, sweep.* do not change the id")
+  ok(run.id(a) ~= run.id(tiny_cfg({ results_dir = "/a", seed = "1" })), "the seed does")
+end
+
+function T.run_rejects_bad_method_lists()
+  local root = check.tmpdir()
+  local function go(methods)
+    return hydra.run.execute(tiny_cfg({ results_dir = root, methods = methods }),
+      { quiet = true, cache_dir = root .. "/cache", progress = false })
+  end
+  raises("run: unknown method 'nope' in methods (known: circavg, deep_ensemble, hydra_circ, "
+    .. "hydra_taylor, mc_dropout, single, taylor)", function() return go("[single, nope]") end)
+  raises("run: method 'single' is listed twice in methods", function()
+    return go("[single, single]")
+  end)
+  raises("run: methods is empty (nothing to run)", function() return go("[]") end)
+end
+
+return T

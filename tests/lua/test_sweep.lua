@@ -1,0 +1,300 @@
+-- tests/lua/test_sweep.lua: hydra.sweep (sweep files: checks with exact file:line:col messages,
+-- the documented point order, shards, profiles, seeds), the spawn binding, and hydra.report_sweep
+-- grouping on run results made here by real (tiny, synthetic-data) sweeps.
+local check = require("check")
+local core = require("hydra.core")
+local hydra = require("hydra")
+
+local T = {}
+local home = rawget(_G, "HYDRA_HOME") or "."
+
+local function put(dir, name, text)
+  local path = dir .. "/" .. name
+  check.write_file(path, text)
+  return path
+end
+
+-- A folder with base.yaml (+ quick/paper profile files) pointing results into the folder.
+local function setup()
+  local d = check.tmpdir()
+  put(d, "base.yaml", ("include: %s/configs/data/tiny.yaml\nexperiment: sw\nresults_dir: %s/results\n"
+    .. "data: {dir: %s/data, ood: [], shift: []}\nmethods: [single]\n"):format(home, d, d))
+  put(d, "quick.yaml", "profile: quick\ntrain: {epochs: 1}\n")
+  put(d, "paper.yaml", "profile: paper\ntrain: {epochs: 3}\n")
+  return d
+end
+
+local function sweep_fails(text, want)
+  local d = setup()
+  local path = put(d, "s.yaml", text)
+  check.raises(want:gsub("F:", path .. ":"), function() return hydra.sweep.load(path) end)
+end
+
+-- ===== bad sweep files =====
+
+function T.unknown_key_in_grid()
+  sweep_fails("base: base.yaml\ngrid:\n  seed: [0, 1]\n  hydra.membrs: [1, 2]\n",
+    "F:4:3: unknown key 'hydra.membrs' in grid (did you mean 'hydra.members'?)")
+  sweep_fails("base: base.yaml\ngrid:\n  zzzzzz: [1]\n",
+    "F:3:3: unknown key 'zzzzzz' in grid (keys are dotted paths of configs/defaults.yaml, "
+    .. "e.g. hydra.members)")
+end
+
+function T.empty_grid()
+  sweep_fails("base: base.yaml\ngrid: {}\n",
+    "F:2:7: grid is empty (give dotted keys with lists of values, e.g. seed: [0, 1, 2])")
+  sweep_fails("base: base.yaml\ngrid:\n",
+    "F:2:6: grid is empty (give dotted keys with lists of values, e.g. seed: [0, 1, 2])")
+  sweep_fails("base: base.yaml\ngrid:\n  seed: []\n", "F:3:9: grid seed: empty list of values")
+end
+
+function T.value_of_wrong_type()
+  sweep_fails("base: base.yaml\ngrid:\n  hydra.members: [1, two, 3]\n",
+    "F:3:22: grid hydra.members[2]: expected integer, got string 'two'")
+  sweep_fails("base: base.yaml\ngrid:\n  hydra.members: [1, 0]\n",
+    "F:3:22: grid hydra.members[2] must be >= 1 (got 0)")
+  sweep_fails("base: base.yaml\ngrid:\n  fuse.mlp: [average, averge]\n",
+    "F:3:23: grid fuse.mlp[2] must be one of average, member (got 'averge'; did you mean "
+    .. "'average'?)")
+  sweep_fails("base: base.yaml\ngrid:\n  data.ood: [[glyphs], [mnist, 3]]\n",
+    "F:3:32: grid data.ood[2][2]: expected string, got integer 3")
+  sweep_fails("base: base.yaml\ngrid:\n  seed: 3\n",
+    "F:3:9: grid seed: expected a list of values, got integer 3")
+  sweep_fails("base: base.yaml\ngrid:\n  seed: [0, 1, 0]\n",
+    "F:3:16: grid seed[3]: duplicate value 0 (first at [1])")
+  sweep_fails("base: base.yaml\npoints:\n  - {fuse.mlp: 3}\n",
+    "F:3:16: points[1] fuse.mlp: expected string, got integer 3")
+  sweep_fails("base: base.yaml\nset: {train.epochs: 1.5}\ngrid: {seed: [0]}\n",
+    "F:2:21: set train.epochs: expected integer, got float 1.5")
+end
+
+function T.bad_top_level()
+  sweep_fails("base: base.yaml\ngrd: {seed: [0]}\n",
+    "F:2:1: unknown key 'grd' in sweep (did you mean 'grid'?)")
+  sweep_fails("grid: {seed: [0]}\n",
+    "F:1:1: sweep has no base: (the config file every point starts from)")
+  sweep_fails("base: base.yaml\n", "F:1:1: sweep has no grid:, points: or seeds: (nothing to run)")
+  sweep_fails("base: base.yaml\npoints: []\n",
+    "F:2:9: points is empty (give a list of override maps)")
+  sweep_fails("base: base.yaml\ngrid: {seed: [0]}\nseeds: 0\n",
+    "F:3:8: seeds: expected an integer >= 1, got integer 0")
+  sweep_fails("- a\n", "F:1:1: a sweep file must be a map with base: and grid: or points: "
+    .. "(got list)")
+end
+
+-- the duplicate message holds a run-id: check it with a pattern
+function T.duplicate_runs_message_names_the_id()
+  local d = setup()
+  local path = put(d, "s.yaml", "base: base.yaml\ngrid: {threads: [1, 2]}\n")
+  local ok, e = pcall(hydra.sweep.load, path)
+  check.ok(not ok, "duplicate points must fail")
+  check.ok(check.message(e):match("^sweep: points 0 %(threads=1%) and 1 %(threads=2%) resolve "
+    .. "to the same run %x+; "), check.message(e))
+end
+
+function T.cli_errors_are_clean()
+  local d = setup()
+  local path = put(d, "s.yaml", "base: base.yaml\ngrid:\n  hydra.membrs: [1]\n")
+  local code, out, e = check.hydra("sweep " .. path)
+  check.eq(code, 1, "exit status")
+  check.eq(out, "", "stdout")
+  check.eq(e, ("hydra: %s:3:3: unknown key 'hydra.membrs' in grid (did you mean "
+    .. "'hydra.members'?)\n"):format(path), "stderr")
+  code, out, e = check.hydra("sweep " .. path .. " --jobs 0")
+  check.eq(code, 2, "usage exit status")
+  check.eq(e, "hydra: hydra sweep: --jobs expects an integer >= 1, got 0\n", "usage stderr")
+  code, out, e = check.hydra("report " .. d .. "/nothing")
+  check.eq(code, 1, "report exit status")
+  check.eq(e, ("hydra: report: no experiment folder '%s/nothing' (run the experiment or sweep "
+    .. "first)\n"):format(d), "report stderr")
+  code, out, e = check.hydra("repro nope")
+  check.eq(code, 2, "repro exit status")
+  check.ok(e:find("hydra: hydra repro: unknown experiment 'nope' (experiments: ", 1, true), e)
+end
+
+-- ===== points =====
+
+function T.point_order_is_documented_order()
+  local d = setup()
+  local path = put(d, "s.yaml", "base: base.yaml\nset: {train.epochs: 1}\n"
+    .. "points:\n  - {fuse.mlp: average}\n  - {fuse.mlp: member}\n"
+    .. "grid:\n  hydra.members: [2, 1]\n  eval.score: [msp, entropy]\n")
+  local sw = hydra.sweep.load(path, { seeds = 2 })
+  check.eq(#sw.points, 16, "points")
+  local want = {
+    "fuse.mlp=average hydra.members=2 eval.score=msp seed=0",
+    "fuse.mlp=average hydra.members=2 eval.score=entropy seed=0",
+    "fuse.mlp=average hydra.members=1 eval.score=msp seed=0",
+    "fuse.mlp=average hydra.members=1 eval.score=entropy seed=0",
+    "fuse.mlp=member hydra.members=2 eval.score=msp seed=0",
+  }
+  for i, w in ipairs(want) do
+    check.eq(sw.points[i].label, w, "label " .. i)
+    check.eq(sw.points[i].index, i - 1, "index " .. i)
+  end
+  check.eq(sw.points[9].label, "fuse.mlp=average hydra.members=2 eval.score=msp seed=1", "9")
+  local p = sw.points[6].cfg
+  check.eq(p.fuse.mlp, "member", "fuse.mlp")
+  check.eq(p.hydra.members, 2, "members")
+  check.eq(p.eval.score, "entropy", "score")
+  check.eq(p.train.epochs, 1, "set applies")
+  check.eq(p.seed, 0, "seed")
+  check.eq(p.results_dir, d .. "/results", "base applies")
+  -- run ids are distinct and match hydra.run
+  local seen = {}
+  for _, pt in ipairs(sw.points) do
+    check.ok(not seen[pt.id], "distinct ids")
+    seen[pt.id] = true
+    check.eq(pt.id, hydra.run.id(pt.cfg), "id")
+    check.eq(pt.dir, d .. "/results/sw/" .. pt.id, "dir")
+  end
+  -- the same file loads to the same points (deterministic)
+  local again = hydra.sweep.load(path, { seeds = 2 })
+  for i, pt in ipairs(sw.points) do check.eq(again.points[i].id, pt.id, "same id " .. i) end
+end
+
+function T.profiles_and_overrides()
+  local d = setup()
+  local path = put(d, "s.yaml", "base: base.yaml\nprofiles: {quick: quick.yaml, paper: "
+    .. "paper.yaml}\ngrid: {seed: [0, 1]}\n")
+  local q = hydra.sweep.load(path)
+  check.eq(q.profile, "quick", "default profile")
+  check.eq(q.points[1].cfg.train.epochs, 1, "quick epochs")
+  local p = hydra.sweep.load(path, { profile = "paper", overrides = { "train.batch_size=16" } })
+  check.eq(p.points[2].cfg.train.epochs, 3, "paper epochs")
+  check.eq(p.points[2].cfg.profile, "paper", "profile key")
+  check.eq(p.points[2].cfg.train.batch_size, 16, "override")
+  check.raises(("sweep: '%s' has no profile 'big' (profiles: quick, paper)"):format(path),
+    function() return hydra.sweep.load(path, { profile = "big" }) end)
+  check.raises(("sweep: '%s' has a grid over seed and seeds 3; use one of them"):format(path),
+    function() return hydra.sweep.load(path, { seeds = 3 }) end)
+  check.raises("command line: train.epochs=x: expected integer, got string 'x'",
+    function() return hydra.sweep.load(path, { overrides = { "train.epochs=x" } }) end)
+end
+
+function T.shards_partition_the_points()
+  local d = setup()
+  local path = put(d, "s.yaml", "base: base.yaml\ngrid: {seed: [0, 1, 2, 3, 4]}\n")
+  local sw = hydra.sweep.load(path)
+  local got = {}
+  for i = 0, 2 do
+    for _, pt in ipairs(hydra.sweep.select(sw, hydra.sweep.shard(i .. "/3"))) do
+      check.eq(pt.index % 3, i, "shard of point " .. pt.index)
+      check.ok(not got[pt.index], "each point once")
+      got[pt.index] = true
+    end
+  end
+  for i = 0, 4 do check.ok(got[i], "point " .. i .. " in a shard") end
+  check.raises("hydra sweep: --shard expects i/n with 0 <= i < n (e.g. 0/4), got '3/3'",
+    function() return hydra.sweep.shard("3/3") end)
+  check.raises("hydra sweep: --shard expects i/n with 0 <= i < n (e.g. 0/4), got 'x'",
+    function() return hydra.sweep.shard("x") end)
+end
+
+function T.worker_command_line()
+  local d = setup()
+  local path = put(d, "s.yaml", "base: base.yaml\nprofiles: {quick: quick.yaml}\n"
+    .. "grid: {seed: [0, 1]}\n")
+  local sw = hydra.sweep.load(path, { overrides = { "train.batch_size=16" } })
+  local argv = hydra.sweep.worker_argv(sw, sw.points[2], "/bin/hydra", 2)
+  check.same(argv, { "/bin/hydra", "sweep", path, "--point", "1", "--expect", sw.points[2].id,
+    "--threads", "2", "--profile", "quick", "train.batch_size=16" }, "argv")
+  check.raises(("sweep: point 1 of '%s' is run %s, expected 0123 (the sweep file, its configs "
+    .. "or the options changed since the sweep started)"):format(path, sw.points[2].id),
+    function() return hydra.sweep.run_point(sw, 1, { expect = "0123" }) end)
+end
+
+-- ===== the spawn binding =====
+
+function T.spawn_wait_kill()
+  local d = check.tmpdir()
+  local log = d .. "/out.log"
+  local pid = core.spawn({ "/bin/sh", "-c", "echo \"$HYDRA_X\"; exit 3" }, { HYDRA_X = "hi" },
+    log)
+  local how, code = core.wait(pid, true)
+  check.eq(how, "exit", "exit")
+  check.eq(code, 3, "code")
+  check.eq(check.read_file(log), "hi\n", "env and log")
+  pid = core.spawn({ "/bin/sleep", "30" })
+  check.eq(core.wait(pid), nil, "still running")
+  check.ok(core.kill(pid, "TERM"), "kill")
+  how, code = core.wait(pid, true)
+  check.eq(how, "signal", "killed")
+  check.eq(code, 15, "SIGTERM")
+  check.ok(core.ncpu() >= 1, "ncpu")
+  check.eq(core.stat(core.exe()), "file", "exe")
+end
+
+-- ===== running and reporting (tiny synthetic data, single model, 1 epoch) =====
+
+function T.sweep_runs_skips_and_reports()
+  local d = setup()
+  core.mkdir_p(d .. "/data")
+  hydra.model.write_synthetic(d .. "/data/tiny.h5", { train = 128, val = 32, test = 32 })
+  local path = put(d, "s.yaml", "base: base.yaml\nset: {train.epochs: 1, data.calib_size: 16}\n"
+    .. "grid:\n  eval.score: [msp, entropy]\n  seed: [0, 1]\n")
+  local sw = hydra.sweep.load(path, { overrides = { "threads=1" } })
+  local lines = {}
+  -- run point 0 in this process first (cache in the temp folder), then the rest by workers
+  local cache = d .. "/cache"
+  local s0 = hydra.run.execute(sw.points[1].cfg, { quiet = true, progress = false,
+                                                   cache_dir = cache })
+  check.eq(s0.skipped, false, "point 0 ran")
+  local before = check.read_file(sw.points[1].dir .. "/result.h5")
+  local ok, e = pcall(function()
+    -- workers get the cache through the environment
+    local exe = core.exe()
+    local wrapper = put(d, "hydra.sh", ("#!/bin/sh\nHYDRA_CACHE_DIR='%s' exec '%s' \"$@\"\n")
+      :format(cache, exe))
+    os.execute("chmod +x '" .. wrapper .. "'")
+    return hydra.sweep.run(sw, { jobs = 2, threads = 2, exe = wrapper,
+                                 log = function(l) lines[#lines + 1] = l end })
+  end)
+  check.ok(ok, ok or check.message(e))
+  local s = e
+  check.eq(s.total, 4, "total")
+  check.eq(s.skipped, 1, "point 0 skipped")
+  check.eq(s.ran, 3, "ran")
+  check.eq(#s.failed, 0, "failed: " .. table.concat(lines, "\n"))
+  check.eq(s.complete, 4, "complete")
+  check.eq(check.read_file(sw.points[1].dir .. "/result.h5"), before, "point 0 untouched")
+  -- point 2 (entropy, seed 0) reused point 0's (msp, seed 0) base model from the cache
+  check.eq(sw.points[3].label, "eval.score=entropy seed=0", "point 2")
+  local prov = hydra.run.load(sw.points[3].dir).provenance.stages
+  check.ok(prov:find("single base %x+ hit"), "base model reused: " .. prov)
+  -- the report groups by the varying key, mean ± std over the two seeds
+  local rs = hydra.report_sweep
+  local runs = rs.collect(d .. "/results/sw")
+  check.eq(#runs, 4, "runs")
+  local g = rs.group(runs)
+  check.same(g.varying, { "eval.score" }, "varying keys")
+  check.eq(#g.groups, 2, "groups")
+  local out = rs.write(d .. "/results/sw", { plots = false })
+  local md = check.read_file(out.markdown)
+  check.ok(md:find("| Single (eval.score=entropy) (n=2) |", 1, true), md)
+  check.ok(md:find("| Single (eval.score=msp) (n=2) |", 1, true), md)
+  check.ok(md:find("4 complete runs; seeds 0, 1; varying: eval.score.", 1, true), md)
+  local csv = check.read_file(out.csv)
+  check.ok(csv:find("\nSingle (eval.score=msp),2,", 1, true), csv)
+  -- the msp row's accuracy is the mean of the two msp runs
+  local accs = {}
+  for _, pt in ipairs(sw.points) do
+    if pt.cfg.eval.score == "msp" then
+      accs[#accs + 1] = hydra.run.load(pt.dir).results[1].metrics.acc * 100
+    end
+  end
+  local t = hydra.report.table(rs.results(runs))
+  for _, row in ipairs(t.rows) do
+    if row.method == "Single (eval.score=msp)" then
+      check.near(row.cells[1].mean, (accs[1] + accs[2]) / 2, 1e-9, "mean acc")
+    end
+  end
+  -- a rerun skips every complete point and starts nothing
+  local again = hydra.sweep.run(hydra.sweep.load(path, { overrides = { "threads=1" } }),
+    { jobs = 2, threads = 2, quiet = true })
+  check.eq(again.ran, 0, "nothing to run")
+  check.eq(again.skipped, 4, "all skipped")
+  check.eq(#again.started, 0, "no worker started")
+end
+
+return T
