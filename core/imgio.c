@@ -88,7 +88,15 @@ hy_status hy_img_pad(const hy_tensor *in, int64_t top, int64_t bottom, int64_t l
         return hy_fail(HY_EINVAL, "imgio: pad sizes must be >= 0 (got %lld %lld %lld %lld)",
                        (long long)top, (long long)bottom, (long long)left, (long long)right);
     int64_t N = in->shape[0], H = in->shape[1], W = in->shape[2];
-    int64_t shape[3] = {N, H + top + bottom, W + left + right};
+    int64_t shape[3] = {N, 0, 0};
+    /* the sizes come from the user: a sum past INT64_MAX is an error, not a wrap */
+    if (__builtin_add_overflow(H, top, &shape[1]) ||
+        __builtin_add_overflow(shape[1], bottom, &shape[1]) ||
+        __builtin_add_overflow(W, left, &shape[2]) ||
+        __builtin_add_overflow(shape[2], right, &shape[2]))
+        return hy_fail(HY_EINVAL, "imgio: padded size overflows (pads %lld %lld %lld %lld on "
+                       "%lldx%lld)", (long long)top, (long long)bottom, (long long)left,
+                       (long long)right, (long long)H, (long long)W);
     HY_TRY(hy_tensor_alloc(out, HY_U8, 3, shape));
     const uint8_t *s = in->data;
     uint8_t *o = out->data;

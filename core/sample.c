@@ -165,9 +165,11 @@ hy_status hy_sample_permutation(int64_t n, uint64_t seed, hy_tensor *out) {
 hy_status hy_sample_slice(const hy_tensor *in, int64_t start, int64_t count, hy_tensor *out) {
     memset(out, 0, sizeof *out);
     if (in->ndim < 1) return hy_fail(HY_EINVAL, "sample: slice needs a tensor with >= 1 dims");
-    if (start < 0 || count < 0 || start + count > in->shape[0])
-        return hy_fail(HY_EINVAL, "sample: rows [%lld, %lld) out of range [0, %lld)",
-                       (long long)start, (long long)(start + count), (long long)in->shape[0]);
+    /* compared without forming start + count: both come from the user and may be huge */
+    if (start < 0 || count < 0 || start > in->shape[0] || count > in->shape[0] - start)
+        return hy_fail(HY_EINVAL, "sample: rows [%lld, %lld + %lld) out of range [0, %lld)",
+                       (long long)start, (long long)start, (long long)count,
+                       (long long)in->shape[0]);
     int64_t shape[HY_MAXDIM];
     memcpy(shape, in->shape, sizeof shape);
     shape[0] = count;

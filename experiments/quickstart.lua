@@ -4,7 +4,8 @@
 -- sets are rendered letter glyphs A-J and OpenCV's handwritten digits, both from Debian
 -- packages; covariate shift is Fashion-MNIST-C (corruptions generated in C, averaged per
 -- severity). On the quick profile (configs/experiments/quick.yaml) the backbone is the tiny
--- ViT (vit-fm-tiny, 0.2 M parameters) trained from scratch for 3 epochs on 10,000 images.
+-- ViT (vit-fm-tiny, 0.2 M parameters) trained from scratch for a few epochs on a subset of the
+-- training images (the profile file gives the sizes; the paper profile uses vit-fm).
 -- From that one base model we build
 --   * Single: the base model itself;
 --   * Deep Ensembles: 3 independently trained models (seeds s, s+1, s+2);

@@ -69,18 +69,25 @@ static unsigned news_flag(lua_State *L, int opts) {
     return opt_bool(L, opts, "news") ? (unsigned)HY_TEXT_NEWS : 0u;
 }
 
+#define L_TEXTBUF "hydra.TextBuf"
+
+/* A boxed hy_buf: scratch that the GC frees even when a later push raises (out of memory). */
+static int l_textbuf_gc(lua_State *L) {
+    hy_buf_release(luaL_checkudata(L, 1, L_TEXTBUF));
+    return 0;
+}
+
 static int l_text_normalize(lua_State *L) {
     size_t n;
     const char *s = luaL_checklstring(L, 1, &n);
     unsigned flags = lua_toboolean(L, 2) ? (unsigned)HY_TEXT_NEWS : 0u;
-    hy_buf out = {0};
+    hy_buf *out = lua_newuserdatauv(L, sizeof *out, 0);   /* box first: GC owns the buffer */
+    memset(out, 0, sizeof *out);
+    luaL_setmetatable(L, L_TEXTBUF);
     size_t ntok = 0;
-    if (hy_text_normalize(&out, s, n, flags, &ntok) != HY_OK) {
-        hy_buf_release(&out);
-        return l_raise(L);
-    }
-    lua_pushlstring(L, out.data ? out.data : "", out.len);  /* may raise: free first */
-    hy_buf_release(&out);
+    if (hy_text_normalize(out, s, n, flags, &ntok) != HY_OK) return l_raise(L);
+    lua_pushlstring(L, out->data ? out->data : "", out->len);
+    hy_buf_release(out);                                  /* early; __gc finds it empty */
     lua_pushinteger(L, (lua_Integer)ntok);
     return 2;
 }
@@ -420,6 +427,10 @@ void l_open_text(lua_State *L) {
         {NULL, NULL}};
     new_class(L, L_CORPUS, corpus_m, l_corpus_gc, l_corpus_size);
     new_class(L, L_VOCAB, vocab_m, l_vocab_gc, l_vocab_size);
+    luaL_newmetatable(L, L_TEXTBUF);
+    lua_pushcfunction(L, l_textbuf_gc);
+    lua_setfield(L, -2, "__gc");
+    lua_pop(L, 1);
     l_setfuncs(L, fns);
     lua_pushstring(L, HY_TEXT_NORMALIZATION);
     lua_setfield(L, -2, "text_normalization");

@@ -4,7 +4,8 @@
 --   base: ../experiments/ablation_members.yaml   # config file(s) every point starts from
 --                                                # (a path or a list, relative to this file)
 --   profiles:                                    # optional: the size layer chosen by --profile
---     quick: ../experiments/quick.yaml           #   (default: quick); merged after base
+--     quick: ../experiments/quick.yaml           #   (default: quick); merged before base, so
+--                                                #   the experiment's own settings win
 --     paper: ../experiments/paper.yaml
 --   seeds: 3                                     # optional: adds the axis seed = 0..K-1
 --   set: {data.test_subset: 500}                 # optional: overrides applied to every point
@@ -23,7 +24,7 @@
 --   every configuration at seed 0 first), for each entry of `points` (in file order; one empty
 --   entry when absent), for each combination of `grid` (keys in file order, the first key
 --   slowest and the last fastest, values in file order).
--- A point's config = defaults < base files < profile file < set < points entry < grid values <
+-- A point's config = defaults < profile file < base files < set < points entry < grid values <
 -- seed < command-line overrides. --seeds K replaces the file's `seeds`; a grid over `seed`
 -- and seeds/--seeds together is an error.
 --
@@ -402,8 +403,8 @@ function M.load(path, opts)
   sw.n_seeds = seeds
   sw.cli = opts.overrides or {}
   local include = {}
-  for _, f in ipairs(sw.base) do include[#include + 1] = f end
   for _, f in ipairs(sw.profile_files) do include[#include + 1] = f end
+  for _, f in ipairs(sw.base) do include[#include + 1] = f end
   sw.include = include
 
   -- enumerate
@@ -688,13 +689,13 @@ function M.script_options(a)
   return o
 end
 
--- The config file list of an experiment on a profile: configs/experiments/<name>.yaml then
--- configs/experiments/<profile>.yaml (what the sweep files' base + profiles say).
+-- The config of an experiment on a profile: configs/experiments/<profile>.yaml (sizes), then
+-- configs/experiments/<name>.yaml (the experiment's settings win), then opts.overrides.
 function M.experiment_config(name, opts)
   local home = rawget(_G, "HYDRA_HOME") or "."
   local profile = opts.profile or "quick"
-  local files = { ("%s/configs/experiments/%s.yaml"):format(home, name),
-                  ("%s/configs/experiments/%s.yaml"):format(home, profile) }
+  local files = { ("%s/configs/experiments/%s.yaml"):format(home, profile),
+                  ("%s/configs/experiments/%s.yaml"):format(home, name) }
   for _, f in ipairs(files) do
     if not core.stat(f) then err.fail("experiment %s: no config '%s'", name, f) end
   end

@@ -19,8 +19,8 @@ local function setup()
   local d = check.tmpdir()
   put(d, "base.yaml", ("include: %s/configs/data/tiny.yaml\nexperiment: sw\nresults_dir: %s/results\n"
     .. "data: {dir: %s/data, ood: [], shift: []}\nmethods: [single]\n"):format(home, d, d))
-  put(d, "quick.yaml", "profile: quick\ntrain: {epochs: 1}\n")
-  put(d, "paper.yaml", "profile: paper\ntrain: {epochs: 3}\n")
+  put(d, "quick.yaml", "profile: quick\nfinetune: {epochs: 2}\ntrain: {epochs: 5}\n")
+  put(d, "paper.yaml", "profile: paper\nfinetune: {epochs: 3}\ntrain: {epochs: 5}\n")
   return d
 end
 
@@ -159,9 +159,10 @@ function T.profiles_and_overrides()
     .. "paper.yaml}\ngrid: {seed: [0, 1]}\n")
   local q = hydra.sweep.load(path)
   check.eq(q.profile, "quick", "default profile")
-  check.eq(q.points[1].cfg.train.epochs, 1, "quick epochs")
+  check.eq(q.points[1].cfg.finetune.epochs, 2, "quick profile")
+  check.eq(q.points[1].cfg.train.epochs, 2, "the base (tiny.yaml) wins over the profile")
   local p = hydra.sweep.load(path, { profile = "paper", overrides = { "train.batch_size=16" } })
-  check.eq(p.points[2].cfg.train.epochs, 3, "paper epochs")
+  check.eq(p.points[2].cfg.finetune.epochs, 3, "paper profile")
   check.eq(p.points[2].cfg.profile, "paper", "profile key")
   check.eq(p.points[2].cfg.train.batch_size, 16, "override")
   check.raises(("sweep: '%s' has no profile 'big' (profiles: quick, paper)"):format(path),

@@ -17,7 +17,8 @@ results/<experiment>/<run-id>/ (run-id from the resolved config's hash).
                   T/N threads (HYDRA_THREADS), so jobs x threads <= T
   --threads T     the thread budget of the whole sweep (default: the config's threads, else
                   HYDRA_THREADS, else every core)
-  --profile P     the profile layer of the sweep file's profiles: (default quick)
+  --profile P     the size layer from the sweep file's profiles: (default quick), merged
+                  before the base config
   --seeds K       adds (or replaces) the seed axis: seed = 0..K-1, outermost
   --shard i/n     run only the points whose index (from 0) is i mod n (Slurm array task, MPI
                   rank); `auto` reads SLURM_ARRAY_TASK_ID/COUNT or the MPI rank/size
