@@ -9,7 +9,7 @@ hy_status hy_arena_init(hy_arena *a, size_t cap) {
     memset(a, 0, sizeof *a);
     cap = hy_arena_need(cap);
     a->base = hy_xmalloc_aligned(cap);
-    if (!a->base) return hy_fail(HY_ENOMEM, "arena: cannot reserve %zu bytes", cap);
+    if (!a->base) return hy_fail(HY_ENOMEM, "arena: out of memory reserving %zu bytes", cap);
     a->cap = cap;
 #ifdef HY_DEBUG
     memset(a->base, 0xFF, cap);

@@ -186,6 +186,7 @@ static int l_data_sample_permutation(lua_State *L) {
 static int l_data_sample_slice(lua_State *L) {
     hy_tensor *s = l_checktensor(L, 1);
     lua_Integer first = luaL_checkinteger(L, 2), count = luaL_checkinteger(L, 3);
+    luaL_argcheck(L, first >= 1, 2, "rows are numbered from 1");   /* first - 1 cannot wrap */
     hy_tensor *t = l_pushtensor(L);
     if (hy_sample_slice(s, (int64_t)first - 1, (int64_t)count, t) != HY_OK) return l_raise(L);
     return 1;

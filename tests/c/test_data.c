@@ -225,6 +225,9 @@ static void test_png_and_tiles(void) {
     const uint8_t *pp = pad.data;
     CHECK(pad.shape[1] == 5 && pad.shape[2] == 10 && pp[0] == 0 && pp[1 * 10 + 3] == tp[0] &&
           pp[2 * 10 + 5] == tp[5], "pad");
+    hy_tensor big;   /* user-sized pads whose sum passes INT64_MAX: an error, not a wrap (UB) */
+    CHECK_FAIL(hy_img_pad(&tiles, 0, 0, INT64_MAX, 1, 0, &big), HY_EINVAL,
+               "imgio: padded size overflows (pads 0 0 9223372036854775807 1 on 2x3)");
     CHECK_OK(hy_img_flip_v(&tiles, &flip));
     CHECK(((uint8_t *)flip.data)[0] == tp[3], "flip_v");
     CHECK_OK(hy_img_invert(&tiles, &inv));
@@ -280,6 +283,14 @@ static void test_stratified(void) {
     CHECK_FAIL(hy_sample_gather(&lab, &hold2, &g), HY_EINVAL,
                "sample: index 1000 out of range [0, 1000) at position 3");
     hy_tensor_release(&keep2); hy_tensor_release(&hold2);
+    /* slice bounds are compared without forming start + count (no signed overflow) */
+    CHECK_FAIL(hy_sample_slice(&lab, 2, INT64_MAX, &g), HY_EINVAL,
+               "sample: rows [2, 2 + 9223372036854775807) out of range [0, 1000)");
+    CHECK_FAIL(hy_sample_slice(&lab, 1001, 0, &g), HY_EINVAL,
+               "sample: rows [1001, 1001 + 0) out of range [0, 1000)");
+    CHECK_OK(hy_sample_slice(&lab, 1000, 0, &g));
+    CHECK(g.ndim == 1 && g.shape[0] == 0, "empty slice at the end");
+    hy_tensor_release(&g);
     hy_tensor_release(&lab);
 }
 

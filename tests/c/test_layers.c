@@ -19,7 +19,8 @@
 static const struct { const char *op; double atol, rtol; } TOL[] = {
     {"linear", 2e-5, 1e-5},
     {"layernorm", 2e-5, 2e-5},
-    {"gelu", 1e-6, 1e-6},
+    /* hy_erf's abs error 3.9e-7 times 0.5|x| (|x| <= 5.66 before erf saturates) = 1.1e-6 */
+    {"gelu", 1.5e-6, 1e-6},
     {"softmax", 1e-7, 1e-6},
     {"ce", 1e-6, 1e-6},
     {"exact", 0, 0},

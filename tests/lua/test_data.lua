@@ -228,4 +228,17 @@ function T.cli_statuses()
   check.ok(out:find("toy: missing input 'labels'", 1, true), out)
 end
 
+-- Row arguments that would overflow int64 arithmetic are errors, never wraps (UBSan aborts).
+function T.slice_and_pad_bounds()
+  local t = core.from_table("int64", { 5, 6, 7 })
+  check.eq(core.sample_slice(t, 2, 2):totable()[2], 7, "slice rows 2..3")
+  check.raises("bad argument #2 to 'sample_slice' (rows are numbered from 1)",
+    function() return core.sample_slice(t, math.mininteger, 1) end)
+  check.raises("sample: rows [1, 1 + 9223372036854775807) out of range [0, 3)",
+    function() return core.sample_slice(t, 2, math.maxinteger) end)
+  local img = core.tensor("uint8", 1, 2, 2)
+  check.raises("imgio: padded size overflows (pads 0 0 9223372036854775807 1 on 2x2)",
+    function() return core.img_pad(img, 0, 0, math.maxinteger, 1) end)
+end
+
 return T

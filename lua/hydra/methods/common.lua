@@ -401,8 +401,13 @@ function C.gates(ctx, base_path, base_key, variant)
     local m = model.load(base_path)
     ctx.log("scoring heads (%s%s, %d member(s)) ...", variant.method,
       variant.objective and (", objective " .. variant.objective) or "", gc.hydra.members)
-    local res = err.wrap("prune", prune.members, m, gc, { method = variant.method,
-                                                          objective = variant.objective })
+    local okp, res = pcall(prune.members, m, gc, { method = variant.method,
+                                                   objective = variant.objective })
+    if not okp then
+      if err.is_error(res) then error(res, 0) end
+      local msg = tostring(res):gsub("^[^%s:]+%.lua:%d+: ", "")
+      err.fail("%s%s", msg:match("^prune: ") and "" or "prune: ", msg)
+    end
     prune.write_gates(tmp, res, { base_stage = base_key, stage_key = key })
   end)
   local f <close> = h5.open(path)
