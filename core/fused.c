@@ -8,6 +8,9 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "attn.h"
 #include "ckpt.h"
@@ -19,8 +22,6 @@
 enum { S_N1W, S_N1B, S_QKVW, S_QKVB, S_PROJW, S_PROJB, S_N2W, S_N2B, S_FC1W, S_FC1B, S_FC2W,
        S_FC2B, S_PER_BLOCK };
 typedef enum { G_EMBED, G_LN, G_ATTN, G_MLP, G_HEAD } slot_group;
-
-#define MAX_HS 64
 
 const char *hy_fuse_mode_name(hy_fuse_mode m) { return m == HY_FUSE_AVERAGE ? "average" : "member"; }
 
@@ -139,6 +140,7 @@ void hy_fused_release(hy_fused *f) {
     hy_free(f->slot);
     hy_free(f->params);
     hy_free(f->acts);
+    hy_free(f->att);
     memset(f, 0, sizeof *f);
 }
 
@@ -433,65 +435,159 @@ static hy_status check_batch(const hy_fused *f, const hy_batch *in, size_t B) {
     return HY_OK;
 }
 
-/* Attention of every kept head of every member in one parallel pass over (member, batch, head).
- * qkv: member m's block (B, T, 3 C_m) at qoff[m], C_m = k_m HS; ao: (B, T, C_m) at aoff[m].
- * task0 (M+1): prefix sums of B k_m, so task t of member m is (b, h) = divmod(t - task0[m], k_m). */
-static void fused_attention(float *ao, const float *qkv, const size_t *qoff, const size_t *aoff,
-                            const size_t *task0, const size_t *kh, const int32_t *kvalid,
-                            size_t M, size_t T, size_t HS) {
-    size_t ntask = task0[M];
-    float scale = 1.0f / sqrtf((float)HS);
-#pragma omp parallel for schedule(static) if (ntask > 1)
-    for (size_t task = 0; task < ntask; task++) {
-        _Alignas(64) float kt[MAX_HS * HY_ATTN_MAX_T];
-        _Alignas(64) float v[HY_ATTN_MAX_T * MAX_HS];
-        _Alignas(64) float s[HY_ATTN_MAX_T];
-        _Alignas(64) float y[MAX_HS];
-        size_t m = 0;
-        while (task >= task0[m + 1]) m++;
-        size_t k = kh[m], C = k * HS, r = task - task0[m], b = r / k, h = r % k;
-        size_t nk = kvalid ? (size_t)kvalid[b] : T;
-        const float *base = qkv + qoff[m] + b * T * 3 * C + h * HS;
-        /* copy the head's keys (transposed) and values into L1-sized buffers */
-        for (size_t j = 0; j < T; j++) {
-            const float *kr = base + j * 3 * C + C, *vr = base + j * 3 * C + 2 * C;
-            for (size_t d = 0; d < HS; d++) kt[d * T + j] = kr[d];
-            memcpy(v + j * HS, vr, HS * sizeof *v);
-        }
-        for (size_t i = 0; i < T; i++) {
-            const float *q = base + i * 3 * C;
-            float *o = ao + aoff[m] + (b * T + i) * C + h * HS;
-            /* pass 1: s = scale q K^T over the valid keys */
-            for (size_t j = 0; j < nk; j++) s[j] = 0.0f;
-            for (size_t d = 0; d < HS; d++) {
-                float qd = q[d] * scale;
-                const float *kr = kt + d * T;
+/* ===== parallel phases =====
+ * Every linear layer of the forward is C (+)= bias + A W^T with A (rows, K) row-major, W (N, K)
+ * the weights as stored (PyTorch layout, attention tensors already packed to the kept heads at
+ * build time) and C (rows, N). A phase is a list of such groups (one per member, or one over all
+ * streams when the weights are shared) cut into tiles; one OpenMP loop runs every tile of every
+ * group with a single-threaded sgemm. Tiles split rows first (chunks of >= TILE_MIN_ROWS) and
+ * then columns (chunks of >= TILE_MIN_COLS, multiples of 16), aiming at TILES_PER_THREAD tiles
+ * per thread in all: at batch 1 a group's 17 rows are split by columns, so each thread packs
+ * only its slice of the weights. */
+
+#define TILES_PER_THREAD 4
+#define TILE_MIN_ROWS 32
+#define TILE_MIN_COLS 64
+#define MAX_TILES 1024
+/* FLOPs of a phase below which it stays on the calling thread (a fork/join costs ~10 us) */
+#define PAR_FLOPS 5e5
+/* samples per attention task at most (bounds the per-thread probability scratch) */
+#define ATT_CHUNK 8
+
+typedef enum { BIAS_SET, BIAS_ADD } bias_mode;
+
+typedef struct ggroup {
+    const float *a, *w, *bias;   /* A (rows, K) with stride lda; W (N, K); bias (N) */
+    float *c;                    /* C (rows, N) with stride ldc */
+    size_t rows, n, k, lda, ldc;
+    bias_mode mode;              /* SET: C = bias + A W^T; ADD: C += bias + A W^T */
+} ggroup;
+
+typedef struct tile {
+    uint32_t g;
+    uint32_t r0, r1, n0, n1;
+} tile;
+
+static size_t phase_threads(void) {
+    int p = hy_threads();
+    return p < 1 ? 1 : p > 64 ? 64 : (size_t)p;
+}
+
+/* Cuts the groups into tiles (see above); returns the count (<= MAX_TILES). */
+static size_t plan_tiles(tile *t, const ggroup *g, size_t ng, size_t P, double *flops) {
+    double total = 0.0;
+    for (size_t i = 0; i < ng; i++) total += 2.0 * (double)g[i].rows * (double)g[i].n * (double)g[i].k;
+    *flops = total;
+    double per_tile = total / (double)(P * TILES_PER_THREAD);
+    size_t nt = 0;
+    for (size_t i = 0; i < ng; i++) {
+        const ggroup *q = &g[i];
+        if (q->rows == 0 || q->n == 0) continue;
+        double w = 2.0 * (double)q->rows * (double)q->n * (double)q->k;
+        size_t want = P == 1 ? 1 : (size_t)(w / per_tile + 0.5);
+        if (want < 1) want = 1;
+        size_t max_r = q->rows / TILE_MIN_ROWS, max_c = q->n / TILE_MIN_COLS;
+        if (max_r < 1) max_r = 1;
+        if (max_c < 1) max_c = 1;
+        size_t nr = want < max_r ? want : max_r;
+        size_t nc = (want + nr - 1) / nr;
+        if (nc > max_c) nc = max_c;
+        if (nt + nr * nc > MAX_TILES) nr = nc = 1;   /* never with P <= 64 (see callers) */
+        HY_ASSERT(nt + nr * nc <= MAX_TILES);
+        size_t cw = (q->n + nc - 1) / nc;
+        cw = (cw + 15) / 16 * 16;
+        for (size_t r = 0; r < nr; r++)
+            for (size_t n0 = 0; n0 < q->n; n0 += cw) {
+                size_t n1 = n0 + cw < q->n ? n0 + cw : q->n;
+                t[nt++] = (tile){.g = (uint32_t)i, .r0 = (uint32_t)(q->rows * r / nr),
+                                 .r1 = (uint32_t)(q->rows * (r + 1) / nr), .n0 = (uint32_t)n0,
+                                 .n1 = (uint32_t)n1};
+            }
+    }
+    return nt;
+}
+
+static void run_tile(const ggroup *q, const tile *t) {
+    size_t rows = t->r1 - t->r0, n = t->n1 - t->n0;
+    float *c = q->c + (size_t)t->r0 * q->ldc + t->n0;
+    const float *bias = q->bias + t->n0;
+    for (size_t r = 0; r < rows; r++) {
+        float *cr = c + r * q->ldc;
+        if (q->mode == BIAS_SET) {
+            memcpy(cr, bias, n * sizeof *cr);
+        } else {
 #pragma omp simd
-                for (size_t j = 0; j < nk; j++) s[j] += qd * kr[j];
-            }
-            float mx = -INFINITY;
-            for (size_t j = 0; j < nk; j++) mx = s[j] > mx ? s[j] : mx;
-            if (mx == -INFINITY) {
-                memset(o, 0, HS * sizeof *o);
-                continue;
-            }
-            /* pass 2: softmax; pass 3: y = a V */
-            float sum = 0.0f;
-            for (size_t j = 0; j < nk; j++) {
-                s[j] = expf(s[j] - mx);
-                sum += s[j];
-            }
-            float inv = 1.0f / sum;
-            for (size_t d = 0; d < HS; d++) y[d] = 0.0f;
-            for (size_t j = 0; j < nk; j++) {
-                float aj = s[j] * inv;
-                const float *vr = v + j * HS;
-#pragma omp simd
-                for (size_t d = 0; d < HS; d++) y[d] += aj * vr[d];
-            }
-            memcpy(o, y, HS * sizeof *o);
+            for (size_t j = 0; j < n; j++) cr[j] += bias[j];
         }
     }
+    hy_gemm(CblasNoTrans, CblasTrans, rows, n, q->k, 1.0f, q->a + (size_t)t->r0 * q->lda, q->lda,
+            q->w + (size_t)t->n0 * q->k, q->k, 1.0f, c, q->ldc);
+}
+
+/* One phase: every tile of every group, in one OpenMP loop (OpenBLAS is single-threaded here). */
+static void run_phase(const ggroup *g, size_t ng) {
+    tile t[MAX_TILES];
+    size_t P = phase_threads();
+    double flops;
+    size_t nt = plan_tiles(t, g, ng, P, &flops);
+    int nth = (int)P;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nth) if (nt > 1 && flops > PAR_FLOPS)
+    for (size_t i = 0; i < nt; i++) run_tile(&g[t[i].g], &t[i]);
+}
+
+static ggroup group(const float *a, size_t lda, const float *w, const float *bias, float *c,
+                    size_t ldc, size_t rows, size_t n, size_t k, bias_mode mode) {
+    return (ggroup){.a = a, .w = w, .bias = bias, .c = c, .rows = rows, .n = n, .k = k,
+                    .lda = lda, .ldc = ldc, .mode = mode};
+}
+
+/* floats before the per-thread slices of f->att (the ones used as gates) */
+static size_t att_ones(const hy_fused *f) { return (f->cfg.n_heads + 15) / 16 * 16; }
+
+/* Attention of every kept head of every member in one OpenMP loop over (member, chunk of up to
+ * ATT_CHUNK samples), each task one hy_attn_forward call (the single model's kernel) on member
+ * m's packed qkv (B, T, 3 C_m) at qoff[m] with k_m heads, gates 1, writing ao (B, T, C_m) at
+ * aoff[m]; probabilities go to the calling thread's slice of f->att. */
+static void attention_all(hy_fused *f, const size_t *qoff, const size_t *aoff, const size_t *kh,
+                          const int32_t *kvalid, size_t B, size_t T) {
+    const float *ones = f->att;   /* gates: n_heads ones (ensure_att) */
+    size_t M = f->M, HS = f->HS, P = phase_threads();
+    /* chunk: about TILES_PER_THREAD tasks per thread, at most ATT_CHUNK samples */
+    size_t chunk = (M * B + P * TILES_PER_THREAD - 1) / (P * TILES_PER_THREAD);
+    if (chunk < 1) chunk = 1;
+    if (chunk > ATT_CHUNK) chunk = ATT_CHUNK;
+    size_t per_b = (B + chunk - 1) / chunk, ntask = M * per_b;
+    size_t slice = chunk * f->cfg.n_heads * T * T;
+    double flops = 0.0;
+    for (size_t m = 0; m < M; m++) flops += 4.0 * (double)(B * T * T * kh[m] * HS);
+    int nth = (int)P;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nth) if (ntask > 1 && flops > PAR_FLOPS)
+    for (size_t task = 0; task < ntask; task++) {
+        size_t m = task / per_b, b0 = (task % per_b) * chunk;
+        size_t nb = b0 + chunk <= B ? chunk : B - b0, C = kh[m] * HS;
+#ifdef _OPENMP
+        size_t tid = (size_t)omp_get_thread_num();
+#else
+        size_t tid = 0;
+#endif
+        hy_attn_forward(f->ao + aoff[m] + b0 * T * C, f->att + att_ones(f) + tid * slice,
+                        f->qkv + qoff[m] + b0 * T * 3 * C, ones, kvalid ? kvalid + b0 : NULL, nb,
+                        T, C, kh[m]);
+    }
+}
+
+/* f->att grown to n_heads ones (the gates) + P threads' slices: a one-time allocation per
+ * thread-count increase */
+static hy_status ensure_att(hy_fused *f) {
+    size_t need = att_ones(f) + phase_threads() * ATT_CHUNK * f->cfg.n_heads * f->T * f->T;
+    if (f->att_cap >= need) return HY_OK;
+    hy_free(f->att);
+    f->att_cap = 0;
+    f->att = hy_xmalloc_aligned(need * sizeof(float));
+    if (!f->att) return HY_ENOMEM;
+    for (size_t h = 0; h < f->cfg.n_heads; h++) f->att[h] = 1.0f;
+    f->att_cap = need;
+    return HY_OK;
 }
 
 /* rows (n, D) += bias (D) */
@@ -521,104 +617,78 @@ static void norm_all(hy_fused *f, float *out, const float *x, size_t sw, size_t 
                              x + m * rows * D, P(f, m, sw), P(f, m, sb), rows, D, HY_XFMR_LN_EPS);
 }
 
-/* the embedded input of stream m (or the shared one) into dst (B, T, D) */
-static void embed_one(hy_fused *f, size_t m, const hy_batch *in, size_t B, size_t T, float *dst) {
+/* x_m = [cls; embed(input)] + pos for every stream (one computed and copied when shared) */
+static void embed_all(hy_fused *f, const hy_batch *in, size_t B, size_t T) {
     const hy_xfmr_config *c = &f->cfg;
-    size_t D = c->d_model;
+    size_t D = c->d_model, BT = B * T, N1 = B * (T - 1);
+    size_t ne = shared(f, G_EMBED) ? 1 : f->M;
     if (c->kind == HY_XFMR_VIT) {
         size_t F = c->channels * c->patch * c->patch;
-        hy_linear_forward(f->emb, f->patches, P(f, m, 2), P(f, m, 3), B * (T - 1), F, D);
+        ggroup g[64];
+        for (size_t m = 0; m < ne; m++)
+            g[m] = group(f->patches, F, P(f, m, 2), P(f, m, 3), f->emb + m * N1 * D, D, N1, D, F,
+                         BIAS_SET);
+        run_phase(g, ne);
     } else {
-        hy_tokembed_forward(f->emb, in->ids, P(f, m, 2), B * (T - 1), D);
+        for (size_t m = 0; m < ne; m++)
+            hy_tokembed_forward(f->emb + m * N1 * D, in->ids, P(f, m, 2), N1, D);
     }
-    hy_embed_assemble_forward(dst, f->emb, P(f, m, 0), P(f, m, 1), B, T, D);
+    for (size_t m = 0; m < ne; m++)
+        hy_embed_assemble_forward(f->x + m * BT * D, f->emb + m * N1 * D, P(f, m, 0), P(f, m, 1),
+                                  B, T, D);
+    for (size_t m = ne; m < f->M; m++) memcpy(f->x + m * BT * D, f->x, BT * D * sizeof(float));
 }
 
-hy_status hy_fused_forward(hy_fused *f, const hy_batch *in, size_t B, float *logits) {
-    HY_TRY(check_batch(f, in, B));
+static hy_status forward(hy_fused *f, const hy_batch *in, size_t B, float *logits) {
     const hy_xfmr_config *c = &f->cfg;
     size_t M = f->M, D = c->d_model, DM = c->d_mlp, K = c->n_classes, L = c->depth;
     size_t HS = f->HS, nb = blk_base(c);
     size_t T = c->kind == HY_XFMR_VIT ? f->T : 1 + in->len, BT = B * T;
-    if (M > 64) return hy_fail(HY_EINVAL, "fused: at most 64 members (got %zu)", M);
-    size_t qoff[65], aoff[65], task0[65], kh[64];
-    hy_gemm_desc g[64];
+    size_t qoff[65], aoff[65], kh[64];
+    ggroup g[64];
 
-    /* ===== embedding: x_m = [cls; embed(input)] + pos ===== */
+    /* ===== embedding ===== */
     if (c->kind == HY_XFMR_VIT)
         hy_patch_extract(f->patches, in->images, B, c->channels, c->image_size, c->patch);
     for (size_t b = 0; b < B; b++)
         f->kvalid[b] = c->kind == HY_XFMR_VIT ? (int32_t)T : 1 + in->lengths[b];
     const int32_t *kv = c->kind == HY_XFMR_VIT ? NULL : f->kvalid;
-    if (shared(f, G_EMBED)) {
-        embed_one(f, 0, in, B, T, f->x);    /* computed once, copied into every stream */
-        for (size_t m = 1; m < M; m++) memcpy(f->x + m * BT * D, f->x, BT * D * sizeof(float));
-    } else {
-        for (size_t m = 0; m < M; m++) embed_one(f, m, in, B, T, f->x + m * BT * D);
-    }
+    embed_all(f, in, B, T);
 
     for (size_t l = 0; l < L; l++) {
         size_t s0 = nb + l * S_PER_BLOCK;
         /* ===== attention: x_m += proj_m(attn(qkv_m(LN1(x_m)))) ===== */
         norm_all(f, f->ln, f->x, s0 + S_N1W, s0 + S_N1B, BT, D);
-        qoff[0] = aoff[0] = task0[0] = 0;
+        qoff[0] = aoff[0] = 0;
         for (size_t m = 0; m < M; m++) {
             kh[m] = f->kept[m * L + l];
             size_t C = kh[m] * HS;
             qoff[m + 1] = qoff[m] + BT * 3 * C;
             aoff[m + 1] = aoff[m] + BT * C;
-            task0[m + 1] = task0[m] + B * kh[m];
-            set_bias(f->qkv + qoff[m], P(f, m, s0 + S_QKVB), BT, 3 * C);
-            g[m] = (hy_gemm_desc){.trans_a = CblasNoTrans, .trans_b = CblasTrans,
-                                  .a = f->ln + m * BT * D, .a_rows = BT, .a_cols = D,
-                                  .b = P(f, m, s0 + S_QKVW), .b_rows = 3 * C, .b_cols = D,
-                                  .c = f->qkv + qoff[m], .c_rows = BT, .c_cols = 3 * C,
-                                  .alpha = 1.0f, .beta = 1.0f};
+            g[m] = group(f->ln + m * BT * D, D, P(f, m, s0 + S_QKVW), P(f, m, s0 + S_QKVB),
+                         f->qkv + qoff[m], 3 * C, BT, 3 * C, D, BIAS_SET);
         }
-        HY_TRY(hy_gemm_grouped(g, M));
-        fused_attention(f->ao, f->qkv, qoff, aoff, task0, kh, kv, M, T, HS);
+        run_phase(g, M);
+        attention_all(f, qoff, aoff, kh, kv, B, T);
         for (size_t m = 0; m < M; m++) {
             size_t C = kh[m] * HS;
-            float *xm = f->x + m * BT * D;
-            add_bias(xm, P(f, m, s0 + S_PROJB), BT, D);
-            g[m] = (hy_gemm_desc){.trans_a = CblasNoTrans, .trans_b = CblasTrans,
-                                  .a = f->ao + aoff[m], .a_rows = BT, .a_cols = C,
-                                  .b = P(f, m, s0 + S_PROJW), .b_rows = D, .b_cols = C,
-                                  .c = xm, .c_rows = BT, .c_cols = D,
-                                  .alpha = 1.0f, .beta = 1.0f};
+            g[m] = group(f->ao + aoff[m], C, P(f, m, s0 + S_PROJW), P(f, m, s0 + S_PROJB),
+                         f->x + m * BT * D, D, BT, D, C, BIAS_ADD);
         }
-        HY_TRY(hy_gemm_grouped(g, M));
+        run_phase(g, M);
 
-        /* ===== MLP: x_m += fc2(GELU(fc1(LN2(x_m)))) ===== */
+        /* ===== MLP: x_m += fc2(GELU(fc1(LN2(x_m)))), one GEMM over every stream if shared ===== */
         norm_all(f, f->ln, f->x, s0 + S_N2W, s0 + S_N2B, BT, D);
-        if (shared(f, G_MLP)) {
-            size_t R = M * BT;     /* one GEMM over every stream */
-            hy_linear_forward(f->h, f->ln, P(f, 0, s0 + S_FC1W), P(f, 0, s0 + S_FC1B), R, D, DM);
-            hy_gelu_forward(f->h, f->h, R * DM);
-            add_bias(f->x, P(f, 0, s0 + S_FC2B), R, D);
-            hy_gemm(CblasNoTrans, CblasTrans, R, D, DM, 1.0f, f->h, DM, P(f, 0, s0 + S_FC2W), DM,
-                    1.0f, f->x, D);
-        } else {
-            for (size_t m = 0; m < M; m++) {
-                set_bias(f->h + m * BT * DM, P(f, m, s0 + S_FC1B), BT, DM);
-                g[m] = (hy_gemm_desc){.trans_a = CblasNoTrans, .trans_b = CblasTrans,
-                                      .a = f->ln + m * BT * D, .a_rows = BT, .a_cols = D,
-                                      .b = P(f, m, s0 + S_FC1W), .b_rows = DM, .b_cols = D,
-                                      .c = f->h + m * BT * DM, .c_rows = BT, .c_cols = DM,
-                                      .alpha = 1.0f, .beta = 1.0f};
-            }
-            HY_TRY(hy_gemm_grouped(g, M));
-            hy_gelu_forward(f->h, f->h, M * BT * DM);
-            for (size_t m = 0; m < M; m++) {
-                add_bias(f->x + m * BT * D, P(f, m, s0 + S_FC2B), BT, D);
-                g[m] = (hy_gemm_desc){.trans_a = CblasNoTrans, .trans_b = CblasTrans,
-                                      .a = f->h + m * BT * DM, .a_rows = BT, .a_cols = DM,
-                                      .b = P(f, m, s0 + S_FC2W), .b_rows = D, .b_cols = DM,
-                                      .c = f->x + m * BT * D, .c_rows = BT, .c_cols = D,
-                                      .alpha = 1.0f, .beta = 1.0f};
-            }
-            HY_TRY(hy_gemm_grouped(g, M));
-        }
+        size_t ng = shared(f, G_MLP) ? 1 : M, R = M * BT / ng;
+        for (size_t m = 0; m < ng; m++)
+            g[m] = group(f->ln + m * R * D, D, P(f, m, s0 + S_FC1W), P(f, m, s0 + S_FC1B),
+                         f->h + m * R * DM, DM, R, DM, D, BIAS_SET);
+        run_phase(g, ng);
+        hy_gelu_forward(f->h, f->h, M * BT * DM);
+        for (size_t m = 0; m < ng; m++)
+            g[m] = group(f->h + m * R * DM, DM, P(f, m, s0 + S_FC2W), P(f, m, s0 + S_FC2B),
+                         f->x + m * R * D, D, R, D, DM, BIAS_ADD);
+        run_phase(g, ng);
     }
 
     /* ===== head: logits_m = head_m(LN_f(x_m[:, 0])) ===== */
@@ -635,6 +705,18 @@ hy_status hy_fused_forward(hy_fused *f, const hy_batch *in, size_t B, float *log
                               P(f, m, nf + 3), B, D, K);
     }
     return HY_OK;
+}
+
+hy_status hy_fused_forward(hy_fused *f, const hy_batch *in, size_t B, float *logits) {
+    HY_TRY(check_batch(f, in, B));
+    if (f->M > 64) return hy_fail(HY_EINVAL, "fused: at most 64 members (got %zu)", f->M);
+    HY_TRY(ensure_att(f));
+    /* OpenBLAS single-threaded for the call: all parallelism is the phases' OpenMP loops */
+    int blas_threads = openblas_get_num_threads();
+    if (blas_threads != 1) openblas_set_num_threads(1);
+    hy_status st = forward(f, in, B, logits);
+    if (blas_threads != 1) openblas_set_num_threads(blas_threads);
+    return st;
 }
 
 /* ===== predict ===== */

@@ -81,8 +81,9 @@ void ref_xfmr_forward(const hy_xfmr *m, const hy_batch *in, size_t B, bool dropo
                         for (size_t dy = 0; dy < p; dy++)
                             for (size_t dx = 0; dx < p; dx++)
                                 e += (double)w[((i * c->channels + ch) * p + dy) * p + dx] *
-                                     (double)in->images[((b * c->channels + ch) * c->image_size +
-                                                         gy * p + dy) * c->image_size + gx * p + dx];
+                                     (double)in->images[((b * c->channels + ch) * c->image_size
+                                                         + gy * p + dy) * c->image_size
+                                                        + gx * p + dx];
                 }
                 x[(b * T + t) * D + i] = e + (double)pos[t * D + i];
             }

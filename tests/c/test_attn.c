@@ -71,7 +71,8 @@ static void test_forward_vs_ref(void) {
 /* same inputs, 1 and 2 threads: bitwise-identical outputs and gradients */
 static void test_threads_bitwise(void) {
     size_t B = 5, T = 17, C = 64, NH = 8;
-    float *qkv = rand_vec(B * T * 3 * C, 1), *gate = rand_vec(NH, 1), *dout = rand_vec(B * T * C, 1);
+    float *qkv = rand_vec(B * T * 3 * C, 1), *gate = rand_vec(NH, 1);
+    float *dout = rand_vec(B * T * C, 1);
     float *o[2], *a[2], *dq[2], dg[2][8], part[40];
     for (int r = 0; r < 2; r++) {
 #ifdef _OPENMP

@@ -114,7 +114,8 @@ static void test_softmax(void) {
     hy_softmax_forward(out, x, N, K);
     ref_softmax(want, x, N, K);
     compare("softmax", T_SOFTMAX, out, want, N * K);
-    for (size_t k = 0; k < K; k++) CHECK(out[3 * K + k] == 0.0f, "all -inf row gives %g", (double)out[3 * K + k]);
+    for (size_t k = 0; k < K; k++)
+        CHECK(out[3 * K + k] == 0.0f, "all -inf row gives %g", (double)out[3 * K + k]);
     free(x); free(out); free(want);
 }
 
@@ -163,7 +164,7 @@ static void test_tokembed(void) {
     hy_tokembed_backward(dw, out, ids, N, D);
     /* id 3 appears three times: its gradient row is 3 * its embedding */
     for (size_t i = 0; i < D; i++)
-        CHECK(dw[3 * D + i] == 3.0f * w[3 * D + i] || fabsf(dw[3 * D + i] - 3.0f * w[3 * D + i]) < 1e-6f,
+        CHECK(fabsf(dw[3 * D + i] - 3.0f * w[3 * D + i]) < 1e-6f,
               "tokembed backward accumulates repeated ids");
     for (size_t i = 0; i < D; i++) CHECK(dw[4 * D + i] == 0.0f, "unused id gets no gradient");
     free(w); free(out); free(dw);
