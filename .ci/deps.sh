@@ -30,6 +30,7 @@ fi
 for p in $extract; do
     echo "deps: extracting $p into datasets/raw/debian/$p"
     tmp=$(mktemp -d)
+    chmod 777 "$tmp"   # apt-get download runs as _apt and must be able to write here
     (cd "$tmp" && apt-get download -qq "$p")
     mkdir -p "datasets/raw/debian/$p.part"
     dpkg-deb -x "$tmp"/"$p"_*.deb "datasets/raw/debian/$p.part"

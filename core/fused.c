@@ -66,7 +66,9 @@ static void add_entry(hy_fused *f, const char *name, int ndim, const int64_t *sh
                       size_t *off) {
     hy_param *p = &f->table[f->n_tensors++];
     memset(p, 0, sizeof *p);
-    snprintf(p->name, sizeof p->name, "%s", name);
+    size_t len = strlen(name);   /* "members/63/" + a timm name: always fits (asserted) */
+    HY_ASSERT(len < sizeof p->name);
+    memcpy(p->name, name, len + 1);
     p->ndim = ndim;
     p->numel = 1;
     for (int i = 0; i < ndim; i++) {
@@ -384,7 +386,7 @@ hy_status hy_fused_alloc_acts(hy_fused *f, size_t B_cap) {
     size_t sizes[] = {R16(MBT * D), R16(MBT * D), R16(MBT), R16(MBT), R16(3 * MBT * D),
                       R16(MBT * D), R16(MBT * c->d_mlp), R16(M * B_cap * (T - 1) * D),
                       R16(B_cap * (T - 1) * F), R16(M * B_cap * D), R16(M * B_cap * D),
-                      R16(B_cap)};
+                      R16(M * B_cap), R16(M * B_cap), R16(B_cap)};
 #undef R16
     size_t total = 0;
     for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) total += sizes[i];
@@ -392,7 +394,7 @@ hy_status hy_fused_alloc_acts(hy_fused *f, size_t B_cap) {
     if (!f->acts) return HY_ENOMEM;
     float *q = f->acts;
     float **dst[] = {&f->x, &f->ln, &f->mean, &f->rstd, &f->qkv, &f->ao, &f->h, &f->emb,
-                     &f->patches, &f->cls, &f->lnf};
+                     &f->patches, &f->cls, &f->lnf, &f->fmean, &f->frstd};
     for (size_t i = 0; i < sizeof dst / sizeof *dst; i++) {
         *dst[i] = q;
         q += sizes[i];
@@ -435,151 +437,41 @@ static hy_status check_batch(const hy_fused *f, const hy_batch *in, size_t B) {
     return HY_OK;
 }
 
-/* ===== parallel phases =====
- * Every linear layer of the forward is C (+)= bias + A W^T with A (rows, K) row-major, W (N, K)
- * the weights as stored (PyTorch layout, attention tensors already packed to the kept heads at
- * build time) and C (rows, N). A phase is a list of such groups (one per member, or one over all
- * streams when the weights are shared) cut into tiles; one OpenMP loop runs every tile of every
- * group with a single-threaded sgemm. Tiles split rows first (chunks of >= TILE_MIN_ROWS) and
- * then columns (chunks of >= TILE_MIN_COLS, multiples of 16), aiming at TILES_PER_THREAD tiles
- * per thread in all: at batch 1 a group's 17 rows are split by columns, so each thread packs
- * only its slice of the weights. */
-
-#define TILES_PER_THREAD 4
-#define TILE_MIN_ROWS 32
-#define TILE_MIN_COLS 64
-#define MAX_TILES 1024
-/* FLOPs of a phase below which it stays on the calling thread (a fork/join costs ~10 us) */
-#define PAR_FLOPS 5e5
-/* samples per attention task at most (bounds the per-thread probability scratch) */
-#define ATT_CHUNK 8
-
-typedef enum { BIAS_SET, BIAS_ADD } bias_mode;
-
-typedef struct ggroup {
-    const float *a, *w, *bias;   /* A (rows, K) with stride lda; W (N, K); bias (N) */
-    float *c;                    /* C (rows, N) with stride ldc */
-    size_t rows, n, k, lda, ldc;
-    bias_mode mode;              /* SET: C = bias + A W^T; ADD: C += bias + A W^T */
-} ggroup;
-
-typedef struct tile {
-    uint32_t g;
-    uint32_t r0, r1, n0, n1;
-} tile;
-
-static size_t phase_threads(void) {
-    int p = hy_threads();
-    return p < 1 ? 1 : p > 64 ? 64 : (size_t)p;
-}
-
-/* Cuts the groups into tiles (see above); returns the count (<= MAX_TILES). */
-static size_t plan_tiles(tile *t, const ggroup *g, size_t ng, size_t P, double *flops) {
-    double total = 0.0;
-    for (size_t i = 0; i < ng; i++) total += 2.0 * (double)g[i].rows * (double)g[i].n * (double)g[i].k;
-    *flops = total;
-    double per_tile = total / (double)(P * TILES_PER_THREAD);
-    size_t nt = 0;
-    for (size_t i = 0; i < ng; i++) {
-        const ggroup *q = &g[i];
-        if (q->rows == 0 || q->n == 0) continue;
-        double w = 2.0 * (double)q->rows * (double)q->n * (double)q->k;
-        size_t want = P == 1 ? 1 : (size_t)(w / per_tile + 0.5);
-        if (want < 1) want = 1;
-        size_t max_r = q->rows / TILE_MIN_ROWS, max_c = q->n / TILE_MIN_COLS;
-        if (max_r < 1) max_r = 1;
-        if (max_c < 1) max_c = 1;
-        size_t nr = want < max_r ? want : max_r;
-        size_t nc = (want + nr - 1) / nr;
-        if (nc > max_c) nc = max_c;
-        if (nt + nr * nc > MAX_TILES) nr = nc = 1;   /* never with P <= 64 (see callers) */
-        HY_ASSERT(nt + nr * nc <= MAX_TILES);
-        size_t cw = (q->n + nc - 1) / nc;
-        cw = (cw + 15) / 16 * 16;
-        for (size_t r = 0; r < nr; r++)
-            for (size_t n0 = 0; n0 < q->n; n0 += cw) {
-                size_t n1 = n0 + cw < q->n ? n0 + cw : q->n;
-                t[nt++] = (tile){.g = (uint32_t)i, .r0 = (uint32_t)(q->rows * r / nr),
-                                 .r1 = (uint32_t)(q->rows * (r + 1) / nr), .n0 = (uint32_t)n0,
-                                 .n1 = (uint32_t)n1};
-            }
-    }
-    return nt;
-}
-
-static void run_tile(const ggroup *q, const tile *t) {
-    size_t rows = t->r1 - t->r0, n = t->n1 - t->n0;
-    float *c = q->c + (size_t)t->r0 * q->ldc + t->n0;
-    const float *bias = q->bias + t->n0;
-    for (size_t r = 0; r < rows; r++) {
-        float *cr = c + r * q->ldc;
-        if (q->mode == BIAS_SET) {
-            memcpy(cr, bias, n * sizeof *cr);
-        } else {
-#pragma omp simd
-            for (size_t j = 0; j < n; j++) cr[j] += bias[j];
-        }
-    }
-    hy_gemm(CblasNoTrans, CblasTrans, rows, n, q->k, 1.0f, q->a + (size_t)t->r0 * q->lda, q->lda,
-            q->w + (size_t)t->n0 * q->k, q->k, 1.0f, c, q->ldc);
-}
-
-/* One phase: every tile of every group, in one OpenMP loop (OpenBLAS is single-threaded here). */
-static void run_phase(const ggroup *g, size_t ng) {
-    tile t[MAX_TILES];
-    size_t P = phase_threads();
-    double flops;
-    size_t nt = plan_tiles(t, g, ng, P, &flops);
-    int nth = (int)P;
-#pragma omp parallel for schedule(dynamic, 1) num_threads(nth) if (nt > 1 && flops > PAR_FLOPS)
-    for (size_t i = 0; i < nt; i++) run_tile(&g[t[i].g], &t[i]);
-}
-
-static ggroup group(const float *a, size_t lda, const float *w, const float *bias, float *c,
-                    size_t ldc, size_t rows, size_t n, size_t k, bias_mode mode) {
-    return (ggroup){.a = a, .w = w, .bias = bias, .c = c, .rows = rows, .n = n, .k = k,
-                    .lda = lda, .ldc = ldc, .mode = mode};
-}
+/* ===== the forward, in slices =====
+ * The streams are stored member-major, so the pair (member m, sample b) owns the T rows starting
+ * at row (m B + b) T of every per-row buffer (x, ln, h, mean, rstd), its qkv / ao block sits at
+ * member m's offset + b T 3 C_m / b T C_m, and its cls / logits row is m B + b. A slice is a
+ * contiguous range [p0, p1) of pairs: whole samples of whole streams, so every operation of the
+ * forward -- LayerNorms, Q/K/V and output projections, attention, MLP, head -- only reads rows of
+ * its own slice, and slices are independent from the embedding to the logits. The forward cuts
+ * the M B pairs into one slice per thread and runs them in ONE OpenMP region with no barrier
+ * (two, when the averaged embedding is computed once for all streams): no per-layer fork/join,
+ * no per-head tasks, and OpenBLAS single-threaded for the call, so that its thread pool never
+ * runs beside or inside an OpenMP region. Inside a slice the GEMMs are one call per member
+ * segment (Q/K/V, projection, per-member MLP) or one call over the whole slice (the merged MLP,
+ * shared LayerNorms: the same weights for every stream). The engine kernels called here open
+ * their own OpenMP regions, which are nested and so run on the calling thread; with a single
+ * slice the region has one thread for the same reason: a batch-1 member never pays a fork/join
+ * per kernel. The M streams are what a fused model adds over one member: at batch 1 they are M
+ * independent slices, while one member's forward is one. */
 
 /* floats before the per-thread slices of f->att (the ones used as gates) */
 static size_t att_ones(const hy_fused *f) { return (f->cfg.n_heads + 15) / 16 * 16; }
+/* samples per hy_attn_forward call: bounds the probability scratch, which stays in cache */
+#define ATT_CHUNK 16
+/* floats of one thread's attention-probability scratch */
+static size_t att_slice(const hy_fused *f) { return ATT_CHUNK * f->cfg.n_heads * f->T * f->T; }
 
-/* Attention of every kept head of every member in one OpenMP loop over (member, chunk of up to
- * ATT_CHUNK samples), each task one hy_attn_forward call (the single model's kernel) on member
- * m's packed qkv (B, T, 3 C_m) at qoff[m] with k_m heads, gates 1, writing ao (B, T, C_m) at
- * aoff[m]; probabilities go to the calling thread's slice of f->att. */
-static void attention_all(hy_fused *f, const size_t *qoff, const size_t *aoff, const size_t *kh,
-                          const int32_t *kvalid, size_t B, size_t T) {
-    const float *ones = f->att;   /* gates: n_heads ones (ensure_att) */
-    size_t M = f->M, HS = f->HS, P = phase_threads();
-    /* chunk: about TILES_PER_THREAD tasks per thread, at most ATT_CHUNK samples */
-    size_t chunk = (M * B + P * TILES_PER_THREAD - 1) / (P * TILES_PER_THREAD);
-    if (chunk < 1) chunk = 1;
-    if (chunk > ATT_CHUNK) chunk = ATT_CHUNK;
-    size_t per_b = (B + chunk - 1) / chunk, ntask = M * per_b;
-    size_t slice = chunk * f->cfg.n_heads * T * T;
-    double flops = 0.0;
-    for (size_t m = 0; m < M; m++) flops += 4.0 * (double)(B * T * T * kh[m] * HS);
-    int nth = (int)P;
-#pragma omp parallel for schedule(dynamic, 1) num_threads(nth) if (ntask > 1 && flops > PAR_FLOPS)
-    for (size_t task = 0; task < ntask; task++) {
-        size_t m = task / per_b, b0 = (task % per_b) * chunk;
-        size_t nb = b0 + chunk <= B ? chunk : B - b0, C = kh[m] * HS;
-#ifdef _OPENMP
-        size_t tid = (size_t)omp_get_thread_num();
-#else
-        size_t tid = 0;
-#endif
-        hy_attn_forward(f->ao + aoff[m] + b0 * T * C, f->att + att_ones(f) + tid * slice,
-                        f->qkv + qoff[m] + b0 * T * 3 * C, ones, kvalid ? kvalid + b0 : NULL, nb,
-                        T, C, kh[m]);
-    }
+static size_t forward_threads(size_t pairs) {
+    int p = hy_threads();
+    size_t n = p < 1 ? 1 : (size_t)p;
+    return n < pairs ? n : pairs;
 }
 
-/* f->att grown to n_heads ones (the gates) + P threads' slices: a one-time allocation per
- * thread-count increase */
-static hy_status ensure_att(hy_fused *f) {
-    size_t need = att_ones(f) + phase_threads() * ATT_CHUNK * f->cfg.n_heads * f->T * f->T;
+/* f->att: n_heads ones (the attention gates) + one scratch slice per thread; grown (a one-time
+ * allocation) when the thread count or the activation capacity rises */
+static hy_status ensure_att(hy_fused *f, size_t P) {
+    size_t need = att_ones(f) + P * att_slice(f);
     if (f->att_cap >= need) return HY_OK;
     hy_free(f->att);
     f->att_cap = 0;
@@ -590,133 +482,191 @@ static hy_status ensure_att(hy_fused *f) {
     return HY_OK;
 }
 
-/* rows (n, D) += bias (D) */
-static void add_bias(float *x, const float *bias, size_t n, size_t D) {
+/* x (n, N) += bias + A W^T; A (n, K), W (N, K) */
+static void linear_add(float *x, const float *a, const float *w, const float *bias, size_t n,
+                       size_t K, size_t N) {
     for (size_t r = 0; r < n; r++) {
-        float *xr = x + r * D;
+        float *xr = x + r * N;
 #pragma omp simd
-        for (size_t d = 0; d < D; d++) xr[d] += bias[d];
+        for (size_t j = 0; j < N; j++) xr[j] += bias[j];
+    }
+    hy_gemm(CblasNoTrans, CblasTrans, n, N, K, 1.0f, a, K, w, K, 1.0f, x, N);
+}
+
+typedef struct slice {
+    size_t B;           /* samples in the batch */
+    size_t p0, p1;      /* pairs */
+    size_t nseg;        /* member segments */
+    size_t m[64], b0[64], b1[64];
+} slice;
+
+static void make_slice(slice *s, size_t p0, size_t p1, size_t M, size_t B) {
+    s->B = B;
+    s->p0 = p0;
+    s->p1 = p1;
+    s->nseg = 0;
+    for (size_t m = 0; m < M; m++) {
+        size_t lo = p0 > m * B ? p0 : m * B, hi = p1 < (m + 1) * B ? p1 : (m + 1) * B;
+        if (lo >= hi) continue;
+        s->m[s->nseg] = m;
+        s->b0[s->nseg] = lo - m * B;
+        s->b1[s->nseg] = hi - m * B;
+        s->nseg++;
     }
 }
 
-/* rows (n, D) = bias (D) */
-static void set_bias(float *x, const float *bias, size_t n, size_t D) {
-    for (size_t r = 0; r < n; r++) memcpy(x + r * D, bias, D * sizeof(float));
-}
-
-/* layernorm of every stream: one call when shared, else one per member */
-static void norm_all(hy_fused *f, float *out, const float *x, size_t sw, size_t sb, size_t rows,
-                     size_t D) {
+/* LayerNorm (slot sw, sb) of rows_per_pair rows per pair of the slice: out, x indexed like
+ * f->x (rows_per_pair = T) or f->cls (1); one call when the LayerNorms are shared */
+static void norm_slice(hy_fused *f, const slice *s, float *out, float *mean, float *rstd,
+                       const float *x, size_t sw, size_t sb, size_t rpp) {
+    size_t D = f->cfg.d_model;
     if (shared(f, G_LN)) {
-        hy_layernorm_forward(out, f->mean, f->rstd, x, P(f, 0, sw), P(f, 0, sb), f->M * rows, D,
-                             HY_XFMR_LN_EPS);
+        size_t r0 = s->p0 * rpp, n = (s->p1 - s->p0) * rpp;
+        hy_layernorm_forward(out + r0 * D, mean + r0, rstd + r0, x + r0 * D, P(f, 0, sw),
+                             P(f, 0, sb), n, D, HY_XFMR_LN_EPS);
         return;
     }
-    for (size_t m = 0; m < f->M; m++)
-        hy_layernorm_forward(out + m * rows * D, f->mean + m * rows, f->rstd + m * rows,
-                             x + m * rows * D, P(f, m, sw), P(f, m, sb), rows, D, HY_XFMR_LN_EPS);
+    for (size_t i = 0; i < s->nseg; i++) {
+        size_t m = s->m[i], B = s->B;
+        size_t r0 = (m * B + s->b0[i]) * rpp, n = (s->b1[i] - s->b0[i]) * rpp;
+        hy_layernorm_forward(out + r0 * D, mean + r0, rstd + r0, x + r0 * D, P(f, m, sw),
+                             P(f, m, sb), n, D, HY_XFMR_LN_EPS);
+    }
 }
 
-/* x_m = [cls; embed(input)] + pos for every stream (one computed and copied when shared) */
-static void embed_all(hy_fused *f, const hy_batch *in, size_t B, size_t T) {
+/* the embedded input [cls; embed(input)] + pos of samples [b0, b1) with member m's (or the
+ * shared) embedding into dst (rows of those samples) */
+static void embed_samples(hy_fused *f, size_t m, const hy_batch *in, size_t B, size_t b0,
+                          size_t b1, size_t T, float *dst) {
     const hy_xfmr_config *c = &f->cfg;
-    size_t D = c->d_model, BT = B * T, N1 = B * (T - 1);
-    size_t ne = shared(f, G_EMBED) ? 1 : f->M;
+    size_t D = c->d_model, nb = b1 - b0, T1 = T - 1;
+    float *emb = f->emb + (m * B + b0) * T1 * D;
     if (c->kind == HY_XFMR_VIT) {
         size_t F = c->channels * c->patch * c->patch;
-        ggroup g[64];
-        for (size_t m = 0; m < ne; m++)
-            g[m] = group(f->patches, F, P(f, m, 2), P(f, m, 3), f->emb + m * N1 * D, D, N1, D, F,
-                         BIAS_SET);
-        run_phase(g, ne);
+        hy_linear_forward(emb, f->patches + b0 * T1 * F, P(f, m, 2), P(f, m, 3), nb * T1, F, D);
     } else {
-        for (size_t m = 0; m < ne; m++)
-            hy_tokembed_forward(f->emb + m * N1 * D, in->ids, P(f, m, 2), N1, D);
+        hy_tokembed_forward(emb, in->ids + b0 * in->len, P(f, m, 2), nb * T1, D);
     }
-    for (size_t m = 0; m < ne; m++)
-        hy_embed_assemble_forward(f->x + m * BT * D, f->emb + m * N1 * D, P(f, m, 0), P(f, m, 1),
-                                  B, T, D);
-    for (size_t m = ne; m < f->M; m++) memcpy(f->x + m * BT * D, f->x, BT * D * sizeof(float));
+    hy_embed_assemble_forward(dst, emb, P(f, m, 0), P(f, m, 1), nb, T, D);
 }
 
-static hy_status forward(hy_fused *f, const hy_batch *in, size_t B, float *logits) {
+/* every layer and the head for the pairs of s (see above); kv: key counts or NULL;
+ * att: this thread's probability scratch */
+static void forward_slice(hy_fused *f, const slice *s, size_t T, const int32_t *kv, float *att,
+                          float *logits) {
     const hy_xfmr_config *c = &f->cfg;
-    size_t M = f->M, D = c->d_model, DM = c->d_mlp, K = c->n_classes, L = c->depth;
-    size_t HS = f->HS, nb = blk_base(c);
-    size_t T = c->kind == HY_XFMR_VIT ? f->T : 1 + in->len, BT = B * T;
-    size_t qoff[65], aoff[65], kh[64];
-    ggroup g[64];
+    size_t B = s->B, D = c->d_model, DM = c->d_mlp, K = c->n_classes;
+    size_t L = c->depth, HS = f->HS, nb = blk_base(c), BT = B * T;
+    size_t r0 = s->p0 * T, nr = (s->p1 - s->p0) * T;   /* the slice's rows */
+    const float *ones = f->att;
+    for (size_t l = 0; l < L; l++) {
+        size_t s0 = nb + l * S_PER_BLOCK;
+        /* ===== attention: x_m += proj_m(attn(qkv_m(LN1(x_m)))) ===== */
+        norm_slice(f, s, f->ln, f->mean, f->rstd, f->x, s0 + S_N1W, s0 + S_N1B, T);
+        for (size_t i = 0; i < s->nseg; i++) {
+            size_t m = s->m[i], b0 = s->b0[i], n = s->b1[i] - b0;
+            size_t k = f->kept[m * L + l], C = k * HS, rm = (m * B + b0) * T;
+            /* the segment's qkv (n, T, 3C) and ao (n, T, C) start where samples b0.. of member
+             * m would with every head kept: the same in every layer, as slices run their layers
+             * unsynchronised and C varies with the layer */
+            float *qkv = f->qkv + (m * BT + b0 * T) * 3 * D, *ao = f->ao + (m * BT + b0 * T) * D;
+            hy_linear_forward(qkv, f->ln + rm * D, P(f, m, s0 + S_QKVW), P(f, m, s0 + S_QKVB),
+                              n * T, D, 3 * C);
+            for (size_t j = 0; j < n; j += ATT_CHUNK)
+                hy_attn_forward(ao + j * T * C, att, qkv + j * T * 3 * C, ones,
+                                kv ? kv + b0 + j : NULL, n - j < ATT_CHUNK ? n - j : ATT_CHUNK,
+                                T, C, k);
+            linear_add(f->x + rm * D, ao, P(f, m, s0 + S_PROJW), P(f, m, s0 + S_PROJB), n * T,
+                       C, D);
+        }
+        /* ===== MLP: x_m += fc2(GELU(fc1(LN2(x_m)))); merged: one GEMM over the slice ===== */
+        norm_slice(f, s, f->ln, f->mean, f->rstd, f->x, s0 + S_N2W, s0 + S_N2B, T);
+        if (shared(f, G_MLP)) {
+            hy_linear_forward(f->h + r0 * DM, f->ln + r0 * D, P(f, 0, s0 + S_FC1W),
+                              P(f, 0, s0 + S_FC1B), nr, D, DM);
+            hy_gelu_forward(f->h + r0 * DM, f->h + r0 * DM, nr * DM);
+            linear_add(f->x + r0 * D, f->h + r0 * DM, P(f, 0, s0 + S_FC2W),
+                       P(f, 0, s0 + S_FC2B), nr, DM, D);
+        } else {
+            for (size_t i = 0; i < s->nseg; i++) {
+                size_t m = s->m[i], rm = (m * B + s->b0[i]) * T, n = (s->b1[i] - s->b0[i]) * T;
+                hy_linear_forward(f->h + rm * DM, f->ln + rm * D, P(f, m, s0 + S_FC1W),
+                                  P(f, m, s0 + S_FC1B), n, D, DM);
+                hy_gelu_forward(f->h + rm * DM, f->h + rm * DM, n * DM);
+                linear_add(f->x + rm * D, f->h + rm * DM, P(f, m, s0 + S_FC2W),
+                           P(f, m, s0 + S_FC2B), n, DM, D);
+            }
+        }
+    }
 
-    /* ===== embedding ===== */
+    /* ===== head: logits_m = head_m(LN_f(x_m[:, 0])); cls / logits row = pair ===== */
+    size_t nf = f->n_slots - 4;
+    for (size_t p = s->p0; p < s->p1; p++)
+        memcpy(f->cls + p * D, f->x + p * T * D, D * sizeof(float));
+    norm_slice(f, s, f->lnf, f->fmean, f->frstd, f->cls, nf, nf + 1, 1);
+    if (shared(f, G_HEAD)) {
+        size_t n = s->p1 - s->p0;
+        hy_linear_forward(logits + s->p0 * K, f->lnf + s->p0 * D, P(f, 0, nf + 2),
+                          P(f, 0, nf + 3), n, D, K);
+    } else {
+        for (size_t i = 0; i < s->nseg; i++) {
+            size_t m = s->m[i], p = m * B + s->b0[i], n = s->b1[i] - s->b0[i];
+            hy_linear_forward(logits + p * K, f->lnf + p * D, P(f, m, nf + 2), P(f, m, nf + 3),
+                              n, D, K);
+        }
+    }
+}
+
+static void forward(hy_fused *f, const hy_batch *in, size_t B, float *logits, size_t P) {
+    const hy_xfmr_config *c = &f->cfg;
+    size_t M = f->M, D = c->d_model, T = c->kind == HY_XFMR_VIT ? f->T : 1 + in->len;
+    size_t BT = B * T, pairs = M * B;
     if (c->kind == HY_XFMR_VIT)
         hy_patch_extract(f->patches, in->images, B, c->channels, c->image_size, c->patch);
     for (size_t b = 0; b < B; b++)
         f->kvalid[b] = c->kind == HY_XFMR_VIT ? (int32_t)T : 1 + in->lengths[b];
     const int32_t *kv = c->kind == HY_XFMR_VIT ? NULL : f->kvalid;
-    embed_all(f, in, B, T);
-
-    for (size_t l = 0; l < L; l++) {
-        size_t s0 = nb + l * S_PER_BLOCK;
-        /* ===== attention: x_m += proj_m(attn(qkv_m(LN1(x_m)))) ===== */
-        norm_all(f, f->ln, f->x, s0 + S_N1W, s0 + S_N1B, BT, D);
-        qoff[0] = aoff[0] = 0;
-        for (size_t m = 0; m < M; m++) {
-            kh[m] = f->kept[m * L + l];
-            size_t C = kh[m] * HS;
-            qoff[m + 1] = qoff[m] + BT * 3 * C;
-            aoff[m + 1] = aoff[m] + BT * C;
-            g[m] = group(f->ln + m * BT * D, D, P(f, m, s0 + S_QKVW), P(f, m, s0 + S_QKVB),
-                         f->qkv + qoff[m], 3 * C, BT, 3 * C, D, BIAS_SET);
+    bool emb_shared = shared(f, G_EMBED);
+    int nth = (int)P;
+#pragma omp parallel num_threads(nth)
+    {
+#ifdef _OPENMP
+        size_t t = (size_t)omp_get_thread_num(), nt = (size_t)omp_get_num_threads();
+#else
+        size_t t = 0, nt = 1;
+#endif
+        slice s;
+        make_slice(&s, pairs * t / nt, pairs * (t + 1) / nt, M, B);
+        if (emb_shared) {
+            /* computed once into stream 0 (samples split over the threads), then copied */
+            size_t b0 = B * t / nt, b1 = B * (t + 1) / nt;
+            if (b1 > b0) embed_samples(f, 0, in, B, b0, b1, T, f->x + b0 * T * D);
+#pragma omp barrier
+            for (size_t p = s.p0 > B ? s.p0 : B; p < s.p1; p++)
+                memcpy(f->x + p * T * D, f->x + (p % B) * T * D, T * D * sizeof(float));
+            /* stream 0's rows are read above until every thread has copied them */
+#pragma omp barrier
+        } else {
+            for (size_t i = 0; i < s.nseg; i++) {
+                size_t m = s.m[i];
+                embed_samples(f, m, in, B, s.b0[i], s.b1[i], T, f->x + (m * BT + s.b0[i] * T) * D);
+            }
         }
-        run_phase(g, M);
-        attention_all(f, qoff, aoff, kh, kv, B, T);
-        for (size_t m = 0; m < M; m++) {
-            size_t C = kh[m] * HS;
-            g[m] = group(f->ao + aoff[m], C, P(f, m, s0 + S_PROJW), P(f, m, s0 + S_PROJB),
-                         f->x + m * BT * D, D, BT, D, C, BIAS_ADD);
-        }
-        run_phase(g, M);
-
-        /* ===== MLP: x_m += fc2(GELU(fc1(LN2(x_m)))), one GEMM over every stream if shared ===== */
-        norm_all(f, f->ln, f->x, s0 + S_N2W, s0 + S_N2B, BT, D);
-        size_t ng = shared(f, G_MLP) ? 1 : M, R = M * BT / ng;
-        for (size_t m = 0; m < ng; m++)
-            g[m] = group(f->ln + m * R * D, D, P(f, m, s0 + S_FC1W), P(f, m, s0 + S_FC1B),
-                         f->h + m * R * DM, DM, R, DM, D, BIAS_SET);
-        run_phase(g, ng);
-        hy_gelu_forward(f->h, f->h, M * BT * DM);
-        for (size_t m = 0; m < ng; m++)
-            g[m] = group(f->h + m * R * DM, DM, P(f, m, s0 + S_FC2W), P(f, m, s0 + S_FC2B),
-                         f->x + m * R * D, D, R, D, DM, BIAS_ADD);
-        run_phase(g, ng);
+        forward_slice(f, &s, T, kv, f->att + att_ones(f) + t * att_slice(f), logits);
     }
-
-    /* ===== head: logits_m = head_m(LN_f(x_m[:, 0])) ===== */
-    size_t nf = f->n_slots - 4;
-    for (size_t m = 0; m < M; m++)
-        for (size_t b = 0; b < B; b++)
-            memcpy(f->cls + (m * B + b) * D, f->x + (m * BT + b * T) * D, D * sizeof(float));
-    norm_all(f, f->lnf, f->cls, nf, nf + 1, B, D);
-    if (shared(f, G_HEAD)) {
-        hy_linear_forward(logits, f->lnf, P(f, 0, nf + 2), P(f, 0, nf + 3), M * B, D, K);
-    } else {
-        for (size_t m = 0; m < M; m++)
-            hy_linear_forward(logits + m * B * K, f->lnf + m * B * D, P(f, m, nf + 2),
-                              P(f, m, nf + 3), B, D, K);
-    }
-    return HY_OK;
 }
 
 hy_status hy_fused_forward(hy_fused *f, const hy_batch *in, size_t B, float *logits) {
     HY_TRY(check_batch(f, in, B));
     if (f->M > 64) return hy_fail(HY_EINVAL, "fused: at most 64 members (got %zu)", f->M);
-    HY_TRY(ensure_att(f));
-    /* OpenBLAS single-threaded for the call: all parallelism is the phases' OpenMP loops */
+    size_t P = forward_threads(f->M * B);
+    HY_TRY(ensure_att(f, P));
+    /* OpenBLAS single-threaded for the call: the slices are the parallelism */
     int blas_threads = openblas_get_num_threads();
     if (blas_threads != 1) openblas_set_num_threads(1);
-    hy_status st = forward(f, in, B, logits);
+    forward(f, in, B, logits, P);
     if (blas_threads != 1) openblas_set_num_threads(blas_threads);
-    return st;
+    return HY_OK;
 }
 
 /* ===== predict ===== */

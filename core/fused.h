@@ -52,7 +52,7 @@ typedef struct hy_fused {
     /* activations (hy_fused_alloc_acts) */
     size_t B_cap;
     float *acts;          /* owned block */
-    float *x, *ln, *mean, *rstd, *qkv, *ao, *h, *emb, *patches, *cls, *lnf;
+    float *x, *ln, *mean, *rstd, *qkv, *ao, *h, *emb, *patches, *cls, *lnf, *fmean, *frstd;
     int32_t *kvalid;
     float *att;           /* owned: per-thread attention-probability scratch (grown on demand) */
     size_t att_cap;       /* floats in att */

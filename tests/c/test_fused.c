@@ -110,9 +110,12 @@ static const hy_fuse_config ALL_MEMBER = {HY_FUSE_MEMBER, HY_FUSE_MEMBER, HY_FUS
 
 /* ===== fused == sequential ===== */
 
-static void run_equal_sequential(hy_xfmr_kind kind) {
+/* with nt threads: at 3 the M B (member, sample) pairs are cut into slices that run their
+ * layers concurrently (unequal head counts would collide if the buffers were not disjoint) */
+static void run_equal_sequential_threads(hy_xfmr_kind kind, int nt) {
     hy_xfmr_config c = cfg_of(kind);
     uint64_t seed = check_seed();
+    hy_threads_init(nt);
     for (int unequal = 0; unequal <= 1; unequal++)
         for (size_t M = 1; M <= 4; M++) {
             hy_xfmr xs[4];
@@ -125,11 +128,19 @@ static void run_equal_sequential(hy_xfmr_kind kind) {
                 input in;
                 make_input(&in, &c, B, seed + B);
                 double d = fused_vs(ms, ms, M, &in, B, &ALL_MEMBER);
-                CHECK(d <= TOL_LOGIT, "%s M=%zu B=%zu unequal=%d: max |dlogit| %g > %g",
-                      kind == HY_XFMR_VIT ? "vit" : "text", M, B, unequal, d, TOL_LOGIT);
+                CHECK(d <= TOL_LOGIT, "%s M=%zu B=%zu unequal=%d threads=%d: max |dlogit| %g > "
+                      "%g", kind == HY_XFMR_VIT ? "vit" : "text", M, B, unequal, nt, d,
+                      TOL_LOGIT);
             }
             for (size_t m = 0; m < M; m++) hy_xfmr_release(&xs[m]);
         }
+}
+
+static void run_equal_sequential(hy_xfmr_kind kind) {
+    int threads0 = hy_threads();
+    run_equal_sequential_threads(kind, 1);
+    run_equal_sequential_threads(kind, 3);
+    hy_threads_init(threads0);
 }
 
 static void test_sequential_images(void) { run_equal_sequential(HY_XFMR_VIT); }
@@ -168,15 +179,20 @@ static void run_average(hy_xfmr_kind kind, const hy_fuse_config *fc) {
             for (size_t m = 0; m < M; m++) rs[m].params[p->offset + k] = (float)(acc / (double)M);
         }
     }
-    for (size_t B = 1; B <= 3; B += 2) {
-        input in;
-        make_input(&in, &c, B, seed + 7 * B);
-        double d = fused_vs(ms, refs, M, &in, B, fc);
-        CHECK(d <= TOL_LOGIT, "%s mlp=%s ln=%s embed=%s head=%s B=%zu: max |dlogit| %g",
-              kind == HY_XFMR_VIT ? "vit" : "text", hy_fuse_mode_name(fc->mlp),
-              hy_fuse_mode_name(fc->ln), hy_fuse_mode_name(fc->embed),
-              hy_fuse_mode_name(fc->head), B, d);
+    int threads0 = hy_threads();
+    for (int nt = 1; nt <= 2; nt++) {   /* 2 threads: slices split streams and samples */
+        hy_threads_init(nt);
+        for (size_t B = 1; B <= 3; B += 2) {
+            input in;
+            make_input(&in, &c, B, seed + 7 * B);
+            double d = fused_vs(ms, refs, M, &in, B, fc);
+            CHECK(d <= TOL_LOGIT, "%s mlp=%s ln=%s embed=%s head=%s B=%zu threads=%d: max "
+                  "|dlogit| %g", kind == HY_XFMR_VIT ? "vit" : "text",
+                  hy_fuse_mode_name(fc->mlp), hy_fuse_mode_name(fc->ln),
+                  hy_fuse_mode_name(fc->embed), hy_fuse_mode_name(fc->head), B, nt, d);
+        }
     }
+    hy_threads_init(threads0);
     for (size_t m = 0; m < M; m++) {
         hy_xfmr_release(&xs[m]);
         hy_xfmr_release(&rs[m]);

@@ -2,13 +2,17 @@
 # tests/e2e/hydra_chain.sh: the Hydra CLI chain on the quick profile (DESIGN §3): train a tiny
 # ViT on a Fashion-MNIST subset -> prune (taylor, 3 members, keep 4 of 8) -> finetune (two
 # training-free members, one fine-tuned for an epoch) -> fuse -> predict (with /member_probs)
-# -> eval. Skips (77) when datasets/prepared/fashion-mnist.h5 is not prepared.
+# -> eval. Prepares fashion-mnist first when missing; skips (77) when the Debian package
+# dataset-fashion-mnist is not installed.
 set -eu
 HYDRA=${HYDRA:-./hydra}
 DATA=datasets/prepared/fashion-mnist.h5
 if [ ! -f "$DATA" ]; then
-    echo "skip: $DATA not prepared (hydra data prepare fashion-mnist)"
-    exit 77
+    if [ ! -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then
+        echo "dataset-fashion-mnist is not installed (make deps)"
+        exit 77
+    fi
+    "$HYDRA" data prepare fashion-mnist
 fi
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
