@@ -450,10 +450,13 @@ static hy_status check_batch(const hy_fused *f, const hy_batch *in, size_t B) {
  * runs beside or inside an OpenMP region. Inside a slice the GEMMs are one call per member
  * segment (Q/K/V, projection, per-member MLP) or one call over the whole slice (the merged MLP,
  * shared LayerNorms: the same weights for every stream). The engine kernels called here open
- * their own OpenMP regions, which are nested and so run on the calling thread; with a single
- * slice the region has one thread for the same reason: a batch-1 member never pays a fork/join
- * per kernel. The M streams are what a fused model adds over one member: at batch 1 they are M
+ * their own OpenMP regions, which are given one thread (omp_set_num_threads(1) inside the
+ * slice's implicit task), so they run on the calling thread: a batch-1 member (one slice) never
+ * pays a fork/join per kernel. The M streams are what a fused model adds over one member: at batch 1 they are M
  * independent slices, while one member's forward is one. */
+
+/* rows of the activations a thread runs through every layer at a time (cache-sized chunks) */
+#define CHUNK_ROWS 256
 
 /* floats before the per-thread slices of f->att (the ones used as gates) */
 static size_t att_ones(const hy_fused *f) { return (f->cfg.n_heads + 15) / 16 * 16; }
@@ -631,28 +634,40 @@ static void forward(hy_fused *f, const hy_batch *in, size_t B, float *logits, si
 #pragma omp parallel num_threads(nth)
     {
 #ifdef _OPENMP
+        /* this implicit task's regions (the engine kernels' own) get one thread: the slices
+         * are the parallelism. (Without this, a region of one thread is inactive and the
+         * kernels' regions would be active ones, created anew by libgomp on every call.) */
+        omp_set_num_threads(1);
         size_t t = (size_t)omp_get_thread_num(), nt = (size_t)omp_get_num_threads();
 #else
         size_t t = 0, nt = 1;
 #endif
-        slice s;
-        make_slice(&s, pairs * t / nt, pairs * (t + 1) / nt, M, B);
+        /* the lower threads take the extra pairs: the master starts at once, a worker only
+         * once it is woken, so the master carries the larger share (3 pairs on 2 threads:
+         * 2 + 1) */
+        size_t p0 = (pairs * t + nt - 1) / nt, p1 = (pairs * (t + 1) + nt - 1) / nt;
         if (emb_shared) {
             /* computed once into stream 0 (samples split over the threads), then copied */
             size_t b0 = B * t / nt, b1 = B * (t + 1) / nt;
             if (b1 > b0) embed_samples(f, 0, in, B, b0, b1, T, f->x + b0 * T * D);
 #pragma omp barrier
-            for (size_t p = s.p0 > B ? s.p0 : B; p < s.p1; p++)
+            for (size_t p = p0 > B ? p0 : B; p < p1; p++)
                 memcpy(f->x + p * T * D, f->x + (p % B) * T * D, T * D * sizeof(float));
             /* stream 0's rows are read above until every thread has copied them */
 #pragma omp barrier
-        } else {
-            for (size_t i = 0; i < s.nseg; i++) {
+        }
+        /* the thread's pairs in chunks of about CHUNK_ROWS rows, each through every layer:
+         * the activations of a chunk stay in cache */
+        size_t step = CHUNK_ROWS / T > 0 ? CHUNK_ROWS / T : 1;
+        for (size_t q0 = p0; q0 < p1; q0 += step) {
+            slice s;
+            make_slice(&s, q0, q0 + step < p1 ? q0 + step : p1, M, B);
+            for (size_t i = 0; i < s.nseg && !emb_shared; i++) {
                 size_t m = s.m[i];
                 embed_samples(f, m, in, B, s.b0[i], s.b1[i], T, f->x + (m * BT + s.b0[i] * T) * D);
             }
+            forward_slice(f, &s, T, kv, f->att + att_ones(f) + t * att_slice(f), logits);
         }
-        forward_slice(f, &s, T, kv, f->att + att_ones(f) + t * att_slice(f), logits);
     }
 }
 

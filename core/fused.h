@@ -84,14 +84,10 @@ hy_status hy_fused_alloc_acts(hy_fused *f, size_t B_cap);
 
 /* Forward of B samples (hy_batch as in xfmr.h): logits (M, B, K) written, member m's logits in
  * rows [m*B, (m+1)*B). Validates the batch like hy_xfmr_forward (HY_EINVAL, logits untouched).
- * Threads (hy_threads()): every GEMM phase of a layer (Q/K/V of all members, output projections,
- * fc1, fc2, patch embedding) is ONE OpenMP loop over tiles (group x row chunk x column chunk) of
- * single-threaded sgemm calls on the weights as stored (OpenBLAS is set to 1 thread for the call
- * and restored after, so OpenBLAS threads never run inside or beside an OpenMP region); the
- * attention of all members is one OpenMP loop over (member, sample chunk) calling hy_attn_forward
- * (the single model's kernel; its own region is nested, so it runs on the calling thread). Tiny
- * phases (< about 0.5 MFLOP) stay on the calling thread. The only allocation is a one-time growth
- * of the per-thread attention scratch when the thread count rises. */
+ * Threads: the M*B (member, sample) pairs are cut into min(hy_threads(), M*B) contiguous slices
+ * that run the whole forward independently in one OpenMP region (no per-layer barrier; see
+ * fused.c). OpenBLAS is set to one thread for the call and restored after. The only allocation
+ * is a one-time growth of the per-thread attention scratch when the thread count rises. */
 hy_status hy_fused_forward(hy_fused *f, const hy_batch *in, size_t B, float *logits);
 
 /* Every sample of ds in order, in batches of batch_size: member_logits (M, N, K), probs (N, K)

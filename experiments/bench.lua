@@ -88,9 +88,17 @@ print(("%-28s %12.0f %10s %7.1f (%4.1f%% of peak)"):format("inference img/s (B=2
 print(("%-28s %12.3f %10s"):format("batch-1 latency (ms)", r.latency_ms, "<= 1"))
 print("per-kernel breakdown: not available (the engine exposes no timers)")
 
+-- the Hydra cost section (experiments/bench_cost.lua: prints its own table)
+r.cost = dofile("experiments/bench_cost.lua")()
+
 local function to_json(v, ind)
   ind = ind or ""
-  if type(v) == "table" then
+  if type(v) == "table" and #v > 0 then   -- an array (the cost section's rows and checks)
+    local parts = {}
+    for i, x in ipairs(v) do parts[i] = ind .. "  " .. to_json(x, ind .. "  ") end
+    return "[\n" .. table.concat(parts, ",\n") .. "\n" .. ind .. "]"
+  elseif type(v) == "boolean" then return tostring(v)
+  elseif type(v) == "table" then
     local keys = {}
     for k in pairs(v) do keys[#keys + 1] = k end
     table.sort(keys)

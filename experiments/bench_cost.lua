@@ -1,28 +1,39 @@
 -- experiments/bench_cost.lua: the cost section of `make bench` (DESIGN §7, paper Fig. 3).
 -- vit-fm, M = 3 members keeping 4 of 8 heads per layer (different random head sets), fused with
 -- the default fuse section (merged MLP, per-member LN / embeddings / head). Time per batch at
--- batch 1, 32 and 256 (forward only, random images, median of 3 runs of `reps` forwards after a
--- warm-up) for: Single (one full model), Deep Ensemble (3 full models one after another), the 3
--- pruned members one after another (each physically pruned: a one-member fused model, since
--- the dense engine computes gated heads anyway), and the fused Hydra model; params and forward
--- FLOPs per sample of each. Targets: fused faster than the members one by one (>= 1.5x at batch
--- 1); time(Hydra)/time(Single) <= 1.1 FLOPs(Hydra)/FLOPs(Single); params(Hydra) <= 1.1
--- params(Single).
---   local cost = dofile("experiments/bench_cost.lua")()     -- from experiments/bench.lua
---   hydra run experiments/bench_cost.lua                    -- alone: prints, merges into
---                                                           -- results/bench/bench.json ("cost")
+-- batch 1, 32 and 256 (forward only, random images) for: Single (one full model), Deep Ensemble
+-- (3 full models one after another), the 3 pruned members one after another (each physically
+-- pruned: a one-member fused model, since the dense engine computes gated heads anyway), and the
+-- fused Hydra model; params and forward FLOPs per sample of each. Targets: fused faster than the
+-- members one by one (>= 1.5x at batch 1); time(Hydra)/time(Single) <= 1.1 FLOPs(Hydra)/
+-- FLOPs(Single); params(Hydra) <= 1.1 params(Single).
+-- Method: `rounds` rounds (default 7); in each round every method is timed once, in the order
+-- Single, DE, members, Hydra, as the mean of `reps` forwards after one warm-up forward; each
+-- figure is the median over the rounds. Interleaving makes the ratios, which compare methods
+-- measured seconds apart, robust to the load of a shared machine drifting; the 1-minute load
+-- average before and after, the thread count and OMP_WAIT_POLICY are recorded (run with
+-- OMP_WAIT_POLICY=passive, as `make bench` does: spinning OpenMP workers compete with the
+-- OpenBLAS pool and with other processes).
+--   local cost = dofile("experiments/bench_cost.lua")(opts)   -- experiments/bench.lua, cost.lua
+--   hydra run experiments/bench_cost.lua                      -- alone: prints the table and
+--                                                             -- writes results/bench/cost.json
 local hydra = require("hydra")
 local core = require("hydra.core")
 
 local function median(xs)
-  table.sort(xs)
-  return xs[(#xs + 1) // 2]
+  local s = {}
+  for i, x in ipairs(xs) do s[i] = x end
+  table.sort(s)
+  local n = #s
+  return n % 2 == 1 and s[(n + 1) // 2] or (s[n // 2] + s[n // 2 + 1]) / 2
 end
 
-local function time_of(fn, B, reps)
-  local xs = {}
-  for i = 1, 3 do xs[i] = fn(B, reps) end
-  return median(xs)
+local function loadavg()
+  local f = io.open("/proc/loadavg", "r")
+  if not f then return nil end
+  local v = tonumber((f:read("l") or ""):match("^(%S+)"))
+  f:close()
+  return v
 end
 
 local function run(opts)
@@ -56,24 +67,37 @@ local function run(opts)
   local singles = {}
   for m = 1, M do singles[m] = hydra.fuse.build({ members[m] }, hydra.config.defaults().fuse) end
   local T = 1 + (c.image_size // c.patch) ^ 2
-  local rows = {}
-  for _, B in ipairs(batches) do
-    local n = reps[B] or 10
-    local r = { batch = B }
-    r.single_s = time_of(function(b, k) return core.model_time(base.ud, b, k, 1) end, B, n)
-    r.deep_ensemble_s = time_of(function(b, k)
+  local rounds = opts.rounds or 7
+  local methods = {
+    { key = "single_s", time = function(b, k) return core.model_time(base.ud, b, k, 1) end },
+    { key = "deep_ensemble_s", time = function(b, k)
       local s = 0
       for i = 1, M do s = s + core.model_time(de[i].ud, b, k, 1) end
       return s
-    end, B, n)
-    r.members_s = time_of(function(b, k)
+    end },
+    { key = "members_s", time = function(b, k)
       local s = 0
       for i = 1, M do s = s + core.fused_time(singles[i].ud, b, k, 1) end
       return s
-    end, B, n)
-    r.hydra_s = time_of(function(b, k) return core.fused_time(fused.ud, b, k, 1) end, B, n)
+    end },
+    { key = "hydra_s", time = function(b, k) return core.fused_time(fused.ud, b, k, 1) end },
+  }
+  local load0 = loadavg()
+  local rows = {}
+  for _, B in ipairs(batches) do
+    local n = reps[B] or 10
+    local r, xs = { batch = B, reps = n, rounds = rounds }, {}
+    for _, mt in ipairs(methods) do xs[mt.key] = {} end
+    for i = 1, rounds do
+      for _, mt in ipairs(methods) do xs[mt.key][i] = mt.time(B, n) end
+    end
+    for _, mt in ipairs(methods) do
+      r[mt.key] = median(xs[mt.key])
+      r[mt.key:gsub("_s$", "_min_s")] = math.min(table.unpack(xs[mt.key]))
+    end
     rows[#rows + 1] = r
   end
+  local load1 = loadavg()
   local fi = fused:info()
   local mp, mf = 0, 0
   for m = 1, M do
@@ -87,12 +111,16 @@ local function run(opts)
                members = mp, hydra = fi.params },
     flops = { single = c.flops, deep_ensemble = M * c.flops, members = mf, hydra = fi.flops },
     tokens = math.tointeger(T), rows = rows,
+    omp_wait_policy = os.getenv("OMP_WAIT_POLICY") or "(unset)",
+    load_before = load0, load_after = load1,
   }
   local fr = res.flops.hydra / res.flops.single
   res.checks = {}
   for _, r in ipairs(rows) do
     res.checks[#res.checks + 1] = {
       batch = r.batch, speedup_vs_members = r.members_s / r.hydra_s,
+      speedup_target = r.batch == 1 and 1.5 or 1.0,
+      speedup_met = r.members_s / r.hydra_s >= (r.batch == 1 and 1.5 or 1.0),
       time_ratio_hydra_single = r.hydra_s / r.single_s, flop_ratio_hydra_single = fr,
       time_within_1_1_flops = r.hydra_s / r.single_s <= 1.1 * fr,
     }
@@ -105,6 +133,9 @@ local function report(res)
   print(("cost: vit-fm, M=%d, keep %d of 8 heads, fuse mlp=%s ln=%s embed=%s head=%s, %d threads")
     :format(res.members, res.keep_heads, res.fuse.mlp, res.fuse.ln, res.fuse.embed, res.fuse.head,
       res.threads))
+  print(("median of %d interleaved rounds; OMP_WAIT_POLICY=%s; load average %s -> %s")
+    :format(res.rows[1] and res.rows[1].rounds or 0, res.omp_wait_policy,
+      tostring(res.load_before), tostring(res.load_after)))
   print(("%-8s %12s %12s %12s %12s %9s %11s"):format("batch", "single ms", "DE ms", "members ms",
     "hydra ms", "mem/hyd", "hyd/single"))
   for i, r in ipairs(res.rows) do
@@ -135,7 +166,7 @@ end
 core.threads_init(0)
 local res = run()
 report(res)
--- merge into results/bench/bench.json under "cost" (other sections kept as text)
+-- alone: results/bench/cost.json (`make bench` puts the same table into bench.json as "cost")
 core.mkdir_p("results/bench")
 local path = "results/bench/cost.json"
 local tmp = path .. ".tmp"

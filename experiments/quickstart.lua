@@ -1,68 +1,108 @@
 -- experiments/quickstart.lua: the README's first job and `make demo` (`hydra repro quickstart`).
 --
--- Methods. In-distribution data is Fashion-MNIST (Debian's dataset-fashion-mnist); OOD test
+-- Methods. In-distribution data is Fashion-MNIST (Debian's dataset-fashion-mnist). OOD test
 -- sets are rendered letter glyphs A-J and OpenCV's handwritten digits, both from Debian
--- packages; covariate shift is Fashion-MNIST-C (corruptions generated in C, averaged per
--- severity). On the quick profile (configs/experiments/quick.yaml) the backbone is the tiny
--- ViT (vit-fm-tiny, 0.2 M parameters) trained from scratch for a few epochs on a subset of the
--- training images (the profile file gives the sizes; the paper profile uses vit-fm).
+-- packages, plus MNIST and notMNIST when HYDRA_DATA_DIR has them; the circuit search uses its
+-- own validation OOD set (ood-val-image, never a test set). The backbone is the reference ViT
+-- (vit-fm, 1.2 M parameters) trained from scratch for a few epochs on a subset of the training
+-- images (the sizes are the profile's: configs/experiments/quick.yaml by default).
 -- From that one base model we build
 --   * Single: the base model itself;
---   * Deep Ensembles: 3 independently trained models (seeds s, s+1, s+2);
+--   * Deep Ensembles: 3 independently trained models (seeds s, s+1, s+2; the first is Single's);
 --   * Hydra (Taylor): 3 members, each keeping the 4 of 8 heads per layer with the largest
---     Taylor importance |dL/dg| on its own bootstrap resample of the calibration split;
+--     Taylor importance |dL/dg| on its own bootstrap resample of calibration rows of the
+--     training split;
 --   * Hydra (Circ): 3 members, each keeping a layer-wise greedy circuit found with its own
---     objective (ID NLL, MSP AUROC against validation OOD data, their average);
--- both Hydra models fine-tune each member for 1 epoch and fuse them into one model (grouped
--- attention GEMMs, one merged MLP). Every method is scored with the same metrics (DESIGN §4):
--- p̄ = mean of member softmaxes, OOD score -max p̄, OOD = positive class.
+--     objective (ID NLL, MSP AUROC against the validation OOD set, their average) on
+--     prune.val_size rows of the validation splits;
+-- both Hydra models fine-tune each member (finetune.epochs) and fuse them into one model
+-- (grouped attention GEMMs, one merged MLP) that gives every member in one forward pass. Every
+-- method is scored with the same metrics (DESIGN §4): p̄ = mean of member softmaxes, OOD score
+-- -max p̄, OOD = positive class.
 --
 -- Output: results/quickstart/<run-id>/ with table.md / table.csv, plots/reliability.png,
 -- plots/ood-hist.png, plots/risk-coverage.png, result.h5 and log.txt. Stages (base models,
--- members, predictions) are cached in .cache/stages, so a second run is immediate.
+-- gates, members, fused models, predictions) are cached in .cache/stages, so a second run is
+-- immediate.
 local hydra = require("hydra")
 local core = require("hydra.core")
 
 local opts = hydra.sweep.script_options(...)
 local t0 = core.now()
 
--- 1. Data: prepare what is missing (each set once; later runs find them prepared).
-for _, name in ipairs({ "fashion-mnist", "glyphs", "opencv-digits", "ood-val-image",
-                        "fashion-mnist-c" }) do
-  local st = hydra.data.status(name)
-  if not st.prepared then
-    print(("preparing %s ..."):format(name))
-    hydra.data.prepare(name)
+-- 1. The config: the profile's sizes, then this experiment's settings, then key=value overrides.
+--    MNIST and notMNIST join the OOD test sets when their raw files are in HYDRA_DATA_DIR.
+local cfg = hydra.sweep.experiment_config("quickstart", opts)
+local where = { prepared_dir = cfg.data.dir }
+local user_ood = false
+for _, o in ipairs(opts.overrides or {}) do
+  if o:match("^data%.ood=") then user_ood = true end
+end
+if not user_ood then
+  local extra = {}
+  for _, name in ipairs({ "mnist", "notmnist" }) do
+    local st = hydra.data.status(name, where)
+    if st.available or st.prepared then extra[#extra + 1] = name end
+  end
+  if #extra > 0 then
+    for _, name in ipairs(cfg.data.ood) do extra[#extra + 1] = name end
+    local o = { table.unpack(opts.overrides or {}) }
+    o[#o + 1] = "data.ood=[" .. table.concat(extra, ", ") .. "]"
+    opts.overrides = o
+    cfg = hydra.sweep.experiment_config("quickstart", opts)
   end
 end
 
--- 2. The config: the experiment's methods, then the profile's sizes, then key=value overrides.
-local cfg = hydra.sweep.experiment_config("quickstart", opts)
-print(("quickstart: profile %s, model d=%d depth=%d heads=%d, %d epochs, %s training images, "
-  .. "seed %d"):format(cfg.profile, cfg.model.d_model, cfg.model.depth, cfg.model.n_heads,
-  cfg.train.epochs, cfg.data.train_subset > 0 and tostring(cfg.data.train_subset) or "all",
-  cfg.seed))
+-- 2. Data: prepare what is missing (each set once; later runs find them prepared).
+local need = { cfg.data.id, cfg.data.ood_val }
+for _, name in ipairs(cfg.data.ood) do need[#need + 1] = name end
+for _, name in ipairs(cfg.data.shift) do need[#need + 1] = name end
+for _, name in ipairs(need) do
+  if not hydra.data.status(name, where).prepared then
+    print(("preparing %s ..."):format(name))
+    hydra.data.prepare(name, where)
+  end
+end
 
--- 3. One run: every method of the config, evaluated on ID, OOD and shift sets.
+print(("quickstart: profile %s, vit d=%d depth=%d heads=%d, %d epoch(s) on %s training images, "
+  .. "seed %d; OOD sets %s"):format(cfg.profile, cfg.model.d_model, cfg.model.depth,
+  cfg.model.n_heads, cfg.train.epochs,
+  cfg.data.train_subset > 0 and tostring(cfg.data.train_subset) or "all", cfg.seed,
+  table.concat(cfg.data.ood, ", ")))
+
+-- 3. One run: every method of the config, evaluated on the ID test split and every OOD set.
 local s = hydra.run.execute(cfg, { progress = opts.progress ~= false })
 if s.skipped then
   print(("(run %s was already complete; delete %s to recompute)"):format(s.id, s.dir))
-  io.write(assert(io.open(s.dir .. "/table.md", "rb")):read("a"))
 end
 
--- 4. Where everything is.
+-- 4. The table and where everything is.
 local run = hydra.run.load(s.dir)
+local md = assert(io.open(s.dir .. "/table.md", "rb")):read("a")
+print("")
+print(("==== quickstart results (run %s, %.0f s) ===="):format(s.id, core.now() - t0))
+io.write(md)
 local best, best_auroc = nil, -1
 for _, r in ipairs(run.results) do
-  if r.ood_avg.auroc and r.ood_avg.auroc > best_auroc then best, best_auroc = r.method, r.ood_avg.auroc end
+  local a = r.ood_avg.auroc
+  if a and a > best_auroc then best, best_auroc = r.method, a end
 end
+if best then print(("best OOD-avg AUROC: %s (%.2f %%)"):format(best, best_auroc * 100)) end
 print("")
-print(("best OOD-avg AUROC: %s (%.2f %%)"):format(best or "-", best_auroc * 100))
-print(("everything is in %s/ (%.0f s):"):format(s.dir, core.now() - t0))
-print("  table.md, table.csv          the table above")
-print("  plots/reliability.png        reliability diagram (calibration)")
-print("  plots/ood-hist.png           OOD score histograms, ID vs each OOD set")
-print("  plots/risk-coverage.png      selective prediction")
-print("  result.h5, methods/*.h5      per-sample arrays and metrics (`hydra info FILE`)")
-print("  log.txt                      the full log")
+print(("everything is in %s/"):format(s.dir))
+local files = {
+  { "table.md", "the table above (table.csv: the same as CSV)" },
+  { "plots/reliability.png", "reliability diagram (calibration), methods overlaid" },
+  { "plots/ood-hist.png", "OOD score histograms, ID test vs the OOD sets" },
+  { "plots/risk-coverage.png", "selective prediction (risk vs coverage)" },
+  { "result.h5", "per-sample arrays, metrics, cost, config, provenance (`hydra info`)" },
+  { "log.txt", "the full log of the run" },
+}
+for _, f in ipairs(files) do
+  if core.stat(s.dir .. "/" .. f[1]) == "file" then
+    print(("  %-40s %s"):format(s.dir .. "/" .. f[1], f[2]))
+  end
+end
+print(("  %-40s cached stages (models, gates, members, predictions)"):format(
+  hydra.stages.default_dir()))
 return 0

@@ -717,6 +717,9 @@ function M.hash(cfg)
   return core.hash64(M.to_yaml(cfg))
 end
 
+-- A deep copy of a (resolved) config table, to change without touching the original.
+M.copy = deep_copy
+
 -- Writes to_yaml(cfg) to path atomically (a temporary file renamed into place).
 function M.write(cfg, path)
   local text = ("# resolved config (hydra %s), hash %s\n"):format(core.version, M.hash(cfg))

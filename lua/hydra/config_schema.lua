@@ -51,6 +51,7 @@ return {
 
   ["prune.method"] = { enum = { "taylor", "circuit" } },
   ["prune.calib_size"] = { ge = 1 },
+  ["prune.val_size"] = { ge = 0 },
   ["prune.batch_size"] = { ge = 1 },
   ["prune.objective"] = { enum = { "acc", "ood", "avg" } },
   ["prune.objectives"] = { enum = { "acc", "ood", "avg" } },

@@ -7,12 +7,17 @@
 --   prune.write_gates(path, res, attrs)          -- GATES.h5 (atomic)
 --   local g = prune.read_gates(path, L, H)       -- { gates =, attrs = } (validated)
 --   prune.keep_table(cfg, L, H) / prune.objectives(cfg, M)
+--   local m, meta, hist = prune.finetune_member(m, gates, k, cfg [, opts])
+--     member k of gates [M,L,H] (or [L,H]), fine-tuned in place from m's (the base's) weights
+--     with its gates fixed; opts: data (prepared file, default the ID set of cfg), progress,
+--     log (function(line)); meta = the /meta attributes of a member checkpoint (member,
+--     finetune_epochs, finetune_learning_rate); hist = m:train's history (nil when epochs = 0)
 --
 -- Data (opts override cfg): taylor scores on a calibration set = prune.calib_size rows of the
 -- ID *train* split in a seeded order (core.sample_permutation(n, seed)); circuit scores on the
--- ID `val` split + the validation OOD set data.ood_val (its `val` split). The circuit search
--- never sees a test set: any split other than `val`, or an OOD set listed in data.ood (the OOD
--- test sets), is refused.
+-- first prune.val_size rows (0 = all) of the ID `val` split and of the validation OOD set
+-- data.ood_val (its `val` split). The circuit search never sees a test set: any split other
+-- than `val`, or an OOD set listed in data.ood (the OOD test sets), is refused.
 -- Resamples: with hydra.diversity.bootstrap each member scores a bootstrap resample of those
 -- sets; member m uses hy_rng_split(seed, m). Overlap penalty: hydra.diversity.overlap_penalty.
 local core = require("hydra.core")
@@ -73,7 +78,7 @@ function M.objectives(cfg, n)
   return out
 end
 
--- The validation data of a circuit search; refuses test data.
+-- The validation data of a circuit search (prune.val_size rows of each); refuses test data.
 function M.validation(model, cfg, opts)
   opts = opts or {}
   local split = opts.split or "val"
@@ -92,13 +97,14 @@ function M.validation(model, cfg, opts)
   local id_path = opts.data or path_of(cfg, cfg.data.id)
   need(id_path)
   local norm = model.norm
-  local id = norm and core.dataset_load(id_path, split, cfg.data.test_subset or 0, norm[1], norm[2])
-    or core.dataset_load(id_path, split, cfg.data.test_subset or 0)
+  local n = cfg.prune.val_size or 0
+  local id = norm and core.dataset_load(id_path, split, n, norm[1], norm[2])
+    or core.dataset_load(id_path, split, n)
   local ood_path = opts.ood_path or path_of(cfg, ood_name)
   need(ood_path)
   local mean, std = norm and norm[1], norm and norm[2]
   if not mean then mean, std = id:mean_std() end
-  local ood = core.dataset_load(ood_path, ood_split, cfg.data.test_subset or 0, mean, std)
+  local ood = core.dataset_load(ood_path, ood_split, n, mean, std)
   return id, ood
 end
 
@@ -144,6 +150,37 @@ function M.members(model, cfg, opts)
   local gates, scores, overlap = core.prune_members(model.ud, args)
   return { gates = gates, scores = scores, overlap = overlap, method = method,
            objectives = objs, keep = keep, seed = args.seed }
+end
+
+-- One pruned Hydra member (DESIGN §3.3): gates row k of `gates` set on m (a hydra.model Model
+-- holding the base weights; changed in place), then finetune.epochs epochs of training at peak
+-- learning rate finetune.learning_rate (warm-up at most half of them; every other train.* and
+-- optim.* setting from cfg, which is not modified) on the ID train split. Pruned heads get no
+-- gradient, and their weights are restored from the base afterwards so that they stay
+-- bit-identical to the base's (decoupled weight decay would otherwise shrink them).
+-- finetune.epochs 0 = the gated base weights (the training-free setting).
+function M.finetune_member(m, gates, k, cfg, opts)
+  opts = opts or {}
+  local n = gates:ndim() == 3 and gates:size(1) or 1
+  if math.type(k) ~= "integer" or k < 1 or k > n then
+    error(("prune: member %s does not exist (the gates hold %d member(s))"):format(tostring(k),
+      n), 0)
+  end
+  m:set_gates(gates:ndim() == 3 and gates:row(k) or gates)
+  local ft = cfg.finetune
+  local hist
+  if ft.epochs > 0 then
+    local base = m:get_params()
+    local c = require("hydra.config").copy(cfg)
+    c.train.epochs = ft.epochs
+    c.train.warmup_epochs = math.min(c.train.warmup_epochs, ft.epochs / 2)
+    c.optim.learning_rate = ft.learning_rate
+    local data = opts.data or require("hydra.model").data_path(c, c.data.id)
+    hist = m:train(data, c, { progress = opts.progress, log = opts.log })
+    core.prune_restore(m.ud, base)
+  end
+  return m, { member = k, finetune_epochs = ft.epochs,
+              finetune_learning_rate = ft.learning_rate }, hist
 end
 
 local function join(list)

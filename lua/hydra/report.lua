@@ -1,5 +1,6 @@
 -- lua/hydra/report.lua: Markdown and CSV tables from result files (RESULT.h5 of `hydra eval`).
 --   report.load(path)            -> result table (method, metrics, ci, ood = {...}, ood_avg, shift)
+--   report.read(f, group, path)  -> the same from a group of an open hydra.h5 file
 --   report.table(results)        -> { columns = {...}, rows = {...}, caption = "..." }
 --   report.markdown(results)     -> text;  report.csv(results) -> text
 -- `results` is a list of result tables or paths. Rows are methods (the result's `method`
@@ -22,18 +23,15 @@ local function basename(path)
   return (path:match("([^/]+)$") or path):gsub("%.h5$", "")
 end
 
--- Reads the metrics of one RESULT.h5 (not the per-sample arrays).
-function M.load(path)
-  local g <close> = err.wrap("report", h5.open, path)
-  local root = g:attrs("/")
-  if root.format == nil or not tostring(root.format):match("^hydra%-result%-") then
-    err.fail("report: '%s' is not a hydra result file (no 'format' attribute on /)", path)
-  end
-  local m = g:attrs("/metrics")
+-- The metrics of the result stored under group g ("" = the file's root; a run's result.h5 keeps
+-- one per method under /methods/<name>) of an open hydra.h5 file f; path names it in res.file.
+function M.read(f, g, path)
+  local root = f:attrs(g == "" and "/" or g)
+  local m = f:exists(g .. "/metrics") and f:attrs(g .. "/metrics") or {}
   local res = {
-    file = path, method = root.method or basename(path), dataset = root.dataset,
-    score = root.score, conventions = root.conventions, members = root.members,
-    metrics = {}, ci = nil, ood = {}, ood_avg = {}, shift = {},
+    file = path, method = root.method or root.method_name or basename(path),
+    dataset = root.dataset, score = root.score, conventions = root.conventions,
+    members = root.members, metrics = {}, ci = nil, ood = {}, ood_avg = {}, shift = {},
   }
   for k, v in pairs(m) do
     local base, side = k:match("^(.-)_(lo)$")
@@ -52,7 +50,7 @@ function M.load(path)
     end
   end
   for _, name in ipairs(split_list(root.ood_sets)) do
-    local a = g:attrs("/metrics/ood/" .. name)
+    local a = f:attrs(g .. "/metrics/ood/" .. name)
     local o = { name = name, file = a.file, n = a.n, auroc = a.auroc, fpr95 = a.fpr95,
                 aupr_out = a.aupr_out, aupr_in = a.aupr_in }
     for _, k in ipairs({ "auroc", "fpr95", "aupr_out", "aupr_in" }) do
@@ -64,11 +62,21 @@ function M.load(path)
     res.ood[#res.ood + 1] = o
   end
   for _, name in ipairs(split_list(root.shift_sets)) do
-    local a = g:attrs("/metrics/shift/" .. name)
+    local a = f:attrs(g .. "/metrics/shift/" .. name)
     a.name = name
     res.shift[#res.shift + 1] = a
   end
   return res
+end
+
+-- Reads the metrics of one RESULT.h5 (not the per-sample arrays).
+function M.load(path)
+  local g <close> = err.wrap("report", h5.open, path)
+  local root = g:attrs("/")
+  if root.format == nil or not tostring(root.format):match("^hydra%-result%-") then
+    err.fail("report: '%s' is not a hydra result file (no 'format' attribute on /)", path)
+  end
+  return M.read(g, "", path)
 end
 
 local function pct(v) return v * 100 end

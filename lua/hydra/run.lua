@@ -335,48 +335,12 @@ local function split_list(s)
   return t
 end
 
--- One method's metrics under group g of an open result file, shaped like report.load's table.
+-- One method's metrics under group g of an open result file, shaped like report.load's table,
+-- plus group, name (the method's name; method is its label) and cost.
 local function load_method(f, g, path)
+  local res = require("hydra.report").read(f, g, path)
   local root = f:attrs(g)
-  local m = f:exists(g .. "/metrics") and f:attrs(g .. "/metrics") or {}
-  local res = {
-    file = path, group = g, method = root.method or root.method_name, name = root.method_name,
-    dataset = root.dataset, score = root.score, conventions = root.conventions,
-    members = root.members, metrics = {}, ci = nil, ood = {}, ood_avg = {}, shift = {},
-  }
-  for k, v in pairs(m) do
-    local base, side = k:match("^(.-)_(lo)$")
-    if not base then base, side = k:match("^(.-)_(hi)$") end
-    if k:match("^ood_avg_") then
-      local rest = k:sub(9)
-      if rest == "auroc" or rest == "fpr95" or rest == "aupr_out" or rest == "aupr_in" then
-        res.ood_avg[rest] = v
-      end
-    elseif base then
-      res.ci = res.ci or {}
-      res.ci[base] = res.ci[base] or {}
-      res.ci[base][side == "lo" and 1 or 2] = v
-    else
-      res.metrics[k] = v
-    end
-  end
-  for _, name in ipairs(split_list(root.ood_sets)) do
-    local a = f:attrs(g .. "/metrics/ood/" .. name)
-    local o = { name = name, file = a.file, n = a.n, auroc = a.auroc, fpr95 = a.fpr95,
-                aupr_out = a.aupr_out, aupr_in = a.aupr_in }
-    for _, k in ipairs({ "auroc", "fpr95", "aupr_out", "aupr_in" }) do
-      if a[k .. "_lo"] then
-        o.ci = o.ci or {}
-        o.ci[k] = { a[k .. "_lo"], a[k .. "_hi"] }
-      end
-    end
-    res.ood[#res.ood + 1] = o
-  end
-  for _, name in ipairs(split_list(root.shift_sets)) do
-    local a = f:attrs(g .. "/metrics/shift/" .. name)
-    a.name = name
-    res.shift[#res.shift + 1] = a
-  end
+  res.group, res.name = g, root.method_name
   res.cost = f:exists(g .. "/cost") and f:attrs(g .. "/cost") or {}
   return res
 end

@@ -108,95 +108,219 @@ static void test_taylor_fd(void) {
     hy_xfmr_release(&m);
 }
 
-/* ===== planted circuit ===== */
+/* ===== planted circuit =====
+ * A constructed model (depth 3, 4 heads of size 4, d_model 16) where the planted heads are the
+ * only path from the input to the logits and each carries its own piece of evidence:
+ *   - dims of the residual stream: 0 holds a constant E at every token (it dominates each
+ *     token's LayerNorm variance, so what heads add elsewhere barely moves the normalisation);
+ *     1..n are the features (planted head j's feature j = pixel j of each 7x7 patch, through the
+ *     patch embedding; n = number of planted heads); n+1 is a reference dim that is always 0;
+ *     D-2, D-1 are the output dims;
+ *   - planted head j: q = k = 0 (uniform attention), its value reads feature j minus the
+ *     reference dim (LayerNorm's mean cancels exactly), its output column writes +q / -q into
+ *     the two output dims (so the final LayerNorm's mean cancels too); every planted head has
+ *     the same weights, only the feature it reads differs;
+ *   - other heads: random q/k/v, output columns exactly 0; MLPs: random fc1, fc2 = 0;
+ *   - classifier: logit 0 = lambda (out1 - out2) of the final LayerNorm, others 0.
+ * So logit 0 = c(x) ~ kappa * sum over unmasked planted heads j of phi_j(x) (phi_j = pixel j /
+ * 255), whatever else is masked, and masking a non-planted head leaves every float unchanged.
+ * Data (normalisation mean 0, std 1): ID = one sample per planted head with phi = e_j and n
+ * "common" samples with phi_j = 0.5 for all j, all labelled 0; OOD = samples with phi_j = 0.05.
+ *   acc: the ID NLL falls as c rises, so masking an unmasked planted head strictly raises it
+ *     (its own sample loses all its evidence);
+ *   ood (AUROC of -MSP, MSP increasing in c >= 0): with active set S (|S| = t >= 1), c(common)
+ *     = 0.5 t > c(OOD) = 0.05 t, c(e_j) = 1 > c(OOD) for j in S and 0 < c(OOD) otherwise, so
+ *     AUROC = (n + |S|) / (2n): it falls by 1/(2n) with every planted head masked, down to
+ *     (n+1)/(2n) > 1/2 at t = 1 (and 1/2, all ties, at t = 0);
+ *   avg: the planted heads are the only ones with nonzero a and u, so the only ones above the
+ *     layer's minimum.
+ * Every planted head of a layer therefore scores > 0 and every other head exactly 0, whichever
+ * earlier circuits are masked: the greedy recovers the planted sets for any seed and any
+ * planted pattern. The seeds vary the planted pattern (1-3 heads per layer) and the random
+ * weights of everything off the path. */
 
-/* A model where only the planted heads carry information: every MLP is off (fc2 = 0), every
- * other head's output columns in proj are 0, and the planted heads' value/output weights are
- * strong. Labels are the model's own predictions, so the full model has a low NLL, masking a
- * planted head removes every input-dependent signal from the CLS token (NLL rises), and masking
- * any other head changes nothing. */
-static void plant(hy_xfmr *m, const int *planted, uint64_t seed) {
-    perturbed(m, seed, 0.0);
-    size_t D = m->cfg.d_model, NH = m->cfg.n_heads, HS = m->HS;
-    hy_rng r;
-    hy_rng_seed(&r, seed + 5);
-    char name[48];
+enum { PC_D = 16, PC_NH = 4, PC_L = 3, PC_K = 4, PC_MAXN = PC_L * (PC_NH - 1) };
+
+static hy_xfmr_config planted_cfg(void) {
+    hy_xfmr_config c = small_cfg();
+    c.d_model = PC_D;
+    c.n_heads = PC_NH;
+    c.depth = PC_L;
+    c.n_classes = PC_K;
+    return c;
+}
+
+static float *pv(hy_xfmr *m, const char *name) {
     hy_param_view v;
-    CHECK_OK(hy_xfmr_param(m, "patch_embed.proj.weight", &v));
-    for (size_t i = 0; i < v.info->numel; i++) v.data[i] = (float)(0.3 * hy_rng_normal(&r));
-    CHECK_OK(hy_xfmr_param(m, "head.weight", &v));
-    for (size_t i = 0; i < v.info->numel; i++) v.data[i] = (float)(3.0 * hy_rng_normal(&r));
-    for (size_t l = 0; l < m->cfg.depth; l++) {
-        snprintf(name, sizeof name, "blocks.%zu.mlp.fc2.weight", l);
-        CHECK_OK(hy_xfmr_param(m, name, &v));
-        memset(v.data, 0, v.info->numel * sizeof(float));
-        hy_param_view qkv, proj;
-        snprintf(name, sizeof name, "blocks.%zu.attn.qkv.weight", l);
-        CHECK_OK(hy_xfmr_param(m, name, &qkv));
-        snprintf(name, sizeof name, "blocks.%zu.attn.proj.weight", l);
-        CHECK_OK(hy_xfmr_param(m, name, &proj));
-        for (size_t h = 0; h < NH; h++) {
-            int on = planted[l * NH + h];
-            double sc = l == 0 ? 0.1 : 1.0;   /* layer 1 nudges, layer 2 decides */
-            for (size_t row = 0; row < D; row++)
-                for (size_t d = 0; d < HS; d++)
-                    proj.data[row * D + h * HS + d] = on ? (float)(sc * hy_rng_normal(&r)) : 0.0f;
-            for (size_t row = 2 * D + h * HS; on && row < 2 * D + (h + 1) * HS; row++)
-                for (size_t d = 0; d < D; d++) qkv.data[row * D + d] = (float)(1.0 * hy_rng_normal(&r));
+    CHECK_OK(hy_xfmr_param(m, name, &v));
+    return v.data;
+}
+
+static float *pvl(hy_xfmr *m, size_t l, const char *name) {
+    char full[48];
+    snprintf(full, sizeof full, "blocks.%zu.%s", l, name);
+    return pv(m, full);
+}
+
+static void fill_normal(float *x, size_t n, hy_rng *r) {
+    for (size_t i = 0; i < n; i++) x[i] = (float)hy_rng_normal(r);
+}
+
+/* planted (L, NH): 1 = planted; lambda: classifier scale */
+static void plant(hy_xfmr *m, const int *planted, uint64_t seed, float lambda) {
+    hy_xfmr_config c = planted_cfg();
+    CHECK_OK(hy_xfmr_new(m, &c));
+    memset(m->params, 0, m->n_params * sizeof(float));
+    const size_t D = PC_D, HS = m->HS, F = 49, o1 = D - 2, o2 = D - 1;
+    const float E = 50.0f, w = 4.0f, q = 1.0f;
+    size_t n = 0;
+    for (size_t i = 0; i < PC_L * PC_NH; i++) n += planted[i] != 0;
+    const size_t ref = n + 1;
+    hy_rng r;
+    hy_rng_seed(&r, seed);
+    pv(m, "cls_token")[0] = E;
+    pv(m, "patch_embed.proj.bias")[0] = E;
+    float *pe = pv(m, "patch_embed.proj.weight");
+    for (size_t j = 0; j < n; j++) pe[(1 + j) * F + j] = 1.0f;   /* feature j = pixel j */
+    size_t j = 0;
+    for (size_t l = 0; l < PC_L; l++) {
+        float *n1 = pvl(m, l, "norm1.weight"), *n2 = pvl(m, l, "norm2.weight");
+        for (size_t d = 0; d < D; d++) n1[d] = n2[d] = 1.0f;
+        fill_normal(pvl(m, l, "mlp.fc1.weight"), m->cfg.d_mlp * D, &r);
+        float *qkv = pvl(m, l, "attn.qkv.weight"), *qb = pvl(m, l, "attn.qkv.bias");
+        float *proj = pvl(m, l, "attn.proj.weight");
+        for (size_t h = 0; h < PC_NH; h++) {
+            if (!planted[l * PC_NH + h]) {
+                for (size_t t = 0; t < 3; t++) {   /* q, k, v rows: random */
+                    fill_normal(qkv + (t * D + h * HS) * D, HS * D, &r);
+                    fill_normal(qb + t * D + h * HS, HS, &r);
+                }
+                continue;                         /* output columns stay 0 */
+            }
+            float *v0 = qkv + (2 * D + h * HS) * D;   /* first value row of head h */
+            v0[1 + j] = w;
+            v0[ref] = -w;
+            proj[o1 * D + h * HS] = q;
+            proj[o2 * D + h * HS] = -q;
+            j++;
         }
     }
+    float *nw = pv(m, "norm.weight");
+    for (size_t d = 0; d < D; d++) nw[d] = 1.0f;
+    float *hw = pv(m, "head.weight");
+    hw[0 * D + o1] = lambda;
+    hw[0 * D + o2] = -lambda;
+}
+
+/* n_each images per feature vector in phis (rows of n values in [0, 1]): pixel j of every
+ * patch = round(255 phi_j), everything else 0; labels 0; normalisation mean 0, std 1 */
+static void planted_data(hy_dataset *d, const double *phis, size_t rows, size_t n) {
+    hy_tensor img, lab;
+    int64_t si[3] = {(int64_t)rows, 28, 28}, sl[1] = {(int64_t)rows};
+    CHECK_OK(hy_tensor_alloc(&img, HY_U8, 3, si));
+    CHECK_OK(hy_tensor_alloc(&lab, HY_I32, 1, sl));
+    uint8_t *px = img.data;
+    memset(px, 0, rows * 28 * 28);
+    for (size_t i = 0; i < rows; i++) {
+        ((int32_t *)lab.data)[i] = 0;
+        for (size_t j = 0; j < n; j++)
+            for (size_t py = 0; py < 4; py++)
+                for (size_t pxi = 0; pxi < 4; pxi++)
+                    px[i * 784 + (py * 7 + j / 7) * 28 + pxi * 7 + j % 7] =
+                        (uint8_t)lround(255.0 * phis[i * n + j]);
+    }
+    CHECK_OK(hy_dataset_from_images(d, &img, &lab, 0.0, 1.0, 0));
+    hy_tensor_release(&img);
+    hy_tensor_release(&lab);
+}
+
+/* one planted pattern: the circuit search recovers it under acc, ood and avg */
+static void run_planted(uint64_t seed) {
+    hy_rng r;
+    hy_rng_seed(&r, seed);
+    int planted[PC_L * PC_NH] = {0};
+    size_t keep[PC_L], n = 0;
+    for (size_t l = 0; l < PC_L; l++) {
+        int64_t perm[PC_NH] = {0, 1, 2, 3};
+        hy_rng_shuffle(&r, perm, PC_NH);
+        keep[l] = 1 + hy_rng_below(&r, PC_NH - 1);
+        for (size_t i = 0; i < keep[l]; i++) planted[l * PC_NH + (size_t)perm[i]] = 1;
+        n += keep[l];
+    }
+    /* ID: e_j for every planted head j, then n common rows; OOD: 4 rows of 0.05 */
+    double idphi[2 * PC_MAXN * PC_MAXN] = {0}, oodphi[4 * PC_MAXN];
+    for (size_t j = 0; j < n; j++) {
+        idphi[j * n + j] = 1.0;
+        for (size_t k = 0; k < n; k++) idphi[(n + j) * n + k] = 0.5;
+    }
+    for (size_t i = 0; i < 4 * n; i++) oodphi[i] = 0.05;
+    hy_dataset id, ood;
+    planted_data(&id, idphi, 2 * n, n);
+    planted_data(&ood, oodphi, 4, n);
+    hy_subset ids = {&id, NULL, 2 * n}, oods = {&ood, NULL, 4};
+    /* lambda: the common row's logit 0 is 3 with every head on (logits are linear in it) */
+    hy_xfmr m;
+    plant(&m, planted, seed + 1, 1.0f);
+    float probs[2 * PC_MAXN * PC_K];
+    CHECK_OK(hy_train_predict(&m, &id, 8, NULL, probs));
+    double p0 = (double)probs[n * PC_K], c1 = log(p0 * (PC_K - 1) / (1.0 - p0));
+    CHECK(c1 > 0.0, "seed %llu: the common row's logit %g is not positive",
+          (unsigned long long)seed, c1);
+    hy_xfmr_release(&m);
+    plant(&m, planted, seed + 1, (float)(3.0 / c1));
+    const hy_objective objs[3] = {HY_OBJ_ACC, HY_OBJ_OOD, HY_OBJ_AVG};
+    for (size_t o = 0; o < 3; o++) {
+        float scores[PC_L * PC_NH], circuit[PC_L * PC_NH];
+        CHECK_OK(hy_prune_circuit(&m, &ids, &oods, objs[o], keep, NULL, 0.0, 8, scores,
+                                  circuit));
+        for (size_t i = 0; i < PC_L * PC_NH; i++) {
+            CHECK(circuit[i] == (float)planted[i], "seed %llu %s: head %zu of layer %zu: circuit "
+                  "%g, planted %d (score %g)", (unsigned long long)seed,
+                  hy_objective_name(objs[o]), i % PC_NH + 1, i / PC_NH + 1, (double)circuit[i],
+                  planted[i], (double)scores[i]);
+            if (planted[i])
+                CHECK(scores[i] > 0.0f, "seed %llu %s: planted head %zu of layer %zu scores %g",
+                      (unsigned long long)seed, hy_objective_name(objs[o]), i % PC_NH + 1,
+                      i / PC_NH + 1, (double)scores[i]);
+            else
+                CHECK(scores[i] == 0.0f, "seed %llu %s: unplanted head %zu of layer %zu scores "
+                      "%g", (unsigned long long)seed, hy_objective_name(objs[o]),
+                      i % PC_NH + 1, i / PC_NH + 1, (double)scores[i]);
+        }
+        for (size_t i = 0; i < PC_L * PC_NH; i++)
+            CHECK(m.gates[i] == 1.0f, "seed %llu: gate %zu not restored", (unsigned long long)seed,
+                  i);
+    }
+    /* the ood score is exactly the AUROC step of the construction: 1 / (2n) per head */
+    float scores[PC_L * PC_NH], circuit[PC_L * PC_NH];
+    CHECK_OK(hy_prune_circuit(&m, &ids, &oods, HY_OBJ_OOD, keep, NULL, 0.0, 8, scores, circuit));
+    for (size_t i = 0; i < PC_L * PC_NH; i++)
+        if (planted[i])
+            CHECK(fabs((double)scores[i] - 0.5 / (double)n) < 1e-6, "seed %llu: ood score %g, "
+                  "expected %g", (unsigned long long)seed, (double)scores[i], 0.5 / (double)n);
+    hy_xfmr_release(&m);
+    hy_dataset_release(&id);
+    hy_dataset_release(&ood);
 }
 
 static void test_circuit_planted(void) {
-    uint64_t seed = 11;   /* a constructed model: fixed, not HYDRA_SEED (see the report) */
-    /* layer 1: head 3; layer 2: heads 2 and 4 */
-    const int planted[8] = {0, 0, 1, 0, 0, 1, 0, 1};
-    const size_t keep[2] = {1, 2};
+    uint64_t base = check_seed();
+    for (uint64_t i = 0; i < 6; i++) run_planted(hy_hash64(&i, sizeof i, base));
+    /* argument errors */
     hy_xfmr m;
-    plant(&m, planted, seed);
+    perturbed(&m, base, 0.2);
     hy_dataset ds;
-    synth(&ds, 40, 4, seed + 1);
-    /* relabel with the full model's predictions */
-    float probs[40 * 4];
-    CHECK_OK(hy_train_predict(&m, &ds, 16, NULL, probs));
-    size_t counts[4] = {0};
-    for (size_t i = 0; i < 40; i++) {
-        size_t best = 0;
-        for (size_t k = 1; k < 4; k++) best = probs[i * 4 + k] > probs[i * 4 + best] ? k : best;
-        ds.labels[i] = (int32_t)best;
-        counts[best]++;
-    }
-    CHECK(counts[0] < 40 && counts[1] < 40 && counts[2] < 40 && counts[3] < 40,
-          "the planted model predicts one class for everything");
-    hy_subset id = {&ds, NULL, 40};
+    synth(&ds, 8, 4, base + 1);
+    hy_subset id = {&ds, NULL, 8};
     float scores[8], circuit[8];
-    CHECK_OK(hy_prune_circuit(&m, &id, NULL, HY_OBJ_ACC, keep, NULL, 0.0, 16, scores, circuit));
-    for (size_t i = 0; i < 8; i++) {
-        CHECK(circuit[i] == (float)planted[i], "acc: head %zu of layer %zu: circuit %g, "
-              "planted %d (score %g)", i % 4 + 1, i / 4 + 1, (double)circuit[i], planted[i],
-              (double)scores[i]);
-        if (!planted[i]) CHECK(scores[i] == 0.0f, "unplanted head score %g", (double)scores[i]);
-    }
-    CHECK(m.gates[2] == 1.0f && m.gates[5] == 1.0f, "gates not restored");
-    /* the search ran layer-conditioned: with layer 1's circuit masked, masking any head of
-     * layer 2 changes nothing but the planted ones; avg agrees with acc on the acc part */
-    hy_dataset ood;
-    hy_tensor img, lab;
-    CHECK_OK(hy_synth_images(&img, &lab, 30, 28, 4, seed + 9));
-    for (size_t i = 0; i < 30 * 28 * 28; i++) ((uint8_t *)img.data)[i] = (uint8_t)(255 - ((uint8_t *)img.data)[i]);
-    CHECK_OK(hy_dataset_from_images(&ood, &img, &lab, 0.2, 0.3, 0));
-    hy_subset os = {&ood, NULL, 30};
-    CHECK_OK(hy_prune_circuit(&m, &id, &os, HY_OBJ_OOD, keep, NULL, 0.0, 16, scores, circuit));
-    for (size_t i = 0; i < 8; i++)
-        if (!planted[i]) CHECK(scores[i] == 0.0f, "ood: unplanted head score %g", (double)scores[i]);
+    const size_t keep[2] = {1, 2};
     CHECK_FAIL(hy_prune_circuit(&m, &id, NULL, HY_OBJ_AVG, keep, NULL, 0.0, 16, scores, circuit),
                HY_EINVAL, "prune: objective avg needs a validation OOD set");
+    CHECK_FAIL(hy_prune_circuit(&m, &id, NULL, HY_OBJ_OOD, keep, NULL, 0.0, 16, scores, circuit),
+               HY_EINVAL, "prune: objective ood needs a validation OOD set");
     const size_t bad[2] = {1, 5};
     CHECK_FAIL(hy_prune_circuit(&m, &id, NULL, HY_OBJ_ACC, bad, NULL, 0.0, 16, scores, circuit),
                HY_EINVAL, "prune: circuit size of layer 2 is 5 (expected 1 to 4)");
-    hy_tensor_release(&img);
-    hy_tensor_release(&lab);
-    hy_dataset_release(&ood);
     hy_dataset_release(&ds);
     hy_xfmr_release(&m);
 }

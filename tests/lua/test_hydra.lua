@@ -92,11 +92,43 @@ function T.circuit_refuses_test_data()
     function() return prune.validation(m, cfg, { split = "test" }) end)
   raises("prune: 'glyphs' is an OOD test set (data.ood); the circuit search uses the validation "
     .. "OOD set data.ood_val", function() return prune.validation(m, cfg, { ood = "glyphs" }) end)
+  -- prune.val_size rows of each validation set (data.test_subset does not size them)
+  local id, ood = prune.validation(m, cfg_with({ ["prune.val_size"] = 24,
+                                                  ["data.test_subset"] = 8 }))
+  eq(id:size(), 24, "ID val rows"); eq(ood:size(), 24, "OOD val rows")
+  id, ood = prune.validation(m, cfg_with({ ["prune.val_size"] = 0 }))
+  eq(id:size(), 64, "ID val rows (all)"); eq(ood:size(), 40, "OOD val rows (all)")
   -- a real circuit search on val + the validation OOD set, one member per objective
-  local res = prune.members(m, cfg_with({ ["data.test_subset"] = 24, ["hydra.keep_heads"] = 2 }),
+  local res = prune.members(m, cfg_with({ ["prune.val_size"] = 24, ["hydra.keep_heads"] = 2 }),
     { method = "circuit" })
   for mm = 1, 3 do for l = 1, 4 do eq(count_kept(res.gates, mm, l, 8), 2, "circuit size") end end
   eq(table.concat(res.objectives, ","), "acc,ood,avg")
+end
+
+function T.finetune_member_lua()
+  local g = core.tensor("float32", 2, 4, 8)
+  for l = 1, 4 do for h = 1, 8 do g:set(1, l, h, h <= 4 and 1 or 0); g:set(2, l, h, 1) end end
+  -- finetune.epochs 0: the gated base, weights untouched; the config is not modified
+  local cfg = cfg_with({ ["finetune.epochs"] = 0 })
+  local b = model.load(base())
+  local m, meta, hist = prune.finetune_member(model.load(base()), g, 1, cfg)
+  eq(meta.member, 1); eq(meta.finetune_epochs, 0); eq(hist, nil)
+  eq(m:gates():get(2, 5), 0.0, "pruned gate"); eq(m:gates():get(2, 4), 1.0, "kept gate")
+  local pb, pm = b:get_params():flat(), m:get_params():flat()
+  for i = 1, #pb do if pb[i] ~= pm[i] then error("epochs 0 changed weight " .. i) end end
+  -- one epoch on 64 rows: kept heads move, pruned ones stay bit-identical (checked per weight
+  -- in cli_chain_and_pruned_weights_identical); cfg.train is left as it was
+  cfg = cfg_with({ ["finetune.epochs"] = 1, ["data.train_subset"] = 64, ["train.epochs"] = 7 })
+  local lr = cfg.optim.learning_rate
+  m, meta, hist = prune.finetune_member(model.load(base()), g, 1, cfg, { progress = false })
+  eq(meta.finetune_epochs, 1); eq(#hist.epochs, 1, "one fine-tuning epoch")
+  eq(cfg.train.epochs, 7, "cfg.train.epochs unchanged")
+  eq(cfg.optim.learning_rate, lr, "cfg.optim.learning_rate unchanged")
+  local qkv_b, qkv_m = b:param("blocks.0.attn.qkv.weight"), m:param("blocks.0.attn.qkv.weight")
+  eq(qkv_m:get(1, 1) ~= qkv_b:get(1, 1), true, "kept head 1 moved")
+  eq(qkv_m:get(57, 1), qkv_b:get(57, 1), "pruned head 8 (q rows 57..64) unchanged")
+  raises("prune: member 3 does not exist (the gates hold 2 member(s))",
+    function() return prune.finetune_member(b, g, 3, cfg) end)
 end
 
 function T.cli_chain_and_pruned_weights_identical()

@@ -15,7 +15,8 @@ and optim.* settings from the checkpoint's config and key=value overrides) on th
 Pruned heads get no gradient and their weights are restored from the base afterwards, so they are
 bit-identical to the base's (decoupled weight decay would otherwise shrink them). finetune.epochs:
 0 writes the gated base checkpoint without training (the training-free setting). MEMBER.h5 is a
-normal checkpoint with /head_gates set and /meta member, gates_file, base_checkpoint.]],
+normal checkpoint with /head_gates set and /meta member, gates_file, base_checkpoint,
+finetune_epochs, finetune_learning_rate. (The library function: hydra.prune.finetune_member.)]],
   run = function(args)
     local opts = argparse.parse(args, {
       command = "finetune", usage = USAGE,
@@ -38,24 +39,13 @@ normal checkpoint with /head_gates set and /meta member, gates_file, base_checkp
         opts.gates, opts.member)
     end
     core.threads_init(cfg.threads)
-    m:set_gates(g.gates:row(opts.member))
-    local epochs = cfg.finetune.epochs
-    print(("seed %d  member %d of %d  finetune epochs %d"):format(cfg.seed, opts.member, n, epochs))
-    if epochs > 0 then
-      local base = m:get_params()
-      cfg.train.epochs = epochs
-      cfg.train.warmup_epochs = math.min(cfg.train.warmup_epochs, epochs / 2)
-      cfg.optim.learning_rate = cfg.finetune.learning_rate
-      local data = opts.data or model.data_path(cfg, cfg.data.id)
-      err.wrap("hydra finetune", m.train, m, data, cfg, {
-        progress = not opts.quiet, log = function(line) print(line); io.stdout:flush() end,
-      })
-      core.prune_restore(m.ud, base)
-    end
-    err.wrap("hydra finetune", m.save, m, opts.out, {
-      member = opts.member, gates_file = opts.gates, base_checkpoint = ckpt,
-      finetune_epochs = epochs, finetune_learning_rate = cfg.finetune.learning_rate,
-    })
+    print(("seed %d  member %d of %d  finetune epochs %d"):format(cfg.seed, opts.member, n,
+      cfg.finetune.epochs))
+    local _, meta = err.wrap("hydra finetune", prune.finetune_member, m, g.gates, opts.member,
+      cfg, { data = opts.data, progress = not opts.quiet,
+             log = function(line) print(line); io.stdout:flush() end })
+    meta.gates_file, meta.base_checkpoint = opts.gates, ckpt
+    err.wrap("hydra finetune", m.save, m, opts.out, meta)
     print(("member %d -> %s"):format(opts.member, opts.out))
   end,
 }

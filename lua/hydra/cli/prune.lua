@@ -13,14 +13,14 @@ return {
   help = [[Scores every attention head of CKPT.h5 and selects M member gate matrices.
 taylor: mean |dL/dgate| over prune.calib_size rows of the ID train split (batches of
 prune.batch_size), L2-normalised per layer when prune.normalize. circuit: HeadMap's
-layer-conditioned greedy search on the ID val split and the validation OOD set (data.ood_val,
-its val split; test sets are refused) with objective acc (ID NLL), ood (MSP AUROC) or avg (mean
-of both after per-layer min-max normalisation); without --objective the members cycle through
-hydra.diversity.objectives. Diversity: hydra.diversity.bootstrap, keep_counts, overlap_penalty.
-The configuration is the checkpoint's (its /meta config_yaml), then key=value overrides; --data
-/ --ood replace the prepared files. Writes GATES.h5: /gates [M,L,H] (1 kept, 0 pruned), /scores
-[M,L,H], /overlap [M,M] (Jaccard of the kept head sets) and attributes method, objectives, keep,
-seed, checkpoint, checkpoint_sha256.]],
+layer-conditioned greedy search on the first prune.val_size rows of the ID val split and of the
+validation OOD set (data.ood_val, its val split; test sets are refused) with objective acc (ID NLL),
+ood (MSP AUROC) or avg (mean of both after per-layer min-max normalisation); without --objective the
+members cycle through hydra.diversity.objectives. Diversity: hydra.diversity.bootstrap, keep_counts,
+overlap_penalty. The configuration is the checkpoint's (its /meta config_yaml), then key=value
+overrides; --data / --ood replace the prepared files. Writes GATES.h5: /gates [M,L,H] (1 kept, 0
+pruned), /scores [M,L,H], /overlap [M,M] (Jaccard of the kept head sets) and attributes method,
+objectives, keep, seed, checkpoint, checkpoint_sha256.]],
   run = function(args)
     local opts = argparse.parse(args, {
       command = "prune", usage = USAGE,

@@ -26,13 +26,7 @@ local C = {}
 
 -- ===== config helpers =====
 
-local function deep_copy(v)
-  if type(v) ~= "table" then return v end
-  local t = {}
-  for k, x in pairs(v) do t[k] = deep_copy(x) end
-  return t
-end
-C.deep_copy = deep_copy
+local deep_copy = require("hydra.config").copy
 
 function C.data_file(cfg, name)
   return model.data_path(cfg, name)
@@ -387,20 +381,33 @@ end
 function C.gates(ctx, base_path, base_key, variant)
   local cfg = ctx.cfg
   local gc = C.gates_cfg(cfg, variant)
+  -- what scores the heads: Taylor the calibration rows of the train split (prune.calib_size,
+  -- prune.batch_size), the circuit search the validation sets (prune.val_size, data.ood_val)
+  local pc = deep_copy(gc.prune)
   local inputs = {
     base = base_key, method = variant.method, objective = variant.objective,
-    prune = gc.prune, hydra = gc.hydra, seed = cfg.seed,
-    data = { id = stages.data_hash(C.data_file(cfg, cfg.data.id)),
-             val_subset = cfg.data.test_subset },
+    prune = pc, hydra = gc.hydra, seed = cfg.seed,
+    data = { id = stages.data_hash(C.data_file(cfg, cfg.data.id)) },
   }
   if variant.method == "circuit" then
+    pc.calib_size, pc.batch_size = nil, nil
     inputs.data.ood_val = stages.data_hash(need_prepared(cfg, cfg.data.ood_val, "OOD validation"))
+  else
+    pc.val_size = nil
   end
   local path, key = ctx.cache:get("gates", inputs, function(tmp, key)
     local prune = require("hydra.prune")
     local m = model.load(base_path)
-    ctx.log("scoring heads (%s%s, %d member(s)) ...", variant.method,
-      variant.objective and (", objective " .. variant.objective) or "", gc.hydra.members)
+    if variant.method == "circuit" then
+      local mc = m:config()
+      ctx.log("searching circuits (%s%d member(s); each %d layers x %d masked forward passes "
+        .. "over prune.val_size = %d ID + OOD validation rows) ...",
+        variant.objective and ("objective " .. variant.objective .. ", ") or "",
+        gc.hydra.members, mc.depth, mc.n_heads + 1, gc.prune.val_size)
+    else
+      ctx.log("scoring heads (taylor, %d member(s), %d calibration rows) ...", gc.hydra.members,
+        gc.prune.calib_size)
+    end
     local okp, res = pcall(prune.members, m, gc, { method = variant.method,
                                                    objective = variant.objective })
     if not okp then
@@ -423,10 +430,9 @@ function C.gates(ctx, base_path, base_key, variant)
   return path, key, gates
 end
 
--- Fine-tunes member `m` (1-based) of the gates from the base weights with its gates fixed
--- (as `hydra finetune` does: finetune.epochs epochs at finetune.learning_rate, warm-up at most
--- half of them; pruned heads' weights restored from the base, bit-identical). finetune.epochs 0
--- keeps the gated base weights. Returns the member checkpoint path and key.
+-- Member `m` (1-based) of the gates, fine-tuned from the base weights with its gates fixed
+-- (hydra.prune.finetune_member, as `hydra finetune`); finetune.epochs 0 keeps the gated base
+-- weights. Returns the member checkpoint path and key.
 function C.member(ctx, base_path, base_key, gates_key, gates, m)
   local cfg = ctx.cfg
   local inputs = {
@@ -436,25 +442,18 @@ function C.member(ctx, base_path, base_key, gates_key, gates, m)
              train_subset = cfg.data.train_subset, val_subset = cfg.data.test_subset },
   }
   return ctx.cache:get("member", inputs, function(tmp, key)
+    local prune = require("hydra.prune")
     local mod = model.load(base_path)
-    mod:set_gates(gates:row(m))
-    local epochs = cfg.finetune.epochs
-    if epochs > 0 then
-      ctx.log("fine-tuning member %d (%d epoch(s), lr %g) ...", m, epochs,
+    if cfg.finetune.epochs > 0 then
+      ctx.log("fine-tuning member %d (%d epoch(s), lr %g) ...", m, cfg.finetune.epochs,
         cfg.finetune.learning_rate)
-      local base = mod:get_params()
-      local c = deep_copy(cfg)
-      c.train.epochs = epochs
-      c.train.warmup_epochs = math.min(c.train.warmup_epochs, epochs / 2)
-      c.optim.learning_rate = cfg.finetune.learning_rate
-      mod:train(C.data_file(c, c.data.id), c, {
-        progress = ctx.progress, log = function(line) ctx.log("  %s", line) end,
-      })
-      core.prune_restore(mod.ud, base)
     end
-    mod:save(tmp, { member = m, stage = "member", stage_key = key, base_stage = base_key,
-                    gates_stage = gates_key, finetune_epochs = epochs,
-                    finetune_learning_rate = cfg.finetune.learning_rate })
+    local _, meta = prune.finetune_member(mod, gates, m, cfg, {
+      progress = ctx.progress, log = function(line) ctx.log("  %s", line) end,
+    })
+    meta.stage, meta.stage_key, meta.base_stage, meta.gates_stage = "member", key, base_key,
+      gates_key
+    mod:save(tmp, meta)
   end)
 end
 
@@ -505,6 +504,20 @@ function C.pruned_method(ctx, name, variant)
   end
   local fpath, fkey = C.fused(ctx, paths, keys)
   return C.fused_predictor(ctx, fpath, fkey, { name = name, seeds = { cfg.seed } })
+end
+
+-- The method table (see THE METHOD INTERFACE) of a pruned method: `variant` as in C.gates_cfg;
+-- one member when variant.single, else hydra.members; a circuit search needs data.ood_val.
+function C.pruned_module(name, label, variant)
+  local M = { name = name, label = label }
+  function M.describe(cfg)
+    return { name = name, label = label, members = variant.single and 1 or cfg.hydra.members,
+             seeds = { cfg.seed }, needs = { ood_val = variant.method == "circuit" } }
+  end
+  function M.build(ctx)
+    return C.pruned_method(ctx, name, variant)
+  end
+  return M
 end
 
 return C

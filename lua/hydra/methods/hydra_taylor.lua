@@ -5,15 +5,4 @@
 -- softmaxes). Interface: lua/hydra/methods/common.lua.
 local common = require("hydra.methods.common")
 
-local M = { name = "hydra_taylor", label = "Hydra (Taylor)" }
-
-function M.describe(cfg)
-  return { name = M.name, label = M.label, members = cfg.hydra.members, seeds = { cfg.seed },
-           needs = { ood_val = false } }
-end
-
-function M.build(ctx)
-  return common.pruned_method(ctx, M.name, { method = "taylor" })
-end
-
-return M
+return common.pruned_module("hydra_taylor", "Hydra (Taylor)", { method = "taylor" })

@@ -4,15 +4,4 @@
 -- one-member fused model so pruned heads cost nothing. Interface: lua/hydra/methods/common.lua.
 local common = require("hydra.methods.common")
 
-local M = { name = "taylor", label = "Taylor" }
-
-function M.describe(cfg)
-  return { name = M.name, label = M.label, members = 1, seeds = { cfg.seed },
-           needs = { ood_val = false } }
-end
-
-function M.build(ctx)
-  return common.pruned_method(ctx, M.name, { method = "taylor", single = true })
-end
-
-return M
+return common.pruned_module("taylor", "Taylor", { method = "taylor", single = true })
