@@ -439,8 +439,9 @@ static hy_status check_batch(const hy_fused *f, const hy_batch *in, size_t B) {
 
 /* ===== the forward, in slices =====
  * The streams are stored member-major, so the pair (member m, sample b) owns the T rows starting
- * at row (m B + b) T of every per-row buffer (x, ln, h, mean, rstd), its qkv / ao block sits at
- * member m's offset + b T 3 C_m / b T C_m, and its cls / logits row is m B + b. A slice is a
+ * at row (m B + b) T of every per-row buffer (x, ln, h, mean, rstd) and of qkv / ao (rows of
+ * 3D / D floats, of which 3 C_m / C_m are used in layer l), and its cls / logits row is m B + b.
+ * A slice is a
  * contiguous range [p0, p1) of pairs: whole samples of whole streams, so every operation of the
  * forward -- LayerNorms, Q/K/V and output projections, attention, MLP, head -- only reads rows of
  * its own slice, and slices are independent from the embedding to the logits. The forward cuts
@@ -452,8 +453,8 @@ static hy_status check_batch(const hy_fused *f, const hy_batch *in, size_t B) {
  * shared LayerNorms: the same weights for every stream). The engine kernels called here open
  * their own OpenMP regions, which are given one thread (omp_set_num_threads(1) inside the
  * slice's implicit task), so they run on the calling thread: a batch-1 member (one slice) never
- * pays a fork/join per kernel. The M streams are what a fused model adds over one member: at batch 1 they are M
- * independent slices, while one member's forward is one. */
+ * pays a fork/join per kernel. The M streams are what a fused model adds over one member: at
+ * batch 1 they are M independent slices, while one member's forward is one. */
 
 /* rows of the activations a thread runs through every layer at a time (cache-sized chunks) */
 #define CHUNK_ROWS 256
@@ -566,22 +567,47 @@ static void forward_slice(hy_fused *f, const slice *s, size_t T, const int32_t *
         size_t s0 = nb + l * S_PER_BLOCK;
         /* ===== attention: x_m += proj_m(attn(qkv_m(LN1(x_m)))) ===== */
         norm_slice(f, s, f->ln, f->mean, f->rstd, f->x, s0 + S_N1W, s0 + S_N1B, T);
+        /* Q/K/V: one ragged grouped GEMM, group i = member segment i (its own k_m heads):
+         * qkv_m (n T, 3 k_m HS) = bias + LN1(x_m) W_qkv,m^T. The segment's qkv (n, T, 3C) and
+         * ao (n, T, C) start where samples b0.. of member m would with every head kept: the
+         * same in every layer, as slices run their layers unsynchronised and C varies. */
+        hy_gemm_desc g[64];
         for (size_t i = 0; i < s->nseg; i++) {
             size_t m = s->m[i], b0 = s->b0[i], n = s->b1[i] - b0;
-            size_t k = f->kept[m * L + l], C = k * HS, rm = (m * B + b0) * T;
-            /* the segment's qkv (n, T, 3C) and ao (n, T, C) start where samples b0.. of member
-             * m would with every head kept: the same in every layer, as slices run their layers
-             * unsynchronised and C varies with the layer */
+            size_t C = f->kept[m * L + l] * HS, rm = (m * B + b0) * T;
+            float *qkv = f->qkv + (m * BT + b0 * T) * 3 * D;
+            const float *bias = P(f, m, s0 + S_QKVB);
+            for (size_t r = 0; r < n * T; r++) memcpy(qkv + r * 3 * C, bias, 3 * C * sizeof *qkv);
+            g[i] = (hy_gemm_desc){CblasNoTrans, CblasTrans, f->ln + rm * D, n * T, D, D,
+                                  P(f, m, s0 + S_QKVW), 3 * C, D, D, qkv, n * T, 3 * C, 3 * C,
+                                  1.0f, 1.0f};
+        }
+        HY_ASSERT(hy_gemm_grouped(g, s->nseg) == HY_OK);   /* shapes built here: never fails */
+        /* attention over every kept head of the slice's member segments */
+        for (size_t i = 0; i < s->nseg; i++) {
+            size_t m = s->m[i], b0 = s->b0[i], n = s->b1[i] - b0;
+            size_t k = f->kept[m * L + l], C = k * HS;
             float *qkv = f->qkv + (m * BT + b0 * T) * 3 * D, *ao = f->ao + (m * BT + b0 * T) * D;
-            hy_linear_forward(qkv, f->ln + rm * D, P(f, m, s0 + S_QKVW), P(f, m, s0 + S_QKVB),
-                              n * T, D, 3 * C);
             for (size_t j = 0; j < n; j += ATT_CHUNK)
                 hy_attn_forward(ao + j * T * C, att, qkv + j * T * 3 * C, ones,
                                 kv ? kv + b0 + j : NULL, n - j < ATT_CHUNK ? n - j : ATT_CHUNK,
                                 T, C, k);
-            linear_add(f->x + rm * D, ao, P(f, m, s0 + S_PROJW), P(f, m, s0 + S_PROJB), n * T,
-                       C, D);
         }
+        /* output projections: one ragged grouped GEMM, x_m += bias + ao_m W_proj,m^T */
+        for (size_t i = 0; i < s->nseg; i++) {
+            size_t m = s->m[i], b0 = s->b0[i], n = s->b1[i] - b0;
+            size_t C = f->kept[m * L + l] * HS, rm = (m * B + b0) * T;
+            float *x = f->x + rm * D;
+            const float *bias = P(f, m, s0 + S_PROJB);
+            for (size_t r = 0; r < n * T; r++) {
+#pragma omp simd
+                for (size_t j = 0; j < D; j++) x[r * D + j] += bias[j];
+            }
+            g[i] = (hy_gemm_desc){CblasNoTrans, CblasTrans, f->ao + (m * BT + b0 * T) * D, n * T,
+                                  C, C, P(f, m, s0 + S_PROJW), D, C, C, x, n * T, D, D, 1.0f,
+                                  1.0f};
+        }
+        HY_ASSERT(hy_gemm_grouped(g, s->nseg) == HY_OK);
         /* ===== MLP: x_m += fc2(GELU(fc1(LN2(x_m)))); merged: one GEMM over the slice ===== */
         norm_slice(f, s, f->ln, f->mean, f->rstd, f->x, s0 + S_N2W, s0 + S_N2B, T);
         if (shared(f, G_MLP)) {

@@ -1,15 +1,22 @@
 /* fused.h: the fused Hydra model (DESIGN §3.5), inference only.
  *   Every member m keeps its own residual stream x_m (B, T, D) through every layer; the streams
  *   are stored member-major, x (M, B, T, D), so "all streams" is one (M*B*T, D) matrix.
- *   Per layer: LN1 per member (one call over all streams when fuse.ln = average); Q/K/V as ONE
- *   ragged grouped GEMM (group m: LN1(x_m) (B*T, D) x member m's packed qkv (D, 3 k_m HS));
- *   attention over all kept heads of all members in one OpenMP pass over (member, batch, head);
- *   the output projection as one grouped GEMM (k_m HS -> D) added into x_m; LN2; the MLP as ONE
- *   GEMM over (M*B*T, D) per linear layer when fuse.mlp = average (fc1/fc2 are the members'
- *   mean), else a grouped GEMM with each member's own MLP. Embeddings (cls, pos, patch / token)
- *   and the classifier head (head.*) are per member or averaged (fuse.embed, fuse.head); the
- *   LayerNorms norm1, norm2 and the final norm follow fuse.ln. With averaged embeddings the
- *   first layer's input is computed once and copied into every stream.
+ *   Per layer: LN1 per member (one call over all streams when fuse.ln = average); Q/K/V and
+ *   the output projection as a ragged grouped GEMM (group m: LN1(x_m) (B*T, D) x member m's
+ *   packed qkv (D, 3 k_m HS), resp. (k_m HS -> D) added into x_m); attention over the kept heads
+ *   of every member with the single model's kernel (hy_attn_forward); LN2; the MLP as ONE GEMM
+ *   over the (M*B*T, D) rows of all streams per linear layer when fuse.mlp = average (fc1/fc2
+ *   are the members' mean), else a grouped GEMM with each member's own MLP. Embeddings (cls,
+ *   pos, patch / token) and the classifier head (head.*) are per member or averaged
+ *   (fuse.embed, fuse.head); the LayerNorms norm1, norm2 and the final norm follow fuse.ln.
+ *   With averaged embeddings the first layer's input is computed once and copied into every
+ *   stream. Execution (fused.c): the rows are split into blocks -- contiguous runs of
+ *   (member, sample) pairs, one run per thread, each run in chunks of <= 256 rows that go
+ *   through every layer while they are in cache -- so the M streams are independent work that
+ *   runs concurrently with no synchronisation inside the forward. Within a block, Q/K/V and
+ *   the output projection are one hy_gemm_grouped call each over the block's member segments
+ *   (ragged: k_m differs per member); the merged MLP is one GEMM over the block's rows across
+ *   member boundaries; per-member tensors are one GEMM per member segment.
  * Parameters live in one block with a name table whose names are the file's dataset paths:
  *   "members/{m}/<timm name>" (m 0-based, like blocks.{i}) or "shared/<timm name>". The packed
  *   attention tensors keep the timm names: blocks.{i}.attn.qkv.weight (3 k HS, D) with rows

@@ -3,7 +3,11 @@
  * (lua/hydra/main.lua), which loads lua/hydra/cli/<command>.lua.
  * Exit status: 0 success, 1 any error, 2 usage error. An error raised as a hydra error object
  * (a table with fields `message` and `status`, made by hydra.fail / hydra.usage) prints its
- * message alone; any other error prints the message and a Lua traceback. */
+ * message alone; any other error prints the message and a Lua traceback.
+ * Threads: OpenMP threads that spin-wait after a parallel region fight OpenBLAS's own threads
+ * for the cores (measured: 40x slower batch-1 inference on 2 cores), so the host makes the
+ * OpenMP wait policy passive. libgomp reads OMP_WAIT_POLICY when it loads, before main(), so
+ * when the variable is unset the host sets it and re-executes itself once. */
 #define _DEFAULT_SOURCE
 #include <limits.h>
 #include <stdio.h>
@@ -98,7 +102,17 @@ static int pmain(lua_State *L) {
     return 1;                                      /* exit status from main (or nil) */
 }
 
+/* Sets OMP_WAIT_POLICY=passive and re-executes this binary when the user has not chosen a
+ * policy; returns only when no re-exec happened (policy already set, or exec failed). */
+static void ensure_passive_wait(char **argv) {
+    if (getenv("OMP_WAIT_POLICY") != NULL) return;
+    if (setenv("OMP_WAIT_POLICY", "passive", 1) != 0) return;
+    execv("/proc/self/exe", argv);
+    /* exec failed: carry on with libgomp's default policy */
+}
+
 int main(int argc, char **argv) {
+    ensure_passive_wait(argv);
     lua_State *L = luaL_newstate();
     if (L == NULL) {
         fputs("hydra: cannot create Lua state\n", stderr);
