@@ -75,6 +75,20 @@ function T.runs_from_another_directory()
     "hydra --help from another folder: " .. out)
 end
 
+function T.openmp_wait_policy_passive_unless_chosen()
+  local d = check.tmpdir()
+  check.write_file(d .. "/env.lua", "io.write(os.getenv('OMP_WAIT_POLICY'), ' ', arg[1])\n")
+  local exe = os.getenv("HYDRA") or "./hydra"
+  local h = io.popen(("env -u OMP_WAIT_POLICY %s run %s/env.lua a"):format(exe, d))
+  local out = h:read("a")
+  h:close()
+  check.eq(out, "passive a", "unset -> passive, arguments kept across the re-exec")
+  h = io.popen(("OMP_WAIT_POLICY=active %s run %s/env.lua b"):format(exe, d))
+  out = h:read("a")
+  h:close()
+  check.eq(out, "active b", "the user's choice is kept")
+end
+
 function T.tensor_basics()
   local core = require("hydra.core")
   local t = core.tensor("float32", 2, 3)
