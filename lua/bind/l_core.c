@@ -140,6 +140,7 @@ int luaopen_hydra_core(lua_State *L) {
     l_open_fused(L);
     l_open_proc(L);
     l_open_spawn(L);
+    l_open_bench(L);
     lua_pushliteral(L, HY_VERSION);
     lua_setfield(L, -2, "version");
     /* core.debug: built with HY_DEBUG (make MODE=asan): HYDRA_FAIL_ALLOC=N is honoured */
