@@ -76,33 +76,44 @@ if s.skipped then
   print(("(run %s was already complete; delete %s to recompute)"):format(s.id, s.dir))
 end
 
--- 4. The table and where everything is.
+-- 4. The table (the headline columns and the cost; table.md has every OOD set) and where
+--    everything is.
 local run = hydra.run.load(s.dir)
-local md = assert(io.open(s.dir .. "/table.md", "rb")):read("a")
 print("")
 print(("==== quickstart results (run %s, %.0f s) ===="):format(s.id, core.now() - t0))
-io.write(md)
+print("| Method | Acc ↑ | ECE ↓ | NLL ↓ | OOD avg AUROC ↑ | OOD avg FPR95 ↓ | members | params "
+  .. "| MFLOPs/image | ms / batch of " .. cfg.train.eval_batch_size .. " |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+local function pct(v) return v and ("%.2f"):format(100 * v) or "–" end
 local best, best_auroc = nil, -1
 for _, r in ipairs(run.results) do
-  local a = r.ood_avg.auroc
-  if a and a > best_auroc then best, best_auroc = r.method, a end
+  local m, o, c = r.metrics, r.ood_avg, r.cost
+  print(("| %s | %s | %s | %.3f | %s | %s | %d | %.2f M | %.0f | %.0f |"):format(r.method,
+    pct(m.acc), pct(m.ece), m.nll, pct(o.auroc), pct(o.fpr95), c.members or 1,
+    (c.params or 0) / 1e6, (c.flops or 0) / 1e6, c.infer_ms_per_batch or 0))
+  if o.auroc and o.auroc > best_auroc then best, best_auroc = r.method, o.auroc end
 end
+print(("(ID: %s test, %d images; OOD avg over %s; MSP score)"):format(cfg.data.id,
+  run.results[1].metrics.n or cfg.data.test_subset, table.concat(cfg.data.ood, ", ")))
 if best then print(("best OOD-avg AUROC: %s (%.2f %%)"):format(best, best_auroc * 100)) end
 print("")
 print(("everything is in %s/"):format(s.dir))
 local files = {
-  { "table.md", "the table above (table.csv: the same as CSV)" },
+  { "table.md", "the full table, every OOD set (table.csv: the same as CSV)" },
   { "plots/reliability.png", "reliability diagram (calibration), methods overlaid" },
   { "plots/ood-hist.png", "OOD score histograms, ID test vs the OOD sets" },
   { "plots/risk-coverage.png", "selective prediction (risk vs coverage)" },
   { "result.h5", "per-sample arrays, metrics, cost, config, provenance (`hydra info`)" },
   { "log.txt", "the full log of the run" },
 }
+files[#files + 1] = { hydra.stages.default_dir(), "cached stages (models, gates, members, "
+  .. "predictions): a rerun is immediate", path = true }
+local width = 0
 for _, f in ipairs(files) do
-  if core.stat(s.dir .. "/" .. f[1]) == "file" then
-    print(("  %-40s %s"):format(s.dir .. "/" .. f[1], f[2]))
-  end
+  f.path = f.path and f[1] or (s.dir .. "/" .. f[1])
+  width = math.max(width, #f.path)
 end
-print(("  %-40s cached stages (models, gates, members, predictions)"):format(
-  hydra.stages.default_dir()))
+for _, f in ipairs(files) do
+  if core.stat(f.path) then print(("  %-" .. width .. "s  %s"):format(f.path, f[2])) end
+end
 return 0
