@@ -29,7 +29,6 @@ return {
   ["data.train_subset"] = { ge = 0 },
   ["data.test_subset"] = { ge = 0 },
   ["data.shift_subset"] = { ge = 0 },
-  ["data.calib_size"] = { ge = 0 },
 
   ["train.epochs"] = { ge = 0 },
   ["train.batch_size"] = { ge = 1 },

@@ -28,8 +28,7 @@ LUA
 cat > "$tmp/tiny.yaml" <<EOF
 experiment: resume
 results_dir: $tmp/results
-data: {id: tiny, ood: [tinyood], shift: [], dir: $tmp/data, train_subset: 0, test_subset: 0,
-       calib_size: 32}
+data: {id: tiny, ood: [tinyood], shift: [], dir: $tmp/data, train_subset: 0, test_subset: 0}
 train: {epochs: 1, batch_size: 32, eval_batch_size: 64}
 methods: [single]
 EOF

@@ -232,7 +232,7 @@ function T.sweep_runs_skips_and_reports()
   local d = setup()
   core.mkdir_p(d .. "/data")
   hydra.model.write_synthetic(d .. "/data/tiny.h5", { train = 128, val = 32, test = 32 })
-  local path = put(d, "s.yaml", "base: base.yaml\nset: {train.epochs: 1, data.calib_size: 16}\n"
+  local path = put(d, "s.yaml", "base: base.yaml\nset: {train.epochs: 1, prune.calib_size: 16}\n"
     .. "grid:\n  eval.score: [msp, entropy]\n  seed: [0, 1]\n")
   local sw = hydra.sweep.load(path, { overrides = { "threads=1" } })
   local lines = {}
