@@ -16,10 +16,5 @@ return {
       source = "https://archive.ics.uci.edu/ml/datasets/Sentiment+Labelled+Sentences (amazon_cells_labelled.txt)" },
   },
   seed = 0,
-  prepare = function(ctx)
-    local c = text.read_tsv(ctx.input("test"), { ncols = 2, text = 1, label = 2 })
-    -- labelled evaluation data: every sentence is kept (duplicates too); empty ones dropped
-    text.prepare_other(ctx, c, { dedup = false,
-                                 meta = { label_names = "0 negative, 1 positive", n_classes = 2 } })
-  end,
+  prepare = text.prepare_uci_sentences,
 }

@@ -1,6 +1,5 @@
 -- datasets/mnist.lua: image OOD test set: the MNIST test split (LeCun & Cortes), from
 -- HYDRA_DATA_DIR. Labels are -1 (OOD); the digit is kept in /test/orig_labels.
-local core = require("hydra.core")
 local data = require("hydra.data")
 
 local SRC = "http://yann.lecun.com/exdb/mnist/ (mirror: github.com/YashDagade/ECE-685-Fall-2024 " ..
@@ -21,13 +20,5 @@ return {
       source = SRC .. " t10k-labels-idx1-ubyte.gz" },
   },
   seed = 0,
-  prepare = function(ctx)
-    local images = core.idx_read(ctx.input("images"))
-    local orig = data.as_int16(core.idx_read(ctx.input("labels")))
-    if images:size(1) ~= orig:size(1) then
-      error(("images (%d) and labels (%d) differ in count"):format(images:size(1), orig:size(1)))
-    end
-    data.write_image_split(ctx.out, "test", images, data.const_labels(images:size(1), -1))
-    ctx.out:write("/test/orig_labels", orig)
-  end,
+  prepare = data.prepare_idx_ood,
 }

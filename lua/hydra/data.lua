@@ -509,4 +509,17 @@ function M.as_int16(t)
   return core.labels_int16(t)
 end
 
+-- prepare() of an OOD test set read from an idx pair (inputs "images" and "labels"): split
+-- `test` with labels -1 and the original classes kept in /test/orig_labels (mnist, notmnist).
+function M.prepare_idx_ood(ctx)
+  local core = require("hydra.core")
+  local images = core.idx_read(ctx.input("images"))
+  local orig = M.as_int16(core.idx_read(ctx.input("labels")))
+  if images:size(1) ~= orig:size(1) then
+    error(("images (%d) and labels (%d) differ in count"):format(images:size(1), orig:size(1)))
+  end
+  M.write_image_split(ctx.out, "test", images, M.const_labels(images:size(1), -1))
+  ctx.out:write("/test/orig_labels", orig)
+end
+
 return M

@@ -152,4 +152,12 @@ function M.prepare_other(ctx, corpus, opts)
   return kept
 end
 
+-- prepare() of a UCI labelled-sentences shift set (input "test": sentence<TAB>label, 0 negative,
+-- 1 positive as in SST-2): every sentence is kept (duplicates too), empty ones dropped.
+function M.prepare_uci_sentences(ctx)
+  local c = M.read_tsv(ctx.input("test"), { ncols = 2, text = 1, label = 2 })
+  M.prepare_other(ctx, c, { dedup = false,
+                            meta = { label_names = "0 negative, 1 positive", n_classes = 2 } })
+end
+
 return M
