@@ -22,6 +22,10 @@ typedef uint32_t v8u __attribute__((vector_size(32)));
 /* largest head size / padded length the stack buffers hold, in 8-float vectors */
 #define MAX_HB 8                                   /* HS <= 64 */
 #define MAX_TB ((HY_ATTN_MAX_T + 7) / 8)           /* T <= 257 */
+/* Work (B*NH*T*T*HS multiply-adds per product) below which the heads run on the calling
+ * thread: waking a passive OpenMP team costs tens of microseconds, more than a batch-1
+ * attention of vit-fm (8 x 17 x 17 x 16) takes on one core. */
+#define PAR_MIN_WORK ((size_t)1 << 18)
 
 static inline v8f vsplat(float x) { return (v8f){x, x, x, x, x, x, x, x}; }
 /* m ? a : b lane-wise (m from a comparison: all ones or zero) */
@@ -134,7 +138,7 @@ void hy_attn_forward(float *out, float *att, const float *qkv, const float *gate
     HY_ASSERT(HS * NH == C && HB <= MAX_HB && T <= HY_ATTN_MAX_T && T >= 1);
     float scale = 1.0f / sqrtf((float)HS);
     size_t BH = B * NH;
-#pragma omp parallel for schedule(static) if (BH > 1)
+#pragma omp parallel for schedule(static) if (BH > 1 && BH * T * T * HS > PAR_MIN_WORK)
     for (size_t bh = 0; bh < BH; bh++) {
         head *wp = &fwd_ws;
         v8f s[MAX_TB], y[MAX_HB];
@@ -169,7 +173,7 @@ void hy_attn_backward(float *dqkv, float *dgate, const float *dout, const float 
     HY_ASSERT(HS * NH == C && HB <= MAX_HB && T <= HY_ATTN_MAX_T && T >= 1);
     float scale = 1.0f / sqrtf((float)HS);
     size_t BH = B * NH;
-#pragma omp parallel for schedule(static) if (BH > 1)
+#pragma omp parallel for schedule(static) if (BH > 1 && BH * T * T * HS > PAR_MIN_WORK)
     for (size_t bh = 0; bh < BH; bh++) {
         bwd_ws *ws = &bwd_wsp;
         head *wp = &ws->w;
