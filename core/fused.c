@@ -407,34 +407,12 @@ hy_status hy_fused_alloc_acts(hy_fused *f, size_t B_cap) {
 /* ===== forward ===== */
 
 static hy_status check_batch(const hy_fused *f, const hy_batch *in, size_t B) {
-    const hy_xfmr_config *c = &f->cfg;
     if (!f->acts)
         return hy_fail(HY_EINVAL, "fused: no activations allocated (call hy_fused_alloc_acts)");
     if (B == 0 || B > f->B_cap)
         return hy_fail(HY_EINVAL, "fused: batch size %zu out of range [1, %zu] (the activation "
                        "capacity)", B, f->B_cap);
-    if (c->kind == HY_XFMR_VIT) {
-        if (!in->images) return hy_fail(HY_EINVAL, "fused: vit batch without images");
-        return HY_OK;
-    }
-    if (!in->ids || !in->lengths)
-        return hy_fail(HY_EINVAL, "fused: text batch without ids/lengths");
-    if (in->len == 0 || in->len > c->max_len)
-        return hy_fail(HY_EINVAL, "fused: text batch length %zu out of range [1, %zu] (max_len)",
-                       in->len, c->max_len);
-    for (size_t b = 0; b < B; b++) {
-        int32_t n = in->lengths[b];
-        if (n < 0 || (size_t)n > in->len)
-            return hy_fail(HY_EINVAL, "fused: length %d of row %zu out of range [0, %zu]", (int)n,
-                           b + 1, in->len);
-        for (size_t t = 0; t < in->len; t++) {
-            int32_t id = in->ids[b * in->len + t];
-            if (id < 0 || (size_t)id >= c->vocab_size)
-                return hy_fail(HY_EINVAL, "fused: token id %d out of range [0, %zu) (row %zu, "
-                               "position %zu)", (int)id, c->vocab_size, b + 1, t + 1);
-        }
-    }
-    return HY_OK;
+    return hy_xfmr_check_inputs(&f->cfg, in, B, "fused");
 }
 
 /* ===== the forward, in slices =====

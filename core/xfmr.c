@@ -370,34 +370,39 @@ static void add_into(float *y, const float *x, size_t n) {
     for (size_t i = 0; i < n; i++) y[i] += x[i];
 }
 
+hy_status hy_xfmr_check_inputs(const hy_xfmr_config *c, const hy_batch *in, size_t B,
+                               const char *who) {
+    if (c->kind == HY_XFMR_VIT) {
+        if (!in->images) return hy_fail(HY_EINVAL, "%s: vit batch without images", who);
+        return HY_OK;
+    }
+    if (!in->ids || !in->lengths)
+        return hy_fail(HY_EINVAL, "%s: text batch without ids/lengths", who);
+    if (in->len == 0 || in->len > c->max_len)
+        return hy_fail(HY_EINVAL, "%s: text batch length %zu out of range [1, %zu] (max_len)",
+                       who, in->len, c->max_len);
+    for (size_t b = 0; b < B; b++) {
+        int32_t n = in->lengths[b];
+        if (n < 0 || (size_t)n > in->len)
+            return hy_fail(HY_EINVAL, "%s: length %d of row %zu out of range [0, %zu]", who,
+                           (int)n, b + 1, in->len);
+        for (size_t t = 0; t < in->len; t++) {
+            int32_t id = in->ids[b * in->len + t];
+            if (id < 0 || (size_t)id >= c->vocab_size)
+                return hy_fail(HY_EINVAL, "%s: token id %d out of range [0, %zu) (row %zu, "
+                               "position %zu)", who, (int)id, c->vocab_size, b + 1, t + 1);
+        }
+    }
+    return HY_OK;
+}
+
 static hy_status check_batch(const hy_xfmr *m, const hy_batch *in, size_t B) {
-    const hy_xfmr_config *c = &m->cfg;
     if (!m->acts)
         return hy_fail(HY_EINVAL, "xfmr: no activations allocated (call hy_xfmr_alloc_acts)");
     if (B == 0 || B > m->B_cap)
         return hy_fail(HY_EINVAL, "xfmr: batch size %zu out of range [1, %zu] (the activation "
                        "capacity)", B, m->B_cap);
-    if (c->kind == HY_XFMR_VIT) {
-        if (!in->images) return hy_fail(HY_EINVAL, "xfmr: vit batch without images");
-        return HY_OK;
-    }
-    if (!in->ids || !in->lengths) return hy_fail(HY_EINVAL, "xfmr: text batch without ids/lengths");
-    if (in->len == 0 || in->len > c->max_len)
-        return hy_fail(HY_EINVAL, "xfmr: text batch length %zu out of range [1, %zu] (max_len)",
-                       in->len, c->max_len);
-    for (size_t b = 0; b < B; b++) {
-        int32_t n = in->lengths[b];
-        if (n < 0 || (size_t)n > in->len)
-            return hy_fail(HY_EINVAL, "xfmr: length %d of row %zu out of range [0, %zu]", (int)n,
-                           b + 1, in->len);
-        for (size_t t = 0; t < in->len; t++) {
-            int32_t id = in->ids[b * in->len + t];
-            if (id < 0 || (size_t)id >= c->vocab_size)
-                return hy_fail(HY_EINVAL, "xfmr: token id %d out of range [0, %zu) (row %zu, "
-                               "position %zu)", (int)id, c->vocab_size, b + 1, t + 1);
-        }
-    }
-    return HY_OK;
+    return hy_xfmr_check_inputs(&m->cfg, in, B, "xfmr");
 }
 
 /* dropout stream for one site of one forward */

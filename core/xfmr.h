@@ -132,6 +132,13 @@ hy_status hy_xfmr_alloc_acts(hy_xfmr *m, size_t B_cap);
 /* Bytes the activation block + scratch would take for B_cap (for planning). */
 size_t hy_xfmr_acts_bytes(const hy_xfmr_config *c, size_t B_cap);
 
+/* Checks the inputs of a batch of B samples against config c: images present (vit), or ids and
+ * lengths present, 1 <= len <= max_len, every length in [0, len] and every id in
+ * [0, vocab_size). Messages start with `who` (e.g. "xfmr", "fused") and name the 1-based row and
+ * position. Shared by every forward that takes a hy_batch. */
+hy_status hy_xfmr_check_inputs(const hy_xfmr_config *c, const hy_batch *in, size_t B,
+                               const char *who);
+
 /* Forward pass of B samples: writes logits [B, K] and keeps the activations for backward.
  * Dropout is applied when switched on (hy_xfmr_set_dropout). Validates the batch: B in
  * [1, B_cap], the text lengths/ids ranges ("xfmr: token id 9000 out of range [0, 8000) (row 2,
