@@ -251,9 +251,21 @@ static void minmax(double *x, size_t n) {
     for (size_t i = 0; i < n; i++) x[i] = hi > lo ? (x[i] - lo) / (hi - lo) : 0.0;
 }
 
-hy_status hy_prune_circuit(hy_xfmr *m, const hy_subset *id, const hy_subset *ood,
-                           hy_objective obj, const size_t *keep, const float *prior,
-                           double penalty, size_t batch_size, float *scores, float *circuit) {
+/* progress reporting of the circuit search: evaluations done so far of `total` */
+typedef struct circuit_progress {
+    void (*fn)(void *ctx, size_t done, size_t total);
+    void *ctx;
+    size_t done, total;
+} circuit_progress;
+
+static void tick(circuit_progress *p) {
+    if (p && p->fn) p->fn(p->ctx, ++p->done, p->total);
+}
+
+static hy_status circuit(hy_xfmr *m, const hy_subset *id, const hy_subset *ood,
+                         hy_objective obj, const size_t *keep, const float *prior,
+                         double penalty, size_t batch_size, float *scores, float *circuit,
+                         circuit_progress *prog) {
     size_t L = m->cfg.depth, NH = m->cfg.n_heads, LH = L * NH;
     bool need_ood = obj != HY_OBJ_ACC;
     if (need_ood && (!ood || ood->n == 0))
@@ -275,6 +287,7 @@ hy_status hy_prune_circuit(hy_xfmr *m, const hy_subset *id, const hy_subset *ood
     for (size_t l = 0; l < L; l++) {
         double nll0 = 0.0, auc0 = 0.0;
         if ((st = hy_prune_objective(m, id, o, batch_size, &nll0, &auc0)) != HY_OK) goto done;
+        tick(prog);
         for (size_t h = 0; h < NH; h++) {
             float g = m->gates[l * NH + h];
             double nll = 0.0, auc = 0.0;
@@ -282,6 +295,7 @@ hy_status hy_prune_circuit(hy_xfmr *m, const hy_subset *id, const hy_subset *ood
             st = hy_prune_objective(m, id, o, batch_size, &nll, &auc);
             m->gates[l * NH + h] = g;
             if (st != HY_OK) goto done;
+            tick(prog);
             a[h] = nll - nll0;         /* acc: how much the ID NLL rises */
             u[h] = auc0 - auc;         /* ood: how much the AUROC falls */
         }
@@ -309,6 +323,12 @@ done:
     return st;
 }
 
+hy_status hy_prune_circuit(hy_xfmr *m, const hy_subset *id, const hy_subset *ood,
+                           hy_objective obj, const size_t *keep, const float *prior,
+                           double penalty, size_t batch_size, float *scores, float *circuit_out) {
+    return circuit(m, id, ood, obj, keep, prior, penalty, batch_size, scores, circuit_out, NULL);
+}
+
 /* ===== members ===== */
 
 /* out: n rows drawn with replacement from s (through its idx) */
@@ -324,6 +344,7 @@ hy_status hy_prune_members(hy_xfmr *m, const hy_subset *calib, const hy_subset *
                            float *scores, double *overlap) {
     size_t L = m->cfg.depth, NH = m->cfg.n_heads, LH = L * NH, M = cfg->members;
     if (M == 0) return hy_fail(HY_EINVAL, "prune: members must be >= 1 (got 0)");
+    circuit_progress prog = {cfg->progress, cfg->progress_ctx, 0, M * L * (NH + 1)};
     if (!(cfg->overlap_penalty >= 0.0 && cfg->overlap_penalty <= 1.0))
         return hy_fail(HY_EINVAL, "prune: overlap_penalty must be in [0, 1] (got %g)",
                        cfg->overlap_penalty);
@@ -374,8 +395,8 @@ hy_status hy_prune_members(hy_xfmr *m, const hy_subset *calib, const hy_subset *
                 hy_prune_select(gk + l * NH, sk + l * NH, prior + l * NH, cfg->overlap_penalty,
                                 NH, kk[l]);
         } else {
-            st = hy_prune_circuit(m, &sb, ood ? &so : NULL, cfg->objectives[k], kk, prior,
-                                  cfg->overlap_penalty, cfg->batch_size, sk, gk);
+            st = circuit(m, &sb, ood ? &so : NULL, cfg->objectives[k], kk, prior,
+                         cfg->overlap_penalty, cfg->batch_size, sk, gk, &prog);
             if (st != HY_OK) goto member_fail;
         }
         for (size_t i = 0; i < LH; i++) prior[i] += gk[i];

@@ -79,6 +79,10 @@ typedef struct hy_prune_config {
     bool normalize;                 /* taylor: per-layer L2 normalisation */
     size_t batch_size;              /* taylor: samples per backward; circuit: per forward */
     uint64_t seed;                  /* resamples: member m uses hy_rng_split(seed, m) */
+    /* optional (NULL: none): called after every masked evaluation of the circuit search with
+     * the count done so far and the total (M * L * (NH + 1)); it must not fail or longjmp */
+    void (*progress)(void *ctx, size_t done, size_t total);
+    void *progress_ctx;
 } hy_prune_config;
 
 /* Member gates. taylor needs calib; circuit needs id (and ood for ood/avg objectives).

@@ -4,7 +4,8 @@
  *     opts: method ("taylor"|"circuit"), keep (M lists of L counts), objectives (M strings),
  *           bootstrap, overlap_penalty, normalize, batch_size, seed,
  *           calib (Dataset) [+ calib_rows (int64 Tensor of 0-based rows)], id (Dataset),
- *           ood (Dataset or nil)
+ *           ood (Dataset or nil), progress (function(done, total) called after every masked
+ *           evaluation of a circuit search; its errors are ignored)
  *   core.prune_objective(model, id, ood|nil, batch_size) -> nll, auroc|nil
  *   core.prune_check_gates(gates, L, H)     raises the validation message
  *   core.prune_restore(model, base_params)  base_params: float32 Tensor of the flat block
@@ -49,6 +50,22 @@ static void *scratch(lua_State *L, size_t n) {
     void *p = lua_newuserdatauv(L, n ? n : 1, 0);
     memset(p, 0, n ? n : 1);
     return p;
+}
+
+/* the C side of opts.progress: calls the Lua function (done, total) in protected mode, so an
+ * error in it cannot longjmp through the core; such an error is dropped (the display is
+ * cosmetic) */
+typedef struct progress_ctx {
+    lua_State *L;
+    int fn;     /* stack index of the Lua function */
+} progress_ctx;
+
+static void call_progress(void *vctx, size_t done, size_t total) {
+    progress_ctx *c = vctx;
+    lua_pushvalue(c->L, c->fn);
+    lua_pushinteger(c->L, (lua_Integer)done);
+    lua_pushinteger(c->L, (lua_Integer)total);
+    if (lua_pcall(c->L, 2, 0, 0) != LUA_OK) lua_pop(c->L, 1);
 }
 
 static int l_prune_members(lua_State *L) {
@@ -116,6 +133,13 @@ static int l_prune_members(lua_State *L) {
             return luaL_error(L, "prune: calib_rows must be a 1-d int64 tensor");
         cs.idx = r->data;
         cs.n = (size_t)r->shape[0];
+    }
+    progress_ctx pctx = {L, 0};
+    lua_getfield(L, 2, "progress");
+    if (lua_isfunction(L, -1)) {
+        pctx.fn = lua_gettop(L);   /* stays on the stack during the call */
+        pc.progress = call_progress;
+        pc.progress_ctx = &pctx;
     }
     /* the rows tensor stays referenced on the stack during the call */
     int64_t sh[3] = {(int64_t)M, (int64_t)NL, (int64_t)NH}, so[2] = {(int64_t)M, (int64_t)M};

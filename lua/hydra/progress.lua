@@ -74,4 +74,30 @@ function Bar:finish(p, extra)
   self.next_pct = 10
 end
 
+-- A progress function for work counted in units (e.g. the circuit search's masked
+-- evaluations): returns function(done, total) that draws "label [####....] done/total  ETA" on a
+-- terminal, or prints a plain line at every further ~10% otherwise. opts: stream, tty.
+function M.counter(label, opts)
+  opts = opts or {}
+  local tty = opts.tty
+  if tty == nil then tty = core.isatty(2) end
+  local stream = opts.stream or io.stderr
+  local t0, next_pct, width = core.now(), 10, 24
+  return function(done, total)
+    local frac = total > 0 and done / total or 1
+    local el = core.now() - t0
+    local eta = done > 0 and fmt_time(el / done * (total - done)) or "--:--"
+    local text = ("%s %d/%d  %s elapsed, ETA %s"):format(label, done, total, fmt_time(el), eta)
+    if tty then
+      local fill = math.floor(frac * width + 0.5)
+      stream:write("\r[", ("#"):rep(fill), ("."):rep(width - fill), "] ", text, "\27[K",
+        done >= total and "\n" or "")
+      stream:flush()
+    elseif 100 * frac >= next_pct or done >= total then
+      stream:write(text, "\n")
+      while next_pct <= 100 * frac do next_pct = next_pct + 10 end
+    end
+  end
+end
+
 return M

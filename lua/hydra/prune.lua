@@ -123,7 +123,8 @@ end
 
 -- Member gates (see the file header). opts: method, objective (one for all members), data,
 -- ood, batch_size (default 1 for taylor = per-sample |dL/dg|, 64 for circuit), calib, id, ood_ds
--- (ready datasets, for tests).
+-- (ready datasets, for tests), progress (function(done, total) for the circuit search, e.g.
+-- hydra.progress.counter("circuit search")).
 function M.members(model, cfg, opts)
   opts = opts or {}
   local c = model:config()
@@ -139,6 +140,7 @@ function M.members(model, cfg, opts)
     overlap_penalty = cfg.hydra.diversity.overlap_penalty,
     normalize = cfg.prune.normalize, seed = math.tointeger(cfg.seed or 0),
     batch_size = opts.batch_size or (method == "taylor" and cfg.prune.batch_size or 64),
+    progress = opts.progress,
   }
   if method == "taylor" then
     if opts.calib then args.calib, args.calib_rows = opts.calib, opts.calib_rows

@@ -705,7 +705,8 @@ end
 -- Runs configs/sweeps/<name>.yaml (opts: profile, seeds, jobs, shard, overrides), stops with a
 -- clean error when a point failed or the sweep was interrupted (exit status 130), writes the
 -- report of the sweep's runs (opts.x: the plots' x key) and returns
--- { sweep, summary, report = { markdown, csv, plots }, runs, table }.
+-- { sweep, summary, report = { markdown, csv, plots }, runs, table }; when some points are not
+-- complete (another shard's), partial = true and no report: the script should return at once.
 function M.run_experiment(name, opts)
   opts = opts or {}
   local home = rawget(_G, "HYDRA_HOME") or "."
@@ -724,12 +725,17 @@ function M.run_experiment(name, opts)
   end
   local rs = require("hydra.report_sweep")
   local dir = sw.results_dir .. "/" .. sw.experiment
-  local ids = rs.ids_of(sw)
-  local rep = { plots = {} }
-  if s.complete == s.total then
-    rep = rs.write(dir, { ids = ids, x = opts.x })
+  if s.complete < s.total then
+    -- a shard (--shard i/n) ran its points; the others are not complete yet: no report, and
+    -- e.partial tells the script to stop before reading one
+    print(("%s: %d of %d points complete; the report is written by the run that finds every "
+      .. "point complete (rerun without --shard once all shards are done)"):format(name,
+      s.complete, s.total))
+    return { sweep = sw, summary = s, report = { plots = {} }, runs = {}, partial = true }
   end
-  local runs = s.complete == s.total and rs.collect(dir, { ids = ids }) or {}
+  local ids = rs.ids_of(sw)
+  local rep = rs.write(dir, { ids = ids, x = opts.x })
+  local runs = rs.collect(dir, { ids = ids })
   local tbl = #runs > 0 and require("hydra.report").table((rs.results(runs))) or nil
   return { sweep = sw, summary = s, report = rep, runs = runs, table = tbl }
 end

@@ -99,10 +99,28 @@ function T.circuit_refuses_test_data()
   id, ood = prune.validation(m, cfg_with({ ["prune.val_size"] = 0 }))
   eq(id:size(), 64, "ID val rows (all)"); eq(ood:size(), 40, "OOD val rows (all)")
   -- a real circuit search on val + the validation OOD set, one member per objective
+  -- with a progress function: called after every masked evaluation, 3 x 4 x (8 + 1) in all
+  local calls, last = 0, nil
   local res = prune.members(m, cfg_with({ ["prune.val_size"] = 24, ["hydra.keep_heads"] = 2 }),
-    { method = "circuit" })
+    { method = "circuit", progress = function(done, total)
+      calls = calls + 1
+      eq(done, calls, "progress counts up")
+      last = total
+      if done == 5 then error("an error in the display is ignored") end
+    end })
+  eq(calls, 108, "progress calls"); eq(last, 108, "progress total")
   for mm = 1, 3 do for l = 1, 4 do eq(count_kept(res.gates, mm, l, 8), 2, "circuit size") end end
   eq(table.concat(res.objectives, ","), "acc,ood,avg")
+  -- the plain-text display (not a terminal): a line at every further 10 %
+  local out = {}
+  local stream = { write = function(_, ...) for _, v in ipairs({ ... }) do out[#out + 1] = v end end,
+                   flush = function() end }
+  local show = require("hydra.progress").counter("circuit search", { tty = false, stream = stream })
+  for i = 1, 20 do show(i, 20) end
+  local text = table.concat(out)
+  local _, lines = text:gsub("\n", "")
+  eq(lines, 10, "one line per 10 %")
+  ok(text:find("circuit search 20/20", 1, true), "last line: " .. text)
 end
 
 function T.finetune_member_lua()

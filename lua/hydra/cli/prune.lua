@@ -4,7 +4,7 @@ local argparse = require("hydra.argparse")
 local err = require("hydra.err")
 
 local USAGE = "hydra prune CKPT.h5 --method taylor|circuit [--objective acc|ood|avg] "
-  .. "[--data FILE.h5] [--ood FILE.h5] [--members M] [--keep K] [--seed S] --out GATES.h5 "
+  .. "[--data FILE.h5] [--ood FILE.h5] [--members M] [--keep K] [--seed S] [--quiet] --out GATES.h5 "
   .. "[key=value ...]"
 
 return {
@@ -25,7 +25,8 @@ objectives, keep, seed, checkpoint, checkpoint_sha256.]],
     local opts = argparse.parse(args, {
       command = "prune", usage = USAGE,
       options = { method = "string", objective = "string", data = "string", ood = "string",
-                  members = "integer", keep = "integer", seed = "integer", out = "string" },
+                  members = "integer", keep = "integer", seed = "integer", out = "string",
+                  quiet = "flag" },
       positional = { min = 1, max = 1, names = { "CKPT.h5" } },
       overrides = true, required = { "out" },
     })
@@ -56,6 +57,8 @@ objectives, keep, seed, checkpoint, checkpoint_sha256.]],
     local t0 = core.now()
     local res = err.wrap("hydra prune", hydra_prune.members, m, cfg, {
       method = method, objective = obj, data = opts.data, ood_path = opts.ood,
+      progress = method == "circuit" and not opts.quiet
+        and require("hydra.progress").counter("circuit search") or nil,
     })
     err.wrap("hydra prune", hydra_prune.write_gates, opts.out, res, {
       checkpoint = ckpt, checkpoint_sha256 = core.file_sha256(ckpt),

@@ -408,8 +408,10 @@ function C.gates(ctx, base_path, base_key, variant)
       ctx.log("scoring heads (taylor, %d member(s), %d calibration rows) ...", gc.hydra.members,
         gc.prune.calib_size)
     end
-    local okp, res = pcall(prune.members, m, gc, { method = variant.method,
-                                                   objective = variant.objective })
+    local show = variant.method == "circuit" and ctx.progress
+    local okp, res = pcall(prune.members, m, gc, {
+      method = variant.method, objective = variant.objective,
+      progress = show and require("hydra.progress").counter("  circuit search") or nil })
     if not okp then
       if err.is_error(res) then error(res, 0) end
       local msg = tostring(res):gsub("^[^%s:]+%.lua:%d+: ", "")
