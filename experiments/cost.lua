@@ -14,13 +14,18 @@ local hydra = require("hydra")
 local core = require("hydra.core")
 
 local opts = hydra.sweep.script_options(...)
+if opts.shard and opts.shard.i ~= 0 then  -- one measurement per repro, not one per shard
+  print(("cost: measured by shard 0/%d only (this is shard %d/%d)"):format(opts.shard.n,
+    opts.shard.i, opts.shard.n))
+  return 0
+end
 local home = hydra.home or "."
 core.threads_init(0)
 local measure = dofile(home .. "/experiments/bench_cost.lua")
 local quick = (opts.profile or "quick") == "quick"
 local res = measure(quick and { reps = { [1] = 20, [32] = 4, [256] = 1 } } or nil)
 
-local dir = hydra.config.defaults().results_dir .. "/cost"
+local dir = hydra.config.load(nil, opts.overrides).results_dir .. "/cost"  -- results_dir=... wins
 core.mkdir_p(dir .. "/plots")
 local methods = {
   { key = "single_s", name = "Single", params = res.params.single, flops = res.flops.single },

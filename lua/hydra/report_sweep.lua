@@ -258,6 +258,17 @@ local function mean_std(vals)
   return mean, n > 1 and math.sqrt(q / (n - 1)) or 0
 end
 
+-- The gnuplot key (legend) line for series titles: outside on the right, or below the plot when
+-- a title is long (e.g. several varying keys), which would otherwise squeeze the plot area to
+-- a sliver.
+M.KEY_RIGHT_MAX = 32
+function M.key_layout(names)
+  local longest = 0
+  for _, n in ipairs(names) do longest = math.max(longest, utf8.len(n) or #n) end
+  if longest > M.KEY_RIGHT_MAX then return "set key below Left reverse" end
+  return "set key outside right top"
+end
+
 function M.plots(runs, outdir, opts)
   opts = opts or {}
   local results, g = M.results(runs)
@@ -318,6 +329,9 @@ function M.plots(runs, outdir, opts)
   local plot = require("hydra.plot")
   local out = {}
   local safe_x = x:gsub("[^%w_%-]", "_")
+  local names = {}
+  for i, s in ipairs(series) do names[i] = s.name end
+  local key_line = M.key_layout(names)
   for _, m in ipairs(M.PLOT_METRICS) do
     local blocks, cmds, any = {}, {}, false
     for si, s in ipairs(series) do
@@ -344,7 +358,7 @@ function M.plots(runs, outdir, opts)
       local script = {
         ("set title %s"):format(gp_str(("%s vs %s (mean ± std over seeds)"):format(m.title, x))),
         ("set xlabel %s"):format(gp_str(x)), ("set ylabel %s"):format(gp_str(m.title)),
-        "set grid", "set key outside right top", "set offsets graph 0.05, graph 0.05, 0, 0",
+        "set grid", key_line, "set offsets graph 0.05, graph 0.05, 0, 0",
       }
       if not allnum then
         local tics = {}

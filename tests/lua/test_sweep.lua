@@ -298,4 +298,40 @@ function T.sweep_runs_skips_and_reports()
   check.eq(#again.started, 0, "no worker started")
 end
 
+
+-- Regression: `hydra repro NAME --shard i/n` on a shard that leaves points to the other shards
+-- crashed in the experiment script (io.open(nil) on the report it had not written). Now the
+-- shard finishes with status 0, says how many points are complete, and writes no report.
+function T.repro_shard_without_every_point_is_clean()
+  local d = check.tmpdir()
+  -- table_image has one point (seed 0): shard 1/2 has none, so nothing trains here
+  local code, out, errs = check.hydra(("repro table_image --profile quick --shard 1/2 "
+    .. "results_dir=%s/results"):format(d))
+  check.eq(code, 0, "exit status; stderr: " .. errs)
+  check.ok(out:find("table_image: 0 of 1 points complete; the report is written by the run "
+    .. "that finds every point complete", 1, true), out)
+  check.eq(core.stat(d .. "/results/table_image/report"), nil, "no report from a partial sweep")
+end
+
+
+-- Regression: `hydra repro cost` wrote to the default results/ whatever results_dir=... said,
+-- and measured again on every shard. Shard 1/2 now does nothing (shard 0 measures).
+function T.repro_cost_runs_on_shard_zero_only()
+  local d = check.tmpdir()
+  local code, out, errs = check.hydra(("repro cost --shard 1/2 results_dir=%s/results"):format(d))
+  check.eq(code, 0, "exit status; stderr: " .. errs)
+  check.ok(out:find("cost: measured by shard 0/2 only (this is shard 1/2)", 1, true), out)
+  check.eq(core.stat(d .. "/results/cost"), nil, "nothing measured on shard 1")
+end
+
+
+-- Regression: with long series titles (ablation_diversity: three varying keys) the legend on
+-- the right squeezed the plot to a sliver; long titles now put the key below the plot.
+function T.plot_key_goes_below_for_long_titles()
+  local rs = hydra.report_sweep
+  check.eq(rs.key_layout({ "Hydra (Taylor)", "Hydra (Circ)" }), "set key outside right top")
+  check.eq(rs.key_layout({ "Hydra (Circ)", "Hydra (Circ) (hydra.diversity.bootstrap=false, "
+    .. "hydra.diversity.objectives=[avg])" }), "set key below Left reverse")
+end
+
 return T

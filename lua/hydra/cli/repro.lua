@@ -4,7 +4,7 @@ local core = require("hydra.core")
 local err = require("hydra.err")
 
 local USAGE = "hydra repro NAME|all [--profile quick|paper] [--jobs N] [--seeds K] "
-  .. "[--shard i/n|auto] [key=value ...]"
+  .. "[--shard i/n|auto] [--threads T] [key=value ...]"
 
 -- `all`, in this order (quickstart is the demo, not a table of the paper)
 local ALL = { "table_image", "ablation_pruning", "ablation_members", "ablation_mlp_merge",
