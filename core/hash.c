@@ -23,7 +23,25 @@ static const uint32_t K256[64] = {
 
 static uint32_t ror32(uint32_t x, unsigned n) { return (x >> n) | (x << (32u - n)); }
 
-static void sha256_block(uint32_t h[8], const uint8_t *p) {
+/* The 64-byte block buffering shared by SHA-256 and MD5: completes the partial block in buf
+ * (nbuf bytes), runs `block` over every full block of data and keeps the tail in buf; returns
+ * the new nbuf. */
+static size_t feed(uint32_t *h, uint8_t buf[64], size_t nbuf, const void *data, size_t n,
+                   void (*block)(uint32_t *h, const uint8_t *p)) {
+    const uint8_t *p = data;
+    if (nbuf > 0) {
+        size_t take = 64 - nbuf < n ? 64 - nbuf : n;
+        memcpy(buf + nbuf, p, take);
+        nbuf += take; p += take; n -= take;
+        if (nbuf < 64) return nbuf;
+        block(h, buf);
+    }
+    for (; n >= 64; p += 64, n -= 64) block(h, p);
+    memcpy(buf, p, n);
+    return n;
+}
+
+static void sha256_block(uint32_t *h, const uint8_t *p) {
     uint32_t w[64];
     for (int i = 0; i < 16; i++)
         w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 |
@@ -55,19 +73,8 @@ void hy_sha256_init(hy_sha256 *c) {
 }
 
 void hy_sha256_update(hy_sha256 *c, const void *data, size_t n) {
-    const uint8_t *p = data;
     c->len += n;
-    if (c->nbuf > 0) {
-        size_t take = 64 - c->nbuf < n ? 64 - c->nbuf : n;
-        memcpy(c->buf + c->nbuf, p, take);
-        c->nbuf += take; p += take; n -= take;
-        if (c->nbuf < 64) return;
-        sha256_block(c->h, c->buf);
-        c->nbuf = 0;
-    }
-    for (; n >= 64; p += 64, n -= 64) sha256_block(c->h, p);
-    memcpy(c->buf, p, n);
-    c->nbuf = n;
+    c->nbuf = feed(c->h, c->buf, c->nbuf, data, n, sha256_block);
 }
 
 void hy_sha256_final(hy_sha256 *c, uint8_t out[32]) {
@@ -104,7 +111,7 @@ static const unsigned RMD5[64] = {7, 12, 17, 22, 7, 12, 17, 22, 7, 12, 17, 22, 7
 
 static uint32_t rol32(uint32_t x, unsigned n) { return (x << n) | (x >> (32u - n)); }
 
-static void md5_block(uint32_t h[4], const uint8_t *p) {
+static void md5_block(uint32_t *h, const uint8_t *p) {
     uint32_t m[16];
     for (int i = 0; i < 16; i++)
         m[i] = (uint32_t)p[4 * i] | (uint32_t)p[4 * i + 1] << 8 | (uint32_t)p[4 * i + 2] << 16 |
@@ -132,19 +139,8 @@ void hy_md5_init(hy_md5 *c) {
 }
 
 void hy_md5_update(hy_md5 *c, const void *data, size_t n) {
-    const uint8_t *p = data;
     c->len += n;
-    if (c->nbuf > 0) {
-        size_t take = 64 - c->nbuf < n ? 64 - c->nbuf : n;
-        memcpy(c->buf + c->nbuf, p, take);
-        c->nbuf += take; p += take; n -= take;
-        if (c->nbuf < 64) return;
-        md5_block(c->h, c->buf);
-        c->nbuf = 0;
-    }
-    for (; n >= 64; p += 64, n -= 64) md5_block(c->h, p);
-    memcpy(c->buf, p, n);
-    c->nbuf = n;
+    c->nbuf = feed(c->h, c->buf, c->nbuf, data, n, md5_block);
 }
 
 void hy_md5_final(hy_md5 *c, uint8_t out[16]) {
