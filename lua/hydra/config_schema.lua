@@ -63,6 +63,7 @@ return {
 
   ["finetune.epochs"] = { ge = 0 },
   ["finetune.learning_rate"] = { gt = 0 },
+  ["finetune.train_subset"] = { ge = 0 },
 
   ["fuse.mlp"] = { enum = { "average", "member" } },
   ["fuse.ln"] = { enum = { "average", "member" } },

@@ -147,6 +147,22 @@ function T.finetune_member_lua()
   eq(qkv_m:get(57, 1), qkv_b:get(57, 1), "pruned head 8 (q rows 57..64) unchanged")
   raises("prune: member 3 does not exist (the gates hold 2 member(s))",
     function() return prune.finetune_member(b, g, 3, cfg) end)
+  -- finetune.train_subset: fine-tuning on 32 leading rows is exactly data.train_subset = 32, and
+  -- differs from the 64 rows of data.train_subset
+  local c32 = cfg_with({ ["finetune.epochs"] = 1, ["data.train_subset"] = 64,
+                         ["finetune.train_subset"] = 32 })
+  local m32 = prune.finetune_member(model.load(base()), g, 1, c32, { progress = false })
+  eq(c32.data.train_subset, 64, "cfg.data.train_subset unchanged")
+  local ref = prune.finetune_member(model.load(base()), g, 1,
+    cfg_with({ ["finetune.epochs"] = 1, ["data.train_subset"] = 32 }), { progress = false })
+  local a32, r32, a64 = m32:get_params():flat(), ref:get_params():flat(), m:get_params():flat()
+  local same, diff = true, false
+  for i = 1, #a32 do
+    if a32[i] ~= r32[i] then same = false end
+    if a32[i] ~= a64[i] then diff = true end
+  end
+  ok(same, "finetune.train_subset 32 == data.train_subset 32")
+  ok(diff, "32 rows differ from 64 rows")
 end
 
 function T.cli_chain_and_pruned_weights_identical()
