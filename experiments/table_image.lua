@@ -5,7 +5,7 @@
 -- test). OOD test sets: MNIST, notMNIST (both from HYDRA_DATA_DIR on the paper profile), glyphs
 -- A-J and OpenCV digits (Debian); "OOD avg" is their unweighted mean. Shift: Fashion-MNIST-C,
 -- 11 corruptions, one column per severity (all corruptions of that severity pooled). Backbone:
--- vit-fm (1.2 M parameters) trained from scratch (paper profile: 8 epochs). Methods (DESIGN
+-- vit-fm (1.2 M parameters) trained from scratch (paper profile: 5 epochs). Methods (DESIGN
 -- §3): Single, Deep Ensembles (3 models), MC Dropout (10 samples, rate 0.1), Taylor and CircAvg
 -- (one pruned model), Hydra (Taylor) and Hydra (Circ) (3 members of 4 of 8 heads per layer,
 -- fine-tuned 1 epoch, fused). One seed by default; --seeds K gives mean ± std over K seeds.
