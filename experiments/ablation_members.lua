@@ -2,9 +2,10 @@
 --
 -- Methods. Same data, backbone and base model as table_image (profile sizes); every member
 -- keeps 4 of 8 heads per layer and is fine-tuned 1 epoch; the members are fused into one model.
--- The sweep (configs/sweeps/ablation_members.yaml) varies hydra.members; stages are shared, so
--- the base model is trained once and member m of the M-member ensemble is reused by every
--- larger M whose first members are the same. We report accuracy, ECE and OOD-avg AUROC /
+-- The sweep (configs/sweeps/ablation_members.yaml) varies hydra.members; the base model stage is
+-- shared, so it is trained once (with table_image). The gates stage is keyed by the whole
+-- hydra.* block, so each M searches and fine-tunes its own M members (member m's gates do not
+-- depend on M when keep_counts is empty, but they are not shared across M). We report accuracy, ECE and OOD-avg AUROC /
 -- FPR95 against M (report/plots/*-vs-hydra.members.png), mean ± std over seeds with --seeds K.
 local hydra = require("hydra")
 
