@@ -10,8 +10,6 @@ static uint64_t splitmix64(uint64_t *x) {
     return z ^ (z >> 31);
 }
 
-static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-
 void hy_rng_seed(hy_rng *r, uint64_t seed) {
     uint64_t x = seed;
     r->key = seed;
@@ -26,23 +24,6 @@ hy_rng hy_rng_split(const hy_rng *parent, uint64_t key) {
     hy_rng r;
     hy_rng_seed(&r, child);
     return r;
-}
-
-uint64_t hy_rng_u64(hy_rng *r) {
-    uint64_t *s = r->s;
-    uint64_t result = rotl(s[1] * 5, 7) * 9;
-    uint64_t t = s[1] << 17;
-    s[2] ^= s[0];
-    s[3] ^= s[1];
-    s[1] ^= s[2];
-    s[0] ^= s[3];
-    s[2] ^= t;
-    s[3] = rotl(s[3], 45);
-    return result;
-}
-
-float hy_rng_uniform(hy_rng *r) {
-    return (float)(hy_rng_u64(r) >> 40) * 0x1.0p-24f;
 }
 
 double hy_rng_double(hy_rng *r) {

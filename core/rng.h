@@ -18,9 +18,25 @@ typedef struct hy_rng {
 void hy_rng_seed(hy_rng *r, uint64_t seed);
 /* A child generator for stream `key`; the parent is not advanced. */
 hy_rng hy_rng_split(const hy_rng *parent, uint64_t key);
-uint64_t hy_rng_u64(hy_rng *r);
+/* The next 64 bits of xoshiro256**. Inline (with hy_rng_uniform) because the kernels draw one
+ * number per element (dropout masks): an out-of-line call per draw cost more than the draw. */
+static inline uint64_t hy_rng_u64(hy_rng *r) {
+    uint64_t *s = r->s;
+    uint64_t x = s[1] * 5;
+    uint64_t result = ((x << 7) | (x >> 57)) * 9;
+    uint64_t t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = (s[3] << 45) | (s[3] >> 19);
+    return result;
+}
 /* Uniform in [0, 1) with 24 (float) or 53 (double) random bits. */
-float hy_rng_uniform(hy_rng *r);
+static inline float hy_rng_uniform(hy_rng *r) {
+    return (float)(hy_rng_u64(r) >> 40) * 0x1.0p-24f;
+}
 double hy_rng_double(hy_rng *r);
 /* Uniform integer in [0, n), unbiased (Lemire's method); n > 0. */
 uint64_t hy_rng_below(hy_rng *r, uint64_t n);
