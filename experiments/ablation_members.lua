@@ -5,8 +5,8 @@
 -- The sweep (configs/sweeps/ablation_members.yaml) varies hydra.members; the base model stage is
 -- shared, so it is trained once (with table_image). The gates stage is keyed by the whole
 -- hydra.* block, so each M searches and fine-tunes its own M members (member m's gates do not
--- depend on M when keep_counts is empty, but they are not shared across M). We report accuracy, ECE and OOD-avg AUROC /
--- FPR95 against M (report/plots/*-vs-hydra.members.png), mean ± std over seeds with --seeds K.
+-- depend on M when keep_counts is empty, but they are not shared across M). We report accuracy,
+-- ECE and OOD-avg AUROC / FPR95 against M (report/plots/*-vs-hydra.members.png), mean ± std over seeds with --seeds K.
 local hydra = require("hydra")
 
 local opts = hydra.sweep.script_options(...)

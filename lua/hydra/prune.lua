@@ -10,9 +10,10 @@
 --   local m, meta, hist = prune.finetune_member(m, gates, k, cfg [, opts])
 --     member k of gates [M,L,H] (or [L,H]), fine-tuned in place from m's (the base's) weights
 --     with its gates fixed; opts: data (prepared file, default the ID set of cfg), progress,
---     log (function(line)); finetune.train_subset > 0 fine-tunes on that many leading training
---     samples (the input normalisation stays the dataset's /meta one); meta = the /meta attributes of a member checkpoint (member,
---     finetune_epochs, finetune_learning_rate); hist = m:train's history (nil when epochs = 0)
+--     log (function(line)); meta = the /meta attributes of a member checkpoint (member,
+--     finetune_epochs, finetune_learning_rate); hist = m:train's history (nil when epochs = 0).
+--     finetune.train_subset > 0 fine-tunes on that many leading training samples, never more
+--     than the base's data.train_subset (the input normalisation stays the dataset's /meta one).
 --
 -- Data (opts override cfg): taylor scores on a calibration set = prune.calib_size rows of the
 -- ID *train* split in a seeded order (core.sample_permutation(n, seed)); circuit scores on the
@@ -178,7 +179,8 @@ function M.finetune_member(m, gates, k, cfg, opts)
     c.train.epochs = ft.epochs
     c.train.warmup_epochs = math.min(c.train.warmup_epochs, ft.epochs / 2)
     c.optim.learning_rate = ft.learning_rate
-    if (ft.train_subset or 0) > 0 then c.data.train_subset = ft.train_subset end
+    local n, cur = ft.train_subset or 0, c.data.train_subset or 0
+    if n > 0 then c.data.train_subset = cur > 0 and math.min(cur, n) or n end
     local data = opts.data or require("hydra.model").data_path(c, c.data.id)
     hist = m:train(data, c, { progress = opts.progress, log = opts.log })
     core.prune_restore(m.ud, base)

@@ -163,6 +163,14 @@ function T.finetune_member_lua()
   end
   ok(same, "finetune.train_subset 32 == data.train_subset 32")
   ok(diff, "32 rows differ from 64 rows")
+  -- never more rows than the base trained on: 128 with data.train_subset = 64 is 64 rows
+  local big = prune.finetune_member(model.load(base()), g, 1,
+    cfg_with({ ["finetune.epochs"] = 1, ["data.train_subset"] = 64,
+               ["finetune.train_subset"] = 128 }), { progress = false })
+  local ab = big:get_params():flat()
+  for i = 1, #ab do
+    if ab[i] ~= a64[i] then error("finetune.train_subset 128 > 64 changed weight " .. i) end
+  end
 end
 
 function T.cli_chain_and_pruned_weights_identical()
