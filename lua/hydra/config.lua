@@ -197,8 +197,23 @@ local function in_bounds(leaf, v)
      and (leaf.lt == nil or v < leaf.lt) and (leaf.le == nil or v <= leaf.le)
 end
 
--- Enum and bounds of one scalar (a leaf's value or one element of a list leaf).
+-- A name that becomes a folder (schema field `name`): what hydra eval accepts as a set name.
+local function is_name(s)
+  return s:match("^[%w_%.%-]+$") ~= nil and s ~= "." and s ~= ".."
+end
+M.is_name = is_name
+M.NAME_RULE = "a name of letters, digits, '_', '.' and '-' (not '.' or '..')"
+
+-- Enum, bounds, finiteness and names of one scalar (a leaf's value or one element of a list
+-- leaf). Every number must be finite: no knob means anything at .inf or .nan.
 local function check_constraints(v, kind, p, leaf, path, src)
+  if kind == "float" and (v ~= v or v == math.huge or v == -math.huge) then
+    fail(src, p, path, (" must be a finite number (got %s)"):format(fmt_num(v)))
+  end
+  if leaf.name and kind == "string" and not is_name(v) then
+    fail(src, p, path, (" must be %s; got '%s')"):format(M.NAME_RULE:sub(1, -2),
+      strings.escape_controls(v)))
+  end
   if leaf.enum and kind == "string" and not leaf.enum_set[v] then
     local s = strings.closest(v, leaf.enum)
     fail(src, p, path, (" must be one of %s (got '%s'%s)"):format(table.concat(leaf.enum, ", "),
@@ -334,7 +349,7 @@ local function build_spec(v, p, path, schema, seen, leaf_paths, name)
         types = sch.type and parse_type(sch.type, "config_schema: " .. full)
                 or infer_types(v[k], sub, full, name),
         enum = sch.enum,
-        gt = sch.gt, ge = sch.ge, lt = sch.lt, le = sch.le,
+        gt = sch.gt, ge = sch.ge, lt = sch.lt, le = sch.le, name = sch.name,
       }
       leaf.has_bounds = leaf.gt ~= nil or leaf.ge ~= nil or leaf.lt ~= nil or leaf.le ~= nil
       if leaf.enum then
@@ -342,9 +357,9 @@ local function build_spec(v, p, path, schema, seen, leaf_paths, name)
         for _, e in ipairs(leaf.enum) do leaf.enum_set[e] = true end
       end
       for field in pairs(sch) do
-        if not ({ type = 1, enum = 1, gt = 1, ge = 1, lt = 1, le = 1 })[field] then
-          err.fail("config_schema: '%s': unknown field '%s' (fields: type, enum, gt, ge, lt, le)",
-            full, tostring(field))
+        if not ({ type = 1, enum = 1, gt = 1, ge = 1, lt = 1, le = 1, name = 1 })[field] then
+          err.fail("config_schema: '%s': unknown field '%s' (fields: type, enum, gt, ge, lt, le, "
+            .. "name)", full, tostring(field))
         end
       end
       spec.keys[k] = leaf

@@ -7,11 +7,15 @@
 --          e.g. "integer|list<integer>".
 --   enum   allowed strings (for a list: allowed elements)
 --   gt, ge, lt, le   numeric bounds (> >= < <=); for a list they apply to every element
+--   name   true: the string becomes a folder name, so it must match [A-Za-z0-9_.-]+ and not
+--          be '.' or '..' (no '/', no control characters, not empty)
+-- Every number (float) of every key must be finite: .inf and .nan are refused everywhere.
 -- A key whose default is null is optional: null is accepted besides `type`.
 return {
   ["seed"] = { ge = 0 },
   ["threads"] = { ge = 0 },
   ["profile"] = { enum = { "quick", "paper" } },
+  ["experiment"] = { name = true },
 
   ["model.kind"] = { enum = { "vit", "text" } },
   ["model.image_size"] = { ge = 1 },

@@ -52,6 +52,10 @@ function M.load(path, role)
     return err.wrap("eval", g.read, g, name, dtype)
   end
   local set = { path = path, attrs = g:attrs("/") }
+  -- attributes are data, not trusted text: no control characters reach plots or tables
+  for _, k in ipairs({ "method", "dataset", "split" }) do
+    set.attrs[k] = require("hydra.strings").printable(set.attrs[k])
+  end
   set.probs = read("/probs", "float32")
   if not set.probs then err.fail("eval: '%s' has no /probs (not a prediction file?)", path) end
   if set.probs:ndim() ~= 2 then

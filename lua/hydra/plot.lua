@@ -6,18 +6,41 @@
 --   plot.risk_coverage(paths, out [, opts]) risk-coverage curves overlaid (opts.points: 200)
 --   plot.run(out, script, data)            the runner: writes <base>.dat and <base>.gp beside
 --                                          out (<base> = out without .png) and runs gnuplot
+--   plot.gp_str(s)                         s as a gnuplot string literal; the only way text
+--                                          enters a script (here and in hydra.report_sweep)
+-- Text in a script is inert: every string (titles, labels, legends, paths, the rerun comment)
+-- goes through gp_str, a single-quoted gnuplot string (no backslash or backquote processing;
+-- ' doubled), and a control character in it is an error, because a newline would end the
+-- string and start a gnuplot command (`system("...")` runs a shell). Labels read from files
+-- (method, dataset, score, set names) have their control characters replaced by spaces first
+-- (hydra.strings.printable); paths are refused.
 -- Several results are overlaid (one colour each); every plot keeps its .dat/.gp so it can be
 -- rerun or restyled by hand. The terminal is pngcairo, or png when cairo is missing.
 local core = require("hydra.core")
 local err = require("hydra.err")
 local h5 = require("hydra.h5")
 local metrics = require("hydra.metrics")
+local strings = require("hydra.strings")
 
 local M = {}
 
 local function shell_quote(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
--- a gnuplot single-quoted string
-local function gp_str(s) return "'" .. tostring(s):gsub("'", "''") .. "'" end
+-- s as a gnuplot single-quoted string. Gnuplot processes neither backslashes nor backquotes in
+-- single quotes and reads '' as one quote, so only a line break could escape the string: every
+-- control character is refused (err.fail naming the text).
+function M.gp_str(s)
+  s = tostring(s)
+  local at = s:find("%c")
+  if at then
+    err.fail("plot: the text '%s' contains a control character (byte 0x%02x), which cannot go "
+      .. "into a gnuplot script", strings.escape_controls(s), s:byte(at))
+  end
+  return "'" .. s:gsub("'", "''") .. "'"
+end
+local gp_str = M.gp_str
+
+-- A label read from a file, safe for a script and a data-file comment.
+M.clean_label = strings.printable
 
 local terminal_cache
 -- "pngcairo" when this gnuplot has it, else "png"; raises a user error without gnuplot.
@@ -55,6 +78,10 @@ end
 -- DAT), then runs gnuplot. Returns the paths { png, dat, gp }.
 function M.run(out, script, data)
   if not out:match("%.png$") then err.fail("plot: --out must end in .png (got '%s')", out) end
+  if out:find("%c") then
+    err.fail("plot: cannot write '%s': the name contains a control character",
+      strings.escape_controls(out))
+  end
   local base = out:gsub("%.png$", "")
   local dir = out:match("^(.*)/[^/]*$")
   if dir and dir ~= "" and core.stat(dir) ~= "dir" then
@@ -63,7 +90,7 @@ function M.run(out, script, data)
   local dat, gp = base .. ".dat", base .. ".gp"
   local term = M.terminal()
   local head = {
-    "# written by hydra " .. core.version .. "; rerun with: gnuplot " .. gp,
+    "# written by hydra " .. core.version .. "; rerun with: gnuplot " .. gp_str(gp),
     term == "pngcairo" and "set terminal pngcairo size 900,700 noenhanced font 'DejaVu Sans,10'"
       or "set terminal png size 900,700 noenhanced",
     "set output " .. gp_str(out),
@@ -102,7 +129,7 @@ local function open_result(path)
 end
 
 local function label_of(root, path)
-  return root.method or (path:match("([^/]+)$") or path):gsub("%.h5$", "")
+  return strings.printable(root.method or (path:match("([^/]+)$") or path):gsub("%.h5$", ""))
 end
 
 local function need(g, path, name, dtype)
@@ -183,10 +210,11 @@ function M.ood_hist(paths, out, opts)
   local lo, hi
   for _, path in ipairs(paths) do
     local g <close>, root = open_result(path)
-    local score = opts.score or root.score or "msp"
+    local score = strings.printable(opts.score or root.score or "msp")
     local sets = { { name = "ID", data = "/id/scores/" .. score } }
     for _, name in ipairs(split_list(root.ood_sets)) do
-      sets[#sets + 1] = { name = name, data = "/ood/" .. name .. "/scores/" .. score }
+      sets[#sets + 1] = { name = strings.printable(name),
+                          data = "/ood/" .. name .. "/scores/" .. score }
     end
     if #sets == 1 then err.fail("plot: '%s' has no OOD sets (run hydra eval with --ood)", path) end
     for _, s in ipairs(sets) do

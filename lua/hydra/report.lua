@@ -10,6 +10,7 @@
 -- Rates are percentages with two decimals; NLL and Brier are raw with three decimals.
 local err = require("hydra.err")
 local h5 = require("hydra.h5")
+local strings = require("hydra.strings")
 
 local M = {}
 
@@ -27,6 +28,10 @@ end
 -- one per method under /methods/<name>) of an open hydra.h5 file f; path names it in res.file.
 function M.read(f, g, path)
   local root = f:attrs(g == "" and "/" or g)
+  -- attributes are data, not trusted text: no control characters reach tables or plots
+  for _, k in ipairs({ "method", "method_name", "dataset", "score" }) do
+    root[k] = strings.printable(root[k])
+  end
   local m = f:exists(g .. "/metrics") and f:attrs(g .. "/metrics") or {}
   local res = {
     file = path, method = root.method or root.method_name or basename(path),

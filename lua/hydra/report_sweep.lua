@@ -29,6 +29,7 @@ local config = require("hydra.config")
 local core = require("hydra.core")
 local err = require("hydra.err")
 local report = require("hydra.report")
+local strings = require("hydra.strings")
 
 local M = {}
 
@@ -246,8 +247,6 @@ M.PLOT_METRICS = {
     get = function(r) return r.ood_avg and r.ood_avg.fpr95 end, pct = true },
 }
 
-local function gp_str(s) return "'" .. tostring(s):gsub("'", "''") .. "'" end
-
 local function mean_std(vals)
   local n = #vals
   local s = 0
@@ -313,8 +312,9 @@ function M.plots(runs, outdir, opts)
     for i, k in ipairs(g.varying) do
       if i ~= xi then others[#others + 1] = k .. "=" .. r.group.values[i] end
     end
-    local name = r.base_method .. (#others > 0 and (" (" .. table.concat(others, ", ") .. ")")
-      or "")
+    -- a label: control characters (a string value of a grid) become spaces
+    local name = strings.printable(r.base_method .. (#others > 0
+      and (" (" .. table.concat(others, ", ") .. ")") or ""))
     local s = sby[name]
     if not s then
       s = { name = name, at = {}, order = {} }
@@ -327,6 +327,7 @@ function M.plots(runs, outdir, opts)
   end
   core.mkdir_p(outdir)
   local plot = require("hydra.plot")
+  local gp_str = plot.gp_str
   local out = {}
   local safe_x = x:gsub("[^%w_%-]", "_")
   local names = {}
@@ -356,18 +357,23 @@ function M.plots(runs, outdir, opts)
     end
     if any then
       local script = {
-        ("set title %s"):format(gp_str(("%s vs %s (mean ± std over seeds)"):format(m.title, x))),
-        ("set xlabel %s"):format(gp_str(x)), ("set ylabel %s"):format(gp_str(m.title)),
+        ("set title %s"):format(gp_str(("%s vs %s (mean ± std over seeds)"):format(m.title,
+          strings.printable(x)))),
+        ("set xlabel %s"):format(gp_str(strings.printable(x))),
+        ("set ylabel %s"):format(gp_str(m.title)),
         "set grid", key_line, "set offsets graph 0.05, graph 0.05, 0, 0",
       }
       if not allnum then
         local tics = {}
-        for i, t in ipairs(xs) do tics[i] = ("%s %d"):format(gp_str(t), i - 1) end
+        for i, t in ipairs(xs) do
+          tics[i] = ("%s %d"):format(gp_str(strings.printable(t)), i - 1)
+        end
         script[#script + 1] = "set xtics (" .. table.concat(tics, ", ") .. ")"
         script[#script + 1] = ("set xrange [-0.5:%g]"):format(#xs - 0.5)
       elseif #xs > 0 then
         local tics = {}
-        for _, t in ipairs(xs) do tics[#tics + 1] = t end
+        -- numbers written by us, never the value's text (tonumber accepts surrounding spaces)
+        for _, t in ipairs(xs) do tics[#tics + 1] = ("%.17g"):format(tonumber(t)) end
         script[#script + 1] = "set xtics (" .. table.concat(tics, ", ") .. ")"
       end
       script[#script + 1] = "plot " .. table.concat(cmds, ", \\\n     ")

@@ -31,4 +31,18 @@ function M.closest(name, candidates)
   return nil
 end
 
+-- Text read from a file (an HDF5 attribute such as method, dataset, split) made safe to print
+-- and to place in a plot label: every control character (bytes 0-31 and 127) becomes a space.
+-- Non-strings pass through (nil stays nil).
+function M.printable(s)
+  if type(s) ~= "string" then return s end
+  return (s:gsub("%c", " "))
+end
+
+-- s with control characters written as \n, \r, \t or \ddd, for messages that quote a value.
+function M.escape_controls(s)
+  local names = { ["\n"] = "\\n", ["\r"] = "\\r", ["\t"] = "\\t" }
+  return (tostring(s):gsub("%c", function(c) return names[c] or ("\\%03d"):format(c:byte()) end))
+end
+
 return M

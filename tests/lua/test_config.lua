@@ -106,7 +106,15 @@ function T.out_of_range_and_enums()
   load_fails("optim:\n  learning_rate: -0.1\n",
     "%s:2:18: optim.learning_rate must be > 0 (got -0.1)")
   load_fails("model:\n  dropout: 1.0\n", "%s:2:12: model.dropout must be >= 0 and < 1 (got 1.0)")
-  load_fails("model:\n  dropout: .nan\n", "%s:2:12: model.dropout must be >= 0 and < 1 (got .nan)")
+  load_fails("model:\n  dropout: .nan\n", "%s:2:12: model.dropout must be a finite number (got .nan)")
+  -- every float knob must be finite (a bound like > 0 alone lets .inf through)
+  load_fails("optim:\n  learning_rate: .inf\n",
+    "%s:2:18: optim.learning_rate must be a finite number (got .inf)")
+  load_fails("optim:\n  weight_decay: -.inf\n",
+    "%s:2:17: optim.weight_decay must be a finite number (got -.inf)")
+  load_fails("train:\n  grad_clip: .Inf\n", "%s:2:14: train.grad_clip must be a finite number (got .inf)")
+  check.raises("command line: finetune.learning_rate=.inf must be a finite number (got .inf)",
+    function() return config.load(nil, { "finetune.learning_rate=.inf" }) end)
   load_fails("hydra:\n  members: 0\n", "%s:2:12: hydra.members must be >= 1 (got 0)")
   load_fails("hydra:\n  keep_heads: [2, 0, 2]\n",
     "%s:2:19: hydra.keep_heads[2] must be >= 1 (got 0)")
@@ -293,12 +301,12 @@ end
 
 function T.to_yaml_round_trip_awkward_values()
   local cfg = config.defaults()
-  cfg.experiment = "a: b, [c] # d"
+  cfg.experiment = "a-b.c_1"
   cfg.results_dir = "with \"quotes\", \\ and\nnewline\t"
   cfg.data.id = "123"
   cfg.data.dir = "true"
   cfg.data.ood_val = ""
-  cfg.data.ood = { "null", "~", "1e3", "x y", "-dash", ".5" }
+  cfg.data.ood = { "null", "~", "1e3", "x y", "-dash", ".5", "a: b, [c] # d" }
   cfg.data.shift = {}
   cfg.optim.learning_rate = 0.1 + 0.2
   cfg.optim.eps = 1e-300
@@ -405,7 +413,7 @@ function T.defaults_and_schema_checks()
   fails("%s:2:6: a.b must be >= 2 (got 1)", "a:\n  b: 1\n", { ["a.b"] = { ge = 2 } })
   fails("config_schema: a.b: unknown type 'int' (types: integer, number, string, boolean, map, "
     .. "list<T>)", "a:\n  b: 1\n", { ["a.b"] = { type = "int" } })
-  fails("config_schema: 'a.b': unknown field 'min' (fields: type, enum, gt, ge, lt, le)",
+  fails("config_schema: 'a.b': unknown field 'min' (fields: type, enum, gt, ge, lt, le, name)",
     "a:\n  b: 1\n", { ["a.b"] = { min = 0 } })
   fails("%s:1:4: a: elements of a list default must share one scalar type (add a type in "
     .. "config_schema.lua)", "a: [1, x]\n", {})
