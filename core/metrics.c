@@ -218,6 +218,18 @@ void hy_metrics_score_energy(double *s, const float *z, size_t M, size_t N, size
     }
 }
 
+/* s_i = -(1/M) sum_m max_c z_{m,i,c} */
+void hy_metrics_score_maxlogit(double *s, const float *z, size_t M, size_t N, size_t C) {
+    for (size_t i = 0; i < N; i++) {
+        double sum = 0.0;
+        for (size_t m = 0; m < M; m++) {
+            const float *row = z + (m * N + i) * C;
+            sum += (double)row[argmax_row(row, C)];
+        }
+        s[i] = -sum / (double)M;
+    }
+}
+
 /* s_i = #{m < m' : argmax p_{m,i} != argmax p_{m',i}} / (M(M-1)/2) */
 void hy_metrics_score_disagreement(double *s, const float *pm, size_t M, size_t N, size_t C) {
     for (size_t i = 0; i < N; i++) {
@@ -472,16 +484,29 @@ static double aupr_scratch(const double *s_pos, size_t n_pos, const double *s_ne
     return ap;
 }
 
-/* FPR95 with caller scratch d (n_ood) */
-static double fpr95_scratch(const double *s_id, size_t n_id, const double *s_ood, size_t n_ood,
-                            double *d) {
-    memcpy(d, s_ood, n_ood * sizeof *d);
-    qsort(d, n_ood, sizeof *d, cmp_double_desc);
-    size_t kth = (95 * n_ood + 99) / 100;   /* ceil(0.95 n_ood), exact */
+/* FPR at 95 % recall of the positives with caller scratch d (n_pos): scores multiplied by sign;
+ * k = ceil(0.95 n_pos), t = the k-th largest positive score; FPR = #{neg >= t} / n_neg. */
+static double fpr_at95(const double *s_neg, size_t n_neg, const double *s_pos, size_t n_pos,
+                       double sign, double *d) {
+    for (size_t i = 0; i < n_pos; i++) d[i] = sign * s_pos[i];
+    qsort(d, n_pos, sizeof *d, cmp_double_desc);
+    size_t kth = (95 * n_pos + 99) / 100;   /* ceil(0.95 n_pos), exact */
     double t = d[kth - 1];
     double fp = 0.0;
-    for (size_t i = 0; i < n_id; i++) fp += s_id[i] >= t ? 1.0 : 0.0;
-    return fp / (double)n_id;
+    for (size_t i = 0; i < n_neg; i++) fp += sign * s_neg[i] >= t ? 1.0 : 0.0;
+    return fp / (double)n_neg;
+}
+
+/* FPR95 (ID flagged at 95 % OOD recall) with caller scratch d (n_ood) */
+static double fpr95_scratch(const double *s_id, size_t n_id, const double *s_ood, size_t n_ood,
+                            double *d) {
+    return fpr_at95(s_id, n_id, s_ood, n_ood, 1.0, d);
+}
+
+/* FPR95-ID (OOD accepted at 95 % ID recall): ID positive, scores negated; scratch d (n_id) */
+static double fpr95_id_scratch(const double *s_id, size_t n_id, const double *s_ood,
+                               size_t n_ood, double *d) {
+    return fpr_at95(s_ood, n_ood, s_id, n_id, -1.0, d);
 }
 
 hy_status hy_metrics_auroc(double *auroc, const double *s_id, size_t n_id, const double *s_ood,
@@ -514,24 +539,172 @@ hy_status hy_metrics_fpr95(double *fpr, const double *s_id, size_t n_id, const d
     return HY_OK;
 }
 
-/* k: n_id + n_ood keyed; d: n_ood doubles */
+hy_status hy_metrics_fpr95_id(double *fpr, const double *s_id, size_t n_id, const double *s_ood,
+                              size_t n_ood) {
+    HY_TRY(check_scores(s_id, n_id, s_ood, n_ood));
+    double *d = hy_xmalloc(n_id * sizeof *d);
+    if (!d) return HY_ENOMEM;
+    *fpr = fpr95_id_scratch(s_id, n_id, s_ood, n_ood, d);
+    hy_free(d);
+    return HY_OK;
+}
+
+/* k: n_id + n_ood keyed; d: max(n_id, n_ood) doubles */
 static void ood_scratch(hy_ood_metrics *out, const double *s_id, size_t n_id,
                         const double *s_ood, size_t n_ood, keyed *k, double *d) {
     out->auroc = auroc_scratch(s_id, n_id, s_ood, n_ood, k);
     out->aupr_out = aupr_scratch(s_ood, n_ood, s_id, n_id, 1.0, k);
     out->aupr_in = aupr_scratch(s_id, n_id, s_ood, n_ood, -1.0, k);
     out->fpr95 = fpr95_scratch(s_id, n_id, s_ood, n_ood, d);
+    out->fpr95_id = fpr95_id_scratch(s_id, n_id, s_ood, n_ood, d);
 }
 
 hy_status hy_metrics_ood(hy_ood_metrics *out, const double *s_id, size_t n_id,
                          const double *s_ood, size_t n_ood) {
     HY_TRY(check_scores(s_id, n_id, s_ood, n_ood));
     keyed *k = hy_xmalloc((n_id + n_ood) * sizeof *k);
-    double *d = hy_xmalloc(n_ood * sizeof *d);
+    double *d = hy_xmalloc((n_id > n_ood ? n_id : n_ood) * sizeof *d);
     if (!k || !d) { hy_free(k); hy_free(d); return HY_ENOMEM; }
     ood_scratch(out, s_id, n_id, s_ood, n_ood, k, d);
     hy_free(k);
     hy_free(d);
+    return HY_OK;
+}
+
+/* Misclassification detection: errors (correct == 0) positive, correct samples negative;
+ * AUROC, AUPR (step-wise AP, errors positive) and FPR95 (correct flagged at 95 % error recall)
+ * exactly as for OOD detection. */
+hy_status hy_metrics_misclf(hy_misclf_metrics *out, const double *s, const uint8_t *correct,
+                            size_t N) {
+    size_t n_err = 0;
+    for (size_t i = 0; i < N; i++) {
+        if (isnan(s[i])) return hy_fail(HY_EINVAL, "metrics: score %zu (0-based) is NaN", i);
+        n_err += correct[i] ? 0 : 1;
+    }
+    if (n_err == 0 || n_err == N)
+        return hy_fail(HY_EINVAL, "metrics: misclassification detection needs correct and "
+                       "misclassified samples (got %zu of %zu misclassified)", n_err, N);
+    size_t n_ok = N - n_err;
+    double *neg = hy_xmalloc(2 * N * sizeof *neg);
+    keyed *k = hy_xmalloc(N * sizeof *k);
+    if (!neg || !k) { hy_free(neg); hy_free(k); return HY_ENOMEM; }
+    double *pos = neg + n_ok, *d = neg + N;
+    size_t a = 0, b = 0;
+    for (size_t i = 0; i < N; i++) {
+        if (correct[i]) neg[a++] = s[i];
+        else pos[b++] = s[i];
+    }
+    out->auroc = auroc_scratch(neg, n_ok, pos, n_err, k);
+    out->aupr = aupr_scratch(pos, n_err, neg, n_ok, 1.0, k);
+    out->fpr95 = fpr_at95(neg, n_ok, pos, n_err, 1.0, d);
+    hy_free(neg);
+    hy_free(k);
+    return HY_OK;
+}
+
+/* ===== temperature scaling ===== */
+
+/* a_{i,c} = logsumexp_m( z_{m,i,c} - logsumexp_c' z_{m,i,c'} ) - log M */
+void hy_metrics_log_mean_probs(double *a, const float *z, size_t M, size_t N, size_t C) {
+    for (size_t i = 0; i < N; i++) {
+        double *out = a + i * C;
+        for (size_t c = 0; c < C; c++) out[c] = -INFINITY;
+        /* running log-sum-exp over members, class by class */
+        for (size_t m = 0; m < M; m++) {
+            const float *row = z + (m * N + i) * C;
+            double lse = logsumexp_f(row, C);
+            for (size_t c = 0; c < C; c++) {
+                double v = (double)row[c] - lse, w = out[c];
+                if (isinf(w) && w < 0.0) out[c] = v;
+                else out[c] = (v > w ? v : w) + log1p(exp(-fabs(v - w)));
+            }
+        }
+        for (size_t c = 0; c < C; c++) out[c] -= log((double)M);
+    }
+}
+
+void hy_metrics_log_probs(double *a, const float *p, size_t N, size_t C) {
+    for (size_t j = 0; j < N * C; j++) {
+        double v = (double)p[j];
+        a[j] = log(v > HY_METRICS_EPS ? v : HY_METRICS_EPS);
+    }
+}
+
+static double row_max(const double *a, size_t C) {
+    double mx = a[0];
+    for (size_t c = 1; c < C; c++)
+        if (a[c] > mx) mx = a[c];
+    return mx;
+}
+
+/* p_{i,c} = exp(a_{i,c}/T - logsumexp_c' a_{i,c'}/T) */
+void hy_metrics_temperature_apply(float *p, const double *a, size_t N, size_t C, double T) {
+    double b = 1.0 / T;
+    for (size_t i = 0; i < N; i++) {
+        const double *row = a + i * C;
+        double mx = row_max(row, C), sum = 0.0;
+        for (size_t c = 0; c < C; c++) sum += exp(b * (row[c] - mx));
+        for (size_t c = 0; c < C; c++) p[i * C + c] = (float)(exp(b * (row[c] - mx)) / sum);
+    }
+}
+
+/* nll_i = logsumexp_c(a_{i,c}/T) - a_{i,y}/T */
+void hy_metrics_temperature_nll(double *nll, const double *a, const int32_t *labels, size_t N,
+                                size_t C, double T) {
+    double b = 1.0 / T;
+    for (size_t i = 0; i < N; i++) {
+        const double *row = a + i * C;
+        double mx = row_max(row, C), sum = 0.0;
+        for (size_t c = 0; c < C; c++) sum += exp(b * (row[c] - mx));
+        nll[i] = log(sum) - b * (row[(size_t)labels[i]] - mx);
+    }
+}
+
+/* d/dβ of the mean NLL at β = 1/T: mean_i ( E_{softmax(β a_i)}[a_i] - a_{i,y} ), which is
+ * non-decreasing in β (the NLL is convex in β). */
+static double temp_slope(const double *a, const int32_t *labels, size_t N, size_t C, double b) {
+    double g = 0.0;
+    for (size_t i = 0; i < N; i++) {
+        const double *row = a + i * C;
+        double mx = row_max(row, C), sum = 0.0, ea = 0.0;
+        for (size_t c = 0; c < C; c++) {
+            double w = exp(b * (row[c] - mx));
+            sum += w;
+            ea += w * (row[c] - mx);
+        }
+        g += ea / sum - (row[(size_t)labels[i]] - mx);
+    }
+    return g / (double)N;
+}
+
+hy_status hy_metrics_temperature_fit(double *T, double *nll, const double *a,
+                                     const int32_t *labels, size_t N, size_t C) {
+    if (N == 0 || C == 0) return hy_fail(HY_EINVAL, "metrics: temperature fit on an empty set");
+    for (size_t j = 0; j < N * C; j++)
+        if (!isfinite(a[j]))
+            return hy_fail(HY_EINVAL, "metrics: temperature fit: log-probability %zu (0-based "
+                           "row %zu) is not finite", j, j / C);
+    /* u = log T; the NLL decreases in u while the slope in β is > 0 (T too small) */
+    double lo = log(HY_TEMP_MIN), hi = log(HY_TEMP_MAX), t;
+    if (temp_slope(a, labels, N, C, 1.0 / HY_TEMP_MIN) <= 0.0) t = HY_TEMP_MIN;
+    else if (temp_slope(a, labels, N, C, 1.0 / HY_TEMP_MAX) >= 0.0) t = HY_TEMP_MAX;
+    else {
+        for (int it = 0; it < 200 && hi - lo > 0.0; it++) {
+            double mid = 0.5 * (lo + hi);
+            if (mid <= lo || mid >= hi) break;
+            if (temp_slope(a, labels, N, C, exp(-mid)) > 0.0) lo = mid;   /* T below optimum */
+            else hi = mid;
+        }
+        t = exp(0.5 * (lo + hi));
+    }
+    *T = t;
+    if (nll) {
+        double *v = hy_xmalloc(N * sizeof *v);
+        if (!v) return HY_ENOMEM;
+        hy_metrics_temperature_nll(v, a, labels, N, C, t);
+        *nll = hy_metrics_mean(v, N);
+        hy_free(v);
+    }
     return HY_OK;
 }
 
@@ -582,7 +755,7 @@ static double percentile(double *v, size_t B, double q) {
 }
 
 #define ID_FIELDS 7
-#define OOD_FIELDS 4
+#define OOD_FIELDS 5
 
 static double *id_field(hy_id_metrics *m, int f) {
     double *p[ID_FIELDS] = {&m->acc, &m->nll, &m->brier, &m->ece, &m->aece, &m->mce, &m->aurc};
@@ -590,7 +763,7 @@ static double *id_field(hy_id_metrics *m, int f) {
 }
 
 static double *ood_field(hy_ood_metrics *m, int f) {
-    double *p[OOD_FIELDS] = {&m->auroc, &m->aupr_out, &m->aupr_in, &m->fpr95};
+    double *p[OOD_FIELDS] = {&m->auroc, &m->aupr_out, &m->aupr_in, &m->fpr95, &m->fpr95_id};
     return p[f];
 }
 
@@ -642,7 +815,7 @@ hy_status hy_metrics_bootstrap_ood(hy_ood_metrics *lo, hy_ood_metrics *hi, const
                                    uint64_t seed) {
     HY_TRY(check_scores(s_id, n_id, s_ood, n_ood));
     HY_TRY(check_boot(B));
-    double *ri = hy_xmalloc((n_id + 2 * n_ood) * sizeof *ri);
+    double *ri = hy_xmalloc((n_id + n_ood + (n_id > n_ood ? n_id : n_ood)) * sizeof *ri);
     keyed *k = hy_xmalloc((n_id + n_ood) * sizeof *k);
     double *vals = hy_xmalloc(OOD_FIELDS * B * sizeof *vals);
     hy_status st = HY_OK;

@@ -26,9 +26,23 @@ typedef struct hy_id_metrics {
 } hy_id_metrics;
 
 /* OOD-detection metrics of one (ID, OOD) pair of score arrays. */
+/* fpr95 = fraction of ID flagged at 95 % OOD recall (hydra's and the paper authors' convention);
+ * fpr95_id = fraction of OOD accepted at 95 % ID recall (Hendrycks' convention). */
 typedef struct hy_ood_metrics {
-    double auroc, aupr_out, aupr_in, fpr95;
+    double auroc, aupr_out, aupr_in, fpr95, fpr95_id;
 } hy_ood_metrics;
+
+/* Misclassification detection on a labelled set: the misclassified samples are the positive
+ * class ("error"), the correctly classified ones the negative, the score is an uncertainty
+ * score (higher = more likely wrong). fpr95 = fraction of correct samples flagged when 95 % of
+ * the errors are caught (the OOD convention with error in place of OOD). */
+typedef struct hy_misclf_metrics {
+    double auroc, aupr, fpr95;
+} hy_misclf_metrics;
+
+/* Temperature scaling bounds: the fitted T is clamped to [HY_TEMP_MIN, HY_TEMP_MAX]. */
+#define HY_TEMP_MIN 0.01
+#define HY_TEMP_MAX 100.0
 
 /* ===== validation ===== */
 
@@ -74,6 +88,9 @@ void hy_metrics_score_mi(double *s, const float *pm, size_t M, size_t N, size_t 
 /* Energy from logits z (M,N,C) (M = 1 for a single model's /logits):
  * s[i] = -logsumexp_c( (1/M) sum_m z[m,i,c] ). */
 void hy_metrics_score_energy(double *s, const float *z, size_t M, size_t N, size_t C);
+/* Max-logit (the negated mean over members of each member's largest logit):
+ * s[i] = -(1/M) sum_m max_c z[m,i,c]. */
+void hy_metrics_score_maxlogit(double *s, const float *z, size_t M, size_t N, size_t C);
 /* Member disagreement: s[i] = fraction of the M(M-1)/2 member pairs (m < m') whose argmaxes
  * differ on sample i (0 when M = 1). Argmax ties resolve to the lowest class. */
 void hy_metrics_score_disagreement(double *s, const float *pm, size_t M, size_t N, size_t C);
@@ -118,9 +135,41 @@ hy_status hy_metrics_aupr(double *ap, const double *s_pos, size_t n_pos, const d
  * the largest t with #{s_ood >= t} >= 0.95 n_ood; FPR = #{s_id >= t} / n_id. */
 hy_status hy_metrics_fpr95(double *fpr, const double *s_id, size_t n_id, const double *s_ood,
                            size_t n_ood);
-/* All four OOD metrics (AUPR-In uses the negated scores). */
+/* FPR95 at 95 % ID recall: k = ceil(0.95 n_id), t = the k-th smallest ID score (the smallest
+ * t with #{s_id <= t} >= 0.95 n_id); FPR = #{s_ood <= t} / n_ood (OOD accepted as ID). It is
+ * hy_metrics_fpr95 with ID and OOD swapped and the scores negated. */
+hy_status hy_metrics_fpr95_id(double *fpr, const double *s_id, size_t n_id, const double *s_ood,
+                              size_t n_ood);
+/* Every OOD metric (AUPR-In uses the negated scores). */
 hy_status hy_metrics_ood(hy_ood_metrics *out, const double *s_id, size_t n_id,
                          const double *s_ood, size_t n_ood);
+
+/* Misclassification detection from a per-sample score s (N, higher = more likely wrong) and
+ * correct (N): AUROC, AUPR and FPR95 with the errors as the positive class. Fails (HY_EINVAL)
+ * when every sample is correct or every sample is wrong (the metrics need both classes). */
+hy_status hy_metrics_misclf(hy_misclf_metrics *out, const double *s, const uint8_t *correct,
+                            size_t N);
+
+/* ===== post-hoc calibration: temperature scaling ===== */
+
+/* Log of the mean prediction a[i,c] = log p̄[i,c] = logsumexp_m(z[m,i,c] - logsumexp_c' z[m,i,c'])
+ * - log M, in double, from logits z (M,N,C) (M = 1: the log-softmax of a single model). */
+void hy_metrics_log_mean_probs(double *a, const float *z, size_t M, size_t N, size_t C);
+/* The same from probabilities p (N,C) when no logits exist: a = log(max(p, HY_METRICS_EPS)). */
+void hy_metrics_log_probs(double *a, const float *p, size_t N, size_t C);
+/* Temperature scaling of the mean prediction: p_T[i,:] = softmax(a[i,:] / T), a = log p̄ (for a
+ * single model this is softmax(z / T), classic temperature scaling). Writes p (N,C) float32. */
+void hy_metrics_temperature_apply(float *p, const double *a, size_t N, size_t C, double T);
+/* Per-sample NLL of p_T at the labels, exactly in double: nll[i] = logsumexp_c(a[i,c]/T) - a[i,y]/T. */
+void hy_metrics_temperature_nll(double *nll, const double *a, const int32_t *labels, size_t N,
+                                size_t C, double T);
+/* Fits T by minimising the mean NLL of p_T over (a, labels) (N,C): the NLL is convex in 1/T,
+ * so its derivative in u = log T changes sign once; bisection on that sign over
+ * u in [log HY_TEMP_MIN, log HY_TEMP_MAX] (200 halvings, deterministic), T clamped to the
+ * bounds when the minimum lies outside. Writes T and, when nll is not NULL, the mean NLL at T.
+ * Fails on N == 0 or a non-finite a. */
+hy_status hy_metrics_temperature_fit(double *T, double *nll, const double *a,
+                                     const int32_t *labels, size_t N, size_t C);
 
 /* ===== diversity ===== */
 

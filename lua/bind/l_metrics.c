@@ -5,9 +5,13 @@
  *   metrics_predict(p) -> conf, pred          metrics_correct(pred, y) -> correct
  *   metrics_nll_probs(p, y)  metrics_nll_logits(z, y)  metrics_brier(p, y)  -> float64 [N]
  *   metrics_score(name, t) -> float64 [N]    (msp, entropy: p̄; mi, disagreement: member
- *                                             probs; energy: logits)
+ *                                             probs; energy, maxlogit: logits)
  *   metrics_id(conf, correct, nll, brier [, nbins]) -> {acc=, nll=, ...}
- *   metrics_ood(s_id, s_ood) -> {auroc=, aupr_out=, aupr_in=, fpr95=}
+ *   metrics_ood(s_id, s_ood) -> {auroc=, aupr_out=, aupr_in=, fpr95=, fpr95_id=}
+ *   metrics_misclf(s, correct) -> {auroc=, aupr=, fpr95=}   (errors positive)
+ *   metrics_log_mean_probs(z) / metrics_log_probs(p) -> float64 [N,C] = log p̄
+ *   metrics_temperature_fit(a, y) -> T, nll      metrics_temperature_nll(a, y, T) -> f64 [N]
+ *   metrics_temperature_apply(a, T) -> float32 [N,C] = softmax(a / T)
  *   metrics_reliability(conf, correct [, nbins]) -> count, acc, conf
  *   metrics_risk_coverage(conf, correct, npoints) -> coverage, risk
  *   metrics_histogram(x, lo, hi, nbins) -> counts    metrics_range(x) -> min, max
@@ -155,7 +159,8 @@ static int l_metrics_brier(lua_State *L) {
 }
 
 static int l_metrics_score(lua_State *L) {
-    static const char *const names[] = {"msp", "entropy", "mi", "energy", "disagreement", NULL};
+    static const char *const names[] = {"msp", "entropy", "mi", "energy", "disagreement",
+                                        "maxlogit", NULL};
     int which = luaL_checkoption(L, 1, NULL, names);
     hy_tensor *t = check_t(L, 2, HY_F32, 2, which < 2 ? 2 : 3);
     size_t M, N, C;
@@ -169,7 +174,8 @@ static int l_metrics_score(lua_State *L) {
     case 1: hy_metrics_score_entropy(o, d, N, C); break;
     case 2: hy_metrics_score_mi(o, d, M, N, C); break;
     case 3: hy_metrics_score_energy(o, d, M, N, C); break;
-    default: hy_metrics_score_disagreement(o, d, M, N, C); break;
+    case 4: hy_metrics_score_disagreement(o, d, M, N, C); break;
+    default: hy_metrics_score_maxlogit(o, d, M, N, C); break;
     }
     return 1;
 }
@@ -193,11 +199,12 @@ static void push_id(lua_State *L, const hy_id_metrics *m) {
 }
 
 static void push_ood(lua_State *L, const hy_ood_metrics *m) {
-    lua_createtable(L, 0, 4);
+    lua_createtable(L, 0, 5);
     set_num(L, "auroc", m->auroc);
     set_num(L, "aupr_out", m->aupr_out);
     set_num(L, "aupr_in", m->aupr_in);
     set_num(L, "fpr95", m->fpr95);
+    set_num(L, "fpr95_id", m->fpr95_id);
 }
 
 /* conf f64 [N] at arg, correct u8 [N] at arg+1; returns N */
@@ -229,6 +236,80 @@ static int l_metrics_ood(lua_State *L) {
     hy_ood_metrics m;
     if (hy_metrics_ood(&m, a->data, dim(a, 0), b->data, dim(b, 0)) != HY_OK) return l_raise(L);
     push_ood(L, &m);
+    return 1;
+}
+
+static int l_metrics_misclf(lua_State *L) {
+    hy_tensor *sc = check_t(L, 1, HY_F64, 1, 1);
+    hy_tensor *ok = check_t(L, 2, HY_U8, 1, 1);
+    check_len(L, 2, ok, dim(sc, 0));
+    hy_misclf_metrics m;
+    if (hy_metrics_misclf(&m, sc->data, ok->data, dim(sc, 0)) != HY_OK) return l_raise(L);
+    lua_createtable(L, 0, 3);
+    set_num(L, "auroc", m.auroc);
+    set_num(L, "aupr", m.aupr);
+    set_num(L, "fpr95", m.fpr95);
+    return 1;
+}
+
+static int l_metrics_log_mean_probs(lua_State *L) {
+    hy_tensor *z = check_t(L, 1, HY_F32, 2, 3);
+    size_t M, N, C;
+    mnc(z, &M, &N, &C);
+    luaL_argcheck(L, M >= 1 && N >= 1 && C >= 1, 1, "expected a non-empty tensor");
+    hy_tensor *a = push_new(L, HY_F64, N, C);
+    hy_metrics_log_mean_probs(a->data, z->data, M, N, C);
+    return 1;
+}
+
+static int l_metrics_log_probs(lua_State *L) {
+    hy_tensor *p = check_t(L, 1, HY_F32, 2, 2);
+    size_t N = dim(p, 0), C = dim(p, 1);
+    luaL_argcheck(L, N >= 1 && C >= 1, 1, "expected a non-empty tensor");
+    hy_tensor *a = push_new(L, HY_F64, N, C);
+    hy_metrics_log_probs(a->data, p->data, N, C);
+    return 1;
+}
+
+/* a float64 [N,C] at arg, labels int32 [N] in [0, C) at arg+1 */
+static hy_tensor *check_logp_labels(lua_State *L, int arg, hy_tensor **y) {
+    hy_tensor *a = check_t(L, arg, HY_F64, 2, 2);
+    luaL_argcheck(L, dim(a, 1) >= 1, arg, "expected at least 1 class");
+    if (y) *y = check_labels_for(L, arg + 1, dim(a, 0), dim(a, 1));
+    return a;
+}
+
+static double check_temp(lua_State *L, int arg) {
+    double T = luaL_checknumber(L, arg);
+    luaL_argcheck(L, isfinite(T) && T > 0.0, arg, "temperature must be finite and > 0");
+    return T;
+}
+
+static int l_metrics_temperature_fit(lua_State *L) {
+    hy_tensor *y;
+    hy_tensor *a = check_logp_labels(L, 1, &y);
+    double T, nll;
+    if (hy_metrics_temperature_fit(&T, &nll, a->data, y->data, dim(a, 0), dim(a, 1)) != HY_OK)
+        return l_raise(L);
+    lua_pushnumber(L, T);
+    lua_pushnumber(L, nll);
+    return 2;
+}
+
+static int l_metrics_temperature_nll(lua_State *L) {
+    hy_tensor *y;
+    hy_tensor *a = check_logp_labels(L, 1, &y);
+    double T = check_temp(L, 3);
+    hy_tensor *out = push_new(L, HY_F64, dim(a, 0), 0);
+    hy_metrics_temperature_nll(out->data, a->data, y->data, dim(a, 0), dim(a, 1), T);
+    return 1;
+}
+
+static int l_metrics_temperature_apply(lua_State *L) {
+    hy_tensor *a = check_logp_labels(L, 1, NULL);
+    double T = check_temp(L, 2);
+    hy_tensor *p = push_new(L, HY_F32, dim(a, 0), dim(a, 1));
+    hy_metrics_temperature_apply(p->data, a->data, dim(a, 0), dim(a, 1), T);
     return 1;
 }
 
@@ -347,6 +428,12 @@ void l_open_metrics(lua_State *L) {
         {"metrics_score", l_metrics_score},
         {"metrics_id", l_metrics_id},
         {"metrics_ood", l_metrics_ood},
+        {"metrics_misclf", l_metrics_misclf},
+        {"metrics_log_mean_probs", l_metrics_log_mean_probs},
+        {"metrics_log_probs", l_metrics_log_probs},
+        {"metrics_temperature_fit", l_metrics_temperature_fit},
+        {"metrics_temperature_nll", l_metrics_temperature_nll},
+        {"metrics_temperature_apply", l_metrics_temperature_apply},
         {"metrics_reliability", l_metrics_reliability},
         {"metrics_risk_coverage", l_metrics_risk_coverage},
         {"metrics_histogram", l_metrics_histogram},

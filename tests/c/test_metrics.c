@@ -457,6 +457,224 @@ static void test_bootstrap(void) {
                "metrics: bootstrap needs at least 2 resamples (got 1)");
 }
 
+/* ===== naive references for the evaluation-protocol metrics ===== */
+
+/* FPR at 95 % recall of the positives by scanning every candidate threshold: the largest t
+ * among the positive scores with #{pos >= t} >= 0.95 n_pos; FPR = #{neg >= t} / n_neg. */
+static double naive_fpr95(const double *neg, size_t nn, const double *pos, size_t np) {
+    double best = -INFINITY;
+    for (size_t j = 0; j < np; j++) {
+        size_t caught = 0;
+        for (size_t q = 0; q < np; q++) caught += pos[q] >= pos[j];
+        if ((double)caught >= 0.95 * (double)np && pos[j] > best) best = pos[j];
+    }
+    size_t fp = 0;
+    for (size_t i = 0; i < nn; i++) fp += neg[i] >= best;
+    return (double)fp / (double)nn;
+}
+
+static double naive_auroc(const double *neg, size_t nn, const double *pos, size_t np) {
+    double u = 0.0;
+    for (size_t i = 0; i < nn; i++)
+        for (size_t j = 0; j < np; j++) u += pos[j] > neg[i] ? 1.0 : pos[j] == neg[i] ? 0.5 : 0.0;
+    return u / ((double)nn * (double)np);
+}
+
+/* step-wise AP: one threshold per distinct score, descending */
+static double naive_ap(const double *neg, size_t nn, const double *pos, size_t np) {
+    double ap = 0.0, prev = INFINITY;
+    for (;;) {
+        double t = -INFINITY;   /* the next distinct score below prev */
+        for (size_t j = 0; j < np; j++) if (pos[j] < prev && pos[j] > t) t = pos[j];
+        for (size_t i = 0; i < nn; i++) if (neg[i] < prev && neg[i] > t) t = neg[i];
+        if (isinf(t)) break;
+        double tp = 0, fp = 0, dtp = 0;
+        for (size_t j = 0; j < np; j++) { tp += pos[j] >= t; dtp += pos[j] == t; }
+        for (size_t i = 0; i < nn; i++) fp += neg[i] >= t;
+        if (dtp > 0) ap += dtp / (double)np * tp / (tp + fp);
+        prev = t;
+    }
+    return ap;
+}
+
+static void test_fpr95_id(void) {
+    double f;
+    /* ID 1..20: k = 19 -> t = the 19th smallest = 19; OOD [19 20 25 0]: 19 and 0 are <= 19
+     * -> 2/4 accepted */
+    double id[20];
+    for (int i = 0; i < 20; i++) id[i] = i + 1;
+    CHECK_OK(hy_metrics_fpr95_id(&f, id, 20, (const double[]){19, 20, 25, 0}, 4));
+    near("fpr95_id n=20", f, 0.5, 0);
+    /* randomised with ties, against the swapped-and-negated naive FPR95 */
+    hy_rng r;
+    hy_rng_seed(&r, check_seed() + 11);
+    enum { NI = 137, NO = 61 };
+    double si[NI], so[NO], ni[NI], no[NO];
+    for (int rep = 0; rep < 20; rep++) {
+        for (int i = 0; i < NI; i++) { si[i] = (double)hy_rng_below(&r, 30); ni[i] = -si[i]; }
+        for (int i = 0; i < NO; i++) { so[i] = (double)hy_rng_below(&r, 30) + 5; no[i] = -so[i]; }
+        hy_ood_metrics m;
+        CHECK_OK(hy_metrics_ood(&m, si, NI, so, NO));
+        near("fpr95_id vs naive", m.fpr95_id, naive_fpr95(no, NO, ni, NI), 0);
+        near("fpr95 vs naive", m.fpr95, naive_fpr95(si, NI, so, NO), 0);
+        CHECK_OK(hy_metrics_fpr95_id(&f, si, NI, so, NO));
+        near("fpr95_id single call", f, m.fpr95_id, 0);
+    }
+}
+
+static void test_maxlogit(void) {
+    /* M = 2, N = 2, C = 3: sample 0 maxima 3 and 1 -> -2; sample 1 maxima -1 and 5 -> -2 */
+    const float z[12] = {3, 0, 1, -1, -2, -3,   /* member 0: samples 0, 1 */
+                         1, 0.5f, -4, 0, 5, 2}; /* member 1 */
+    double s[2];
+    hy_metrics_score_maxlogit(s, z, 2, 2, 3);
+    near("maxlogit[0]", s[0], -2.0, 0);
+    near("maxlogit[1]", s[1], -(-1.0 + 5.0) / 2, 0);
+    /* M = 1: -max z */
+    hy_metrics_score_maxlogit(s, z, 1, 2, 3);
+    near("maxlogit M=1", s[1], 1.0, 0);
+}
+
+static void test_misclf(void) {
+    hy_rng r;
+    hy_rng_seed(&r, check_seed() + 12);
+    enum { N = 173 };
+    double s[N], pos[N], neg[N];
+    uint8_t ok[N];
+    for (int rep = 0; rep < 20; rep++) {
+        size_t np = 0, nn = 0;
+        for (int i = 0; i < N; i++) {
+            s[i] = (double)hy_rng_below(&r, 25);
+            ok[i] = hy_rng_double(&r) < 0.3 + 0.02 * s[i] ? 0 : 1;   /* higher s, more errors */
+            if (ok[i]) neg[nn++] = s[i]; else pos[np++] = s[i];
+        }
+        hy_misclf_metrics m;
+        CHECK_OK(hy_metrics_misclf(&m, s, ok, N));
+        near("misclf auroc", m.auroc, naive_auroc(neg, nn, pos, np), 1e-12);
+        near("misclf aupr", m.aupr, naive_ap(neg, nn, pos, np), 1e-12);
+        near("misclf fpr95", m.fpr95, naive_fpr95(neg, nn, pos, np), 0);
+    }
+    /* hand case: errors at scores 3, 2; correct at 1, 2: AUROC = (2 + 1.5) / 4 */
+    hy_misclf_metrics m;
+    CHECK_OK(hy_metrics_misclf(&m, (const double[]){3, 2, 1, 2}, (const uint8_t[]){0, 0, 1, 1},
+                               4));
+    near("misclf hand auroc", m.auroc, 0.875, 0);
+    CHECK_FAIL(hy_metrics_misclf(&m, (const double[]){1, 2}, (const uint8_t[]){1, 1}, 2),
+               HY_EINVAL, "metrics: misclassification detection needs correct and "
+               "misclassified samples (got 0 of 2 misclassified)");
+}
+
+/* mean NLL of softmax(a / T), naively in double */
+static double naive_ts_nll(const double *a, const int32_t *y, size_t N, size_t C, double T) {
+    double s = 0.0;
+    for (size_t i = 0; i < N; i++) {
+        double z = 0.0;
+        for (size_t c = 0; c < C; c++) z += exp(a[i * C + c] / T);
+        s += -(a[i * C + (size_t)y[i]] / T - log(z));
+    }
+    return s / (double)N;
+}
+
+static void test_temperature(void) {
+    hy_rng r;
+    hy_rng_seed(&r, check_seed() + 13);
+    enum { M = 3, N = 300, C = 4 };
+    static float z[M * N * C];
+    static int32_t y[N];
+    static double a[N * C], a1[N * C];
+    for (int i = 0; i < N; i++) y[i] = (int32_t)hy_rng_below(&r, C);
+    /* overconfident members: one large logit (+8) on the true class 60 % of the time, else on
+     * another class; members share it and differ by small noise, so conf ~ 1 at acc ~ 0.6 */
+    for (int i = 0; i < N; i++) {
+        int k = hy_rng_double(&r) < 0.6 ? y[i]
+                : (int)(((uint64_t)y[i] + 1 + hy_rng_below(&r, C - 1)) % C);
+        double base[C];
+        for (int c = 0; c < C; c++) base[c] = hy_rng_normal(&r) + (c == k ? 8.0 : 0.0);
+        for (int m = 0; m < M; m++)
+            for (int c = 0; c < C; c++)
+                z[(m * N + i) * C + c] = (float)(base[c] + 0.5 * hy_rng_normal(&r));
+    }
+    /* log p̄ against the naive log of the mean of the member softmaxes */
+    hy_metrics_log_mean_probs(a, z, M, N, C);
+    double worst = 0.0;
+    for (int i = 0; i < N; i++)
+        for (int c = 0; c < C; c++) {
+            double pm = 0.0;
+            for (int m = 0; m < M; m++) {
+                const float *row = z + (m * N + i) * C;
+                double zs = 0.0;
+                for (int k = 0; k < C; k++) zs += exp((double)row[k]);
+                pm += exp((double)row[c]) / zs;
+            }
+            double d = fabs(a[i * C + c] - log(pm / M));
+            if (d > worst) worst = d;
+        }
+    CHECK(worst < 1e-12, "log_mean_probs off by %g", worst);
+    /* the fit against a fine grid over log T */
+    double T, nll, T2, nll2;
+    CHECK_OK(hy_metrics_temperature_fit(&T, &nll, a, y, N, C));
+    CHECK_OK(hy_metrics_temperature_fit(&T2, &nll2, a, y, N, C));
+    CHECK(T == T2 && nll == nll2, "temperature fit not deterministic");
+    double best = INFINITY, bestT = 0.0;
+    for (int g = 0; g <= 4000; g++) {
+        double t = exp(log(HY_TEMP_MIN) + (log(HY_TEMP_MAX) - log(HY_TEMP_MIN)) * g / 4000.0);
+        double v = naive_ts_nll(a, y, N, C, t);
+        if (v < best) { best = v; bestT = t; }
+    }
+    CHECK(T > 1.0, "overconfident ensemble should get T > 1 (got %g)", T);
+    CHECK(nll <= best + 1e-12, "fitted NLL %.17g above the grid minimum %.17g", nll, best);
+    CHECK(fabs(log(T) - log(bestT)) < 2 * 9.3 / 4000.0, "T %g vs grid %g", T, bestT);
+    near("fit nll = naive nll at T", nll, naive_ts_nll(a, y, N, C, T), 1e-12);
+    /* T = 1 is the uncalibrated ensemble: its NLL equals hy_metrics_nll_logits */
+    {
+        double n1[N], n2[N];
+        hy_metrics_temperature_nll(n1, a, y, N, C, 1.0);
+        hy_metrics_nll_logits(n2, z, y, M, N, C);
+        check_close_d("T=1 nll vs nll_logits", n1, n2, N, 1e-12, 1e-12);
+    }
+    /* per-sample NLL and apply against naive softmax(a / T) */
+    double nl[N];
+    static float p[N * C];
+    hy_metrics_temperature_nll(nl, a, y, N, C, T);
+    hy_metrics_temperature_apply(p, a, N, C, T);
+    double wn = 0.0, wp = 0.0;
+    for (int i = 0; i < N; i++) {
+        double zs = 0.0;
+        for (int c = 0; c < C; c++) zs += exp(a[i * C + c] / T);
+        double d = fabs(nl[i] + (a[i * C + y[i]] / T - log(zs)));
+        if (d > wn) wn = d;
+        for (int c = 0; c < C; c++) {
+            double dp = fabs((double)p[i * C + c] - exp(a[i * C + c] / T) / zs);
+            if (dp > wp) wp = dp;
+        }
+    }
+    CHECK(wn < 1e-12 && wp < 1e-7, "temperature nll/apply off by %g / %g", wn, wp);
+    /* M = 1: a = log-softmax(z), so softmax(a / T) = softmax(z / T) (classic TS) */
+    hy_metrics_log_mean_probs(a1, z, 1, N, C);
+    hy_metrics_temperature_apply(p, a1, N, C, 2.5);
+    wp = 0.0;
+    for (int i = 0; i < N; i++) {
+        double zs = 0.0;
+        for (int c = 0; c < C; c++) zs += exp((double)z[i * C + c] / 2.5);
+        for (int c = 0; c < C; c++) {
+            double dp = fabs((double)p[i * C + c] - exp((double)z[i * C + c] / 2.5) / zs);
+            if (dp > wp) wp = dp;
+        }
+    }
+    CHECK(wp < 1e-7, "M=1 temperature scaling differs from softmax(z/T) by %g", wp);
+    /* always right and confident: the NLL falls as T -> 0, so T clamps to HY_TEMP_MIN */
+    const double sep[4] = {0.0, -3.0, -3.0, 0.0};
+    CHECK_OK(hy_metrics_temperature_fit(&T, NULL, sep, (const int32_t[]){0, 1}, 2, 2));
+    near("separable -> T min", T, HY_TEMP_MIN, 0);
+    /* labels uninformative (uniform-right half the time): T large */
+    const double flip[4] = {0.0, -5.0, 0.0, -5.0};
+    CHECK_OK(hy_metrics_temperature_fit(&T, NULL, flip, (const int32_t[]){0, 1}, 2, 2));
+    near("coin flip -> T max", T, HY_TEMP_MAX, 0);
+    const double bad[2] = {0.0, -INFINITY};
+    CHECK_FAIL(hy_metrics_temperature_fit(&T, NULL, bad, (const int32_t[]){0}, 1, 2), HY_EINVAL,
+               "metrics: temperature fit: log-probability 1 (0-based row 0) is not finite");
+}
+
 int main(void) {
     RUN(test_predict_correct);
     RUN(test_id_metrics_hand);
@@ -475,5 +693,9 @@ int main(void) {
     RUN(test_histogram);
     RUN(test_validation_messages);
     RUN(test_bootstrap);
+    RUN(test_fpr95_id);
+    RUN(test_maxlogit);
+    RUN(test_misclf);
+    RUN(test_temperature);
     return check_exit("test_metrics");
 }
