@@ -423,7 +423,8 @@ static hy_status check_batch(const hy_fused *f, const hy_batch *in, size_t B) {
  * contiguous range [p0, p1) of pairs: whole samples of whole streams, so every operation of the
  * forward -- LayerNorms, Q/K/V and output projections, attention, MLP, head -- only reads rows of
  * its own slice, and slices are independent from the embedding to the logits. The forward cuts
- * the M B pairs into one slice per thread and runs them in ONE OpenMP region with no barrier
+ * the M B pairs into chunks at boundaries fixed by M B and T alone (n_chunks), deals whole
+ * chunks out to the threads and runs them in ONE OpenMP region with no barrier
  * (two, when the averaged embedding is computed once for all streams): no per-layer fork/join,
  * no per-head tasks, and OpenBLAS single-threaded for the call, so that its thread pool never
  * runs beside or inside an OpenMP region. Inside a slice the GEMMs are one call per member
@@ -437,6 +438,21 @@ static hy_status check_batch(const hy_fused *f, const hy_batch *in, size_t B) {
 /* rows of the activations a thread runs through every layer at a time (cache-sized chunks) */
 #define CHUNK_ROWS 256
 
+/* The chunks of n items (pairs, or samples for a shared embedding) at sequence length T: about
+ * CHUNK_ROWS rows each, and at least CHUNK_MIN of them (a multiple of 12, so that 1, 2, 3, 4 and
+ * 6 threads get equal shares), never more than n. They depend on n and T only, never on the
+ * thread count: every GEMM's row count, and so its rounding (OpenBLAS's edge kernels round
+ * differently), is then the same with any number of threads (bitwise-identical predictions). */
+#define CHUNK_MIN 12
+static size_t n_chunks(size_t n, size_t T) {
+    size_t step = CHUNK_ROWS / T > 0 ? CHUNK_ROWS / T : 1;
+    size_t nc = (n + step - 1) / step;
+    nc = (nc + CHUNK_MIN - 1) / CHUNK_MIN * CHUNK_MIN;
+    return nc < n ? nc : n;
+}
+/* first item of chunk c of nc over n items (chunk_start(n, nc, nc) = n) */
+static size_t chunk_start(size_t n, size_t nc, size_t c) { return n * c / nc; }
+
 /* floats before the per-thread slices of f->att (the ones used as gates) */
 static size_t att_ones(const hy_fused *f) { return (f->cfg.n_heads + 15) / 16 * 16; }
 /* samples per hy_attn_forward call: bounds the probability scratch, which stays in cache */
@@ -444,10 +460,10 @@ static size_t att_ones(const hy_fused *f) { return (f->cfg.n_heads + 15) / 16 * 
 /* floats of one thread's attention-probability scratch */
 static size_t att_slice(const hy_fused *f) { return ATT_CHUNK * f->cfg.n_heads * f->T * f->T; }
 
-static size_t forward_threads(size_t pairs) {
+static size_t forward_threads(size_t chunks) {
     int p = hy_threads();
     size_t n = p < 1 ? 1 : (size_t)p;
-    return n < pairs ? n : pairs;
+    return n < chunks ? n : chunks;
 }
 
 /* f->att: n_heads ones (the attention gates) + one scratch slice per thread; grown (a one-time
@@ -646,26 +662,31 @@ static void forward(hy_fused *f, const hy_batch *in, size_t B, float *logits, si
 #else
         size_t t = 0, nt = 1;
 #endif
-        /* the lower threads take the extra pairs: the master starts at once, a worker only
-         * once it is woken, so the master carries the larger share (3 pairs on 2 threads:
-         * 2 + 1) */
-        size_t p0 = (pairs * t + nt - 1) / nt, p1 = (pairs * (t + 1) + nt - 1) / nt;
+        /* whole chunks are dealt out to the threads, the lower threads taking the extra ones:
+         * the master starts at once, a worker only once it is woken, so the master carries
+         * the larger share (3 chunks on 2 threads: 2 + 1) */
+        size_t nc = n_chunks(pairs, T), c0 = (nc * t + nt - 1) / nt;
+        size_t c1 = (nc * (t + 1) + nt - 1) / nt;
+        size_t p0 = chunk_start(pairs, nc, c0), p1 = chunk_start(pairs, nc, c1);
         if (emb_shared) {
-            /* computed once into stream 0 (samples split over the threads), then copied */
-            size_t b0 = B * t / nt, b1 = B * (t + 1) / nt;
-            if (b1 > b0) embed_samples(f, 0, in, B, b0, b1, T, f->x + b0 * T * D);
+            /* computed once into stream 0 (fixed chunks of samples dealt out to the threads),
+             * then copied */
+            size_t ncb = n_chunks(B, T), e0 = (ncb * t + nt - 1) / nt;
+            size_t e1 = (ncb * (t + 1) + nt - 1) / nt;
+            for (size_t e = e0; e < e1; e++) {
+                size_t b0 = chunk_start(B, ncb, e), b1 = chunk_start(B, ncb, e + 1);
+                embed_samples(f, 0, in, B, b0, b1, T, f->x + b0 * T * D);
+            }
 #pragma omp barrier
             for (size_t p = p0 > B ? p0 : B; p < p1; p++)
                 memcpy(f->x + p * T * D, f->x + (p % B) * T * D, T * D * sizeof(float));
             /* stream 0's rows are read above until every thread has copied them */
 #pragma omp barrier
         }
-        /* the thread's pairs in chunks of about CHUNK_ROWS rows, each through every layer:
-         * the activations of a chunk stay in cache */
-        size_t step = CHUNK_ROWS / T > 0 ? CHUNK_ROWS / T : 1;
-        for (size_t q0 = p0; q0 < p1; q0 += step) {
+        /* the thread's chunks, each through every layer: its activations stay in cache */
+        for (size_t ci = c0; ci < c1; ci++) {
             slice s;
-            make_slice(&s, q0, q0 + step < p1 ? q0 + step : p1, M, B);
+            make_slice(&s, chunk_start(pairs, nc, ci), chunk_start(pairs, nc, ci + 1), M, B);
             for (size_t i = 0; i < s.nseg && !emb_shared; i++) {
                 size_t m = s.m[i];
                 embed_samples(f, m, in, B, s.b0[i], s.b1[i], T, f->x + (m * BT + s.b0[i] * T) * D);
@@ -678,7 +699,8 @@ static void forward(hy_fused *f, const hy_batch *in, size_t B, float *logits, si
 hy_status hy_fused_forward(hy_fused *f, const hy_batch *in, size_t B, float *logits) {
     HY_TRY(check_batch(f, in, B));
     if (f->M > 64) return hy_fail(HY_EINVAL, "fused: at most 64 members (got %zu)", f->M);
-    size_t P = forward_threads(f->M * B);
+    size_t T = f->cfg.kind == HY_XFMR_VIT ? f->T : 1 + in->len;
+    size_t P = forward_threads(n_chunks(f->M * B, T));
     HY_TRY(ensure_att(f, P));
     /* OpenBLAS single-threaded for the call: the slices are the parallelism */
     int blas_threads = openblas_get_num_threads();

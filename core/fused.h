@@ -10,9 +10,9 @@
  *   pos, patch / token) and the classifier head (head.*) are per member or averaged
  *   (fuse.embed, fuse.head); the LayerNorms norm1, norm2 and the final norm follow fuse.ln.
  *   With averaged embeddings the first layer's input is computed once and copied into every
- *   stream. Execution (fused.c): the rows are split into blocks -- contiguous runs of
- *   (member, sample) pairs, one run per thread, each run in chunks of <= 256 rows that go
- *   through every layer while they are in cache -- so the M streams are independent work that
+ *   stream. Execution (fused.c): the rows are split into chunks of about 256 rows --
+ *   contiguous runs of (member, sample) pairs at boundaries independent of the thread count,
+ *   dealt out whole to the threads, each going through every layer while it is in cache -- so the M streams are independent work that
  *   runs concurrently with no synchronisation inside the forward. Within a block, Q/K/V and
  *   the output projection are one hy_gemm_grouped call each over the block's member segments
  *   (ragged: k_m differs per member); the merged MLP is one GEMM over the block's rows across
@@ -91,9 +91,10 @@ hy_status hy_fused_alloc_acts(hy_fused *f, size_t B_cap);
 
 /* Forward of B samples (hy_batch as in xfmr.h): logits (M, B, K) written, member m's logits in
  * rows [m*B, (m+1)*B). Validates the batch like hy_xfmr_forward (HY_EINVAL, logits untouched).
- * Threads: the M*B (member, sample) pairs are cut into min(hy_threads(), M*B) contiguous slices
- * that run the whole forward independently in one OpenMP region (no per-layer barrier; see
- * fused.c). OpenBLAS is set to one thread for the call and restored after. The only allocation
+ * Threads: the M*B (member, sample) pairs are cut into chunks whose boundaries depend on M*B and
+ * T only; whole chunks are dealt out to the threads and run the whole forward independently in
+ * one OpenMP region (no per-layer barrier; see fused.c). The logits are bitwise the same
+ * whatever the thread count. OpenBLAS is set to one thread for the call and restored after. The only allocation
  * is a one-time growth of the per-thread attention scratch when the thread count rises. */
 hy_status hy_fused_forward(hy_fused *f, const hy_batch *in, size_t B, float *logits);
 

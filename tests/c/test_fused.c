@@ -216,6 +216,77 @@ static void test_averaging(void) {
     }
 }
 
+/* ===== bitwise determinism whatever the thread count ===== */
+
+/* logits of 1, 2 and 3 threads are bitwise identical (chunk boundaries, and so every GEMM's row
+ * count, must not depend on the thread count: OpenBLAS's edge kernels round differently).
+ * B = 40 with vit-fm-like T = 17: M B pairs span several chunks, which cross member streams. */
+static void run_threads_bitwise(hy_xfmr_kind kind, const hy_fuse_config *fc) {
+    hy_xfmr_config c = cfg_of(kind);
+    uint64_t seed = check_seed();
+    enum { M = 3, B = 2 * MAX_B };
+    hy_xfmr xs[M];
+    hy_xfmr *ms[M];
+    for (size_t m = 0; m < M; m++) {
+        make_member(&xs[m], &c, seed + 40 * m + 9, m, 1);
+        ms[m] = &xs[m];
+    }
+    hy_fused f;
+    CHECK_OK(hy_fused_build(&f, ms, M, fc));
+    CHECK_OK(hy_fused_alloc_acts(&f, B));
+    static float images[B * 28 * 28];
+    int32_t ids[B * 12], lengths[B];
+    hy_rng r;
+    hy_rng_seed(&r, seed + 5);
+    hy_batch in;
+    memset(&in, 0, sizeof in);
+    if (kind == HY_XFMR_VIT) {
+        for (size_t i = 0; i < B * 28 * 28; i++) images[i] = (float)hy_rng_normal(&r);
+        in.images = images;
+    } else {
+        for (size_t b = 0; b < B; b++) {
+            lengths[b] = (int32_t)(1 + hy_rng_below(&r, 12));
+            for (size_t t = 0; t < 12; t++)
+                ids[b * 12 + t] = t < (size_t)lengths[b]
+                                      ? (int32_t)(3 + hy_rng_below(&r, c.vocab_size - 3))
+                                      : HY_TOK_PAD;
+        }
+        in.ids = ids;
+        in.lengths = lengths;
+        in.len = 12;
+    }
+    int threads0 = hy_threads();
+    static const size_t sizes[] = {1, 2, 7, B};
+    for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++) {
+        size_t nb = sizes[si], K = c.n_classes;
+        static float lg[3][M * B * 8];
+        for (int nt = 1; nt <= 3; nt++) {
+            hy_threads_init(nt);
+            CHECK_OK(hy_fused_forward(&f, &in, nb, lg[nt - 1]));
+        }
+        for (int nt = 2; nt <= 3; nt++)
+            CHECK(memcmp(lg[nt - 1], lg[0], M * nb * K * sizeof(float)) == 0,
+                  "%s mlp=%s embed=%s B=%zu: logits with %d threads differ from 1 thread",
+                  kind == HY_XFMR_VIT ? "vit" : "text", hy_fuse_mode_name(fc->mlp),
+                  hy_fuse_mode_name(fc->embed), nb, nt);
+    }
+    hy_threads_init(threads0);
+    hy_fused_release(&f);
+    for (size_t m = 0; m < M; m++) hy_xfmr_release(&xs[m]);
+}
+
+static void test_threads_bitwise(void) {
+    const hy_fuse_config avg = {HY_FUSE_AVERAGE, HY_FUSE_AVERAGE, HY_FUSE_AVERAGE,
+                                HY_FUSE_AVERAGE};
+    const hy_fuse_config dflt = {HY_FUSE_AVERAGE, HY_FUSE_MEMBER, HY_FUSE_MEMBER,
+                                 HY_FUSE_MEMBER};
+    run_threads_bitwise(HY_XFMR_VIT, &ALL_MEMBER);
+    run_threads_bitwise(HY_XFMR_VIT, &dflt);
+    run_threads_bitwise(HY_XFMR_VIT, &avg);
+    run_threads_bitwise(HY_XFMR_TEXT, &dflt);
+    run_threads_bitwise(HY_XFMR_TEXT, &avg);
+}
+
 /* ===== file round trip, predict, cost ===== */
 
 static void test_save_load_predict(void) {
@@ -363,6 +434,7 @@ int main(void) {
     RUN(test_sequential_images);
     RUN(test_sequential_text);
     RUN(test_averaging);
+    RUN(test_threads_bitwise);
     RUN(test_save_load_predict);
     RUN(test_cost);
     RUN(test_errors);
