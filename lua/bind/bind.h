@@ -1,44 +1,97 @@
 /* bind.h: shared pieces of the Lua binding (lua/bind/). Only luaopen_hydra_core is exported to
- * the host; each l_<module>.c adds its functions to the hydra.core table through
- * l_open_<module>(L), which is called with that table on top of the stack.
+ * the host; each l_<module>.c binds one core module (core/<module>.h) and adds its functions to
+ * the hydra.core table through l_open_<module>(L), which is called with that table on top of the
+ * stack (l_core.c calls them in dependency order: a class is made before others add methods).
  * Order inside every binding: check arguments, box (userdata + metatable) before acquiring any C
  * resource, call the core, raise last (l_raise). Lua indices are 1-based; convert with
- * l_checkindex here and nowhere else. */
+ * l_checkindex here and nowhere else. A binding reads another file's userdata only through the
+ * l_check* / l_push* functions below, never through its layout. */
 #ifndef HY_BIND_H
 #define HY_BIND_H
 
 #include <lauxlib.h>
 #include <lua.h>
 
+#include "h5.h"
+#include "loader.h"
 #include "tensor.h"
+#include "xfmr.h"
 
 #define L_TENSOR "hydra.Tensor"
-
-typedef struct l_tensor {
-    hy_tensor t;
-} l_tensor;
+#define L_MODEL "hydra.Model"
+#define L_DATASET "hydra.Dataset"
+#define L_H5FILE "hydra.H5File"
 
 int luaopen_hydra_core(lua_State *L);
+
+/* ===== l_core.c: errors, indices, classes ===== */
 
 /* Raises hy_errmsg() as a Lua error; use as `return l_raise(L);`. */
 int l_raise(lua_State *L);
 /* A 1-based Lua index in [1, n] converted to 0-based. */
 size_t l_checkindex(lua_State *L, int arg, size_t n);
+/* Sets fields of the table at the top of the stack. */
+void l_setfuncs(lua_State *L, const luaL_Reg *fns);
+/* Registers class `name`: a metatable whose __index is a table of methods (none when NULL), with
+ * __gc = gc and __close = close (each left out when NULL). Leaves the stack as it was. */
+void l_newclass(lua_State *L, const char *name, const luaL_Reg *methods, lua_CFunction gc,
+                lua_CFunction close);
+/* Adds methods to class `name` (made by l_newclass with methods), e.g. m:save from l_ckpt.c. */
+void l_addmethods(lua_State *L, const char *name, const luaL_Reg *methods);
+/* Sets further metamethods (__len, __tostring, ...) of class `name`. */
+void l_setmeta(lua_State *L, const char *name, const luaL_Reg *meta);
+
+/* ===== l_tensor.c ===== */
+
 /* The hy_tensor inside a hydra.Tensor argument (raises a type error otherwise). */
 hy_tensor *l_checktensor(lua_State *L, int arg);
 /* Pushes a new, empty (zeroed) boxed tensor and returns its header; fill it with
  * hy_tensor_alloc or by moving an owned tensor in (the box then owns it). */
 hy_tensor *l_pushtensor(lua_State *L);
-/* Sets fields of the table at the top of the stack. */
-void l_setfuncs(lua_State *L, const luaL_Reg *fns);
 
+/* ===== l_xfmr.c ===== */
+
+/* The model inside a hydra.Model argument; raises "model: attempt to use a closed model". */
+hy_xfmr *l_checkmodel(lua_State *L, int arg);
+/* Pushes a new, empty (zeroed) hydra.Model box; fill it with hy_xfmr_new or hy_ckpt_load. */
+hy_xfmr *l_pushmodel(lua_State *L);
+
+/* ===== l_loader.c ===== */
+
+/* The dataset inside a hydra.Dataset argument. */
+hy_dataset *l_checkdataset(lua_State *L, int arg);
+/* Pushes a new, empty (zeroed) hydra.Dataset box. */
+hy_dataset *l_pushdataset(lua_State *L);
+
+/* ===== l_h5.c ===== */
+
+/* Pushes a new, closed hydra.H5File box; open it with hy_h5_create / hy_h5_open. Its __gc closes
+ * it, discarding a file being written that was not committed. */
+hy_h5 *l_pushh5(lua_State *L);
+/* Checks the optional /meta table at arg (nil or none: nothing): string keys, values strings,
+ * numbers or booleans (booleans are written as integers 0 / 1); raises "<what>: meta ...". */
+void l_checkmeta(lua_State *L, int arg, const char *what);
+/* Writes the table checked by l_checkmeta as /meta attributes of f (strings as strings,
+ * integers and booleans as int64, other numbers as float64). Never raises. */
+hy_status l_writemeta(lua_State *L, int arg, hy_h5 *f);
+
+void l_open_base(lua_State *L);
 void l_open_tensor(lua_State *L);
-void l_open_io(lua_State *L);
+void l_open_h5(lua_State *L);
 void l_open_config(lua_State *L);
-void l_open_data(lua_State *L);
+void l_open_hash(lua_State *L);
+void l_open_idx(lua_State *L);
+void l_open_imgio(lua_State *L);
+void l_open_sample(lua_State *L);
+void l_open_glyph(lua_State *L);
+void l_open_corrupt(lua_State *L);
 void l_open_text(lua_State *L);
 void l_open_metrics(lua_State *L);
-void l_open_model(lua_State *L);
+void l_open_xfmr(lua_State *L);
+void l_open_loader(lua_State *L);
+void l_open_ckpt(lua_State *L);
+void l_open_train(lua_State *L);
+void l_open_gemm(lua_State *L);
 void l_open_prune(lua_State *L);
 void l_open_fused(lua_State *L);
 void l_open_proc(lua_State *L);

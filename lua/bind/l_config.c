@@ -1,7 +1,6 @@
-/* l_config.c: Lua binding of core/config (YAML -> Lua values) and of hy_hash64.
+/* l_config.c: Lua binding of core/config (YAML -> Lua values).
  *   core.yaml_parse(text, name) -> value, pos      core.yaml_load(path) -> value, pos
  *   core.yaml_null                                 the value YAML null becomes (a light userdata)
- *   core.hash64(s [, seed]) -> 16 lowercase hex digits of hy_hash64(s, seed)
  * value: maps become tables keyed by the key text, sequences arrays, scalars Lua values typed by
  * the core (integer, float, boolean, string, core.yaml_null).
  * pos mirrors value: { line=, col=, kind=, style=, sub= } where kind is "null", "boolean",
@@ -10,12 +9,10 @@
  * value's pos (with key_line, key_col: where the key is written) and order lists the keys in
  * file order. Lines and columns are 1-based. Errors raise the core message
  * ("x.yaml:4:6: did not find expected ',' or ']' (while parsing a flow sequence)"). */
-#include <stdio.h>
 #include <string.h>
 
 #include "bind.h"
 #include "config.h"
-#include "rng.h"
 
 #define L_CONFIGDOC "hydra.ConfigDoc"
 
@@ -129,28 +126,11 @@ static int l_config_load(lua_State *L) {
     return parse_and_push(L, NULL, 0, NULL, path);
 }
 
-/* core.hash64(s [, seed]) -> "0123456789abcdef" */
-static int l_config_hash64(lua_State *L) {
-    size_t len;
-    const char *s = luaL_checklstring(L, 1, &len);
-    lua_Integer seed = luaL_optinteger(L, 2, 0);
-    char hex[17];
-    snprintf(hex, sizeof hex, "%016llx",
-             (unsigned long long)hy_hash64(s, len, (uint64_t)seed));
-    lua_pushstring(L, hex);
-    return 1;
-}
-
 void l_open_config(lua_State *L) {
     static const luaL_Reg fns[] = {{"yaml_parse", l_config_parse},
                                    {"yaml_load", l_config_load},
-                                   {"hash64", l_config_hash64},
                                    {NULL, NULL}};
-    if (luaL_newmetatable(L, L_CONFIGDOC)) {
-        lua_pushcfunction(L, l_configdoc_gc);
-        lua_setfield(L, -2, "__gc");
-    }
-    lua_pop(L, 1);
+    l_newclass(L, L_CONFIGDOC, NULL, l_configdoc_gc, NULL);
     l_setfuncs(L, fns);
     lua_pushlightuserdata(L, (void *)(uintptr_t)&yaml_null_key);
     lua_setfield(L, -2, "yaml_null");

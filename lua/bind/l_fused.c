@@ -5,8 +5,8 @@
  *   f:save(path [, meta])  f:predict(ds, B) -> member_logits [M,N,K], probs [N,K], member_probs [M,N,K]
  *   f:info() -> { members, mlp, ln, embed, head, params, flops, kept = { {k per layer}... } }
  *   f:gates() -> float32 [M,L,H]   f:close()  (also __gc / __close; idempotent)
- *   core.fused_time(f, B, reps, seed) / core.model_time(model, B, reps, seed) -> seconds per
- *     forward of a batch of B random images (after one warm-up), for the cost benchmark. */
+ *   core.fused_time(f, B, reps, seed) -> seconds per forward of a batch of B random images
+ *     (after one warm-up), for the cost benchmark (core.model_time: l_xfmr.c). */
 #include <string.h>
 
 #include "bind.h"
@@ -20,12 +20,6 @@ static hy_fused *check_fused(lua_State *L, int arg) {
     l_fused *u = luaL_checkudata(L, arg, L_FUSED);
     if (!u->f.params) luaL_error(L, "fused: attempt to use a closed model");
     return &u->f;
-}
-
-static hy_xfmr *check_model(lua_State *L, int arg) {
-    hy_xfmr *m = luaL_checkudata(L, arg, "hydra.Model");
-    if (!m->params) luaL_error(L, "model: attempt to use a closed model");
-    return m;
 }
 
 static l_fused *push_fused(lua_State *L) {
@@ -54,7 +48,7 @@ static int l_fused_new(lua_State *L) {
     hy_xfmr **ms = lua_newuserdatauv(L, (M ? M : 1) * sizeof *ms, 0);
     for (size_t m = 0; m < M; m++) {
         lua_geti(L, 1, (lua_Integer)m + 1);
-        ms[m] = check_model(L, -1);
+        ms[m] = l_checkmodel(L, -1);
         lua_pop(L, 1);
     }
     l_fused *u = push_fused(L);
@@ -75,48 +69,25 @@ static int l_fused_gc(lua_State *L) {
     return 0;
 }
 
-/* f:save(path [, meta]): meta = { key = string|number } written as /meta attributes */
+/* f:save(path [, meta]): meta = { key = string|number|boolean } written as /meta attributes
+ * (l_checkmeta); the file is boxed (l_pushh5) before it is created: an error discards it. */
 static int l_fused_save(lua_State *L) {
     hy_fused *f = check_fused(L, 1);
     const char *path = luaL_checkstring(L, 2);
-    int have_meta = !lua_isnoneornil(L, 3);
-    if (have_meta) {
-        luaL_checktype(L, 3, LUA_TTABLE);
-        lua_pushnil(L);
-        while (lua_next(L, 3)) {
-            if (lua_type(L, -2) != LUA_TSTRING ||
-                (lua_type(L, -1) != LUA_TSTRING && lua_type(L, -1) != LUA_TNUMBER))
-                return luaL_argerror(L, 3, "meta values must be strings or numbers by name");
-            lua_pop(L, 1);
-        }
-    }
-    hy_h5 file;
-    if (hy_h5_create(&file, path) != HY_OK) return l_raise(L);
-    hy_status st = hy_fused_write(&file, f);
-    if (st == HY_OK && have_meta) {
-        lua_pushnil(L);
-        while (st == HY_OK && lua_next(L, 3)) {
-            const char *k = lua_tostring(L, -2);
-            if (lua_type(L, -1) == LUA_TSTRING)
-                st = hy_h5_set_attr_str(&file, "/meta", k, lua_tostring(L, -1));
-            else if (lua_isinteger(L, -1))
-                st = hy_h5_set_attr_i64(&file, "/meta", k, (int64_t)lua_tointeger(L, -1));
-            else
-                st = hy_h5_set_attr_f64(&file, "/meta", k, lua_tonumber(L, -1));
-            lua_pop(L, 1);
-        }
-    }
-    if (st != HY_OK) {
-        hy_h5_close(&file);
+    l_checkmeta(L, 3, "fused");
+    hy_h5 *file = l_pushh5(L);
+    if (hy_h5_create(file, path) != HY_OK) return l_raise(L);
+    if (hy_fused_write(file, f) != HY_OK || l_writemeta(L, 3, file) != HY_OK) {
+        hy_h5_close(file);
         return l_raise(L);
     }
-    if (hy_h5_commit(&file) != HY_OK) return l_raise(L);
+    if (hy_h5_commit(file) != HY_OK) return l_raise(L);
     return 0;
 }
 
 static int l_fused_predict(lua_State *L) {
     hy_fused *f = check_fused(L, 1);
-    hy_dataset *ds = luaL_checkudata(L, 2, "hydra.Dataset");
+    hy_dataset *ds = l_checkdataset(L, 2);
     lua_Integer bs = luaL_optinteger(L, 3, 256);
     luaL_argcheck(L, bs >= 1, 3, "batch size must be >= 1");
     int64_t M = (int64_t)f->M, N = (int64_t)ds->n, K = (int64_t)f->cfg.n_classes;
@@ -199,42 +170,13 @@ static int l_fused_time(lua_State *L) {
     return 1;
 }
 
-static int l_model_time(lua_State *L) {
-    hy_xfmr *m = check_model(L, 1);
-    lua_Integer B = luaL_checkinteger(L, 2), reps = luaL_checkinteger(L, 3);
-    uint64_t seed = (uint64_t)luaL_optinteger(L, 4, 0);
-    luaL_argcheck(L, B >= 1 && reps >= 1, 2, "batch and repetitions must be >= 1");
-    luaL_argcheck(L, m->cfg.kind == HY_XFMR_VIT, 1, "timing needs an image model");
-    size_t n = (size_t)B * m->cfg.channels * m->cfg.image_size * m->cfg.image_size;
-    float *img = lua_newuserdatauv(L, n * sizeof(float), 0);
-    float *lg = lua_newuserdatauv(L, (size_t)B * m->cfg.n_classes * sizeof(float), 0);
-    random_images(img, n, seed);
-    if ((m->B_cap < (size_t)B || !m->acts) && hy_xfmr_alloc_acts(m, (size_t)B) != HY_OK)
-        return l_raise(L);
-    hy_batch in = {.images = img};
-    if (hy_xfmr_forward(m, &in, (size_t)B, lg) != HY_OK) return l_raise(L);
-    double t0 = hy_now();
-    for (lua_Integer i = 0; i < reps; i++)
-        if (hy_xfmr_forward(m, &in, (size_t)B, lg) != HY_OK) return l_raise(L);
-    lua_pushnumber(L, (hy_now() - t0) / (double)reps);
-    return 1;
-}
-
 void l_open_fused(lua_State *L) {
     static const luaL_Reg methods[] = {
         {"save", l_fused_save}, {"predict", l_fused_predict}, {"info", l_fused_info},
         {"gates", l_fused_gates}, {"close", l_fused_gc}, {NULL, NULL}};
     static const luaL_Reg fns[] = {
         {"fused_new", l_fused_new}, {"fused_load", l_fused_load}, {"fused_time", l_fused_time},
-        {"model_time", l_model_time}, {NULL, NULL}};
-    luaL_newmetatable(L, L_FUSED);
-    lua_newtable(L);
-    luaL_setfuncs(L, methods, 0);
-    lua_setfield(L, -2, "__index");
-    lua_pushcfunction(L, l_fused_gc);
-    lua_setfield(L, -2, "__gc");
-    lua_pushcfunction(L, l_fused_gc);
-    lua_setfield(L, -2, "__close");
-    lua_pop(L, 1);
+        {NULL, NULL}};
+    l_newclass(L, L_FUSED, methods, l_fused_gc, l_fused_gc);
     l_setfuncs(L, fns);
 }

@@ -1,5 +1,9 @@
-/* l_proc.c: process and file-system helpers for the stage cache and runs (lua/hydra/stages.lua):
- * exclusive lock files, process liveness, sleeping, the host name.
+/* l_proc.c: process and file-system helpers (POSIX, no core module) for the stage cache, runs
+ * and scripts: folders, file status, exclusive lock files, process liveness, sleeping, names.
+ *   core.listdir(path) -> sorted array of names (without . and ..); raises on error
+ *   core.stat(path) -> "file" | "dir" | "other", size, mtime   or nil when it does not exist
+ *   core.mkdir_p(path)           creates path and its parents (like mkdir -p); raises on error
+ *   core.getpid() -> integer     core.isatty(fd) -> boolean (fd 0, 1 or 2)
  *   core.lock_create(path, text) -> true | false, why   O_CREAT|O_EXCL create + write text; false
  *                                                       with "exists" when the file is there,
  *                                                       else with the system's message
@@ -8,15 +12,94 @@
  *   core.hostname()              -> string */
 #define _POSIX_C_SOURCE 200809L
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "bind.h"
+
+#define L_DIR "hydra.Dir"
+
+/* An open directory stream, boxed so that an error while listing closes it. */
+typedef struct l_dir {
+    DIR *d;
+} l_dir;
+
+static int l_dir_gc(lua_State *L) {
+    l_dir *u = luaL_checkudata(L, 1, L_DIR);
+    if (u->d) closedir(u->d);
+    u->d = NULL;
+    return 0;
+}
+
+static int l_listdir(lua_State *L) {
+    const char *path = luaL_checkstring(L, 1);
+    l_dir *u = lua_newuserdatauv(L, sizeof *u, 0);   /* box first: GC closes the stream */
+    u->d = NULL;
+    luaL_setmetatable(L, L_DIR);
+    u->d = opendir(path);
+    if (!u->d) return luaL_error(L, "cannot list '%s': %s", path, strerror(errno));
+    lua_newtable(L);
+    lua_Integer n = 0;
+    struct dirent *e;
+    while ((e = readdir(u->d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+        lua_pushstring(L, e->d_name);
+        lua_rawseti(L, -2, ++n);
+    }
+    closedir(u->d);
+    u->d = NULL;
+    lua_getglobal(L, "table");
+    lua_getfield(L, -1, "sort");
+    lua_pushvalue(L, -3);
+    lua_call(L, 1, 0);
+    lua_pop(L, 1);
+    return 1;
+}
+
+static int l_stat(lua_State *L) {
+    const char *path = luaL_checkstring(L, 1);
+    struct stat sb;
+    if (stat(path, &sb) != 0) { lua_pushnil(L); return 1; }
+    lua_pushstring(L, S_ISREG(sb.st_mode) ? "file" : S_ISDIR(sb.st_mode) ? "dir" : "other");
+    lua_pushinteger(L, (lua_Integer)sb.st_size);
+    lua_pushinteger(L, (lua_Integer)sb.st_mtime);
+    return 3;
+}
+
+static int l_mkdir_p(lua_State *L) {
+    const char *path = luaL_checkstring(L, 1);
+    char buf[4096];
+    size_t n = strlen(path);
+    luaL_argcheck(L, n > 0 && n < sizeof buf, 1, "path empty or too long");
+    memcpy(buf, path, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        if (buf[i] == '/' || buf[i] == '\0') {
+            char c = buf[i];
+            buf[i] = '\0';
+            if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+                return luaL_error(L, "cannot create folder '%s': %s", buf, strerror(errno));
+            buf[i] = c;
+        }
+    }
+    return 0;
+}
+
+static int l_getpid(lua_State *L) {
+    lua_pushinteger(L, (lua_Integer)getpid());
+    return 1;
+}
+
+static int l_isatty(lua_State *L) {
+    lua_pushboolean(L, isatty((int)luaL_checkinteger(L, 1)));
+    return 1;
+}
 
 static int l_lock_create(lua_State *L) {
     const char *path = luaL_checkstring(L, 1);
@@ -83,7 +166,10 @@ static int l_hostname(lua_State *L) {
 
 void l_open_proc(lua_State *L) {
     static const luaL_Reg fns[] = {
+        {"listdir", l_listdir},         {"stat", l_stat},           {"mkdir_p", l_mkdir_p},
+        {"getpid", l_getpid},           {"isatty", l_isatty},
         {"lock_create", l_lock_create}, {"pid_alive", l_pid_alive}, {"sleep", l_sleep},
         {"hostname", l_hostname},       {NULL, NULL}};
+    l_newclass(L, L_DIR, NULL, l_dir_gc, NULL);
     l_setfuncs(L, fns);
 }

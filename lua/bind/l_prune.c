@@ -9,24 +9,17 @@
  *   core.prune_objective(model, id, ood|nil, batch_size) -> nll, auroc|nil
  *   core.prune_check_gates(gates, L, H)     raises the validation message
  *   core.prune_restore(model, base_params)  base_params: float32 Tensor of the flat block
- * model is a hydra.Model, datasets hydra.Dataset (lua/bind/l_model.c; both start with the core
- * struct, so the userdata is read as one). Scratch arrays are Lua userdata: nothing leaks when
- * an argument check raises. */
+ * model is a hydra.Model (l_xfmr.c), datasets hydra.Dataset (l_loader.c). Scratch arrays are
+ * Lua userdata: nothing leaks when an argument check raises. */
 #include <string.h>
 
 #include "bind.h"
 #include "prune.h"
 
-static hy_xfmr *check_model(lua_State *L, int arg) {
-    hy_xfmr *m = luaL_checkudata(L, arg, "hydra.Model");
-    if (!m->params) luaL_error(L, "model: attempt to use a closed model");
-    return m;
-}
-
 static hy_dataset *opt_dataset(lua_State *L, int t, const char *key, int required) {
     lua_getfield(L, t, key);
     hy_dataset *d = NULL;
-    if (!lua_isnil(L, -1)) d = luaL_checkudata(L, -1, "hydra.Dataset");
+    if (!lua_isnil(L, -1)) d = l_checkdataset(L, -1);
     else if (required) luaL_error(L, "prune: missing option '%s'", key);
     lua_pop(L, 1);
     return d;
@@ -69,7 +62,7 @@ static void call_progress(void *vctx, size_t done, size_t total) {
 }
 
 static int l_prune_members(lua_State *L) {
-    hy_xfmr *m = check_model(L, 1);
+    hy_xfmr *m = l_checkmodel(L, 1);
     luaL_checktype(L, 2, LUA_TTABLE);
     size_t NL = m->cfg.depth, NH = m->cfg.n_heads;
     hy_prune_config pc;
@@ -156,9 +149,9 @@ static int l_prune_members(lua_State *L) {
 }
 
 static int l_prune_objective(lua_State *L) {
-    hy_xfmr *m = check_model(L, 1);
-    hy_dataset *id = luaL_checkudata(L, 2, "hydra.Dataset");
-    hy_dataset *ood = lua_isnoneornil(L, 3) ? NULL : luaL_checkudata(L, 3, "hydra.Dataset");
+    hy_xfmr *m = l_checkmodel(L, 1);
+    hy_dataset *id = l_checkdataset(L, 2);
+    hy_dataset *ood = lua_isnoneornil(L, 3) ? NULL : l_checkdataset(L, 3);
     lua_Integer bs = luaL_optinteger(L, 4, 64);
     luaL_argcheck(L, bs >= 1, 4, "batch size must be >= 1");
     hy_subset is = {id, NULL, id->n}, os = {ood, NULL, ood ? ood->n : 0};
@@ -182,7 +175,7 @@ static int l_prune_check_gates(lua_State *L) {
 }
 
 static int l_prune_restore(lua_State *L) {
-    hy_xfmr *m = check_model(L, 1);
+    hy_xfmr *m = l_checkmodel(L, 1);
     hy_tensor *b = l_checktensor(L, 2);
     if (b->dtype != HY_F32 || hy_tensor_numel(b) != m->n_params)
         return luaL_error(L, "prune: base parameters must be a float32 tensor of %d values "

@@ -3,12 +3,30 @@
  *   core.from_table(dtype, values [, shape]) flat or nested Lua table -> tensor
  *   t:dtype() t:ndim() t:size(i) t:shape() t:numel() t:get(i, ...) t:set(i, ..., v)
  *   t:row(i) (view; keeps t alive) t:flat() t:totable() t:fill(v) t:clone()
+ *   core.mean_first(t) -> the mean over dim 1 of a float32 [K, ...] tensor (accumulated in
+ *                         double), e.g. MC-dropout passes [K,N,C] -> [N,C]
  * Views pin their owner through uservalue 1. Tensors have __gc only (no __close): a view may
  * still point into the data. */
 #include <math.h>
 #include <string.h>
 
 #include "bind.h"
+
+typedef struct l_tensor {
+    hy_tensor t;
+} l_tensor;
+
+hy_tensor *l_checktensor(lua_State *L, int arg) {
+    l_tensor *u = luaL_checkudata(L, arg, L_TENSOR);
+    return &u->t;
+}
+
+hy_tensor *l_pushtensor(lua_State *L) {
+    l_tensor *u = lua_newuserdatauv(L, sizeof *u, 1);
+    memset(u, 0, sizeof *u);
+    luaL_setmetatable(L, L_TENSOR);
+    return &u->t;
+}
 
 static hy_dtype check_dtype(lua_State *L, int arg) {
     const char *name = luaL_checkstring(L, arg);
@@ -277,6 +295,23 @@ static int l_tensor_tostring(lua_State *L) {
     return 1;
 }
 
+static int l_mean_first(lua_State *L) {
+    hy_tensor *t = l_checktensor(L, 1);
+    luaL_argcheck(L, t->dtype == HY_F32 && t->ndim >= 2 && t->shape[0] >= 1, 1,
+                  "expected a float32 tensor with 2 or more dims and a non-empty first dim");
+    hy_tensor *o = l_pushtensor(L);
+    if (hy_tensor_alloc(o, HY_F32, t->ndim - 1, t->shape + 1) != HY_OK) return l_raise(L);
+    size_t K = (size_t)t->shape[0], n = hy_tensor_numel(o);
+    const float *x = t->data;
+    float *y = o->data;
+    for (size_t i = 0; i < n; i++) {
+        double s = 0;
+        for (size_t k = 0; k < K; k++) s += (double)x[k * n + i];
+        y[i] = (float)(s / (double)K);
+    }
+    return 1;
+}
+
 void l_open_tensor(lua_State *L) {
     static const luaL_Reg methods[] = {
         {"get", l_tensor_get},     {"set", l_tensor_set},     {"dtype", l_tensor_dtype},
@@ -285,15 +320,11 @@ void l_open_tensor(lua_State *L) {
         {"totable", l_tensor_totable}, {"fill", l_tensor_fill}, {"clone", l_tensor_clone},
         {NULL, NULL}};
     static const luaL_Reg meta[] = {
-        {"__gc", l_tensor_gc}, {"__len", l_tensor_len}, {"__tostring", l_tensor_tostring},
-        {NULL, NULL}};
+        {"__len", l_tensor_len}, {"__tostring", l_tensor_tostring}, {NULL, NULL}};
     static const luaL_Reg fns[] = {
-        {"tensor", l_tensor_new}, {"from_table", l_from_table}, {NULL, NULL}};
-    luaL_newmetatable(L, L_TENSOR);
-    luaL_setfuncs(L, meta, 0);
-    lua_newtable(L);
-    luaL_setfuncs(L, methods, 0);
-    lua_setfield(L, -2, "__index");
-    lua_pop(L, 1);
-    luaL_setfuncs(L, fns, 0);
+        {"tensor", l_tensor_new}, {"from_table", l_from_table}, {"mean_first", l_mean_first},
+        {NULL, NULL}};
+    l_newclass(L, L_TENSOR, methods, l_tensor_gc, NULL);
+    l_setmeta(L, L_TENSOR, meta);
+    l_setfuncs(L, fns);
 }

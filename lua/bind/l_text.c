@@ -391,19 +391,6 @@ static int l_vocab_gc(lua_State *L) {
     return 0;
 }
 
-static void new_class(lua_State *L, const char *name, const luaL_Reg *methods,
-                      lua_CFunction gc, lua_CFunction len) {
-    luaL_newmetatable(L, name);
-    lua_newtable(L);
-    luaL_setfuncs(L, methods, 0);
-    lua_setfield(L, -2, "__index");
-    lua_pushcfunction(L, gc);
-    lua_setfield(L, -2, "__gc");
-    lua_pushcfunction(L, len);
-    lua_setfield(L, -2, "__len");
-    lua_pop(L, 1);
-}
-
 void l_open_text(lua_State *L) {
     static const luaL_Reg corpus_m[] = {
         {"size", l_corpus_size},       {"get", l_corpus_get},       {"labels", l_corpus_labels},
@@ -425,12 +412,13 @@ void l_open_text(lua_State *L) {
         {"vocab_build", l_vocab_build},
         {"vocab_from_words", l_vocab_from_words},
         {NULL, NULL}};
-    new_class(L, L_CORPUS, corpus_m, l_corpus_gc, l_corpus_size);
-    new_class(L, L_VOCAB, vocab_m, l_vocab_gc, l_vocab_size);
-    luaL_newmetatable(L, L_TEXTBUF);
-    lua_pushcfunction(L, l_textbuf_gc);
-    lua_setfield(L, -2, "__gc");
-    lua_pop(L, 1);
+    static const luaL_Reg corpus_meta[] = {{"__len", l_corpus_size}, {NULL, NULL}};
+    static const luaL_Reg vocab_meta[] = {{"__len", l_vocab_size}, {NULL, NULL}};
+    l_newclass(L, L_CORPUS, corpus_m, l_corpus_gc, NULL);
+    l_setmeta(L, L_CORPUS, corpus_meta);
+    l_newclass(L, L_VOCAB, vocab_m, l_vocab_gc, NULL);
+    l_setmeta(L, L_VOCAB, vocab_meta);
+    l_newclass(L, L_TEXTBUF, NULL, l_textbuf_gc, NULL);
     l_setfuncs(L, fns);
     lua_pushstring(L, HY_TEXT_NORMALIZATION);
     lua_setfield(L, -2, "text_normalization");

@@ -1,4 +1,4 @@
-/* l_io.c: Lua binding of core/h5 (HDF5 files).
+/* l_h5.c: Lua binding of core/h5 (HDF5 files).
  *   core.h5_create(path) -> H5File (writing; appears at path on f:commit())
  *   core.h5_open(path)   -> H5File (read-only)
  *   core.h5_is_file(path) -> boolean
@@ -9,13 +9,13 @@
  * __gc and __close both run hy_h5_close, which is idempotent: an uncommitted file is discarded.
  * Methods on a closed (or committed) file raise "h5: attempt to use a closed file".
  * Owned C results (strings, listings) live in a "hydra.H5Result" box with __gc while they are
- * copied into Lua values, so a Lua memory error never leaks them. */
+ * copied into Lua values, so a Lua memory error never leaks them. For other bindings: l_pushh5
+ * (a boxed file) and the one /meta writer, l_checkmeta + l_writemeta (bind.h). */
 #include <string.h>
 
 #include "bind.h"
 #include "h5.h"
 
-#define L_H5FILE "hydra.H5File"
 #define L_H5RESULT "hydra.H5Result"
 
 typedef struct l_h5file {
@@ -72,21 +72,22 @@ static const char *check_cstr(lua_State *L, int arg) {
 
 /* ===== files ===== */
 
-static int l_h5_create(lua_State *L) {
-    const char *path = check_cstr(L, 1);
+hy_h5 *l_pushh5(lua_State *L) {
     l_h5file *u = lua_newuserdatauv(L, sizeof *u, 0);
     memset(u, 0, sizeof *u);
     luaL_setmetatable(L, L_H5FILE);
-    if (hy_h5_create(&u->f, path) != HY_OK) return l_raise(L);
+    return &u->f;
+}
+
+static int l_h5_create(lua_State *L) {
+    const char *path = check_cstr(L, 1);
+    if (hy_h5_create(l_pushh5(L), path) != HY_OK) return l_raise(L);
     return 1;
 }
 
 static int l_h5_open(lua_State *L) {
     const char *path = check_cstr(L, 1);
-    l_h5file *u = lua_newuserdatauv(L, sizeof *u, 0);
-    memset(u, 0, sizeof *u);
-    luaL_setmetatable(L, L_H5FILE);
-    if (hy_h5_open(&u->f, path) != HY_OK) return l_raise(L);
+    if (hy_h5_open(l_pushh5(L), path) != HY_OK) return l_raise(L);
     return 1;
 }
 
@@ -220,6 +221,43 @@ static int l_h5file_set_attr(lua_State *L) {
     }
     if (st != HY_OK) return l_raise(L);
     return 0;
+}
+
+/* ===== /meta of checkpoints and fused files ===== */
+
+void l_checkmeta(lua_State *L, int arg, const char *what) {
+    if (lua_isnoneornil(L, arg)) return;
+    luaL_checktype(L, arg, LUA_TTABLE);
+    lua_pushnil(L);
+    while (lua_next(L, arg) != 0) {
+        if (lua_type(L, -2) != LUA_TSTRING) luaL_error(L, "%s: meta keys must be strings", what);
+        int t = lua_type(L, -1);
+        if (t != LUA_TSTRING && t != LUA_TNUMBER && t != LUA_TBOOLEAN)
+            luaL_error(L, "%s: meta '%s' must be a string, a number or a boolean (got %s)", what,
+                       lua_tostring(L, -2), luaL_typename(L, -1));
+        lua_pop(L, 1);
+    }
+}
+
+hy_status l_writemeta(lua_State *L, int arg, hy_h5 *f) {
+    if (lua_isnoneornil(L, arg)) return HY_OK;
+    hy_status st = HY_OK;
+    lua_pushnil(L);
+    while (lua_next(L, arg) != 0) {
+        const char *k = lua_tostring(L, -2);   /* a string key (l_checkmeta): no conversion */
+        if (st == HY_OK) {
+            if (lua_type(L, -1) == LUA_TSTRING)
+                st = hy_h5_set_attr_str(f, "/meta", k, lua_tostring(L, -1));
+            else if (lua_type(L, -1) == LUA_TBOOLEAN)
+                st = hy_h5_set_attr_i64(f, "/meta", k, lua_toboolean(L, -1));
+            else if (lua_isinteger(L, -1))
+                st = hy_h5_set_attr_i64(f, "/meta", k, (int64_t)lua_tointeger(L, -1));
+            else
+                st = hy_h5_set_attr_f64(f, "/meta", k, (double)lua_tonumber(L, -1));
+        }
+        lua_pop(L, 1);
+    }
+    return st;
 }
 
 /* ===== reading ===== */
@@ -368,7 +406,7 @@ static int l_h5file_list(lua_State *L) {
     return 1;
 }
 
-void l_open_io(lua_State *L) {
+void l_open_h5(lua_State *L) {
     static const luaL_Reg methods[] = {
         {"write", l_h5file_write},
         {"write_string", l_h5file_write_string},
@@ -388,20 +426,12 @@ void l_open_io(lua_State *L) {
         {"writable", l_h5file_writable},
         {"is_open", l_h5file_is_open},
         {NULL, NULL}};
-    static const luaL_Reg meta[] = {
-        {"__gc", l_h5file_close}, {"__close", l_h5file_close}, {"__tostring", l_h5file_tostring},
-        {NULL, NULL}};
+    static const luaL_Reg meta[] = {{"__tostring", l_h5file_tostring}, {NULL, NULL}};
     static const luaL_Reg fns[] = {
         {"h5_create", l_h5_create}, {"h5_open", l_h5_open}, {"h5_is_file", l_h5_is_file},
         {NULL, NULL}};
-    luaL_newmetatable(L, L_H5FILE);
-    luaL_setfuncs(L, meta, 0);
-    luaL_newlib(L, methods);
-    lua_setfield(L, -2, "__index");
-    lua_pop(L, 1);
-    luaL_newmetatable(L, L_H5RESULT);
-    lua_pushcfunction(L, l_h5result_gc);
-    lua_setfield(L, -2, "__gc");
-    lua_pop(L, 1);
+    l_newclass(L, L_H5FILE, methods, l_h5file_close, l_h5file_close);
+    l_setmeta(L, L_H5FILE, meta);
+    l_newclass(L, L_H5RESULT, NULL, l_h5result_gc, NULL);
     l_setfuncs(L, fns);
 }

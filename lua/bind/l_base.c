@@ -1,0 +1,45 @@
+/* l_base.c: Lua binding of core/base (clock, threads, allocation counter, build facts).
+ *   core.now() -> monotonic seconds
+ *   core.threads_init(n) -> count   sets OpenMP + OpenBLAS threads once (n <= 0: HYDRA_THREADS
+ *                                   or every core);  core.threads() -> the count in force
+ *   core.alloc_count() -> allocations made through hy_x* so far (failure-injection tests)
+ *   core.version (string)  core.debug (built with HY_DEBUG, make MODE=asan: HYDRA_FAIL_ALLOC=N
+ *   is honoured) */
+#include "bind.h"
+
+static int l_now(lua_State *L) {
+    lua_pushnumber(L, hy_now());
+    return 1;
+}
+
+static int l_threads_init(lua_State *L) {
+    hy_threads_init((int)luaL_optinteger(L, 1, 0));
+    lua_pushinteger(L, hy_threads());
+    return 1;
+}
+
+static int l_threads(lua_State *L) {
+    lua_pushinteger(L, hy_threads());
+    return 1;
+}
+
+static int l_alloc_count(lua_State *L) {
+    lua_pushinteger(L, (lua_Integer)hy_alloc_count());
+    return 1;
+}
+
+void l_open_base(lua_State *L) {
+    static const luaL_Reg fns[] = {
+        {"now", l_now},         {"threads_init", l_threads_init},
+        {"threads", l_threads}, {"alloc_count", l_alloc_count},
+        {NULL, NULL}};
+    l_setfuncs(L, fns);
+    lua_pushliteral(L, HY_VERSION);
+    lua_setfield(L, -2, "version");
+#ifdef HY_DEBUG
+    lua_pushboolean(L, 1);
+#else
+    lua_pushboolean(L, 0);
+#endif
+    lua_setfield(L, -2, "debug");
+}

@@ -1,0 +1,199 @@
+/* l_train.c: Lua binding of core/train (training loop, evaluation, prediction).
+ *   m:evaluate(ds, B) -> nll, acc      m:predict(ds, B [, logits, probs]) -> logits, probs
+ *   core.trainer_new(m, ds, cfg) -> hydra.Trainer (t:start_epoch(e) 1-based, t:run(n) -> ran,
+ *                                                   t:progress() -> table, t:close())
+ * A Trainer has __gc and __close (one idempotent release); it pins its model and dataset through
+ * uservalues, and checks the model is still open. */
+#include <string.h>
+
+#include "bind.h"
+#include "train.h"
+
+#define L_TRAINER "hydra.Trainer"
+
+typedef struct l_trainer { hy_trainer t; int open; } l_trainer;
+
+/* t[key] as a non-negative integer (required). */
+static size_t field_size(lua_State *L, int t, const char *sect, const char *key) {
+    lua_getfield(L, t, key);
+    int ok = 0;
+    lua_Integer v = lua_tointegerx(L, -1, &ok);
+    if (!ok || v < 0)
+        luaL_error(L, "%s: %s must be a non-negative integer (got %s)", sect, key,
+                   luaL_typename(L, -1));
+    lua_pop(L, 1);
+    return (size_t)v;
+}
+
+static double field_num(lua_State *L, int t, const char *sect, const char *key, double dflt,
+                        int required) {
+    lua_getfield(L, t, key);
+    double v = dflt;
+    if (lua_isnil(L, -1)) {
+        if (required) luaL_error(L, "%s: missing key '%s'", sect, key);
+    } else if (lua_type(L, -1) != LUA_TNUMBER) {
+        luaL_error(L, "%s: %s must be a number (got %s)", sect, key, luaL_typename(L, -1));
+    } else {
+        v = lua_tonumber(L, -1);
+    }
+    lua_pop(L, 1);
+    return v;
+}
+
+static int field_bool(lua_State *L, int t, const char *key) {
+    lua_getfield(L, t, key);
+    int v = lua_toboolean(L, -1);
+    lua_pop(L, 1);
+    return v;
+}
+
+static int l_model_evaluate(lua_State *L) {
+    hy_xfmr *m = l_checkmodel(L, 1);
+    hy_dataset *d = l_checkdataset(L, 2);
+    lua_Integer B = luaL_optinteger(L, 3, 256);
+    luaL_argcheck(L, B >= 1, 3, "batch size must be >= 1");
+    double nll, acc;
+    if (hy_train_evaluate(m, d, (size_t)B, &nll, &acc) != HY_OK) return l_raise(L);
+    lua_pushnumber(L, nll);
+    lua_pushnumber(L, acc);
+    return 2;
+}
+
+/* An optional float32 [N,K] output tensor at arg (nil: allocate and push a new one). */
+static hy_tensor *out_tensor(lua_State *L, int arg, int64_t N, int64_t K) {
+    if (lua_isnoneornil(L, arg)) {
+        int64_t shape[2] = {N, K};
+        hy_tensor *t = l_pushtensor(L);
+        if (hy_tensor_alloc(t, HY_F32, 2, shape) != HY_OK) l_raise(L);
+        return t;
+    }
+    hy_tensor *t = l_checktensor(L, arg);
+    if (t->dtype != HY_F32 || hy_tensor_numel(t) != (size_t)(N * K) || t->ndim < 1 ||
+        t->shape[0] != N)
+        luaL_argerror(L, arg, lua_pushfstring(L, "expected a float32 [%d,%d] tensor",
+                                              (int)N, (int)K));
+    lua_pushvalue(L, arg);
+    return t;
+}
+
+/* m:predict(ds [, B [, logits_out [, probs_out]]]) -> logits [N,K], probs [N,K]
+ * (the outputs are written into the given tensors, e.g. row views, when passed) */
+static int l_model_predict(lua_State *L) {
+    hy_xfmr *m = l_checkmodel(L, 1);
+    hy_dataset *d = l_checkdataset(L, 2);
+    lua_Integer B = luaL_optinteger(L, 3, 256);
+    luaL_argcheck(L, B >= 1, 3, "batch size must be >= 1");
+    hy_tensor *lg = out_tensor(L, 4, (int64_t)d->n, (int64_t)m->cfg.n_classes);
+    hy_tensor *pr = out_tensor(L, 5, (int64_t)d->n, (int64_t)m->cfg.n_classes);
+    if (hy_train_predict(m, d, (size_t)B, lg->data, pr->data) != HY_OK) return l_raise(L);
+    return 2;
+}
+
+static l_trainer *check_trainer(lua_State *L, int arg) {
+    l_trainer *u = luaL_checkudata(L, arg, L_TRAINER);
+    if (!u->open) luaL_error(L, "train: attempt to use a closed trainer");
+    if (!u->t.model->params) luaL_error(L, "model: attempt to use a closed model");
+    return u;
+}
+
+/* core.trainer_new(model, dataset, cfg): cfg holds the train + optim keys flattened:
+ * epochs, batch_size, warmup_epochs, grad_clip, label_smoothing, learning_rate, beta1, beta2,
+ * eps, weight_decay, schedule, min_lr, seed, random_crop, crop_padding, hflip. */
+static int l_trainer_new(lua_State *L) {
+    hy_xfmr *m = l_checkmodel(L, 1);
+    hy_dataset *d = l_checkdataset(L, 2);
+    luaL_checktype(L, 3, LUA_TTABLE);
+    hy_train_config c;
+    memset(&c, 0, sizeof c);
+    c.epochs = field_size(L, 3, "train", "epochs");
+    c.batch_size = field_size(L, 3, "train", "batch_size");
+    c.warmup_epochs = field_num(L, 3, "train", "warmup_epochs", 0, 1);
+    c.grad_clip = field_num(L, 3, "train", "grad_clip", 0, 1);
+    c.label_smoothing = field_num(L, 3, "train", "label_smoothing", 0, 1);
+    c.optim.learning_rate = field_num(L, 3, "optim", "learning_rate", 0, 1);
+    c.optim.beta1 = field_num(L, 3, "optim", "beta1", 0, 1);
+    c.optim.beta2 = field_num(L, 3, "optim", "beta2", 0, 1);
+    c.optim.eps = field_num(L, 3, "optim", "eps", 0, 1);
+    c.optim.weight_decay = field_num(L, 3, "optim", "weight_decay", 0, 1);
+    c.min_lr = field_num(L, 3, "optim", "min_lr", 0, 1);
+    c.seed = (uint64_t)(lua_Integer)field_num(L, 3, "train", "seed", 0, 1);
+    lua_getfield(L, 3, "schedule");
+    const char *sched = lua_isnil(L, -1) ? "cosine" : luaL_checkstring(L, -1);
+    if (hy_sched_parse(sched, &c.schedule) != HY_OK) return l_raise(L);
+    lua_pop(L, 1);
+    hy_augment aug = {field_bool(L, 3, "random_crop"), 0, field_bool(L, 3, "hflip")};
+    aug.crop_padding = (int)field_num(L, 3, "train", "crop_padding", 0, 0);
+
+    l_trainer *u = lua_newuserdatauv(L, sizeof *u, 2);
+    memset(u, 0, sizeof *u);
+    luaL_setmetatable(L, L_TRAINER);
+    lua_pushvalue(L, 1);
+    lua_setiuservalue(L, -2, 1);
+    lua_pushvalue(L, 2);
+    lua_setiuservalue(L, -2, 2);
+    if (hy_trainer_new(&u->t, m, d, &c, &aug) != HY_OK) return l_raise(L);
+    u->open = 1;
+    return 1;
+}
+
+static int l_trainer_gc(lua_State *L) {
+    l_trainer *u = luaL_checkudata(L, 1, L_TRAINER);
+    if (u->open && u->t.model && !u->t.model->params) u->t.model = NULL;   /* model closed */
+    hy_trainer_release(&u->t);
+    u->open = 0;
+    return 0;
+}
+
+static int l_trainer_start_epoch(lua_State *L) {
+    l_trainer *u = check_trainer(L, 1);
+    lua_Integer e = luaL_checkinteger(L, 2);
+    luaL_argcheck(L, e >= 1, 2, "epochs are numbered from 1");
+    hy_trainer_start_epoch(&u->t, (uint64_t)(e - 1));
+    return 0;
+}
+
+static int l_trainer_run(lua_State *L) {
+    l_trainer *u = check_trainer(L, 1);
+    lua_Integer n = luaL_checkinteger(L, 2);
+    luaL_argcheck(L, n >= 0, 2, "steps must be >= 0");
+    size_t ran = 0;
+    if (hy_trainer_run(&u->t, (size_t)n, &ran) != HY_OK) return l_raise(L);
+    lua_pushinteger(L, (lua_Integer)ran);
+    return 1;
+}
+
+static int l_trainer_progress(lua_State *L) {
+    l_trainer *u = check_trainer(L, 1);
+    const hy_progress *p = &u->t.prog;
+    lua_newtable(L);
+#define SETN(k, v) (lua_pushnumber(L, (lua_Number)(v)), lua_setfield(L, -2, k))
+#define SETI(k, v) (lua_pushinteger(L, (lua_Integer)(v)), lua_setfield(L, -2, k))
+    SETI("epoch", p->epoch + 1);
+    SETI("step", p->step);
+    SETI("total_steps", p->total_steps);
+    SETI("epoch_step", p->epoch_step);
+    SETI("epoch_steps", p->epoch_steps);
+    SETI("seen", p->epoch_seen);
+    SETN("loss", p->epoch_seen ? p->epoch_loss_sum / (double)p->epoch_seen : 0.0);
+    SETN("acc", p->epoch_seen ? (double)p->epoch_correct / (double)p->epoch_seen : 0.0);
+    SETN("last_loss", p->loss);
+    SETN("lr", p->lr);
+    SETN("grad_norm", p->grad_norm);
+    SETN("seconds", p->epoch_seconds);
+    SETN("samples_per_s", p->epoch_seconds > 0 ? (double)p->epoch_seen / p->epoch_seconds : 0.0);
+#undef SETN
+#undef SETI
+    return 1;
+}
+
+void l_open_train(lua_State *L) {
+    static const luaL_Reg model_methods[] = {
+        {"evaluate", l_model_evaluate}, {"predict", l_model_predict}, {NULL, NULL}};
+    static const luaL_Reg methods[] = {
+        {"start_epoch", l_trainer_start_epoch}, {"run", l_trainer_run},
+        {"progress", l_trainer_progress}, {"close", l_trainer_gc}, {NULL, NULL}};
+    static const luaL_Reg fns[] = {{"trainer_new", l_trainer_new}, {NULL, NULL}};
+    l_addmethods(L, L_MODEL, model_methods);
+    l_newclass(L, L_TRAINER, methods, l_trainer_gc, l_trainer_gc);
+    l_setfuncs(L, fns);
+}

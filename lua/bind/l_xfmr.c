@@ -1,0 +1,257 @@
+/* l_xfmr.c: Lua binding of core/xfmr (the transformer: parameters, gates, dropout).
+ *   core.model_new(cfg) -> hydra.Model (cfg: the model section)
+ *   m:init(seed) m:config() m:params_count() m:n_tensors() m:param_names() m:param(name)
+ *   m:get_params() m:set_params(t) m:gates() m:set_gates(t) m:set_gate(layer, head, g)
+ *   m:set_dropout(on [, seed]) m:close()    (m:save: l_ckpt.c; m:evaluate, m:predict: l_train.c)
+ *   core.model_time(m, B, reps, seed) -> seconds per forward of a batch of B random images
+ *     (after one warm-up), for the cost benchmark
+ * A Model has __gc and __close (one idempotent release); methods of a closed one raise
+ * "model: attempt to use a closed model". Layers and heads are 1-based here. */
+#include <string.h>
+
+#include "bind.h"
+#include "rng.h"
+
+typedef struct l_model { hy_xfmr m; } l_model;
+
+hy_xfmr *l_checkmodel(lua_State *L, int arg) {
+    l_model *u = luaL_checkudata(L, arg, L_MODEL);
+    if (!u->m.params) luaL_error(L, "model: attempt to use a closed model");
+    return &u->m;
+}
+
+hy_xfmr *l_pushmodel(lua_State *L) {
+    l_model *u = lua_newuserdatauv(L, sizeof *u, 0);
+    memset(u, 0, sizeof *u);
+    luaL_setmetatable(L, L_MODEL);
+    return &u->m;
+}
+
+/* t[key] as a non-negative integer (required). */
+static size_t field_size(lua_State *L, int t, const char *sect, const char *key) {
+    lua_getfield(L, t, key);
+    int ok = 0;
+    lua_Integer v = lua_tointegerx(L, -1, &ok);
+    if (!ok || v < 0)
+        luaL_error(L, "%s: %s must be a non-negative integer (got %s)", sect, key,
+                   luaL_typename(L, -1));
+    lua_pop(L, 1);
+    return (size_t)v;
+}
+
+static double field_num(lua_State *L, int t, const char *sect, const char *key, double dflt,
+                        int required) {
+    lua_getfield(L, t, key);
+    double v = dflt;
+    if (lua_isnil(L, -1)) {
+        if (required) luaL_error(L, "%s: missing key '%s'", sect, key);
+    } else if (lua_type(L, -1) != LUA_TNUMBER) {
+        luaL_error(L, "%s: %s must be a number (got %s)", sect, key, luaL_typename(L, -1));
+    } else {
+        v = lua_tonumber(L, -1);
+    }
+    lua_pop(L, 1);
+    return v;
+}
+
+/* Reads the model section (table at arg) into c. */
+static void read_model_config(lua_State *L, int arg, hy_xfmr_config *c) {
+    luaL_checktype(L, arg, LUA_TTABLE);
+    memset(c, 0, sizeof *c);
+    lua_getfield(L, arg, "kind");
+    const char *kind = lua_tostring(L, -1);
+    if (kind && strcmp(kind, "vit") == 0) c->kind = HY_XFMR_VIT;
+    else if (kind && strcmp(kind, "text") == 0) c->kind = HY_XFMR_TEXT;
+    else luaL_error(L, "model: kind must be 'vit' or 'text' (got %s)",
+                    kind ? lua_pushfstring(L, "'%s'", kind) : luaL_typename(L, -1));
+    lua_pop(L, 1);
+    if (c->kind == HY_XFMR_VIT) {
+        c->image_size = field_size(L, arg, "model", "image_size");
+        c->channels = field_size(L, arg, "model", "channels");
+        c->patch = field_size(L, arg, "model", "patch");
+    } else {
+        c->vocab_size = field_size(L, arg, "model", "vocab_size");
+        c->max_len = field_size(L, arg, "model", "max_len");
+    }
+    c->d_model = field_size(L, arg, "model", "d_model");
+    c->n_heads = field_size(L, arg, "model", "n_heads");
+    c->depth = field_size(L, arg, "model", "depth");
+    c->d_mlp = field_size(L, arg, "model", "d_mlp");
+    c->n_classes = field_size(L, arg, "model", "n_classes");
+    c->attn_dropout = (float)field_num(L, arg, "model", "attn_dropout", 0, 0);
+    c->mlp_dropout = (float)field_num(L, arg, "model", "mlp_dropout", 0, 0);
+}
+
+static int l_model_new(lua_State *L) {
+    hy_xfmr_config c;
+    read_model_config(L, 1, &c);
+    if (hy_xfmr_new(l_pushmodel(L), &c) != HY_OK) return l_raise(L);
+    return 1;
+}
+
+static int l_model_gc(lua_State *L) {
+    l_model *u = luaL_checkudata(L, 1, L_MODEL);
+    hy_xfmr_release(&u->m);
+    return 0;
+}
+
+static int l_model_init(lua_State *L) {
+    hy_xfmr *m = l_checkmodel(L, 1);
+    lua_Integer seed = luaL_checkinteger(L, 2);
+    hy_xfmr_init(m, (uint64_t)seed);
+    return 0;
+}
+
+static int l_model_config(lua_State *L) {
+    hy_xfmr *m = l_checkmodel(L, 1);
+    const hy_xfmr_config *c = &m->cfg;
+    lua_newtable(L);
+    lua_pushstring(L, c->kind == HY_XFMR_TEXT ? "text" : "vit");
+    lua_setfield(L, -2, "kind");
+#define SETI(f) (lua_pushinteger(L, (lua_Integer)c->f), lua_setfield(L, -2, #f))
+    SETI(image_size); SETI(channels); SETI(patch); SETI(vocab_size); SETI(max_len);
+    SETI(d_model); SETI(n_heads); SETI(depth); SETI(d_mlp); SETI(n_classes);
+#undef SETI
+    lua_pushnumber(L, (lua_Number)c->attn_dropout);
+    lua_setfield(L, -2, "attn_dropout");
+    lua_pushnumber(L, (lua_Number)c->mlp_dropout);
+    lua_setfield(L, -2, "mlp_dropout");
+    lua_pushinteger(L, (lua_Integer)m->T);
+    lua_setfield(L, -2, "seq_len");
+    lua_pushnumber(L, hy_xfmr_flops(c, m->T));
+    lua_setfield(L, -2, "flops");
+    return 1;
+}
+
+static int l_model_params_count(lua_State *L) {
+    hy_xfmr *m = l_checkmodel(L, 1);
+    lua_pushinteger(L, (lua_Integer)m->n_params);
+    return 1;
+}
+
+static int l_model_param_names(lua_State *L) {
+    hy_xfmr *m = l_checkmodel(L, 1);
+    lua_createtable(L, (int)m->n_tensors, 0);
+    for (size_t i = 0; i < m->n_tensors; i++) {
+        lua_pushstring(L, m->table[i].name);
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    return 1;
+}
+
+/* m:param(name) -> a float32 copy in its [out,in] shape */
+static int l_model_param(lua_State *L) {
+    hy_xfmr *m = l_checkmodel(L, 1);
+    const char *name = luaL_checkstring(L, 2);
+    int64_t i = hy_xfmr_param_index(m, name);
+    if (i < 0) return luaL_error(L, "model: no parameter named '%s'", name);
+    const hy_param *p = &m->table[i];
+    hy_tensor *t = l_pushtensor(L);
+    if (hy_tensor_alloc(t, HY_F32, p->ndim, p->shape) != HY_OK) return l_raise(L);
+    memcpy(t->data, m->params + p->offset, p->numel * sizeof(float));
+    return 1;
+}
+
+static int l_model_get_params(lua_State *L) {
+    hy_xfmr *m = l_checkmodel(L, 1);
+    int64_t n = (int64_t)m->n_params;
+    hy_tensor *t = l_pushtensor(L);
+    if (hy_tensor_alloc(t, HY_F32, 1, &n) != HY_OK) return l_raise(L);
+    memcpy(t->data, m->params, m->n_params * sizeof(float));
+    return 1;
+}
+
+static int l_model_set_params(lua_State *L) {
+    hy_xfmr *m = l_checkmodel(L, 1);
+    hy_tensor *t = l_checktensor(L, 2);
+    if (t->dtype != HY_F32 || hy_tensor_numel(t) != m->n_params)
+        return luaL_error(L, "model: set_params needs float32 with %I elements (got %s with %I)",
+                          (lua_Integer)m->n_params, hy_dtype_name(t->dtype),
+                          (lua_Integer)hy_tensor_numel(t));
+    memcpy(m->params, t->data, m->n_params * sizeof(float));
+    return 0;
+}
+
+static int l_model_gates(lua_State *L) {
+    hy_xfmr *m = l_checkmodel(L, 1);
+    int64_t shape[2] = {(int64_t)m->cfg.depth, (int64_t)m->cfg.n_heads};
+    hy_tensor *t = l_pushtensor(L);
+    if (hy_tensor_alloc(t, HY_F32, 2, shape) != HY_OK) return l_raise(L);
+    memcpy(t->data, m->gates, m->cfg.depth * m->cfg.n_heads * sizeof(float));
+    return 1;
+}
+
+static int l_model_set_gates(lua_State *L) {
+    hy_xfmr *m = l_checkmodel(L, 1);
+    hy_tensor *t = l_checktensor(L, 2);
+    if (t->dtype != HY_F32 || t->ndim != 2 || t->shape[0] != (int64_t)m->cfg.depth ||
+        t->shape[1] != (int64_t)m->cfg.n_heads) {
+        char buf[64];
+        return luaL_error(L, "model: gates must be float32 [%d,%d] (got %s %s)",
+                          (int)m->cfg.depth, (int)m->cfg.n_heads, hy_dtype_name(t->dtype),
+                          hy_shape_str(buf, sizeof buf, t->ndim, t->shape));
+    }
+    hy_xfmr_set_gates(m, t->data);
+    return 0;
+}
+
+static int l_model_set_gate(lua_State *L) {
+    hy_xfmr *m = l_checkmodel(L, 1);
+    size_t layer = l_checkindex(L, 2, m->cfg.depth);
+    size_t head = l_checkindex(L, 3, m->cfg.n_heads);
+    float g = (float)luaL_checknumber(L, 4);
+    hy_xfmr_set_gate(m, layer, head, g);
+    return 0;
+}
+
+static int l_model_set_dropout(lua_State *L) {
+    hy_xfmr *m = l_checkmodel(L, 1);
+    int on = lua_toboolean(L, 2);
+    lua_Integer seed = luaL_optinteger(L, 3, 0);
+    hy_xfmr_set_dropout(m, on, (uint64_t)seed);
+    return 0;
+}
+
+/* ===== timing (cost benchmark) ===== */
+
+static void random_images(float *x, size_t n, uint64_t seed) {
+    hy_rng r;
+    hy_rng_seed(&r, seed);
+    for (size_t i = 0; i < n; i++) x[i] = (float)hy_rng_normal(&r);
+}
+
+static int l_model_time(lua_State *L) {
+    hy_xfmr *m = l_checkmodel(L, 1);
+    lua_Integer B = luaL_checkinteger(L, 2), reps = luaL_checkinteger(L, 3);
+    uint64_t seed = (uint64_t)luaL_optinteger(L, 4, 0);
+    luaL_argcheck(L, B >= 1 && reps >= 1, 2, "batch and repetitions must be >= 1");
+    luaL_argcheck(L, m->cfg.kind == HY_XFMR_VIT, 1, "timing needs an image model");
+    size_t n = (size_t)B * m->cfg.channels * m->cfg.image_size * m->cfg.image_size;
+    float *img = lua_newuserdatauv(L, n * sizeof(float), 0);
+    float *lg = lua_newuserdatauv(L, (size_t)B * m->cfg.n_classes * sizeof(float), 0);
+    random_images(img, n, seed);
+    if ((m->B_cap < (size_t)B || !m->acts) && hy_xfmr_alloc_acts(m, (size_t)B) != HY_OK)
+        return l_raise(L);
+    hy_batch in = {.images = img};
+    if (hy_xfmr_forward(m, &in, (size_t)B, lg) != HY_OK) return l_raise(L);
+    double t0 = hy_now();
+    for (lua_Integer i = 0; i < reps; i++)
+        if (hy_xfmr_forward(m, &in, (size_t)B, lg) != HY_OK) return l_raise(L);
+    lua_pushnumber(L, (hy_now() - t0) / (double)reps);
+    return 1;
+}
+
+void l_open_xfmr(lua_State *L) {
+    static const luaL_Reg methods[] = {
+        {"init", l_model_init},           {"config", l_model_config},
+        {"params_count", l_model_params_count}, {"param_names", l_model_param_names},
+        {"param", l_model_param},         {"get_params", l_model_get_params},
+        {"set_params", l_model_set_params}, {"gates", l_model_gates},
+        {"set_gates", l_model_set_gates}, {"set_gate", l_model_set_gate},
+        {"set_dropout", l_model_set_dropout}, {"close", l_model_gc},
+        {NULL, NULL}};
+    static const luaL_Reg fns[] = {
+        {"model_new", l_model_new}, {"model_time", l_model_time}, {NULL, NULL}};
+    l_newclass(L, L_MODEL, methods, l_model_gc, l_model_gc);
+    l_setfuncs(L, fns);
+}
