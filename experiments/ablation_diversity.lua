@@ -10,32 +10,26 @@
 -- Reported: OOD-avg AUROC, accuracy, member disagreement and the members' head overlap.
 local hydra = require("hydra")
 
-local opts = hydra.sweep.script_options(...)
+local opts = hydra.experiment.script_options(...)
 opts.x = "hydra.diversity.overlap_penalty"
-local e = hydra.sweep.run_experiment("ablation_diversity", opts)
+local e = hydra.experiment.run("ablation_diversity", opts)
 if e.partial then return 0 end  -- a shard: the report comes when every point is done
 
 local names = { "none", "bootstrap", "objectives", "overlap", "all" }
-local rs = hydra.report_sweep
-local g = rs.group(e.runs)
 print("")
 print("| setting | configuration | Acc | ECE | OOD avg AUROC | member disagreement |")
 print("|---|---|---:|---:|---:|---:|")
-local function f(v) return v and ("%.2f"):format(v) or "–" end
+local function f(v) return v and ("%.2f"):format(100 * v) or "–" end
 for i, pt in ipairs(e.sweep.points) do
   if pt.cfg.seed == e.sweep.points[1].cfg.seed then
-    local label
-    for _, grp in ipairs(g.groups) do
-      for _, r in ipairs(grp.runs) do if r.id == pt.id then label = grp.label end end
+    -- this point's settings (every seed of them: mean over seeds)
+    local want = { method = "hydra_circ" }
+    for _, o in ipairs(pt.overrides) do
+      if o.key ~= "seed" then want[o.key] = o.value end
     end
-    local row = "Hydra (Circ) (" .. (label or "") .. ")"
-    local dis
-    for _, r in ipairs(e.runs) do
-      if r.id == pt.id then dis = r.loaded.results[1].metrics.disagreement end
-    end
+    local function v(key) return hydra.report.value(e.runs, want, key) end
     print(("| %s | %s | %s | %s | %s | %s |"):format(names[i] or tostring(i), pt.label,
-      f(hydra.sweep.cell(e.table, row, "Acc ↑")), f(hydra.sweep.cell(e.table, row, "ECE ↓")),
-      f(hydra.sweep.cell(e.table, row, "OOD avg AUROC ↑")), dis and f(dis * 100) or "–"))
+      f(v("acc")), f(v("ece")), f(v("ood_avg_auroc")), f(v("disagreement"))))
   end
 end
 print("report: " .. e.report.markdown)

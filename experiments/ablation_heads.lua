@@ -8,27 +8,27 @@
 -- OOD detection longer than Taylor pruning as more heads go.
 local hydra = require("hydra")
 
-local opts = hydra.sweep.script_options(...)
+local opts = hydra.experiment.script_options(...)
 opts.x = "hydra.keep_heads"
-local e = hydra.sweep.run_experiment("ablation_heads", opts)
+local e = hydra.experiment.run("ablation_heads", opts)
 if e.partial then return 0 end  -- a shard: the report comes when every point is done
 
 print("")
 print("| heads kept / layer | Taylor Acc | CircAvg Acc | Taylor AUROC | CircAvg AUROC |")
 print("|---:|---:|---:|---:|---:|")
-local function f(v) return v and ("%.2f"):format(v) or "–" end
+local function f(v) return v and ("%.2f"):format(100 * v) or "–" end
 local wins, n = 0, 0
 for k = 8, 1, -1 do
-  local function cell(method, title)
-    return hydra.sweep.cell(e.table, ("%s (hydra.keep_heads=%d)"):format(method, k), title)
+  local function v(method, key)
+    return hydra.report.value(e.runs, { method = method, ["hydra.keep_heads"] = k }, key)
   end
-  local ta, ca = cell("Taylor", "OOD avg AUROC ↑"), cell("CircAvg", "OOD avg AUROC ↑")
+  local ta, ca = v("taylor", "ood_avg_auroc"), v("circavg", "ood_avg_auroc")
   if ta and ca and k < 8 then
     n = n + 1
     if ca >= ta then wins = wins + 1 end
   end
-  print(("| %d | %s | %s | %s | %s |"):format(k, f(cell("Taylor", "Acc ↑")),
-    f(cell("CircAvg", "Acc ↑")), f(ta), f(ca)))
+  print(("| %d | %s | %s | %s | %s |"):format(k, f(v("taylor", "acc")),
+    f(v("circavg", "acc")), f(ta), f(ca)))
 end
 if n > 0 then
   print(("CircAvg's OOD AUROC >= Taylor's at %d of %d pruning levels"):format(wins, n))

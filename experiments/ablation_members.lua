@@ -9,27 +9,27 @@
 -- ECE and OOD-avg AUROC / FPR95 against M (report/plots/*-vs-hydra.members.png), mean ± std over seeds with --seeds K.
 local hydra = require("hydra")
 
-local opts = hydra.sweep.script_options(...)
+local opts = hydra.experiment.script_options(...)
 opts.x = "hydra.members"
-local e = hydra.sweep.run_experiment("ablation_members", opts)
+local e = hydra.experiment.run("ablation_members", opts)
 if e.partial then return 0 end  -- a shard: the report comes when every point is done
 
 print("")
 print("| M | Hydra (Taylor) AUROC | Hydra (Circ) AUROC | Hydra (Taylor) Acc | Hydra (Circ) Acc |")
 print("|---:|---:|---:|---:|---:|")
-local function f(v) return v and ("%.2f"):format(v) or "–" end
+local function f(v) return v and ("%.2f"):format(100 * v) or "–" end
 local first, last
 for m = 1, 6 do
-  local function cell(method, title)
-    return hydra.sweep.cell(e.table, ("%s (hydra.members=%d)"):format(method, m), title)
+  local function v(method, key)
+    return hydra.report.value(e.runs, { method = method, ["hydra.members"] = m }, key)
   end
-  local tc = cell("Hydra (Circ)", "OOD avg AUROC ↑")
+  local tc = v("hydra_circ", "ood_avg_auroc")
   if tc then first = first or tc; last = tc end
-  print(("| %d | %s | %s | %s | %s |"):format(m, f(cell("Hydra (Taylor)", "OOD avg AUROC ↑")),
-    f(tc), f(cell("Hydra (Taylor)", "Acc ↑")), f(cell("Hydra (Circ)", "Acc ↑"))))
+  print(("| %d | %s | %s | %s | %s |"):format(m, f(v("hydra_taylor", "ood_avg_auroc")),
+    f(tc), f(v("hydra_taylor", "acc")), f(v("hydra_circ", "acc"))))
 end
 if first and last then
-  print(("Hydra (Circ) OOD-avg AUROC from M=1 to M=6: %+.2f points"):format(last - first))
+  print(("Hydra (Circ) OOD-avg AUROC from M=1 to M=6: %+.2f points"):format(100 * (last - first)))
 end
 print("plots: " .. table.concat(e.report.plots, ", "))
 return 0

@@ -7,28 +7,33 @@
 -- model's; the question is what the merge costs in accuracy and uncertainty quality.
 local hydra = require("hydra")
 
-local opts = hydra.sweep.script_options(...)
+local opts = hydra.experiment.script_options(...)
 opts.x = "fuse.mlp"
-local e = hydra.sweep.run_experiment("ablation_mlp_merge", opts)
+local e = hydra.experiment.run("ablation_mlp_merge", opts)
 if e.partial then return 0 end  -- a shard: the report comes when every point is done
 
 print("")
 print("| Method | MLP | Acc | ECE | OOD avg AUROC | OOD avg FPR95 |")
 print("|---|---|---:|---:|---:|---:|")
-local function f(v) return v and ("%.2f"):format(v) or "–" end
-for _, m in ipairs({ "Hydra (Taylor)", "Hydra (Circ)" }) do
+local function f(v) return v and ("%.2f"):format(100 * v) or "–" end
+local methods = { { "hydra_taylor", "Hydra (Taylor)" }, { "hydra_circ", "Hydra (Circ)" } }
+local function v(method, mlp, key)
+  return hydra.report.value(e.runs, { method = method, ["fuse.mlp"] = mlp }, key)
+end
+for _, m in ipairs(methods) do
   for _, mlp in ipairs({ "average", "member" }) do
-    local row = ("%s (fuse.mlp=%s)"):format(m, mlp)
-    print(("| %s | %s | %s | %s | %s | %s |"):format(m, mlp,
-      f(hydra.sweep.cell(e.table, row, "Acc ↑")), f(hydra.sweep.cell(e.table, row, "ECE ↓")),
-      f(hydra.sweep.cell(e.table, row, "OOD avg AUROC ↑")),
-      f(hydra.sweep.cell(e.table, row, "OOD avg FPR95 ↓"))))
+    print(("| %s | %s | %s | %s | %s | %s |"):format(m[2], mlp, f(v(m[1], mlp, "acc")),
+      f(v(m[1], mlp, "ece")), f(v(m[1], mlp, "ood_avg_auroc")),
+      f(v(m[1], mlp, "ood_avg_fpr95"))))
   end
 end
-for _, m in ipairs({ "Hydra (Taylor)", "Hydra (Circ)" }) do
-  local a = hydra.sweep.cell(e.table, m .. " (fuse.mlp=average)", "OOD avg AUROC ↑")
-  local b = hydra.sweep.cell(e.table, m .. " (fuse.mlp=member)", "OOD avg AUROC ↑")
-  if a and b then print(("%s: merging the MLPs changes OOD-avg AUROC by %+.2f points"):format(m, a - b)) end
+for _, m in ipairs(methods) do
+  local a = v(m[1], "average", "ood_avg_auroc")
+  local b = v(m[1], "member", "ood_avg_auroc")
+  if a and b then
+    print(("%s: merging the MLPs changes OOD-avg AUROC by %+.2f points"):format(m[2],
+      100 * (a - b)))
+  end
 end
 print("report: " .. e.report.markdown)
 return 0

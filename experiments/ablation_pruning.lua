@@ -11,31 +11,34 @@
 -- and does the circuit criterion beat Taylor, as in the paper?
 local hydra = require("hydra")
 
-local opts = hydra.sweep.script_options(...)
-local e = hydra.sweep.run_experiment("ablation_pruning", opts)
+local opts = hydra.experiment.script_options(...)
+local e = hydra.experiment.run("ablation_pruning", opts)
 if e.partial then return 0 end  -- a shard: the report comes when every point is done
 
-local order = { "Taylor", "CircAvg", "Hydra (Taylor)", "Hydra (Circ)", "Deep Ensembles" }
+local order = { { "taylor", "Taylor" }, { "circavg", "CircAvg" },
+                { "hydra_taylor", "Hydra (Taylor)" }, { "hydra_circ", "Hydra (Circ)" },
+                { "deep_ensemble", "Deep Ensembles" } }
 local paper = { 84.38, 85.71, 85.36, 86.29, 85.48 }
 print("")
 print("| Method | OOD avg AUROC (ours) | paper (ImageNet-1K) | Acc (ours) |")
 print("|---|---:|---:|---:|")
 local ours = {}
 for i, m in ipairs(order) do
-  local auroc, sd = hydra.sweep.cell(e.table, m, "OOD avg AUROC ↑")
-  local acc = hydra.sweep.cell(e.table, m, "Acc ↑")
-  ours[m] = auroc
-  print(("| %s | %s | %.2f | %s |"):format(m,
-    auroc and (("%.2f"):format(auroc) .. (sd and (" ± %.2f"):format(sd) or "")) or "–",
-    paper[i], acc and ("%.2f"):format(acc) or "–"))
+  local auroc, sd = hydra.report.value(e.runs, { method = m[1] }, "ood_avg_auroc")
+  local acc = hydra.report.value(e.runs, { method = m[1] }, "acc")
+  ours[m[1]] = auroc
+  print(("| %s | %s | %.2f | %s |"):format(m[2],
+    auroc and (("%.2f"):format(100 * auroc) .. (sd and (" ± %.2f"):format(100 * sd) or ""))
+      or "–",
+    paper[i], acc and ("%.2f"):format(100 * acc) or "–"))
 end
 print("")
-if ours["Hydra (Circ)"] and ours["CircAvg"] and ours["Hydra (Taylor)"] and ours["Taylor"] then
+if ours.hydra_circ and ours.circavg and ours.hydra_taylor and ours.taylor then
   print(("ensembling pruned members: Circ %+.2f, Taylor %+.2f AUROC points over the single "
-    .. "pruned model"):format(ours["Hydra (Circ)"] - ours["CircAvg"],
-    ours["Hydra (Taylor)"] - ours["Taylor"]))
+    .. "pruned model"):format(100 * (ours.hydra_circ - ours.circavg),
+    100 * (ours.hydra_taylor - ours.taylor)))
   print(("circuit vs Taylor criterion (Hydra): %+.2f AUROC points"):format(
-    ours["Hydra (Circ)"] - ours["Hydra (Taylor)"]))
+    100 * (ours.hydra_circ - ours.hydra_taylor)))
 end
 print("report: " .. e.report.markdown)
 return 0

@@ -11,9 +11,9 @@
 -- results/cost/cost.md, cost.json and plots/cost.png (time per batch relative to Single, one
 -- bar group per method, one bar per batch size).
 local hydra = require("hydra")
-local core = require("hydra.core")
+local core = hydra.core
 
-local opts = hydra.sweep.script_options(...)
+local opts = hydra.experiment.script_options(...)
 if opts.shard and opts.shard.i ~= 0 then  -- one measurement per repro, not one per shard
   print(("cost: measured by shard 0/%d only (this is shard %d/%d)"):format(opts.shard.n,
     opts.shard.i, opts.shard.n))

@@ -25,14 +25,14 @@
 -- gates, members, fused models, predictions) are cached in .cache/stages, so a second run is
 -- immediate.
 local hydra = require("hydra")
-local core = require("hydra.core")
+local core = hydra.core
 
-local opts = hydra.sweep.script_options(...)
+local opts = hydra.experiment.script_options(...)
 local t0 = core.now()
 
 -- 1. The config: the profile's sizes, then this experiment's settings, then key=value overrides.
 --    MNIST and notMNIST join the OOD test sets when their raw files are in HYDRA_DATA_DIR.
-local cfg = hydra.sweep.experiment_config("quickstart", opts)
+local cfg = hydra.experiment.config("quickstart", opts)
 local where = { prepared_dir = cfg.data.dir }
 local user_ood = false
 for _, o in ipairs(opts.overrides or {}) do
@@ -49,7 +49,7 @@ if not user_ood then
     local o = { table.unpack(opts.overrides or {}) }
     o[#o + 1] = "data.ood=[" .. table.concat(extra, ", ") .. "]"
     opts.overrides = o
-    cfg = hydra.sweep.experiment_config("quickstart", opts)
+    cfg = hydra.experiment.config("quickstart", opts)
   end
 end
 

@@ -13,8 +13,8 @@
 -- MSP score, and the cost of each method (parameters, FLOPs, measured ms per batch).
 local hydra = require("hydra")
 
-local opts = hydra.sweep.script_options(...)
-local e = hydra.sweep.run_experiment("table_image", opts)
+local opts = hydra.experiment.script_options(...)
+local e = hydra.experiment.run("table_image", opts)
 if e.partial then return 0 end  -- a shard: the report comes when every point is done
 
 print("")
@@ -23,17 +23,18 @@ print("")
 
 -- The paper's claim: Hydra (Circ) matches or beats Deep Ensembles on OOD detection at about
 -- the cost of a single model.
-local function get(method, title) return hydra.sweep.cell(e.table, method, title) end
-local hc = get("Hydra (Circ)", "OOD avg AUROC ↑")
-local de = get("Deep Ensembles", "OOD avg AUROC ↑")
+local function get(method, key) return hydra.report.value(e.runs, { method = method }, key) end
+local hc = get("hydra_circ", "ood_avg_auroc")
+local de = get("deep_ensemble", "ood_avg_auroc")
 if hc and de then
-  print(("OOD avg AUROC: Hydra (Circ) %.2f vs Deep Ensembles %.2f (%s)"):format(hc, de,
+  print(("OOD avg AUROC: Hydra (Circ) %.2f vs Deep Ensembles %.2f (%s)"):format(100 * hc,
+    100 * de,
     hc >= de and "Hydra (Circ) is at least as good, as in the paper"
     or "Deep Ensembles are better here, unlike the paper"))
 end
-local hacc, dacc = get("Hydra (Circ)", "Acc ↑"), get("Deep Ensembles", "Acc ↑")
+local hacc, dacc = get("hydra_circ", "acc"), get("deep_ensemble", "acc")
 if hacc and dacc then
-  print(("accuracy: Hydra (Circ) %.2f vs Deep Ensembles %.2f"):format(hacc, dacc))
+  print(("accuracy: Hydra (Circ) %.2f vs Deep Ensembles %.2f"):format(100 * hacc, 100 * dacc))
 end
 print("report: " .. e.report.markdown)
 return 0

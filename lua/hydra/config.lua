@@ -37,7 +37,9 @@
 -- taken as Lua values. A resolved cfg is a plain table; to_yaml then load gives the same table.
 local core = require("hydra.core")
 local err = require("hydra.err")
+local fs = require("hydra.fs")
 local strings = require("hydra.strings")
+local yaml = require("hydra.yaml")
 
 local M = {}
 
@@ -46,23 +48,7 @@ local DEFAULTS_NAME = "configs/defaults.yaml"
 
 -- ===== small helpers =====
 
-local function fmt_float(v)
-  if v ~= v then return ".nan" end
-  if v == math.huge then return ".inf" end
-  if v == -math.huge then return "-.inf" end
-  local s
-  for p = 15, 17 do
-    s = ("%." .. p .. "g"):format(v)
-    if tonumber(s) == v then break end
-  end
-  if not s:find("[%.eEn]") then s = s .. ".0" end
-  return s
-end
-
-local function fmt_num(v)
-  if math.type(v) == "integer" then return ("%d"):format(v) end
-  return fmt_float(v)
-end
+local fmt_num = yaml.number
 
 local function deep_copy(v)
   if type(v) ~= "table" then return v end
@@ -86,28 +72,11 @@ local function split_path(path)
   return parts
 end
 
-local function sorted_keys(t)
-  local keys = {}
-  for k in pairs(t) do keys[#keys + 1] = k end
-  table.sort(keys, function(a, b) return tostring(a) < tostring(b) end)
-  return keys
-end
+local sorted_keys = yaml.sorted_keys
 
 -- Kind of a value: "null", "boolean", "integer", "float", "string", "list", "map", or "empty"
 -- (a Lua table with no entries: both an empty list and an empty map).
-local function kind_of(v, p)
-  if v == NULL then return "null" end
-  local t = type(v)
-  if t == "number" then return math.type(v) == "integer" and "integer" or "float" end
-  if t == "table" then
-    if p and (p.kind == "list" or p.kind == "map") then return p.kind end
-    local n = 0
-    for _ in pairs(v) do n = n + 1 end
-    if n == 0 then return "empty" end
-    return n == #v and "list" or "map"
-  end
-  return t
-end
+local kind_of = yaml.kind
 
 local function describe(v, kind)
   if kind == "string" then
@@ -425,25 +394,9 @@ local function merge(dst, src, spec)
   end
 end
 
-local function normalize(path)
-  local abs = path:sub(1, 1) == "/"
-  local out = {}
-  for part in path:gmatch("[^/]+") do
-    if part == ".." and #out > 0 and out[#out] ~= ".." then out[#out] = nil
-    elseif part ~= "." then out[#out + 1] = part end
-  end
-  local s = table.concat(out, "/")
-  if abs then return "/" .. s end
-  return s ~= "" and s or "."
-end
-
-local function dirname(path)
-  return path:match("^(.*)/[^/]*$") or ""
-end
-
+-- A path relative to the folder of the file that names it, normalised.
 local function join(dir, rel)
-  if rel:sub(1, 1) == "/" or dir == "" then return normalize(rel) end
-  return normalize(dir .. "/" .. rel)
+  return fs.normalize(fs.join(dir, rel))
 end
 
 -- The include entries of a file's top-level map: list of { path =, pos = }.
@@ -483,7 +436,7 @@ end
 
 -- Appends the checked layers of file `path` (its includes first, then itself) to layers.
 local function expand(path, chain, from, layers, state)
-  local name = normalize(path)
+  local name = fs.normalize(path)
   for i, c in ipairs(chain) do
     if c == name then
       local cyc = table.move(chain, i, #chain, 1, {})
@@ -496,7 +449,7 @@ local function expand(path, chain, from, layers, state)
   if p.kind == "map" then
     chain[#chain + 1] = name
     for _, inc in ipairs(includes_of(v, p, name)) do
-      expand(join(dirname(name), inc.path), chain, { name = name, pos = inc.pos, path = inc.path },
+      expand(join(fs.dirname(name), inc.path), chain, { name = name, pos = inc.pos, path = inc.path },
         layers, state)
     end
     chain[#chain] = nil
@@ -634,48 +587,7 @@ end
 
 -- ===== YAML output =====
 
-local function fmt_string(s)
-  if s:match("^[%w_./][%w_%-./+]*$") then
-    local ok, v = pcall(core.yaml_parse, s, "to_yaml")
-    if ok and v == s then return s end
-  end
-  local out = s:gsub('[%c"\\]', function(c)
-    if c == '"' then return '\\"' end
-    if c == "\\" then return "\\\\" end
-    if c == "\n" then return "\\n" end
-    if c == "\t" then return "\\t" end
-    if c == "\r" then return "\\r" end
-    return ("\\x%02X"):format(c:byte())
-  end)
-  return '"' .. out .. '"'
-end
-
-local function fmt_scalar(v)
-  if v == nil or v == NULL then return "~" end
-  local t = type(v)
-  if t == "boolean" then return tostring(v) end
-  if t == "number" then return fmt_num(v) end
-  if t == "string" then return fmt_string(v) end
-  error(("config.to_yaml: cannot write a %s value"):format(t), 4)
-end
-
-local function is_list(v)
-  local k = kind_of(v)
-  return k == "list" or k == "empty"
-end
-
-local function fmt_flow(v)
-  if type(v) ~= "table" then return fmt_scalar(v) end
-  local parts = {}
-  if is_list(v) then
-    for i, x in ipairs(v) do parts[i] = fmt_flow(x) end
-    return "[" .. table.concat(parts, ", ") .. "]"
-  end
-  for _, k in ipairs(sorted_keys(v)) do
-    parts[#parts + 1] = fmt_string(tostring(k)) .. ": " .. fmt_flow(v[k])
-  end
-  return "{" .. table.concat(parts, ", ") .. "}"
-end
+local fmt_string, fmt_flow, is_list = yaml.string, yaml.flow, yaml.is_list
 
 local emit_map
 

@@ -76,13 +76,7 @@ local function h5()
   return require("hydra.h5")
 end
 
-local function read_text(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("a")
-  f:close()
-  return s
-end
+local read_text = require("hydra.fs").read_file
 
 -- ===== recipes =====
 

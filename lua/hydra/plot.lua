@@ -18,6 +18,7 @@
 -- rerun or restyled by hand. The terminal is pngcairo, or png when cairo is missing.
 local core = require("hydra.core")
 local err = require("hydra.err")
+local fs = require("hydra.fs")
 local h5 = require("hydra.h5")
 local metrics = require("hydra.metrics")
 local strings = require("hydra.strings")
@@ -66,13 +67,6 @@ local function write_file(path, text)
   f:close()
 end
 
-local function read_file(path)
-  local f = io.open(path, "rb")
-  if not f then return "" end
-  local s = f:read("a")
-  f:close()
-  return s
-end
 
 -- Writes data to <base>.dat and the script to <base>.gp (the script refers to the data file as
 -- DAT), then runs gnuplot. Returns the paths { png, dat, gp }.
@@ -102,7 +96,7 @@ function M.run(out, script, data)
   local errf = os.tmpname()
   local ok, _, code = os.execute(("gnuplot %s 2>%s </dev/null"):format(shell_quote(gp),
     shell_quote(errf)))
-  local msg = read_file(errf):gsub("%s+$", "")
+  local msg = (fs.read_file(errf) or ""):gsub("%s+$", "")
   os.remove(errf)
   if not ok or code ~= 0 then
     err.fail("plot: gnuplot failed on '%s' (exit status %s); rerun it with: gnuplot %s%s", gp,
@@ -137,11 +131,7 @@ local function need(g, path, name, dtype)
   return g:read(name, dtype)
 end
 
-local function split_list(s)
-  local t = {}
-  for name in (s or ""):gmatch("[^,]+") do t[#t + 1] = name end
-  return t
-end
+local split_list = fs.split_list
 
 local function check_paths(paths)
   if #paths == 0 then err.usage("plot: no result files given") end

@@ -7,13 +7,7 @@
 --   prune.write_gates(path, res, attrs)          -- GATES.h5 (atomic)
 --   local g = prune.read_gates(path, L, H)       -- { gates =, attrs = } (validated)
 --   prune.keep_table(cfg, L, H) / prune.objectives(cfg, M)
---   local m, meta, hist = prune.finetune_member(m, gates, k, cfg [, opts])
---     member k of gates [M,L,H] (or [L,H]), fine-tuned in place from m's (the base's) weights
---     with its gates fixed; opts: data (prepared file, default the ID set of cfg), progress,
---     log (function(line)); meta = the /meta attributes of a member checkpoint (member,
---     finetune_epochs, finetune_learning_rate); hist = m:train's history (nil when epochs = 0).
---     finetune.train_subset > 0 fine-tunes on that many leading training samples, never more
---     than the base's data.train_subset (the input normalisation stays the dataset's /meta one).
+-- Fine-tuning the members is hydra.finetune (lua/hydra/finetune.lua).
 --
 -- Data (opts override cfg): taylor scores on a calibration set = prune.calib_size rows of the
 -- ID *train* split in a seeded order (core.sample_permutation(n, seed)); circuit scores on the
@@ -156,39 +150,6 @@ function M.members(model, cfg, opts)
            objectives = objs, keep = keep, seed = args.seed }
 end
 
--- One pruned Hydra member (DESIGN §3.3): gates row k of `gates` set on m (a hydra.model Model
--- holding the base weights; changed in place), then finetune.epochs epochs of training at peak
--- learning rate finetune.learning_rate (warm-up at most half of them; every other train.* and
--- optim.* setting from cfg, which is not modified) on the ID train split. Pruned heads get no
--- gradient, and their weights are restored from the base afterwards so that they stay
--- bit-identical to the base's (decoupled weight decay would otherwise shrink them).
--- finetune.epochs 0 = the gated base weights (the training-free setting).
-function M.finetune_member(m, gates, k, cfg, opts)
-  opts = opts or {}
-  local n = gates:ndim() == 3 and gates:size(1) or 1
-  if math.type(k) ~= "integer" or k < 1 or k > n then
-    error(("prune: member %s does not exist (the gates hold %d member(s))"):format(tostring(k),
-      n), 0)
-  end
-  m:set_gates(gates:ndim() == 3 and gates:row(k) or gates)
-  local ft = cfg.finetune
-  local hist
-  if ft.epochs > 0 then
-    local base = m:get_params()
-    local c = require("hydra.config").copy(cfg)
-    c.train.epochs = ft.epochs
-    c.train.warmup_epochs = math.min(c.train.warmup_epochs, ft.epochs / 2)
-    c.optim.learning_rate = ft.learning_rate
-    local n, cur = ft.train_subset or 0, c.data.train_subset or 0
-    if n > 0 then c.data.train_subset = cur > 0 and math.min(cur, n) or n end
-    local data = opts.data or require("hydra.model").data_path(c, c.data.id)
-    hist = m:train(data, c, { progress = opts.progress, log = opts.log })
-    core.prune_restore(m.ud, base)
-  end
-  return m, { member = k, finetune_epochs = ft.epochs,
-              finetune_learning_rate = ft.learning_rate }, hist
-end
-
 local function join(list)
   local s = {}
   for i, v in ipairs(list) do s[i] = tostring(v) end
@@ -225,18 +186,6 @@ function M.read_gates(path, L, H)
   core.prune_check_gates(g, L, H)
   if g:ndim() == 2 then g = core.from_table("float32", { g:totable() }) end
   return { gates = g, attrs = f:attrs("/") }
-end
-
--- The resolved config of a checkpoint: its /meta config_yaml (written by `hydra train`), else the
--- defaults, then the key=value overrides (a list of strings).
-function M.config_of(model, overrides)
-  local config = require("hydra.config")
-  local yaml = model.meta and model.meta.config_yaml
-  if type(yaml) == "string" and yaml ~= "" then
-    local tbl = core.yaml_parse(yaml, "checkpoint config_yaml")
-    return config.resolve(tbl, overrides)
-  end
-  return config.load(nil, overrides)
 end
 
 return M

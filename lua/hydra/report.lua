@@ -3,22 +3,23 @@
 --   report.read(f, group, path)  -> the same from a group of an open hydra.h5 file
 --   report.table(results)        -> { columns = {...}, rows = {...}, caption = "..." }
 --   report.markdown(results)     -> text;  report.csv(results) -> text
+--   report.value(runs, filter, key) -> mean, std of a metric by method name, config values and
+--                                   result.h5 metric key (what experiment scripts read; the
+--                                   tables and their titles, report.TITLES, are presentation)
 -- `results` is a list of result tables or paths. Rows are methods (the result's `method`
 -- attribute, else its file name) in order of first appearance; several results of one method
 -- (seeds) become mean ± std (sample std, n - 1). Columns: Acc, ECE, NLL, Brier, AURC, then per
 -- shift set Acc / ECE, per OOD set AUROC / FPR95 / AUPR-Out, then the OOD avg of the three.
 -- Rates are percentages with two decimals; NLL and Brier are raw with three decimals.
 local err = require("hydra.err")
+local fs = require("hydra.fs")
 local h5 = require("hydra.h5")
 local strings = require("hydra.strings")
+local yaml = require("hydra.yaml")
 
 local M = {}
 
-local function split_list(s)
-  local t = {}
-  for name in (s or ""):gmatch("[^,]+") do t[#t + 1] = name end
-  return t
-end
+local split_list = fs.split_list
 
 local function basename(path)
   return (path:match("([^/]+)$") or path):gsub("%.h5$", "")
@@ -87,16 +88,21 @@ end
 local function pct(v) return v * 100 end
 local function raw(v) return v end
 
+-- Column titles by metric: presentation only (scripts read values by key, M.value).
+M.TITLES = { acc = "Acc ↑", ece = "ECE ↓", nll = "NLL ↓", brier = "Brier ↓", aurc = "AURC ↓",
+             auroc = "AUROC ↑", fpr95 = "FPR95 ↓", aupr_out = "AUPR-Out ↑" }
+
 -- column = { title, get(result) -> number or nil, scale, fmt }
 local function columns_for(results)
+  local T = M.TITLES
   local cols = {
-    { title = "Acc ↑", key = "acc", get = function(r) return r.metrics.acc end, scale = pct },
-    { title = "ECE ↓", key = "ece", get = function(r) return r.metrics.ece end, scale = pct },
-    { title = "NLL ↓", key = "nll", get = function(r) return r.metrics.nll end, scale = raw,
+    { title = T.acc, key = "acc", get = function(r) return r.metrics.acc end, scale = pct },
+    { title = T.ece, key = "ece", get = function(r) return r.metrics.ece end, scale = pct },
+    { title = T.nll, key = "nll", get = function(r) return r.metrics.nll end, scale = raw,
       fmt = "%.3f" },
-    { title = "Brier ↓", key = "brier", get = function(r) return r.metrics.brier end,
+    { title = T.brier, key = "brier", get = function(r) return r.metrics.brier end,
       scale = raw, fmt = "%.3f" },
-    { title = "AURC ↓", key = "aurc", get = function(r) return r.metrics.aurc end, scale = pct },
+    { title = T.aurc, key = "aurc", get = function(r) return r.metrics.aurc end, scale = pct },
   }
   local function sets(field)
     local names, seen = {}, {}
@@ -111,23 +117,23 @@ local function columns_for(results)
     for _, o in ipairs(list or {}) do if o.name == name then return o end end
   end
   for _, name in ipairs(sets("shift")) do
-    for _, k in ipairs({ { "acc", "Acc ↑" }, { "ece", "ECE ↓" } }) do
-      cols[#cols + 1] = { title = name .. " " .. k[2], key = "shift." .. name .. "." .. k[1],
-        get = function(r) local o = find(r.shift, name); return o and o[k[1]] end, scale = pct }
+    for _, k in ipairs({ "acc", "ece" }) do
+      cols[#cols + 1] = { title = name .. " " .. T[k], key = "shift." .. name .. "." .. k,
+        get = function(r) local o = find(r.shift, name); return o and o[k] end, scale = pct }
     end
   end
-  local ood_keys = { { "auroc", "AUROC ↑" }, { "fpr95", "FPR95 ↓" }, { "aupr_out", "AUPR-Out ↑" } }
+  local ood_keys = { "auroc", "fpr95", "aupr_out" }
   local names = sets("ood")
   for _, name in ipairs(names) do
     for _, k in ipairs(ood_keys) do
-      cols[#cols + 1] = { title = name .. " " .. k[2], key = "ood." .. name .. "." .. k[1],
-        get = function(r) local o = find(r.ood, name); return o and o[k[1]] end, scale = pct }
+      cols[#cols + 1] = { title = name .. " " .. T[k], key = "ood." .. name .. "." .. k,
+        get = function(r) local o = find(r.ood, name); return o and o[k] end, scale = pct }
     end
   end
   if #names > 0 then
     for _, k in ipairs(ood_keys) do
-      cols[#cols + 1] = { title = "OOD avg " .. k[2], key = "ood_avg." .. k[1],
-        get = function(r) return r.ood_avg and r.ood_avg[k[1]] end, scale = pct }
+      cols[#cols + 1] = { title = "OOD avg " .. T[k], key = "ood_avg." .. k,
+        get = function(r) return r.ood_avg and r.ood_avg[k] end, scale = pct }
     end
   end
   return cols
@@ -287,6 +293,132 @@ function M.write_text(path, text)
   if not f then err.fail("report: cannot write '%s': %s", path, e) end
   f:write(text)
   f:close()
+end
+
+-- ===== values by key =====
+
+-- The value of metric `key` in one loaded result (run.load's results[i]), or nil.
+local function metric_of(res, key)
+  local kind, set, k = key:match("^(%a+)/(.+)/([%w_]+)$")
+  if kind == "ood" or kind == "shift" then
+    for _, o in ipairs(res[kind] or {}) do
+      if o.name == set then return o[k] end
+    end
+    return nil
+  end
+  local ck = key:match("^cost/([%w_]+)$")
+  if ck then return res.cost and res.cost[ck] end
+  if res.metrics[key] ~= nil then return res.metrics[key] end
+  local avg = key:match("^ood_avg_(.+)$")
+  if avg then return res.ood_avg and res.ood_avg[avg] end
+  local base, side = key:match("^(.-)_([lh][oi])$")
+  if base and res.ci and res.ci[base] and (side == "lo" or side == "hi") then
+    return res.ci[base][side == "lo" and 1 or 2]
+  end
+  return nil
+end
+
+-- Every metric key some result has (for the message of a key no result has).
+local function metric_keys(runs)
+  local set = {}
+  for _, r in ipairs(runs) do
+    for _, res in ipairs(r.loaded.results or {}) do
+      for k in pairs(res.metrics or {}) do set[k] = true end
+      for k in pairs(res.ood_avg or {}) do set["ood_avg_" .. k] = true end
+      for k in pairs(res.ci or {}) do set[k .. "_lo"] = true; set[k .. "_hi"] = true end
+      for _, field in ipairs({ "ood", "shift" }) do
+        for _, o in ipairs(res[field] or {}) do
+          for k, v in pairs(o) do
+            if type(v) == "number" then set[field .. "/" .. o.name .. "/" .. k] = true end
+          end
+        end
+      end
+      for k in pairs(res.cost or {}) do set["cost/" .. k] = true end
+    end
+  end
+  local keys = {}
+  for k in pairs(set) do keys[#keys + 1] = k end
+  table.sort(keys)
+  return set, keys
+end
+
+-- Mean and std (sample std, n - 1; nil for one run) of metric `key` over the runs of `runs`
+-- (hydra.report_sweep.collect's list: an experiment's e.runs) that match `filter`:
+--   filter.method   a method's name (lua/hydra/methods/<name>.lua, e.g. "hydra_circ"), required
+--   other keys      dotted config keys and their values (["hydra.members"] = 2, ["fuse.mlp"] =
+--                   "average"), compared as YAML text with the run's stored config
+--   key             a metric as result.h5 stores it under /methods/<name>: an attribute of
+--                   metrics ("acc", "ece", "nll", "ood_avg_auroc", "disagreement", "acc_lo"),
+--                   "ood/<set>/<metric>", "shift/<set>/<metric>" or "cost/<attribute>"
+-- Values are as stored (fractions, not percent). No matching run, or matching runs without the
+-- metric: nil. Errors: an unknown method, config key or metric, and matching runs that differ
+-- in a config key other than seed (the filter must name it). Display text (row labels, column
+-- titles) plays no part.
+function M.value(runs, filter, key)
+  if type(filter) ~= "table" or type(filter.method) ~= "string" then
+    err.fail("report.value: the filter needs method = a method name (e.g. \"hydra_circ\")")
+  end
+  local methods, mseen, cfg_keys = {}, {}, {}
+  for _, r in ipairs(runs) do
+    for _, res in ipairs(r.loaded.results or {}) do
+      if res.name and not mseen[res.name] then
+        mseen[res.name] = true
+        methods[#methods + 1] = res.name
+      end
+    end
+    for k in pairs(r.flat or {}) do cfg_keys[k] = true end
+  end
+  if not mseen[filter.method] then
+    err.fail("report.value: no run has method '%s' (methods: %s)", filter.method,
+      table.concat(methods, ", "))
+  end
+  local want, names = {}, {}
+  for _, k in ipairs(yaml.sorted_keys(filter)) do
+    if k ~= "method" then
+      if not cfg_keys[k] then
+        err.fail("report.value: '%s' is not a config key of these runs", tostring(k))
+      end
+      want[k] = yaml.flow(filter[k])
+      names[#names + 1] = k .. "=" .. want[k]
+    end
+  end
+  local known, all = metric_keys(runs)
+  if type(key) ~= "string" or not known[key] then
+    err.fail("report.value: no result has metric '%s' (metrics: %s)", tostring(key),
+      table.concat(all, ", "))
+  end
+  local matched = {}
+  for _, r in ipairs(runs) do
+    local ok = true
+    for k, text in pairs(want) do
+      if r.flat[k] ~= text then ok = false end
+    end
+    if ok then
+      for _, res in ipairs(r.loaded.results or {}) do
+        if res.name == filter.method then matched[#matched + 1] = { run = r, res = res } end
+      end
+    end
+  end
+  if #matched == 0 then return nil end
+  local g = require("hydra.report_sweep").group(runs)
+  local first = matched[1].run.group
+  for _, m in ipairs(matched) do
+    if m.run.group ~= first then
+      local diff = {}
+      for i, k in ipairs(g.varying) do
+        if m.run.group.values[i] ~= first.values[i] and not want[k] then diff[#diff + 1] = k end
+      end
+      err.fail("report.value: the runs of method=%s%s differ in %s (name %s in the filter)",
+        filter.method, #names > 0 and (", " .. table.concat(names, ", ")) or "",
+        table.concat(diff, ", "), #diff == 1 and "it" or "them")
+    end
+  end
+  local vals = {}
+  for _, m in ipairs(matched) do
+    local v = metric_of(m.res, key)
+    if v ~= nil then vals[#vals + 1] = v end
+  end
+  return mean_std(vals)
 end
 
 return M

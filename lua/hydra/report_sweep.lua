@@ -40,9 +40,7 @@ local function ignored(key)
   return M.IGNORED[key] or key:match("^sweep%.") ~= nil
 end
 
-local function value_text(v)
-  return require("hydra.sweep").value_text(v)
-end
+local value_text = require("hydra.yaml").flow
 
 -- Flattens a parsed YAML map (value v, positions p) into ordered dotted keys.
 local function flatten(v, p, prefix, flat, keys)

@@ -329,11 +329,7 @@ end
 
 -- ===== reading =====
 
-local function split_list(s)
-  local t = {}
-  for name in (s or ""):gmatch("[^,]+") do t[#t + 1] = name end
-  return t
-end
+local split_list = require("hydra.fs").split_list
 
 -- One method's metrics under group g of an open result file, shaped like report.load's table,
 -- plus group, name (the method's name; method is its label) and cost.

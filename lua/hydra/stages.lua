@@ -162,13 +162,7 @@ end
 
 local held = {}   -- lock paths this process holds
 
-local function read_all(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("a")
-  f:close()
-  return s
-end
+local read_all = require("hydra.fs").read_file
 
 local function my_owner()
   return ("%d %s\n"):format(core.getpid(), core.hostname())

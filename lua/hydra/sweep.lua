@@ -47,7 +47,9 @@
 local config = require("hydra.config")
 local core = require("hydra.core")
 local err = require("hydra.err")
+local fs = require("hydra.fs")
 local strings = require("hydra.strings")
+local yaml = require("hydra.yaml")
 
 local M = {}
 
@@ -57,15 +59,6 @@ M.POLL_S = 0.1
 local TOP = { "base", "profiles", "seeds", "set", "grid", "points", "description" }
 
 -- ===== small helpers =====
-
-local function dirname(path)
-  return path:match("^(.*)/[^/]*$") or "."
-end
-
-local function join(dir, rel)
-  if rel:sub(1, 1) == "/" or dir == "." or dir == "" then return rel end
-  return dir .. "/" .. rel
-end
 
 local function kind_of(v, p)
   if v == core.yaml_null then return "null" end
@@ -83,42 +76,8 @@ local function describe(v, kind)
   return kind
 end
 
--- YAML text of one value, as it would be written on the command line.
-local function value_text(v)
-  local t = type(v)
-  if t == "string" then
-    if v:match("^[%w_%.%-/]+$") and not tonumber(v) and v ~= "true" and v ~= "false"
-       and v ~= "null" and v ~= "~" then
-      return v
-    end
-    return "'" .. v:gsub("'", "''") .. "'"
-  elseif t == "number" then
-    if math.type(v) == "integer" then return ("%d"):format(v) end
-    local s = ("%.17g"):format(v)
-    for p = 1, 17 do
-      local c = ("%." .. p .. "g"):format(v)
-      if tonumber(c) == v then s = c; break end
-    end
-    if not s:find("[%.eEn]") then s = s .. ".0" end
-    return s
-  elseif t == "boolean" then
-    return tostring(v)
-  elseif t == "table" then
-    if #v > 0 or next(v) == nil then
-      local parts = {}
-      for i, x in ipairs(v) do parts[i] = value_text(x) end
-      return "[" .. table.concat(parts, ", ") .. "]"
-    end
-    local keys = {}
-    for k in pairs(v) do keys[#keys + 1] = k end
-    table.sort(keys)
-    local parts = {}
-    for i, k in ipairs(keys) do parts[i] = k .. ": " .. value_text(v[k]) end
-    return "{" .. table.concat(parts, ", ") .. "}"
-  end
-  return "~"
-end
-M.value_text = value_text
+-- YAML text of one value, as it would be written on the command line (point labels).
+local value_text = yaml.flow
 
 -- Every dotted path of the config (leaves and sections).
 local function all_paths()
@@ -217,8 +176,8 @@ end
 
 local function read_paths(file, v, p, what)
   local kind = kind_of(v, p)
-  local dir = dirname(file)
-  if kind == "string" then return { join(dir, v) } end
+  local dir = fs.dirname(file)
+  if kind == "string" then return { fs.join(dir, v) } end
   if kind == "list" and #v > 0 then
     local out = {}
     for i, x in ipairs(v) do
@@ -227,7 +186,7 @@ local function read_paths(file, v, p, what)
         err.fail("%s: %s[%d]: expected a config file path, got %s", at(file, xp), what, i,
           describe(x, kind_of(x, xp)))
       end
-      out[i] = join(dir, x)
+      out[i] = fs.join(dir, x)
     end
     return out
   end
@@ -662,96 +621,6 @@ function M.run(sw, opts)
   summary.complete = counts.complete
   summary.seconds = core.now() - t0
   return summary
-end
-
--- ===== experiment scripts (experiments/*.lua) =====
-
--- Options of an experiment script: the table `hydra repro` passes ({ profile, jobs, seeds,
--- overrides = { "k=v"... } }), or the key=value table of `hydra run SCRIPT k=v ...`, where
--- profile=, jobs= and seeds= are options and every other key a config override.
-function M.script_options(a)
-  if type(a) == "table" and a.repro then return a end
-  local o = { overrides = {} }
-  local keys = {}
-  for k in pairs(type(a) == "table" and a or {}) do keys[#keys + 1] = k end
-  table.sort(keys)
-  for _, k in ipairs(keys) do
-    local v = a[k]
-    if k == "jobs" or k == "seeds" then
-      o[k] = math.tointeger(tonumber(v))
-      if not o[k] or o[k] < 1 then err.usage("%s=%s: expected an integer >= 1", k, tostring(v)) end
-    elseif k == "profile" then
-      o.profile = v
-    else
-      o.overrides[#o.overrides + 1] = k .. "=" .. tostring(v)
-    end
-  end
-  return o
-end
-
--- The config of an experiment on a profile: configs/experiments/<profile>.yaml (sizes), then
--- configs/experiments/<name>.yaml (the experiment's settings win), then opts.overrides.
-function M.experiment_config(name, opts)
-  local home = rawget(_G, "HYDRA_HOME") or "."
-  local profile = opts.profile or "quick"
-  local files = { ("%s/configs/experiments/%s.yaml"):format(home, profile),
-                  ("%s/configs/experiments/%s.yaml"):format(home, name) }
-  for _, f in ipairs(files) do
-    if not core.stat(f) then err.fail("experiment %s: no config '%s'", name, f) end
-  end
-  return config.resolve({ include = files }, opts.overrides)
-end
-
--- Runs configs/sweeps/<name>.yaml (opts: profile, seeds, jobs, shard, overrides), stops with a
--- clean error when a point failed or the sweep was interrupted (exit status 130), writes the
--- report of the sweep's runs (opts.x: the plots' x key) and returns
--- { sweep, summary, report = { markdown, csv, plots }, runs, table }; when some points are not
--- complete (another shard's), partial = true and no report: the script should return at once.
-function M.run_experiment(name, opts)
-  opts = opts or {}
-  local home = rawget(_G, "HYDRA_HOME") or "."
-  local sw = M.load(("%s/configs/sweeps/%s.yaml"):format(home, name), opts)
-  local s = M.run(sw, { jobs = opts.jobs, shard = opts.shard, threads = opts.threads })
-  if s.interrupted then
-    error(setmetatable({ status = 130, message = ("%s: interrupted: %d of %d points complete; "
-      .. "rerun the same command to finish the rest"):format(name, s.complete, s.total) },
-      err.Error), 0)
-  end
-  if #s.failed > 0 then
-    local list = {}
-    for _, pt in ipairs(s.failed) do list[#list + 1] = pt.index .. " (" .. pt.dir .. ")" end
-    err.fail("%s: %d point(s) failed: %s; see worker.log in each folder", name, #s.failed,
-      table.concat(list, ", "))
-  end
-  local rs = require("hydra.report_sweep")
-  local dir = sw.results_dir .. "/" .. sw.experiment
-  if s.complete < s.total then
-    -- a shard (--shard i/n) ran its points; the others are not complete yet: no report, and
-    -- e.partial tells the script to stop before reading one
-    print(("%s: %d of %d points complete; the report is written by the run that finds every "
-      .. "point complete (rerun without --shard once all shards are done)"):format(name,
-      s.complete, s.total))
-    return { sweep = sw, summary = s, report = { plots = {} }, runs = {}, partial = true }
-  end
-  local ids = rs.ids_of(sw)
-  local rep = rs.write(dir, { ids = ids, x = opts.x })
-  local runs = rs.collect(dir, { ids = ids })
-  local tbl = #runs > 0 and require("hydra.report").table((rs.results(runs))) or nil
-  return { sweep = sw, summary = s, report = rep, runs = runs, table = tbl }
-end
-
--- The mean of column `title` (e.g. "Acc ↑", "OOD avg AUROC ↑") in the row of `method`
--- (a row label) of a hydra.report table; nil when absent.
-function M.cell(tbl, method, title)
-  if not tbl then return nil end
-  for j, c in ipairs(tbl.columns) do
-    if c.title == title then
-      for _, row in ipairs(tbl.rows) do
-        if row.method == method then return row.cells[j].mean, row.cells[j].std end
-      end
-    end
-  end
-  return nil
 end
 
 return M

@@ -99,12 +99,6 @@ function M.write_file(path, text)
   f:close()
 end
 
-function M.read_file(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("a")
-  f:close()
-  return s
-end
+M.read_file = require("hydra.fs").read_file
 
 return M

@@ -6,6 +6,7 @@ local check = require("check")
 local hydra = require("hydra")
 local core = require("hydra.core")
 local model, config, prune, fuse, h5 = hydra.model, hydra.config, hydra.prune, hydra.fuse, hydra.h5
+local finetune = hydra.finetune
 local eq, ok, raises = check.eq, check.ok, check.raises
 
 local T = {}
@@ -129,7 +130,7 @@ function T.finetune_member_lua()
   -- finetune.epochs 0: the gated base, weights untouched; the config is not modified
   local cfg = cfg_with({ ["finetune.epochs"] = 0 })
   local b = model.load(base())
-  local m, meta, hist = prune.finetune_member(model.load(base()), g, 1, cfg)
+  local m, meta, hist = finetune.member(model.load(base()), g, 1, cfg)
   eq(meta.member, 1); eq(meta.finetune_epochs, 0); eq(hist, nil)
   eq(m:gates():get(2, 5), 0.0, "pruned gate"); eq(m:gates():get(2, 4), 1.0, "kept gate")
   local pb, pm = b:get_params():flat(), m:get_params():flat()
@@ -138,22 +139,22 @@ function T.finetune_member_lua()
   -- in cli_chain_and_pruned_weights_identical); cfg.train is left as it was
   cfg = cfg_with({ ["finetune.epochs"] = 1, ["data.train_subset"] = 64, ["train.epochs"] = 7 })
   local lr = cfg.optim.learning_rate
-  m, meta, hist = prune.finetune_member(model.load(base()), g, 1, cfg, { progress = false })
+  m, meta, hist = finetune.member(model.load(base()), g, 1, cfg, { progress = false })
   eq(meta.finetune_epochs, 1); eq(#hist.epochs, 1, "one fine-tuning epoch")
   eq(cfg.train.epochs, 7, "cfg.train.epochs unchanged")
   eq(cfg.optim.learning_rate, lr, "cfg.optim.learning_rate unchanged")
   local qkv_b, qkv_m = b:param("blocks.0.attn.qkv.weight"), m:param("blocks.0.attn.qkv.weight")
   eq(qkv_m:get(1, 1) ~= qkv_b:get(1, 1), true, "kept head 1 moved")
   eq(qkv_m:get(57, 1), qkv_b:get(57, 1), "pruned head 8 (q rows 57..64) unchanged")
-  raises("prune: member 3 does not exist (the gates hold 2 member(s))",
-    function() return prune.finetune_member(b, g, 3, cfg) end)
+  raises("finetune: member 3 does not exist (the gates hold 2 member(s))",
+    function() return finetune.member(b, g, 3, cfg) end)
   -- finetune.train_subset: fine-tuning on 32 leading rows is exactly data.train_subset = 32, and
   -- differs from the 64 rows of data.train_subset
   local c32 = cfg_with({ ["finetune.epochs"] = 1, ["data.train_subset"] = 64,
                          ["finetune.train_subset"] = 32 })
-  local m32 = prune.finetune_member(model.load(base()), g, 1, c32, { progress = false })
+  local m32 = finetune.member(model.load(base()), g, 1, c32, { progress = false })
   eq(c32.data.train_subset, 64, "cfg.data.train_subset unchanged")
-  local ref = prune.finetune_member(model.load(base()), g, 1,
+  local ref = finetune.member(model.load(base()), g, 1,
     cfg_with({ ["finetune.epochs"] = 1, ["data.train_subset"] = 32 }), { progress = false })
   local a32, r32, a64 = m32:get_params():flat(), ref:get_params():flat(), m:get_params():flat()
   local same, diff = true, false
@@ -164,7 +165,7 @@ function T.finetune_member_lua()
   ok(same, "finetune.train_subset 32 == data.train_subset 32")
   ok(diff, "32 rows differ from 64 rows")
   -- never more rows than the base trained on: 128 with data.train_subset = 64 is 64 rows
-  local big = prune.finetune_member(model.load(base()), g, 1,
+  local big = finetune.member(model.load(base()), g, 1,
     cfg_with({ ["finetune.epochs"] = 1, ["data.train_subset"] = 64,
                ["finetune.train_subset"] = 128 }), { progress = false })
   local ab = big:get_params():flat()

@@ -290,6 +290,9 @@ function T.sweep_runs_skips_and_reports()
       check.near(row.cells[1].mean, (accs[1] + accs[2]) / 2, 1e-9, "mean acc")
     end
   end
+  -- the same number read by key from the real result files (fractions, not %)
+  local acc = hydra.report.value(runs, { method = "single", ["eval.score"] = "msp" }, "acc")
+  check.near(100 * acc, (accs[1] + accs[2]) / 2, 1e-9, "report.value acc")
   -- a rerun skips every complete point and starts nothing
   local again = hydra.sweep.run(hydra.sweep.load(path, { overrides = { "threads=1" } }),
     { jobs = 2, threads = 2, quiet = true })

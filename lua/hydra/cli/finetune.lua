@@ -16,7 +16,7 @@ Pruned heads get no gradient and their weights are restored from the base afterw
 bit-identical to the base's (decoupled weight decay would otherwise shrink them). finetune.epochs:
 0 writes the gated base checkpoint without training (the training-free setting). MEMBER.h5 is a
 normal checkpoint with /head_gates set and /meta member, gates_file, base_checkpoint,
-finetune_epochs, finetune_learning_rate. (The library function: hydra.prune.finetune_member.)]],
+finetune_epochs, finetune_learning_rate. (The library function: hydra.finetune.member.)]],
   run = function(args)
     local opts = argparse.parse(args, {
       command = "finetune", usage = USAGE,
@@ -27,10 +27,11 @@ finetune_epochs, finetune_learning_rate. (The library function: hydra.prune.fine
     })
     local core = require("hydra.core")
     local model = require("hydra.model")
+    local finetune = require("hydra.finetune")
     local prune = require("hydra.prune")
     local ckpt = opts.positional[1]
     local m = err.wrap("hydra finetune", model.load, ckpt)
-    local cfg = err.wrap("hydra finetune", prune.config_of, m, opts.override_list or {})
+    local cfg = err.wrap("hydra finetune", finetune.config_of, m, opts.override_list or {})
     local c = m:config()
     local g = err.wrap("hydra finetune", prune.read_gates, opts.gates, c.depth, c.n_heads)
     local n = g.gates:size(1)
@@ -41,7 +42,7 @@ finetune_epochs, finetune_learning_rate. (The library function: hydra.prune.fine
     core.threads_init(cfg.threads)
     print(("seed %d  member %d of %d  finetune epochs %d"):format(cfg.seed, opts.member, n,
       cfg.finetune.epochs))
-    local _, meta = err.wrap("hydra finetune", prune.finetune_member, m, g.gates, opts.member,
+    local _, meta = err.wrap("hydra finetune", finetune.member, m, g.gates, opts.member,
       cfg, { data = opts.data, progress = not opts.quiet,
              log = function(line) print(line); io.stdout:flush() end })
     meta.gates_file, meta.base_checkpoint = opts.gates, ckpt

@@ -31,12 +31,13 @@ objectives, keep, seed, checkpoint, checkpoint_sha256.]],
       overrides = true, required = { "out" },
     })
     local core = require("hydra.core")
+    local finetune = require("hydra.finetune")
     local hydra_prune = require("hydra.prune")
     local model = require("hydra.model")
     local ckpt = opts.positional[1]
     local m = err.wrap("hydra prune", model.load, ckpt)
     local ov = opts.override_list or {}
-    local cfg = err.wrap("hydra prune", hydra_prune.config_of, m, ov)
+    local cfg = err.wrap("hydra prune", finetune.config_of, m, ov)
     if opts.method then cfg.prune.method = opts.method end
     if opts.members then cfg.hydra.members = opts.members end
     if opts.keep then cfg.hydra.keep_heads = opts.keep end

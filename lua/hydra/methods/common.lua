@@ -433,7 +433,7 @@ function C.gates(ctx, base_path, base_key, variant)
 end
 
 -- Member `m` (1-based) of the gates, fine-tuned from the base weights with its gates fixed
--- (hydra.prune.finetune_member, as `hydra finetune`); finetune.epochs 0 keeps the gated base
+-- (hydra.finetune.member, as `hydra finetune`); finetune.epochs 0 keeps the gated base
 -- weights. Returns the member checkpoint path and key.
 function C.member(ctx, base_path, base_key, gates_key, gates, m)
   local cfg = ctx.cfg
@@ -444,13 +444,12 @@ function C.member(ctx, base_path, base_key, gates_key, gates, m)
              train_subset = cfg.data.train_subset, val_subset = cfg.data.test_subset },
   }
   return ctx.cache:get("member", inputs, function(tmp, key)
-    local prune = require("hydra.prune")
     local mod = model.load(base_path)
     if cfg.finetune.epochs > 0 then
       ctx.log("fine-tuning member %d (%d epoch(s), lr %g) ...", m, cfg.finetune.epochs,
         cfg.finetune.learning_rate)
     end
-    local _, meta = prune.finetune_member(mod, gates, m, cfg, {
+    local _, meta = require("hydra.finetune").member(mod, gates, m, cfg, {
       progress = ctx.progress, log = function(line) ctx.log("  %s", line) end,
     })
     meta.stage, meta.stage_key, meta.base_stage, meta.gates_stage = "member", key, base_key,
