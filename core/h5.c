@@ -37,26 +37,54 @@ static void h5_init(void) {
     }
 }
 
+static const char *errno_text(int e);
+
+/* What H5Ewalk2 collects: the innermost message, and the errno of a failed system call when the
+ * stack holds one (the sec2 driver writes "..., errno = 5, ..." into its read/write/truncate
+ * messages, next to a time stamp and buffer pointers that mean nothing to a user). */
+typedef struct walk_info {
+    char *buf;
+    int err;
+} walk_info;
+
 static herr_t walk_cb(unsigned n, const H5E_error2_t *e, void *data) {
-    if (n == 0 && e->desc) snprintf((char *)data, 200, "%s", e->desc);
+    walk_info *w = data;
+    if (n == 0 && e->desc) snprintf(w->buf, 200, "%s", e->desc);
+    const char *s = e->desc ? strstr(e->desc, "errno = ") : NULL;
+    if (s && !w->err) {
+        long v = strtol(s + 8, NULL, 10);
+        if (v > 0 && v < 4096) w->err = (int)v;
+    }
     return 0;
 }
 
 /* The innermost message of the current HDF5 error stack ("" when empty). Call it right after the
  * failing HDF5 call: the next HDF5 call clears the stack. */
 static const char *h5_detail(char buf[200]) {
+    walk_info w = {buf, 0};
     buf[0] = '\0';
-    H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, walk_cb, buf);
+    H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, walk_cb, &w);
     return buf;
 }
 
-/* "h5: cannot <what> '<name>' in '<file>' (hdf5: <innermost>)" */
-static hy_status h5_fail(const hy_h5 *f, const char *what, const char *name) {
+/* The cause of the current HDF5 error, ready to append to a message: ": no space left on device"
+ * when the stack records a failed system call, else " (hdf5: <innermost>)", or "" when the stack
+ * is empty. Same timing rule as h5_detail. */
+static const char *h5_cause(char buf[220]) {
     char d[200];
-    h5_detail(d);
-    if (d[0])
-        return hy_fail(HY_EIO, "h5: cannot %s '%s' in '%s' (hdf5: %s)", what, name, f->path, d);
-    return hy_fail(HY_EIO, "h5: cannot %s '%s' in '%s'", what, name, f->path);
+    walk_info w = {d, 0};
+    d[0] = '\0';
+    H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, walk_cb, &w);
+    if (w.err) snprintf(buf, 220, ": %s", errno_text(w.err));
+    else if (d[0]) snprintf(buf, 220, " (hdf5: %s)", d);
+    else buf[0] = '\0';
+    return buf;
+}
+
+/* "h5: cannot <what> '<name>' in '<file>': <system error>" or "... (hdf5: <innermost>)" */
+static hy_status h5_fail(const hy_h5 *f, const char *what, const char *name) {
+    char c[220];
+    return hy_fail(HY_EIO, "h5: cannot %s '%s' in '%s'%s", what, name, f->path, h5_cause(c));
 }
 
 static hy_status oom(void) { return hy_fail_prefix(HY_ENOMEM, "h5"); }
@@ -291,9 +319,18 @@ static hy_status read_strs(const hy_h5 *f, const char *what, hid_t src, int is_a
 
 static atomic_uint tmp_counter;
 
-static hid_t file_access_pl(void) {
+/* Files being written live in memory (the core driver, no backing store) until hy_h5_commit
+ * writes their image with checked write(2) calls: HDF5 itself then never writes to the disk.
+ * HDF5 1.10 cannot recover from a failed write while flushing (the metadata cache stays
+ * half-flushed, every later flush or close fails, the file stays registered and the library's
+ * atexit handler crashes on it), so a full disk must never reach it. Memory grows in steps of
+ * CORE_INCREMENT. */
+#define CORE_INCREMENT ((size_t)4 << 20)
+
+static hid_t file_access_pl(int in_memory) {
     hid_t p = H5Pcreate(H5P_FILE_ACCESS);
     if (p < 0) return p;
+    if (in_memory && H5Pset_fapl_core(p, CORE_INCREMENT, 0) < 0) { H5Pclose(p); return INVALID; }
     /* Closing the file closes every object still open in it, so commit never renames a file
      * whose metadata was not written. */
     if (H5Pset_fclose_degree(p, H5F_CLOSE_STRONG) < 0) { H5Pclose(p); return INVALID; }
@@ -363,13 +400,12 @@ hy_status hy_h5_create(hy_h5 *f, const char *path) {
     }
     close(fd);
     fcpl = H5Pcreate(H5P_FILE_CREATE);
-    fapl = file_access_pl();
+    fapl = file_access_pl(1);
     if (fcpl >= 0) H5Pset_obj_track_times(fcpl, 0);   /* the root group: no timestamps */
     hid_t id = fcpl < 0 || fapl < 0 ? INVALID : H5Fcreate(tmp, H5F_ACC_TRUNC, fcpl, fapl);
     if (id < 0) {
-        char d[200];
-        h5_detail(d);
-        st = hy_fail(HY_EIO, "h5: cannot create '%s' (hdf5: %s)", path, d);
+        char c[220];
+        st = hy_fail(HY_EIO, "h5: cannot create '%s'%s", path, h5_cause(c));
         unlink(tmp);
         goto done;
     }
@@ -404,30 +440,60 @@ static void release(hy_h5 *f) {
 void hy_h5_close(hy_h5 *f) {
     if (!f) return;
     if (f->open) {
-        H5Fclose((hid_t)f->id);
+        H5Fclose((hid_t)f->id);            /* in memory: no I/O */
         /* A forked child never removes its parent's temporary file. */
         if (f->tmp && f->pid == (int64_t)getpid()) unlink(f->tmp);
     }
     release(f);
 }
 
+/* Writes n bytes of buf to fd; 0 or -1 with errno set. */
+static int write_all(int fd, const unsigned char *buf, size_t n) {
+    while (n > 0) {
+        size_t k = n < ((size_t)1 << 30) ? n : ((size_t)1 << 30);
+        ssize_t w = write(fd, buf, k);
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0) return -1;
+        if (w == 0) { errno = EIO; return -1; }
+        buf += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* Writes the in-memory file's image to f->tmp and syncs it. */
+static hy_status write_image(hy_h5 *f) {
+    char c[220];
+    if (H5Fflush((hid_t)f->id, H5F_SCOPE_GLOBAL) < 0)
+        return hy_fail(HY_EIO, "h5: cannot write '%s'%s", f->path, h5_cause(c));
+    ssize_t n = H5Fget_file_image((hid_t)f->id, NULL, 0);
+    if (n < 0) return hy_fail(HY_EIO, "h5: cannot write '%s'%s", f->path, h5_cause(c));
+    unsigned char *img = hy_xmalloc(n > 0 ? (size_t)n : 1);
+    if (!img) return oom();
+    hy_status st = HY_OK;
+    if (H5Fget_file_image((hid_t)f->id, img, (size_t)n) != n) {
+        st = hy_fail(HY_EIO, "h5: cannot write '%s'%s", f->path, h5_cause(c));
+    } else {
+        int fd = open(f->tmp, O_WRONLY | O_TRUNC | O_CLOEXEC);
+        if (fd < 0 || write_all(fd, img, (size_t)n) != 0 || fsync(fd) != 0)
+            st = hy_fail(HY_EIO, "h5: cannot write '%s': %s", f->path, errno_text(errno));
+        if (fd >= 0 && close(fd) != 0 && st == HY_OK)
+            st = hy_fail(HY_EIO, "h5: cannot write '%s': %s", f->path, errno_text(errno));
+    }
+    hy_free(img);
+    return st;
+}
+
 hy_status hy_h5_commit(hy_h5 *f) {
     HY_TRY(need_open(f));
     if (!f->tmp)
         return hy_fail(HY_EINVAL, "h5: cannot commit '%s': it is open for reading", f->path);
-    hy_status st = HY_OK;
-    char d[200];
-    if (H5Fflush((hid_t)f->id, H5F_SCOPE_GLOBAL) < 0)
-        st = hy_fail(HY_EIO, "h5: cannot flush '%s' (hdf5: %s)", f->path, h5_detail(d));
+    char c[220];
+    hy_status st = write_image(f);
+    /* An in-memory file: closing it does no I/O. */
     if (H5Fclose((hid_t)f->id) < 0 && st == HY_OK)
-        st = hy_fail(HY_EIO, "h5: cannot close '%s' (hdf5: %s)", f->path, h5_detail(d));
+        st = hy_fail(HY_EIO, "h5: cannot close '%s'%s", f->path, h5_cause(c));
     f->open = 0;
-    if (st == HY_OK) {
-        int fd = open(f->tmp, O_RDONLY | O_CLOEXEC);
-        if (fd < 0 || fsync(fd) != 0)
-            st = hy_fail(HY_EIO, "h5: cannot sync '%s': %s", f->path, errno_text(errno));
-        if (fd >= 0) close(fd);
-    }
     if (st == HY_OK && rename(f->tmp, f->path) != 0)
         st = hy_fail(HY_EIO, "h5: cannot rename '%s' to '%s': %s", f->tmp, f->path,
                      errno_text(errno));
@@ -456,7 +522,7 @@ hy_status hy_h5_open(hy_h5 *f, const char *path) {
     if (S_ISDIR(sb.st_mode)) return hy_fail(HY_EIO, "h5: cannot open '%s': it is a folder", path);
     if (access(path, R_OK) != 0)
         return hy_fail(HY_EIO, "h5: cannot open '%s': %s", path, errno_text(errno));
-    hid_t fapl = file_access_pl();
+    hid_t fapl = file_access_pl(0);
     hid_t id = fapl < 0 ? INVALID : H5Fopen(path, H5F_ACC_RDONLY, fapl);
     char d[200];
     h5_detail(d);                           /* before H5Pclose clears the error stack */

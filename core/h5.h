@@ -12,8 +12,14 @@
  *  - strings (scalar datasets, 1-d string arrays, string attributes) are variable-length UTF-8;
  *    readers also accept fixed-length strings (ASCII or UTF-8) written by other tools;
  *  - no object timestamps are stored, so the same content written twice gives byte-identical files;
- *  - a file being written lives under "<dir>/.<basename>.tmp-<pid>-<n>" and is renamed onto the
- *    final path by hy_h5_commit, so a crash never leaves a truncated file under the real name. */
+ *  - a file being written lives in memory (HDF5's core driver) with an empty placeholder at
+ *    "<dir>/.<basename>.tmp-<pid>-<n>"; hy_h5_commit writes the image there with checked
+ *    write(2) calls, fsyncs it and renames it onto the final path, so a crash never leaves a
+ *    truncated file under the real name, and a full disk is a clean error
+ *    ("h5: cannot write 'x.h5': no space left on device"): HDF5 itself never writes to disk,
+ *    since HDF5 1.10 cannot recover from a write failing while it flushes (the file then stays
+ *    registered, half closed, and the library's exit handler crashes on it). Memory: a file
+ *    being written costs its size, and twice that while it is committed. */
 #ifndef HY_H5_H
 #define HY_H5_H
 
@@ -40,8 +46,8 @@ typedef struct hy_h5 {
  * Fails (f left zeroed) when the folder is missing or not writable:
  * "h5: cannot create 'dir/x.h5': folder 'dir' does not exist". */
 hy_status hy_h5_create(hy_h5 *f, const char *path);
-/* Flushes and closes the file, fsyncs it, renames it onto the final path (replacing an older file)
- * and fsyncs the folder. f is closed afterwards whatever the outcome; on failure the temporary
+/* Writes the file's image to the temporary file, fsyncs it, renames it onto the final path
+ * (replacing an older file) and fsyncs the folder. f is closed afterwards whatever the outcome; on failure the temporary
  * file is removed and nothing appears under the final path. Fails on a read-only file. */
 hy_status hy_h5_commit(hy_h5 *f);
 /* Closes f without committing: a file being written is discarded (temporary file removed).
