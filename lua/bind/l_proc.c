@@ -1,7 +1,8 @@
 /* l_proc.c: process and file-system helpers (POSIX, no core module) for the stage cache, runs
  * and scripts: folders, file status, exclusive lock files, process liveness, sleeping, names.
  *   core.listdir(path) -> sorted array of names (without . and ..); raises on error
- *   core.stat(path) -> "file" | "dir" | "other", size, mtime   or nil when it does not exist
+ *   core.stat(path) -> "file" | "dir" | "other", size, mtime, dev, ino   or nil when it does not
+ *                                  exist (follows links; the same dev and ino = the same file)
  *   core.mkdir_p(path)           creates path and its parents (like mkdir -p); raises on error
  *   core.getpid() -> integer     core.isatty(fd) -> boolean (fd 0, 1 or 2)
  *   core.lock_create(path, text) -> true | false, why   O_CREAT|O_EXCL create + write text; false
@@ -70,7 +71,9 @@ static int l_stat(lua_State *L) {
     lua_pushstring(L, S_ISREG(sb.st_mode) ? "file" : S_ISDIR(sb.st_mode) ? "dir" : "other");
     lua_pushinteger(L, (lua_Integer)sb.st_size);
     lua_pushinteger(L, (lua_Integer)sb.st_mtime);
-    return 3;
+    lua_pushinteger(L, (lua_Integer)sb.st_dev);
+    lua_pushinteger(L, (lua_Integer)sb.st_ino);
+    return 5;
 }
 
 static int l_mkdir_p(lua_State *L) {

@@ -651,20 +651,7 @@ M.copy = deep_copy
 function M.write(cfg, path)
   local text = ("# resolved config (hydra %s), hash %s\n"):format(core.version, M.hash(cfg))
     .. M.to_yaml(cfg)
-  local tmp = ("%s.tmp-%d"):format(path, core.getpid())
-  local f, why = io.open(tmp, "wb")
-  if not f then err.fail("config: cannot write '%s' (%s)", path, why) end
-  local ok, werr = f:write(text)
-  f:close()
-  if not ok then
-    os.remove(tmp)
-    err.fail("config: cannot write '%s' (%s)", path, werr)
-  end
-  local rok, rerr = os.rename(tmp, path)
-  if not rok then
-    os.remove(tmp)
-    err.fail("config: cannot write '%s' (%s)", path, rerr)
-  end
+  require("hydra.output").write_text(path, text, "config")
 end
 
 -- ===== paths =====

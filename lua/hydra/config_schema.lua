@@ -80,7 +80,7 @@ return {
 
   ["eval.score"] = { enum = { "msp", "entropy", "mutual_info", "energy", "disagreement" } },
   ["eval.ece_bins"] = { ge = 1 },
-  ["eval.bootstrap"] = { ge = 0 },
+  ["eval.bootstrap"] = { ge = 0, le = 100000 },
   ["eval.bootstrap_seed"] = { type = "integer", ge = 0 },
 
   ["sweep.jobs"] = { ge = 1 },

@@ -401,7 +401,7 @@ function M.prepare(name, opts, stack)
     end
   end
 
-  core.mkdir_p(M.dirs(opts).prepared)
+  require("hydra.output").mkdir_p(M.dirs(opts).prepared, "data")
   local t0 = core.now()
   local f = h5().create(final)
   local ok, e = pcall(function()

@@ -21,9 +21,13 @@ local err = require("hydra.err")
 local fs = require("hydra.fs")
 local h5 = require("hydra.h5")
 local metrics = require("hydra.metrics")
+local output = require("hydra.output")
 local strings = require("hydra.strings")
 
 local M = {}
+
+-- most histogram bins of ood_hist (opts.bins); more only costs memory, never shows
+M.MAX_BINS = 10000
 
 local function shell_quote(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
 -- s as a gnuplot single-quoted string. Gnuplot processes neither backslashes nor backquotes in
@@ -60,16 +64,13 @@ function M.terminal()
   return terminal_cache
 end
 
-local function write_file(path, text)
-  local f, e = io.open(path, "wb")
-  if not f then err.fail("plot: cannot write '%s': %s", path, e) end
-  f:write(text)
-  f:close()
-end
+local function write_file(path, text) output.write_text(path, text, "plot") end
 
 
 -- Writes data to <base>.dat and the script to <base>.gp (the script refers to the data file as
--- DAT), then runs gnuplot. Returns the paths { png, dat, gp }.
+-- DAT), then runs gnuplot. Returns the paths { png, dat, gp }. Every file is written atomically:
+-- .dat and .gp through hydra.output, the image by gnuplot to a temporary name (the script's OUT,
+-- given with -e; run by hand it is the real name), checked complete (IEND) and renamed.
 function M.run(out, script, data)
   if not out:match("%.png$") then err.fail("plot: --out must end in .png (got '%s')", out) end
   if out:find("%c") then
@@ -77,8 +78,8 @@ function M.run(out, script, data)
       strings.escape_controls(out))
   end
   local base = out:gsub("%.png$", "")
-  local dir = out:match("^(.*)/[^/]*$")
-  if dir and dir ~= "" and core.stat(dir) ~= "dir" then
+  local dir = output.split(out)
+  if core.stat(dir) ~= "dir" then
     err.fail("plot: cannot write '%s': folder '%s' does not exist", out, dir)
   end
   local dat, gp = base .. ".dat", base .. ".gp"
@@ -87,25 +88,32 @@ function M.run(out, script, data)
     "# written by hydra " .. core.version .. "; rerun with: gnuplot " .. gp_str(gp),
     term == "pngcairo" and "set terminal pngcairo size 900,700 noenhanced font 'DejaVu Sans,10'"
       or "set terminal png size 900,700 noenhanced",
-    "set output " .. gp_str(out),
+    "if (!exists(\"OUT\")) OUT = " .. gp_str(out),
+    "set output OUT",
     "DAT = " .. gp_str(dat),
   }
+  local tmp = output.temp_name(out)
+  local define = "OUT = " .. gp_str(tmp)
   write_file(dat, data)
   write_file(gp, table.concat(head, "\n") .. "\n" .. script .. "\nunset output\n")
-  os.remove(out)
   local errf = os.tmpname()
-  local ok, _, code = os.execute(("gnuplot %s 2>%s </dev/null"):format(shell_quote(gp),
-    shell_quote(errf)))
+  local ok, _, code = os.execute(("gnuplot -e %s %s 2>%s </dev/null"):format(shell_quote(define),
+    shell_quote(gp), shell_quote(errf)))
   local msg = (fs.read_file(errf) or ""):gsub("%s+$", "")
   os.remove(errf)
   if not ok or code ~= 0 then
+    os.remove(tmp)
     err.fail("plot: gnuplot failed on '%s' (exit status %s); rerun it with: gnuplot %s%s", gp,
       tostring(code), gp, msg ~= "" and ("\n" .. msg) or "")
   end
-  local kind, size = core.stat(out)
-  if kind ~= "file" or size == 0 then
-    err.fail("plot: gnuplot wrote no image to '%s' (script '%s')", out, gp)
+  local complete, why = output.png_complete(tmp)
+  if not complete then
+    os.remove(tmp)
+    local cause = output.space_problem(dir)
+    err.fail("plot: cannot write '%s': %s (gnuplot's image was %s; script '%s')", out,
+      cause or "the image is incomplete", why, gp)
   end
+  output.rename(tmp, out, "plot")
   return { png = out, dat = dat, gp = gp }
 end
 
@@ -195,6 +203,9 @@ function M.ood_hist(paths, out, opts)
   check_paths(paths)
   opts = opts or {}
   local bins = opts.bins or 30
+  if math.type(bins) ~= "integer" or bins < 1 or bins > M.MAX_BINS then
+    err.fail("plot: bins must be an integer in [1, %d] (got %s)", M.MAX_BINS, tostring(bins))
+  end
   -- read every score array first: the histogram range is common to all panels
   local panels = {}
   local lo, hi

@@ -287,12 +287,9 @@ function M.csv(results)
   return table.concat(lines, "\n") .. "\n"
 end
 
--- Writes text to path (raises a user error on failure).
+-- Writes text to path atomically (hydra.output; raises a user error naming path on failure).
 function M.write_text(path, text)
-  local f, e = io.open(path, "wb")
-  if not f then err.fail("report: cannot write '%s': %s", path, e) end
-  f:write(text)
-  f:close()
+  require("hydra.output").write_text(path, text, "report")
 end
 
 -- ===== values by key =====

@@ -28,6 +28,7 @@
 local config = require("hydra.config")
 local core = require("hydra.core")
 local err = require("hydra.err")
+local output = require("hydra.output")
 local report = require("hydra.report")
 local strings = require("hydra.strings")
 
@@ -323,7 +324,7 @@ function M.plots(runs, outdir, opts)
     if not s.at[xv] then s.at[xv] = {}; s.order[#s.order + 1] = xv end
     table.insert(s.at[xv], r)
   end
-  core.mkdir_p(outdir)
+  output.mkdir_p(outdir, "report")
   local plot = require("hydra.plot")
   local gp_str = plot.gp_str
   local out = {}
@@ -389,7 +390,7 @@ function M.write(dir, opts)
   opts = opts or {}
   local runs = M.collect(dir, opts)
   local outdir = opts.out or (dir .. "/report")
-  core.mkdir_p(outdir)
+  output.mkdir_p(outdir, "report")
   local title = (dir:match("([^/]+)/*$") or dir)
   local md, csv = outdir .. "/table.md", outdir .. "/table.csv"
   report.write_text(md, M.markdown(runs, title))

@@ -65,6 +65,7 @@ local core = require("hydra.core")
 local config = require("hydra.config")
 local err = require("hydra.err")
 local h5 = require("hydra.h5")
+local output = require("hydra.output")
 local stages = require("hydra.stages")
 
 local M = {}
@@ -218,8 +219,8 @@ local function execute_locked(cfg, opts, summary)
     log("sets: ID %s, %d OOD, %d shift; methods: %s", sets[1].name, nsets.ood, nsets.shift,
       table.concat(methods, ", "))
     local cache = stages.new({ dir = opts.cache_dir, log = function(line) log("  %s", line) end })
-    core.mkdir_p(dir .. "/methods")
-    core.mkdir_p(dir .. "/plots")
+    output.mkdir_p(dir .. "/methods", "run")
+    output.mkdir_p(dir .. "/plots", "run")
     local files, costs, stage_lines = {}, {}, {}
     local B = cfg.train.eval_batch_size
     for i, mod in ipairs(mods) do
@@ -321,7 +322,7 @@ function M.execute(cfg, opts)
     summary.skipped = true
     return summary
   end
-  core.mkdir_p(dir)
+  output.mkdir_p(dir, "run")
   return stages.with_lock(dir .. "/.run.lock", function()
     return execute_locked(cfg, opts, summary)
   end, { what = "run " .. id, log = not opts.quiet and function(line) print(line) end or nil })

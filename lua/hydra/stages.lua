@@ -38,6 +38,7 @@
 -- cache.hits and cache.built count them.
 local core = require("hydra.core")
 local err = require("hydra.err")
+local output = require("hydra.output")
 
 local M = {}
 
@@ -300,7 +301,7 @@ function Cache:get(name, inputs, build, opts)
     record(self, name, key, "hit", 0, path)
     return path, key, true
   end
-  core.mkdir_p(self.dir .. "/" .. name)
+  output.mkdir_p(self.dir .. "/" .. name, "stages")
   local lock = path .. ".lock"
   local got = M.acquire(lock, { done = function() return exists(path) end, log = self.log,
                                 poll = self.poll, what = tag })

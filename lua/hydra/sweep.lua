@@ -578,7 +578,7 @@ function M.run(sw, opts)
     while nrun < jobs and next_i <= #todo do
       local pt = todo[next_i]
       next_i = next_i + 1
-      core.mkdir_p(pt.dir)
+      require("hydra.output").mkdir_p(pt.dir, "sweep")
       local log = pt.dir .. "/worker.log"
       local env = { HYDRA_THREADS = tostring(per), OMP_NUM_THREADS = tostring(per),
                     OPENBLAS_NUM_THREADS = tostring(per) }

@@ -127,4 +127,187 @@ function T.sweep_series_names_are_quoted_by_the_one_quoting_function()
   check.ok(not src:find("function gp_str", 1, true), "report_sweep.lua defines its own gp_str")
 end
 
+-- ===== outputs never destroy inputs =====
+
+local function fixture_model(d)
+  hydra.model.write_synthetic(d .. "/data.h5", { train = 64, val = 16, test = 16 })
+  check.write_file(d .. "/cfg.yaml", ("include: %s/configs/models/vit-fm-tiny.yaml\n"
+    .. "data: {id: data, dir: %s, train_subset: 32, test_subset: 16}\ntrain: {epochs: 1}\n")
+    :format(rawget(_G, "HYDRA_HOME") or ".", d))
+  local code, out, e = check.hydra(("model init %s/cfg.yaml --out %s/ck.h5"):format(d, d))
+  check.eq(code, 0, "model init: " .. out .. e)
+  return d .. "/ck.h5"
+end
+
+local function digest(path) return core.hash_file(path, "sha256") end
+
+-- hydra CMD must fail with `code`, say `part`, show no traceback and leave `path` unchanged
+local function refuses(cmdline, code, part, path)
+  local before = digest(path)
+  local got, out, e = check.hydra(cmdline)
+  check.eq(got, code, "exit status of hydra " .. cmdline .. ": " .. out .. e)
+  check.ok(e:find(part, 1, true), ("hydra %s\n  said: %s  want: %s"):format(cmdline, e, part))
+  check.ok(not e:find("stack traceback", 1, true), "traceback: " .. e)
+  check.eq(digest(path), before, path .. " unchanged by hydra " .. cmdline)
+end
+
+function T.out_equal_to_an_input_is_refused()
+  local d = check.tmpdir()
+  local ck = fixture_model(d)
+  refuses(("predict %s --data %s/data.h5 --split test --out %s"):format(ck, d, ck), 1,
+    ("hydra predict: --out '%s' is the input CKPT.h5; refusing to overwrite it"):format(ck), ck)
+  refuses(("predict %s --data %s/data.h5 --split test --out %s/./data.h5"):format(ck, d, d), 1,
+    ("hydra predict: --out '%s/./data.h5' is the input --data '%s/data.h5'"):format(d, d),
+    d .. "/data.h5")
+  os.execute(("ln %s %s/hard.h5"):format(ck, d))
+  refuses(("predict %s --data %s/data.h5 --split test --out %s/hard.h5"):format(ck, d, d), 1,
+    ("--out '%s/hard.h5' is the input CKPT.h5 '%s'"):format(d, ck), ck)
+  local code, out, e = check.hydra(("predict %s --data %s/data.h5 --split test --out %s/p.h5")
+    :format(ck, d, d))
+  check.eq(code, 0, "predict: " .. out .. e)
+  local p = d .. "/p.h5"
+  refuses(("eval --id %s --out %s"):format(p, p), 1,
+    ("hydra eval: --out '%s' is the input --id"):format(p), p)
+  refuses(("eval --id %s --ood far=%s --out %s/r.h5 --json %s"):format(p, ck, d, ck), 1,
+    ("hydra eval: --json '%s' is the input --ood far"):format(ck), ck)
+  refuses(("fuse %s %s/hard.h5 --out %s"):format(ck, d, ck), 1,
+    ("hydra fuse: --out '%s' is the input MEMBER.h5 #1"):format(ck), ck)
+  refuses(("train %s/cfg.yaml --out %s/cfg.yaml --quiet"):format(d, d), 1,
+    ("hydra train: --out '%s/cfg.yaml' is the input CONFIG.yaml"):format(d), d .. "/cfg.yaml")
+  refuses(("model init %s/cfg.yaml --out %s/cfg.yaml"):format(d, d), 1,
+    ("hydra model init: --out '%s/cfg.yaml' is the input CONFIG.yaml"):format(d), d .. "/cfg.yaml")
+  refuses(("prune %s --members 2 --out %s"):format(ck, ck), 1,
+    ("hydra prune: --out '%s' is the input CKPT.h5"):format(ck), ck)
+  refuses(("finetune %s --gates %s/g.h5 --member 1 --out %s"):format(ck, d, ck), 1,
+    ("hydra finetune: --out '%s' is the input CKPT.h5"):format(ck), ck)
+  refuses(("eval --id %s --out %s/r.h5 --md %s/r.h5"):format(p, d, d), 1,
+    ("hydra eval: --out and --md are the same file '%s/r.h5'"):format(d), p)
+end
+
+function T.unwritable_output_fails_before_training()
+  local d = check.tmpdir()
+  fixture_model(d)
+  local t0 = core.now()
+  local code, out, e = check.hydra(("train %s/cfg.yaml train.epochs=1000 --quiet --out "
+    .. "%s/nonexist/ck.h5"):format(d, d))
+  check.eq(code, 1, "exit status: " .. out .. e)
+  check.eq(e, ("hydra: hydra train: cannot write --out '%s/nonexist/ck.h5': folder "
+    .. "'%s/nonexist' does not exist\n"):format(d, d), "message")
+  check.ok(core.now() - t0 < 5, "failed before training")
+  code, out, e = check.hydra(("train %s/cfg.yaml --quiet --out %s"):format(d, d))
+  check.eq(e, ("hydra: hydra train: cannot write --out '%s': it is a folder\n"):format(d),
+    "a folder as --out")
+  -- a read-only folder (root ignores permissions, so a read-only bind mount when allowed)
+  local ro = d .. "/ro"
+  os.execute(("mkdir %s && mount --bind %s %s 2>/dev/null && mount -o remount,bind,ro %s "
+    .. "2>/dev/null"):format(ro, ro, ro, ro))
+  local f = io.open(ro .. "/probe", "wb")
+  if f then
+    f:close()
+    os.remove(ro .. "/probe")
+    io.stderr:write("  (read-only bind mount not permitted: that case skipped)\n")
+  else
+    code, out, e = check.hydra(("eval --id %s/p.h5 --out %s/r.h5 --md %s/t.md"):format(d, d, ro))
+    check.eq(code, 1, "exit status: " .. out .. e)
+    check.ok(e:find(("cannot write --md '%s/t.md': folder '%s' is not writable (Read-only file "
+      .. "system)"):format(ro, ro), 1, true) or e:find("no such file", 1, true), e)
+    check.eq(core.stat(d .. "/r.h5"), nil, "no --out result left behind")
+  end
+  os.execute(("umount %s 2>/dev/null"):format(ro))
+end
+
+-- ===== a full disk: clean errors, nothing truncated under a real name =====
+
+-- Mounts a tmpfs of `kib` KiB at a fresh folder, filled up to `free` KiB left; nil when mounting
+-- is not permitted. Unmounted when the test ends (call the returned function).
+local function small_disk(kib, free)
+  local d = check.tmpdir() .. "/disk"
+  os.execute("mkdir -p " .. d)
+  local ok = os.execute(("mount -t tmpfs -o size=%dk tmpfs %s 2>/dev/null"):format(kib, d))
+  if not ok then return nil end
+  os.execute(("dd if=/dev/zero of=%s/fill bs=1k count=%d 2>/dev/null"):format(d, kib - free))
+  return d, function() os.execute("umount " .. d) end
+end
+
+local function listing(d)
+  local names = core.listdir(d)
+  return table.concat(names, " ")
+end
+
+function T.full_disk_outputs_are_atomic()
+  local disk, done = small_disk(200, 0)
+  if not disk then
+    io.stderr:write("  (mount -t tmpfs not permitted: full-disk test skipped)\n")
+    return
+  end
+  local ok, e = pcall(function()
+    local big = ("x"):rep(64 * 1024)
+    check.raises(("report: cannot write '%s/t.md': No space left on device"):format(disk),
+      function() return hydra.report.write_text(disk .. "/t.md", big) end)
+    check.raises(("config: cannot write '%s/c.yaml': No space left on device"):format(disk),
+      function() return hydra.config.write(hydra.config.defaults(), disk .. "/c.yaml") end)
+    check.eq(listing(disk), "fill", "nothing left on the full disk")
+    -- an old file under the real name stays whole when its replacement does not fit
+    os.remove(disk .. "/fill")
+    hydra.report.write_text(disk .. "/t.md", "old\n")
+    os.execute(("dd if=/dev/zero of=%s/fill bs=1k count=196 2>/dev/null"):format(disk))
+    check.raises_has("No space left on device",
+      function() return hydra.report.write_text(disk .. "/t.md", big) end)
+    check.eq(check.read_file(disk .. "/t.md"), "old\n", "the old file is intact")
+    os.remove(disk .. "/t.md")
+    os.remove(disk .. "/fill")
+    os.execute(("dd if=/dev/zero of=%s/fill bs=1k count=200 2>/dev/null"):format(disk))
+    -- the CLI: eval's --json / --csv, and a plot whose image does not fit
+    local d = check.tmpdir()
+    local id = write_preds(d .. "/id.h5", ID_PROBS, { 0, 1, 1, 2 }, { method = "single" })
+    local ood = write_preds(d .. "/ood.h5", OOD_PROBS)
+    local code, out, err_ = check.hydra(("eval --id %s --ood far=%s --out %s/r.h5 --json %s/r.json")
+      :format(id, ood, d, disk))
+    check.eq(code, 1, "eval exit status: " .. out .. err_)
+    check.eq(err_, ("hydra: report: cannot write '%s/r.json': No space left on device\n")
+      :format(disk), "eval message")
+    check.eq(listing(disk), "fill", "no 0-byte --json left")
+    os.remove(disk .. "/fill")
+    os.execute(("dd if=/dev/zero of=%s/fill bs=1k count=184 2>/dev/null"):format(disk))
+    code, out, err_ = check.hydra(("plot reliability %s/r.h5 --out %s/x.png"):format(d, disk))
+    check.eq(code, 1, "plot exit status: " .. out .. err_)
+    check.ok(err_:find(("hydra: plot: cannot write '%s/x.png': No space left on device")
+      :format(disk), 1, true), "plot message: " .. err_)
+    check.ok(not err_:find("traceback", 1, true), "plot: no traceback")
+    check.eq(core.stat(disk .. "/x.png"), nil, "no truncated PNG under the real name")
+    check.ok(not listing(disk):find("tmp", 1, true), "no temporary file left: " .. listing(disk))
+  end)
+  done()
+  if not ok then error(e, 0) end
+end
+
+-- ===== no Lua traceback for bad input =====
+
+function T.bad_inputs_give_one_line_errors()
+  local d = check.tmpdir()
+  local ck = fixture_model(d)
+  local trunc = d .. "/trunc.h5"
+  check.write_file(trunc, check.read_file(ck):sub(1, 5000))
+  local function one_line(cmdline, code, part)
+    local got, out, e = check.hydra(cmdline)
+    check.eq(got, code, "exit status of hydra " .. cmdline .. ": " .. out .. e)
+    check.ok(e:find(part, 1, true), ("hydra %s\n  said: %s  want: %s"):format(cmdline, e, part))
+    check.ok(not e:find("traceback", 1, true), "traceback from hydra " .. cmdline .. ": " .. e)
+    check.eq(select(2, e:gsub("\n", "")), 1, "one line from hydra " .. cmdline .. ": " .. e)
+  end
+  one_line(("predict %s --data %s/data.h5 --split test --out %s/p.h5"):format(trunc, d, d), 1,
+    ("hydra predict: h5: cannot open '%s'"):format(trunc))
+  check.write_file(d .. "/afile", "x")
+  check.write_file(d .. "/exp.yaml", ("include: %s/cfg.yaml\nmethods: [single]\n"
+    .. "data: {ood: [], shift: []}\n"):format(d))
+  one_line(("exp %s/exp.yaml results_dir=%s/afile --quiet"):format(d, d), 1,
+    ("run: cannot create folder '%s/afile/default'"):format(d))
+  one_line(("exp %s/exp.yaml results_dir=%s/res --cache %s/afile --quiet"):format(d, d, d), 1,
+    ("stages: cannot create folder '%s/afile/"):format(d))
+  one_line(("eval --id %s --out %s/r.h5 --bootstrap 1000000000"):format(ck, d), 2,
+    "hydra eval: --bootstrap must be at most 100000 (got 1000000000)")
+  one_line(("plot ood-hist %s --out %s/x.png --bins 1000000000"):format(ck, d), 2,
+    "hydra plot: --bins must be in [1, 10000] (got 1000000000)")
+end
+
 return T

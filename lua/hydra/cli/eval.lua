@@ -6,6 +6,9 @@ local USAGE = "hydra eval --id PREDS.h5 [--ood NAME=PREDS.h5 ...] [--shift NAME=
   .. "[--score msp|entropy|mi|energy|disagreement] [--bootstrap B] [--seed S] --out RESULT.h5 "
   .. "[--json METRICS.json] [--md TABLE.md] [--csv TABLE.csv]"
 
+-- the same bound as the config key eval.bootstrap (lua/hydra/config_schema.lua)
+local MAX_BOOTSTRAP = require("hydra.config_schema")["eval.bootstrap"].le
+
 local function pairs_of(list, opt)
   local out = {}
   for _, v in ipairs(list or {}) do
@@ -41,12 +44,22 @@ Every formula is in results/README.md. Bad inputs (class-count mismatch, NaN, ro
     if opts.bootstrap and opts.bootstrap < 2 then
       err.usage("hydra eval: --bootstrap needs at least 2 resamples, got %d", opts.bootstrap)
     end
+    if opts.bootstrap and opts.bootstrap > MAX_BOOTSTRAP then
+      err.usage("hydra eval: --bootstrap must be at most %d (got %d)", MAX_BOOTSTRAP,
+        opts.bootstrap)
+    end
+    local ood, shift = pairs_of(opts.ood, "ood"), pairs_of(opts.shift, "shift")
+    local ins = { { opts.id, "--id" } }
+    for _, o in ipairs(ood) do ins[#ins + 1] = { o.path, "--ood " .. o.name } end
+    for _, o in ipairs(shift) do ins[#ins + 1] = { o.path, "--shift " .. o.name } end
+    require("hydra.output").check({ { opts.out, "--out" }, { opts.json, "--json" },
+      { opts.md, "--md" }, { opts.csv, "--csv" } }, ins, "hydra eval")
     local eval = require("hydra.eval")
     local report = require("hydra.report")
     local cmd = { "hydra", "eval" }
     for _, a in ipairs(args) do cmd[#cmd + 1] = a end
     local res = eval.evaluate({
-      id = opts.id, ood = pairs_of(opts.ood, "ood"), shift = pairs_of(opts.shift, "shift"),
+      id = opts.id, ood = ood, shift = shift,
       score = opts.score, bootstrap = opts.bootstrap, seed = opts.seed or 0,
       command = table.concat(cmd, " "),
     })

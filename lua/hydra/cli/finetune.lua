@@ -30,6 +30,9 @@ finetune_epochs, finetune_learning_rate. (The library function: hydra.finetune.m
     local finetune = require("hydra.finetune")
     local prune = require("hydra.prune")
     local ckpt = opts.positional[1]
+    require("hydra.output").check({ { opts.out, "--out" } },
+      { { ckpt, "CKPT.h5" }, { opts.gates, "--gates" }, { opts.data, "--data" } },
+      "hydra finetune")
     local m = err.wrap("hydra finetune", model.load, ckpt)
     local cfg = err.wrap("hydra finetune", finetune.config_of, m, opts.override_list or {})
     local c = m:config()

@@ -26,6 +26,9 @@ accepts it and writes /member_probs.]],
       positional = { min = 1, max = 64, names = { "MEMBER.h5" } },
       required = { "out" },
     })
+    local ins = {}
+    for i, p in ipairs(opts.positional) do ins[i] = { p, ("MEMBER.h5 #%d"):format(i) } end
+    require("hydra.output").check({ { opts.out, "--out" } }, ins, "hydra fuse")
     local config = require("hydra.config")
     local model = require("hydra.model")
     local fuse = require("hydra.fuse")

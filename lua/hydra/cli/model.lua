@@ -25,6 +25,8 @@ normal 0.02 for weights and embeddings, zero biases, unit LayerNorm weights) and
     end
     local config = require("hydra.config")
     local model = require("hydra.model")
+    require("hydra.output").check({ { opts.out, "--out" } }, { { path, "CONFIG.yaml" } },
+      "hydra model init")
     local cfg = config.load(path, opts.override_list)
     local seed = opts.seed or cfg.seed
     cfg.seed = seed

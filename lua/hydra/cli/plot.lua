@@ -28,11 +28,20 @@ FILE.dat (the data) and FILE.gp (the gnuplot script) so the plot can be rerun wi
     local paths = {}
     for i = 2, #opts.positional do paths[#paths + 1] = opts.positional[i] end
     local plot = require("hydra.plot")
+    if opts.out:match("%.png$") then
+      local ins = {}
+      for i, p in ipairs(paths) do ins[i] = { p, "RESULT.h5" } end
+      local base = opts.out:gsub("%.png$", "")
+      require("hydra.output").check({ { opts.out, "--out" }, { base .. ".dat", "its data file" },
+        { base .. ".gp", "its script" } }, ins, "hydra plot")
+    end
     local r
     if kind == "reliability" then
       r = plot.reliability(paths, opts.out)
     elseif kind == "ood-hist" then
-      if opts.bins and opts.bins < 1 then err.usage("hydra plot: --bins must be >= 1") end
+      if opts.bins and (opts.bins < 1 or opts.bins > plot.MAX_BINS) then
+        err.usage("hydra plot: --bins must be in [1, %d] (got %d)", plot.MAX_BINS, opts.bins)
+      end
       r = plot.ood_hist(paths, opts.out, { score = opts.score, bins = opts.bins })
     elseif kind == "risk-coverage" then
       if opts.points and opts.points < 1 then err.usage("hydra plot: --points must be >= 1") end

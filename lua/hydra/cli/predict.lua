@@ -34,10 +34,12 @@ model (hydra fuse) gives /probs = mean of the member softmaxes, /logits = mean m
     local core = require("hydra.core")
     local model = require("hydra.model")
     local h5 = require("hydra.h5")
-    core.threads_init(0)
     local ckpt = opts.positional[1]
+    require("hydra.output").check({ { opts.out, "--out" } },
+      { { ckpt, "CKPT.h5" }, { opts.data, "--data" } }, "hydra predict")
+    core.threads_init(0)
     local p
-    if require("hydra.fuse").is_fused(ckpt) then
+    if err.wrap("hydra predict", require("hydra.fuse").is_fused, ckpt) then
       -- a fused Hydra model (hydra fuse): probs = mean of member softmaxes, + /member_probs
       if K > 0 then err.usage("hydra predict: --mc-samples does not apply to a fused model") end
       local fm = err.wrap("hydra predict", require("hydra.fuse").load, ckpt)

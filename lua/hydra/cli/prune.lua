@@ -35,6 +35,8 @@ objectives, keep, seed, checkpoint, checkpoint_sha256.]],
     local hydra_prune = require("hydra.prune")
     local model = require("hydra.model")
     local ckpt = opts.positional[1]
+    require("hydra.output").check({ { opts.out, "--out" } },
+      { { ckpt, "CKPT.h5" }, { opts.data, "--data" }, { opts.ood, "--ood" } }, "hydra prune")
     local m = err.wrap("hydra prune", model.load, ckpt)
     local ov = opts.override_list or {}
     local cfg = err.wrap("hydra prune", finetune.config_of, m, ov)

@@ -38,8 +38,11 @@ training with an error naming the step; nothing is written then.]],
     local model = require("hydra.model")
     local cfg = config.load(opts.positional[1], opts.override_list)
     if opts.seed then cfg.seed = opts.seed end
-    core.threads_init(cfg.threads)
     local data_file = model.data_path(cfg, cfg.data.id)
+    -- before training: an output that would destroy an input or cannot be written fails now
+    require("hydra.output").check({ { opts.out, "--out" } },
+      { { opts.positional[1], "CONFIG.yaml" }, { data_file, "data file" } }, "hydra train")
+    core.threads_init(cfg.threads)
     print(("seed %d  threads %d  data %s  model %s"):format(cfg.seed, core.threads(), data_file,
       cfg.model.kind))
     io.stdout:flush()
