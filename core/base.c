@@ -164,3 +164,38 @@ void hy_threads_init(int n) {
 }
 
 int hy_threads(void) { return n_threads; }
+
+/* ===== growable byte buffer ===== */
+
+void hy_buf_release(hy_buf *b) {
+    if (!b) return;
+    hy_free(b->data);
+    memset(b, 0, sizeof *b);
+}
+
+hy_status hy_buf_reserve(hy_buf *b, size_t extra) {
+    size_t need = b->len + extra + 1;
+    if (need <= b->cap) return HY_OK;
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < need) cap *= 2;
+    char *p = hy_xrealloc(b->data, cap);
+    if (!p) return HY_ENOMEM;   /* hy_xrealloc recorded "out of memory (N bytes)" */
+    b->data = p;
+    b->cap = cap;
+    return HY_OK;
+}
+
+hy_status hy_buf_put(hy_buf *b, const char *s, size_t n) {
+    HY_TRY(hy_buf_reserve(b, n));
+    if (n) memcpy(b->data + b->len, s, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+    return HY_OK;
+}
+
+hy_status hy_buf_putc(hy_buf *b, char c) { return hy_buf_put(b, &c, 1); }
+
+hy_status hy_buf_set(hy_buf *b, const char *s, size_t n) {
+    b->len = 0;
+    return hy_buf_put(b, s, n);
+}

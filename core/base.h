@@ -1,4 +1,5 @@
-/* base.h: status codes, the per-thread error message, HY_ASSERT, checked allocation, logging.
+/* base.h: status codes, the per-thread error message, HY_ASSERT, checked allocation, a growable
+ * byte buffer, logging.
  * Every core function that can fail returns hy_status and records a message with hy_fail();
  * the caller reads it with hy_errmsg(). Bugs (broken invariants) abort via HY_ASSERT. */
 #ifndef HY_BASE_H
@@ -46,6 +47,19 @@ char *hy_xstrdup(const char *s);
 void hy_free(void *p);
 /* Number of allocations made through hy_x* so far (used by failure-injection tests). */
 uint64_t hy_alloc_count(void);
+
+/* A growable NUL-terminated byte buffer (zeroed = empty; data stays NULL until the first put).
+ * reserve makes room for `extra` more bytes plus the NUL; put appends s[0..n), putc one byte,
+ * set replaces the contents. They fail only on out-of-memory (the buffer is then unchanged). */
+typedef struct hy_buf {
+    char *data;
+    size_t len, cap;
+} hy_buf;
+hy_status hy_buf_reserve(hy_buf *b, size_t extra);
+hy_status hy_buf_put(hy_buf *b, const char *s, size_t n);
+hy_status hy_buf_putc(hy_buf *b, char c);
+hy_status hy_buf_set(hy_buf *b, const char *s, size_t n);
+void hy_buf_release(hy_buf *b);
 
 /* Logging to stderr; level from HYDRA_LOG (error, warn, info, debug; default info). */
 typedef enum { HY_LOG_ERROR = 0, HY_LOG_WARN, HY_LOG_INFO, HY_LOG_DEBUG } hy_log_level;

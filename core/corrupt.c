@@ -5,6 +5,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "imgio.h"
 #include "rng.h"
 
 typedef void (*corrupt_fn)(const float *in, float *out, size_t H, size_t W, double c, hy_rng *r,
@@ -51,28 +52,6 @@ static void convolve(const float *in, float *out, size_t H, size_t W, const doub
                     acc += k[(dy + R) * S + dx + R] * (double)px(in, H, W, (long)y + dy, (long)x + dx);
             out[y * W + x] = (float)acc;
         }
-}
-
-/* Area (box-filter) resampling w x h -> dw x dh. */
-static void resize_area(const float *src, size_t w, size_t h, float *tmp, float *dst, size_t dw,
-                        size_t dh) {
-    double fx = (double)w / (double)dw, fy = (double)h / (double)dh;
-    for (size_t y = 0; y < h; y++)
-        for (size_t x = 0; x < dw; x++) {
-            double a = (double)x * fx, b = (double)(x + 1) * fx, acc = 0;
-            for (size_t s = (size_t)a; s < w && (double)s < b; s++)
-                acc += (fmin(b, (double)(s + 1)) - fmax(a, (double)s)) * (double)src[y * w + s];
-            tmp[y * dw + x] = (float)(acc / fx);
-        }
-    for (size_t y = 0; y < dh; y++) {
-        double a = (double)y * fy, b = (double)(y + 1) * fy;
-        for (size_t x = 0; x < dw; x++) {
-            double acc = 0;
-            for (size_t s = (size_t)a; s < h && (double)s < b; s++)
-                acc += (fmin(b, (double)(s + 1)) - fmax(a, (double)s)) * (double)tmp[s * dw + x];
-            dst[y * dw + x] = (float)(acc / fy);
-        }
-    }
 }
 
 /* ===== noise ===== */
@@ -197,7 +176,7 @@ static void pixelate(const float *in, float *out, size_t H, size_t W, double c, 
     if (dh < 1) dh = 1;
     if (dw < 1) dw = 1;
     float *tmp = scratch, *small = scratch + H * W;
-    resize_area(in, W, H, tmp, small, dw, dh);
+    hy_img_resize_area(in, W, H, tmp, small, dw, dh);
     for (size_t y = 0; y < H; y++)
         for (size_t x = 0; x < W; x++)
             out[y * W + x] = small[(y * dh / H) * dw + x * dw / W];

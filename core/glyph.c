@@ -8,6 +8,7 @@
 #include FT_FREETYPE_H
 #include FT_OUTLINE_H
 
+#include "imgio.h"
 #include "rng.h"
 
 #define RENDER_PX 64          /* rasterisation size (pixels per em) */
@@ -16,33 +17,6 @@
 hy_glyph_jitter hy_glyph_default_jitter(void) {
     hy_glyph_jitter j = {0.8, 1.05, 12.0, 1.5, -0.5, 3.5};
     return j;
-}
-
-/* Area (box-filter) resampling of a w x h float image to dw x dh, separable. */
-static void resize_area(const float *src, size_t w, size_t h, float *tmp, float *dst, size_t dw,
-                        size_t dh) {
-    /* horizontal: tmp [h, dw] */
-    double fx = (double)w / (double)dw, fy = (double)h / (double)dh;
-    for (size_t y = 0; y < h; y++)
-        for (size_t x = 0; x < dw; x++) {
-            double a = (double)x * fx, b = (double)(x + 1) * fx, acc = 0;
-            for (size_t s = (size_t)a; s < w && (double)s < b; s++) {
-                double lo = fmax(a, (double)s), hi = fmin(b, (double)(s + 1));
-                acc += (hi - lo) * (double)src[y * w + s];
-            }
-            tmp[y * dw + x] = (float)(acc / fx);
-        }
-    for (size_t y = 0; y < dh; y++) {
-        double a = (double)y * fy, b = (double)(y + 1) * fy;
-        for (size_t x = 0; x < dw; x++) {
-            double acc = 0;
-            for (size_t s = (size_t)a; s < h && (double)s < b; s++) {
-                double lo = fmax(a, (double)s), hi = fmin(b, (double)(s + 1));
-                acc += (hi - lo) * (double)tmp[s * dw + x];
-            }
-            dst[y * dw + x] = (float)(acc / fy);
-        }
-    }
 }
 
 /* Renders with an already opened face. */
@@ -104,7 +78,7 @@ static hy_status render_face(FT_Face face, const char *font, uint32_t ch,
     tmp = hy_xmalloc(h * dw * sizeof *tmp);
     dst = hy_xmalloc(dh * dw * sizeof *dst);
     if (!tmp || !dst) { st = HY_ENOMEM; goto done; }
-    resize_area(src, w, h, tmp, dst, dw, dh);
+    hy_img_resize_area(src, w, h, tmp, dst, dw, dh);
     /* centre of mass -> image centre + shift */
     double mass = 0, mx = 0, my = 0;
     for (size_t y = 0; y < dh; y++)

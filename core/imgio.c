@@ -149,3 +149,31 @@ hy_status hy_img_stats(const hy_tensor *in, double *mean, double *std) {
     *std = sqrt(var > 0 ? var : 0) / 255.0;
     return HY_OK;
 }
+
+/* ===== resampling ===== */
+
+void hy_img_resize_area(const float *src, size_t w, size_t h, float *tmp, float *dst,
+                        size_t dw, size_t dh) {
+    /* horizontal: tmp [h, dw] */
+    double fx = (double)w / (double)dw, fy = (double)h / (double)dh;
+    for (size_t y = 0; y < h; y++)
+        for (size_t x = 0; x < dw; x++) {
+            double a = (double)x * fx, b = (double)(x + 1) * fx, acc = 0;
+            for (size_t s = (size_t)a; s < w && (double)s < b; s++) {
+                double lo = fmax(a, (double)s), hi = fmin(b, (double)(s + 1));
+                acc += (hi - lo) * (double)src[y * w + s];
+            }
+            tmp[y * dw + x] = (float)(acc / fx);
+        }
+    for (size_t y = 0; y < dh; y++) {
+        double a = (double)y * fy, b = (double)(y + 1) * fy;
+        for (size_t x = 0; x < dw; x++) {
+            double acc = 0;
+            for (size_t s = (size_t)a; s < h && (double)s < b; s++) {
+                double lo = fmax(a, (double)s), hi = fmin(b, (double)(s + 1));
+                acc += (hi - lo) * (double)tmp[s * dw + x];
+            }
+            dst[y * dw + x] = (float)(acc / fy);
+        }
+    }
+}

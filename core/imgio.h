@@ -29,4 +29,10 @@ hy_status hy_img_invert(const hy_tensor *in, hy_tensor *out);
  * (accumulated exactly in integers). Fails on an empty tensor. */
 hy_status hy_img_stats(const hy_tensor *in, double *mean, double *std);
 
+/* Area (box-filter) resampling of a float image src [h, w] to dst [dh, dw], separable: a
+ * horizontal pass into tmp [h, dw], then a vertical one (sums in double). Used by the glyph
+ * renderer and the corruptions; never allocates or fails. */
+void hy_img_resize_area(const float *src, size_t w, size_t h, float *tmp, float *dst,
+                        size_t dw, size_t dh);
+
 #endif

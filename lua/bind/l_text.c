@@ -1,4 +1,4 @@
-/* l_text.c: Lua binding of core/text (normaliser, corpora, readers, vocabulary).
+/* l_text.c: Lua binding of core/text.h (textnorm, corpus with its readers, vocab).
  *   core.text_normalize(s [, news]) -> normalised string, token count
  *   core.text_read_tsv(path, {ncols=, text=, label=, header=, news=}) -> Corpus
  *   core.text_read_lines(path, {label_prefix=, news=}) -> Corpus
@@ -422,9 +422,9 @@ void l_open_text(lua_State *L) {
     l_setfuncs(L, fns);
     lua_pushstring(L, HY_TEXT_NORMALIZATION);
     lua_setfield(L, -2, "text_normalization");
-    lua_createtable(L, HY_TEXT_NRESERVED, 0);
-    for (int i = 0; i < HY_TEXT_NRESERVED; i++) {
-        lua_pushstring(L, hy_text_reserved[i]);
+    lua_createtable(L, HY_TOK_NRESERVED, 0);
+    for (int i = 0; i < HY_TOK_NRESERVED; i++) {
+        lua_pushstring(L, hy_tok_reserved[i]);
         lua_rawseti(L, -2, i + 1);
     }
     lua_setfield(L, -2, "text_reserved");
