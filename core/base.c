@@ -145,22 +145,30 @@ double hy_now(void) {
 void openblas_set_num_threads(int num_threads);
 static int n_threads = 1;
 
-void hy_threads_init(int n) {
+hy_status hy_threads_init(int64_t n) {
+    if (n > HY_MAX_THREADS)
+        return hy_fail(HY_EINVAL, "threads: %lld is above the limit of %d threads",
+                       (long long)n, HY_MAX_THREADS);
     if (n <= 0) {
         const char *s = getenv("HYDRA_THREADS");
-        char *end = NULL;
-        long v = s ? strtol(s, &end, 10) : 0;
-        if (s && *s && end && *end == '\0' && v > 0 && v <= 1024) n = (int)v;
-        else {
+        if (s && *s) {
+            char *end = NULL;
+            long long v = strtoll(s, &end, 10);
+            if (*end != '\0' || v < 1 || v > HY_MAX_THREADS)
+                return hy_fail(HY_EINVAL, "HYDRA_THREADS must be an integer in [1, %d] (got '%s')",
+                               HY_MAX_THREADS, s);
+            n = v;
+        } else {
             long c = sysconf(_SC_NPROCESSORS_ONLN);
-            n = c > 0 ? (int)c : 1;
+            n = c < 1 ? 1 : c > HY_MAX_THREADS ? HY_MAX_THREADS : c;
         }
     }
-    n_threads = n;
+    n_threads = (int)n;
 #ifdef _OPENMP
-    omp_set_num_threads(n);
+    omp_set_num_threads(n_threads);
 #endif
-    openblas_set_num_threads(n);
+    openblas_set_num_threads(n_threads);
+    return HY_OK;
 }
 
 int hy_threads(void) { return n_threads; }

@@ -69,8 +69,11 @@ void hy_log(hy_log_level lv, const char *fmt, ...) HY_PRINTF(2, 3);
 double hy_now(void);
 
 /* Threads: hy_threads_init sets OpenMP and OpenBLAS thread counts once (n <= 0: HYDRA_THREADS,
- * else the number of cores); hy_threads() returns the count in force. */
-void hy_threads_init(int n);
+ * else the number of cores, at most HY_MAX_THREADS); hy_threads() returns the count in force.
+ * Fails, changing nothing, when n > HY_MAX_THREADS ("threads: 100000 is above the limit of 1024
+ * threads") or HYDRA_THREADS is set but not an integer in [1, HY_MAX_THREADS]. */
+#define HY_MAX_THREADS 1024
+hy_status hy_threads_init(int64_t n);
 int hy_threads(void);
 
 #endif

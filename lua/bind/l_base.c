@@ -13,7 +13,7 @@ static int l_now(lua_State *L) {
 }
 
 static int l_threads_init(lua_State *L) {
-    hy_threads_init((int)luaL_optinteger(L, 1, 0));
+    if (hy_threads_init((int64_t)luaL_optinteger(L, 1, 0)) != HY_OK) return l_raise(L);
     lua_pushinteger(L, hy_threads());
     return 1;
 }

@@ -13,7 +13,7 @@
 -- A key whose default is null is optional: null is accepted besides `type`.
 return {
   ["seed"] = { ge = 0 },
-  ["threads"] = { ge = 0 },
+  ["threads"] = { ge = 0, le = 1024 },       -- HY_MAX_THREADS (core/base.h)
   ["profile"] = { enum = { "quick", "paper" } },
   ["experiment"] = { name = true },
 

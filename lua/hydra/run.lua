@@ -184,7 +184,7 @@ local function execute_locked(cfg, opts, summary)
   local log, logf = opener(dir, opts)
   local ok, e = pcall(function()
     local t0 = core.now()
-    local threads = core.threads_init(cfg.threads or 0)
+    local threads = err.wrap(nil, core.threads_init, cfg.threads or 0)
     log("== run %s (experiment %s, hydra %s, %s UTC) ==", summary.id, cfg.experiment,
       core.version, os.date("!%Y-%m-%d %H:%M:%S"))
     log("seed %d, %d thread(s), folder %s", cfg.seed, threads, dir)

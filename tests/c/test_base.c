@@ -1,6 +1,8 @@
 /* test_base.c: error messages, allocation, the arena, the RNG (reproducibility across machines:
  * the first outputs of a fixed seed are pinned), tensors. */
+#define _POSIX_C_SOURCE 200809L    /* setenv */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "arena.h"
@@ -143,6 +145,33 @@ static void test_tensor(void) {
                "int32, int64)");
 }
 
+/* The thread count is capped at HY_MAX_THREADS; a 64-bit count is never truncated to int
+ * (2^32 + 1 must not become 1), and a bad HYDRA_THREADS is an error, not silently ignored. */
+static void test_threads_limit(void) {
+    int before = hy_threads();
+    CHECK_FAIL(hy_threads_init(100000), HY_EINVAL,
+               "threads: 100000 is above the limit of 1024 threads");
+    CHECK_FAIL(hy_threads_init(((int64_t)1 << 32) + 1), HY_EINVAL,
+               "threads: 4294967297 is above the limit of 1024 threads");
+    CHECK(hy_threads() == before, "a refused count changes nothing (%d)", hy_threads());
+    CHECK_OK(hy_threads_init(HY_MAX_THREADS));
+    CHECK(hy_threads() == HY_MAX_THREADS, "%d", hy_threads());
+    const char *env = getenv("HYDRA_THREADS");
+    char *saved = env ? strdup(env) : NULL;
+    setenv("HYDRA_THREADS", "abc", 1);
+    CHECK_FAIL(hy_threads_init(0), HY_EINVAL,
+               "HYDRA_THREADS must be an integer in [1, 1024] (got 'abc')");
+    setenv("HYDRA_THREADS", "4294967297", 1);
+    CHECK_FAIL_HAS(hy_threads_init(0), HY_EINVAL, "(got '4294967297')");
+    setenv("HYDRA_THREADS", "3", 1);
+    CHECK_OK(hy_threads_init(0));
+    CHECK(hy_threads() == 3, "HYDRA_THREADS=3 gives %d", hy_threads());
+    if (saved) setenv("HYDRA_THREADS", saved, 1);
+    else unsetenv("HYDRA_THREADS");
+    free(saved);
+    CHECK_OK(hy_threads_init(before));
+}
+
 int main(void) {
     RUN(test_fail_and_prefix);
     RUN(test_alloc_aligned);
@@ -152,5 +181,6 @@ int main(void) {
     RUN(test_rng_distributions);
     RUN(test_hash);
     RUN(test_tensor);
+    RUN(test_threads_limit);
     return check_exit("test_base");
 }

@@ -4,6 +4,8 @@
 # expected fragment in its message, no Lua traceback, no sanitizer report, and no file left
 # behind under the output's name or as a temporary file.
 #   - disk full (a 200 KiB tmpfs): model init, train, predict, eval --out onto it;
+#   - thread counts above HY_MAX_THREADS (1024): the config key, 2^32 + 1 (no int truncation),
+#     sweep --threads, HYDRA_THREADS;
 # The disk-full cases need `mount -t tmpfs` (root); without it they are skipped and the script
 # exits 77 after running the others.
 set -u
@@ -65,6 +67,21 @@ no_leftover() {
         echo "ok   $1: nothing left behind"
     fi
 }
+
+# ===== thread counts =====
+TRAIN="configs/models/vit-fm-tiny.yaml data.train_subset=64 data.test_subset=64 train.epochs=1"
+# shellcheck disable=SC2086
+expect "threads=100000" "threads=100000|<= 1024" \
+    "$HYDRA" train $TRAIN threads=100000 --quiet --out "$T/x.h5"
+# shellcheck disable=SC2086
+expect "threads=2^32+1" "threads=4294967297|<= 1024" \
+    "$HYDRA" train $TRAIN threads=4294967297 --quiet --out "$T/x.h5"
+expect "sweep --threads 200000" "--threads expects an integer in [1, 1024]|200000" \
+    "$HYDRA" sweep configs/sweeps/ablation_heads.yaml --threads 200000 --list
+# shellcheck disable=SC2086
+expect "HYDRA_THREADS=5000" "HYDRA_THREADS must be an integer in [1, 1024] (got '5000')" \
+    env HYDRA_THREADS=5000 "$HYDRA" train $TRAIN --quiet --out "$T/x.h5"
+
 
 # ===== disk full =====
 mkdir -p "$FULL"

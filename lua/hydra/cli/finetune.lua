@@ -42,7 +42,7 @@ finetune_epochs, finetune_learning_rate. (The library function: hydra.finetune.m
       err.usage("hydra finetune: --member must be in [1, %d] (the members of '%s'; got %d)", n,
         opts.gates, opts.member)
     end
-    core.threads_init(cfg.threads)
+    err.wrap(nil, core.threads_init, cfg.threads)
     print(("seed %d  member %d of %d  finetune epochs %d"):format(cfg.seed, opts.member, n,
       cfg.finetune.epochs))
     local _, meta = err.wrap("hydra finetune", finetune.member, m, g.gates, opts.member,

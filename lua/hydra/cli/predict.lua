@@ -37,7 +37,7 @@ model (hydra fuse) gives /probs = mean of the member softmaxes, /logits = mean m
     local ckpt = opts.positional[1]
     require("hydra.output").check({ { opts.out, "--out" } },
       { { ckpt, "CKPT.h5" }, { opts.data, "--data" } }, "hydra predict")
-    core.threads_init(0)
+    err.wrap(nil, core.threads_init, 0)
     local p
     if err.wrap("hydra predict", require("hydra.fuse").is_fused, ckpt) then
       -- a fused Hydra model (hydra fuse): probs = mean of member softmaxes, + /member_probs

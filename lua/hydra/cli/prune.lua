@@ -55,7 +55,7 @@ objectives, keep, seed, checkpoint, checkpoint_sha256.]],
     if cfg.hydra.members < 1 then
       err.usage("hydra prune: --members must be >= 1 (got %d)", cfg.hydra.members)
     end
-    core.threads_init(cfg.threads)
+    err.wrap(nil, core.threads_init, cfg.threads)
     print(("seed %d  method %s  members %d"):format(cfg.seed, method, cfg.hydra.members))
     local t0 = core.now()
     local res = err.wrap("hydra prune", hydra_prune.members, m, cfg, {

@@ -44,8 +44,8 @@ Each worker's output is appended to <run dir>/worker.log.]],
     if opts.jobs and opts.jobs < 1 then
       err.usage("hydra sweep: --jobs expects an integer >= 1, got %d", opts.jobs)
     end
-    if opts.threads and opts.threads < 1 then
-      err.usage("hydra sweep: --threads expects an integer >= 1, got %d", opts.threads)
+    if opts.threads and (opts.threads < 1 or opts.threads > 1024) then   -- HY_MAX_THREADS
+      err.usage("hydra sweep: --threads expects an integer in [1, 1024], got %d", opts.threads)
     end
     local sweep = require("hydra.sweep")
     local overrides = {}

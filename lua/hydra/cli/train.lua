@@ -42,7 +42,7 @@ training with an error naming the step; nothing is written then.]],
     -- before training: an output that would destroy an input or cannot be written fails now
     require("hydra.output").check({ { opts.out, "--out" } },
       { { opts.positional[1], "CONFIG.yaml" }, { data_file, "data file" } }, "hydra train")
-    core.threads_init(cfg.threads)
+    err.wrap(nil, core.threads_init, cfg.threads)
     print(("seed %d  threads %d  data %s  model %s"):format(cfg.seed, core.threads(), data_file,
       cfg.model.kind))
     io.stdout:flush()
