@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "base.h"
+#include "prof.h"
 
 /* the v8f helpers are static (inlined), so the AVX-vs-SSE argument-passing ABI note is moot */
 #pragma GCC diagnostic ignored "-Wpsabi"
@@ -138,6 +139,7 @@ void hy_attn_forward(float *out, float *att, const float *qkv, const float *gate
     HY_ASSERT(HS * NH == C && HB <= MAX_HB && T <= HY_ATTN_MAX_T && T >= 1);
     float scale = 1.0f / sqrtf((float)HS);
     size_t BH = B * NH;
+    uint64_t t0 = hy_prof_t0();
 #pragma omp parallel for schedule(static) if (BH > 1 && BH * T * T * HS > PAR_MIN_WORK)
     for (size_t bh = 0; bh < BH; bh++) {
         head *wp = &fwd_ws;
@@ -162,6 +164,7 @@ void hy_attn_forward(float *out, float *att, const float *qkv, const float *gate
             for (size_t d = 0; d < HS; d++) orow[d] = yf[d];
         }
     }
+    hy_prof_add(HY_PROF_ATTN, t0, 0);
 }
 
 /* ===== attention backward ===== */
@@ -173,6 +176,7 @@ void hy_attn_backward(float *dqkv, float *dgate, const float *dout, const float 
     HY_ASSERT(HS * NH == C && HB <= MAX_HB && T <= HY_ATTN_MAX_T && T >= 1);
     float scale = 1.0f / sqrtf((float)HS);
     size_t BH = B * NH;
+    uint64_t t0 = hy_prof_t0();
 #pragma omp parallel for schedule(static) if (BH > 1 && BH * T * T * HS > PAR_MIN_WORK)
     for (size_t bh = 0; bh < BH; bh++) {
         bwd_ws *ws = &bwd_wsp;
@@ -244,4 +248,5 @@ void hy_attn_backward(float *dqkv, float *dgate, const float *dout, const float 
         for (size_t b = 0; b < B; b++) acc += scratch[b * NH + h];
         dgate[h] += acc;
     }
+    hy_prof_add(HY_PROF_ATTN, t0, 0);
 }

@@ -16,6 +16,7 @@
 #include "ckpt.h"
 #include "gemm.h"
 #include "layers.h"
+#include "prof.h"
 #include "train.h"
 
 /* per-block slot offsets (the xfmr table order) */
@@ -483,11 +484,13 @@ static hy_status ensure_att(hy_fused *f, size_t P) {
 /* x (n, N) += bias + A W^T; A (n, K), W (N, K) */
 static void linear_add(float *x, const float *a, const float *w, const float *bias, size_t n,
                        size_t K, size_t N) {
+    uint64_t t0 = hy_prof_t0();
     for (size_t r = 0; r < n; r++) {
         float *xr = x + r * N;
 #pragma omp simd
         for (size_t j = 0; j < N; j++) xr[j] += bias[j];
     }
+    hy_prof_add(HY_PROF_BIAS, t0, 0);
     hy_gemm(CblasNoTrans, CblasTrans, n, N, K, 1.0f, a, K, w, K, 1.0f, x, N);
 }
 
@@ -571,7 +574,8 @@ static void forward_slice(hy_fused *f, const slice *s, size_t T, const int32_t *
             size_t C = f->kept[m * L + l] * HS, rm = (m * B + b0) * T;
             float *qkv = f->qkv + (m * BT + b0 * T) * 3 * D;
             const float *bias = P(f, m, s0 + S_QKVB);
-            for (size_t r = 0; r < n * T; r++) memcpy(qkv + r * 3 * C, bias, 3 * C * sizeof *qkv);
+            HY_PROF(HY_PROF_BIAS, for (size_t r = 0; r < n * T; r++)
+                                      memcpy(qkv + r * 3 * C, bias, 3 * C * sizeof *qkv));
             g[i] = (hy_gemm_desc){CblasNoTrans, CblasTrans, f->ln + rm * D, n * T, D, D,
                                   P(f, m, s0 + S_QKVW), 3 * C, D, D, qkv, n * T, 3 * C, 3 * C,
                                   1.0f, 1.0f};
@@ -593,10 +597,12 @@ static void forward_slice(hy_fused *f, const slice *s, size_t T, const int32_t *
             size_t C = f->kept[m * L + l] * HS, rm = (m * B + b0) * T;
             float *x = f->x + rm * D;
             const float *bias = P(f, m, s0 + S_PROJB);
+            uint64_t t0 = hy_prof_t0();
             for (size_t r = 0; r < n * T; r++) {
 #pragma omp simd
                 for (size_t j = 0; j < D; j++) x[r * D + j] += bias[j];
             }
+            hy_prof_add(HY_PROF_BIAS, t0, 0);
             g[i] = (hy_gemm_desc){CblasNoTrans, CblasTrans, f->ao + (m * BT + b0 * T) * D, n * T,
                                   C, C, P(f, m, s0 + S_PROJW), D, C, C, x, n * T, D, D, 1.0f,
                                   1.0f};
@@ -624,8 +630,8 @@ static void forward_slice(hy_fused *f, const slice *s, size_t T, const int32_t *
 
     /* ===== head: logits_m = head_m(LN_f(x_m[:, 0])); cls / logits row = pair ===== */
     size_t nf = f->n_slots - 4;
-    for (size_t p = s->p0; p < s->p1; p++)
-        memcpy(f->cls + p * D, f->x + p * T * D, D * sizeof(float));
+    HY_PROF(HY_PROF_COPY, for (size_t p = s->p0; p < s->p1; p++)
+                              memcpy(f->cls + p * D, f->x + p * T * D, D * sizeof(float)));
     norm_slice(f, s, f->lnf, f->fmean, f->frstd, f->cls, nf, nf + 1, 1);
     if (shared(f, G_HEAD)) {
         size_t n = s->p1 - s->p0;
@@ -678,8 +684,9 @@ static void forward(hy_fused *f, const hy_batch *in, size_t B, float *logits, si
                 embed_samples(f, 0, in, B, b0, b1, T, f->x + b0 * T * D);
             }
 #pragma omp barrier
-            for (size_t p = p0 > B ? p0 : B; p < p1; p++)
-                memcpy(f->x + p * T * D, f->x + (p % B) * T * D, T * D * sizeof(float));
+            HY_PROF(HY_PROF_COPY,
+                    for (size_t p = p0 > B ? p0 : B; p < p1; p++)
+                        memcpy(f->x + p * T * D, f->x + (p % B) * T * D, T * D * sizeof(float)));
             /* stream 0's rows are read above until every thread has copied them */
 #pragma omp barrier
         }

@@ -3,6 +3,8 @@
 
 #include <limits.h>
 
+#include "prof.h"
+
 static blasint bi(size_t v) {
     HY_ASSERT(v <= (size_t)INT_MAX);
     return (blasint)v;
@@ -22,8 +24,10 @@ void hy_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, size_t M, size_t N, size_t 
                 C[i * ldc + j] = beta == 0.0f ? 0.0f : beta * C[i * ldc + j];
         return;
     }
+    uint64_t t0 = hy_prof_t0();
     cblas_sgemm(CblasRowMajor, ta, tb, bi(M), bi(N), bi(K), alpha, A, bi(lda ? lda : 1), B,
                 bi(ldb ? ldb : 1), beta, C, bi(ldc ? ldc : 1));
+    hy_prof_add(HY_PROF_GEMM, t0, 2 * (uint64_t)M * N * K);
 }
 
 /* op(X) dims of a stored rows x cols matrix */

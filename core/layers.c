@@ -7,6 +7,7 @@
 
 #include "base.h"
 #include "gemm.h"
+#include "prof.h"
 #include "vmath.h"
 
 /* elements of work below which a loop stays on one thread */
@@ -18,7 +19,9 @@ void hy_linear_forward(float *out, const float *in, const float *w, const float 
                        size_t Din, size_t Dout) {
     /* pass 1: out = b (broadcast), then out += in W^T */
     if (b) {
+        uint64_t t0 = hy_prof_t0();
         for (size_t n = 0; n < N; n++) memcpy(out + n * Dout, b, Dout * sizeof *out);
+        hy_prof_add(HY_PROF_BIAS, t0, 0);
     }
     hy_gemm(CblasNoTrans, CblasTrans, N, Dout, Din, 1.0f, in, Din, w, Din, b ? 1.0f : 0.0f, out,
             Dout);
@@ -31,11 +34,13 @@ void hy_linear_backward(float *din, float *dw, float *db, const float *dout, con
         hy_gemm(CblasNoTrans, CblasNoTrans, N, Din, Dout, 1.0f, dout, Dout, w, Din, 1.0f, din, Din);
     hy_gemm(CblasTrans, CblasNoTrans, Dout, Din, N, 1.0f, dout, Dout, in, Din, 1.0f, dw, Din);
     if (db) {
+        uint64_t t0 = hy_prof_t0();
         for (size_t n = 0; n < N; n++) {
             const float *d = dout + n * Dout;
 #pragma omp simd
             for (size_t o = 0; o < Dout; o++) db[o] += d[o];
         }
+        hy_prof_add(HY_PROF_BIAS, t0, 0);
     }
 }
 
@@ -43,6 +48,7 @@ void hy_linear_backward(float *din, float *dw, float *db, const float *dout, con
 
 void hy_layernorm_forward(float *out, float *mean, float *rstd, const float *x, const float *w,
                           const float *b, size_t N, size_t D, float eps) {
+    uint64_t t0 = hy_prof_t0();
 #pragma omp parallel for schedule(static) if (N * D > PAR_MIN)
     for (size_t n = 0; n < N; n++) {
         const float *xr = x + n * D;
@@ -62,11 +68,13 @@ void hy_layernorm_forward(float *out, float *mean, float *rstd, const float *x, 
         mean[n] = m;
         rstd[n] = r;
     }
+    hy_prof_add(HY_PROF_LN, t0, 0);
 }
 
 void hy_layernorm_backward(float *dx, float *dw, float *db, const float *dout, const float *x,
                            const float *mean, const float *rstd, const float *w, size_t N,
                            size_t D) {
+    uint64_t t0 = hy_prof_t0();
     /* xhat = (x - mean) * rstd; out = xhat * w + b
      * dxhat = dout * w;  dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)) */
 #pragma omp parallel for schedule(static) if (N * D > PAR_MIN)
@@ -99,6 +107,7 @@ void hy_layernorm_backward(float *dx, float *dw, float *db, const float *dout, c
             db[i] += g[i];
         }
     }
+    hy_prof_add(HY_PROF_LN, t0, 0);
 }
 
 /* ===== GELU (erf form; hy_erf is a vectorisable erf, see vmath.h) ===== */
@@ -107,14 +116,17 @@ void hy_layernorm_backward(float *dx, float *dw, float *db, const float *dout, c
 #define INV_SQRT2PI 0.39894228040143267794f
 
 void hy_gelu_forward(float *out, const float *x, size_t n) {
+    uint64_t t0 = hy_prof_t0();
 #pragma omp parallel for simd schedule(static) if (n > PAR_MIN)
     for (size_t i = 0; i < n; i++) {
         float v = x[i];
         out[i] = 0.5f * v * (1.0f + hy_erf(v * INV_SQRT2));
     }
+    hy_prof_add(HY_PROF_GELU, t0, 0);
 }
 
 void hy_gelu_backward(float *dx, const float *dout, const float *x, size_t n) {
+    uint64_t t0 = hy_prof_t0();
     /* d/dx [x Phi(x)] = Phi(x) + x phi(x) */
 #pragma omp parallel for simd schedule(static) if (n > PAR_MIN)
     for (size_t i = 0; i < n; i++) {
@@ -123,11 +135,13 @@ void hy_gelu_backward(float *dx, const float *dout, const float *x, size_t n) {
         float pdf = INV_SQRT2PI * hy_exp(-0.5f * v * v);
         dx[i] += dout[i] * (cdf + v * pdf);
     }
+    hy_prof_add(HY_PROF_GELU, t0, 0);
 }
 
 /* ===== softmax ===== */
 
 void hy_softmax_forward(float *out, const float *x, size_t N, size_t K) {
+    uint64_t t0 = hy_prof_t0();
 #pragma omp parallel for schedule(static) if (N * K > PAR_MIN)
     for (size_t n = 0; n < N; n++) {
         const float *xr = x + n * K;
@@ -146,12 +160,14 @@ void hy_softmax_forward(float *out, const float *x, size_t N, size_t K) {
         float inv = 1.0f / s;
         for (size_t k = 0; k < K; k++) o[k] *= inv;
     }
+    hy_prof_add(HY_PROF_LOSS, t0, 0);
 }
 
 /* ===== softmax + cross-entropy ===== */
 
 void hy_ce_forward(double *loss, float *probs, const float *logits, const int32_t *labels,
                    size_t N, size_t K, float eps) {
+    uint64_t t0 = hy_prof_t0();
     double total = 0.0;
     for (size_t n = 0; n < N; n++) {
         const float *x = logits + n * K;
@@ -172,10 +188,12 @@ void hy_ce_forward(double *loss, float *probs, const float *logits, const int32_
         total += -((1.0 - (double)eps) * lpy + (double)eps / (double)K * sum_logp);
     }
     *loss = N ? total / (double)N : 0.0;
+    hy_prof_add(HY_PROF_LOSS, t0, 0);
 }
 
 void hy_ce_backward(float *dlogits, double dloss, const float *probs, const int32_t *labels,
                     size_t N, size_t K, float eps) {
+    uint64_t t0 = hy_prof_t0();
     /* loss = mean_n -sum_c t_c log p_c  =>  dlogit_c = (p_c - t_c) / N  (sum_c t_c = 1) */
     double scale = N ? dloss / (double)N : 0.0;
     double off = (double)eps / (double)K;
@@ -185,11 +203,13 @@ void hy_ce_backward(float *dlogits, double dloss, const float *probs, const int3
             dlogits[n * K + k] += (float)(scale * ((double)probs[n * K + k] - t));
         }
     }
+    hy_prof_add(HY_PROF_LOSS, t0, 0);
 }
 
 /* ===== dropout ===== */
 
 void hy_dropout_mask(float *mask, const hy_rng *stream, size_t rows, size_t cols, float p) {
+    uint64_t t0 = hy_prof_t0();
     float keep = 1.0f / (1.0f - p);
 #pragma omp parallel for schedule(static) if (rows * cols > PAR_MIN)
     for (size_t r = 0; r < rows; r++) {
@@ -197,22 +217,28 @@ void hy_dropout_mask(float *mask, const hy_rng *stream, size_t rows, size_t cols
         float *m = mask + r * cols;
         for (size_t c = 0; c < cols; c++) m[c] = hy_rng_uniform(&g) < p ? 0.0f : keep;
     }
+    hy_prof_add(HY_PROF_DROPOUT, t0, 0);
 }
 
 void hy_dropout_forward(float *out, const float *x, const float *mask, size_t n) {
+    uint64_t t0 = hy_prof_t0();
 #pragma omp parallel for simd schedule(static) if (n > PAR_MIN)
     for (size_t i = 0; i < n; i++) out[i] = x[i] * mask[i];
+    hy_prof_add(HY_PROF_DROPOUT, t0, 0);
 }
 
 void hy_dropout_backward(float *dx, const float *dout, const float *mask, size_t n) {
+    uint64_t t0 = hy_prof_t0();
 #pragma omp parallel for simd schedule(static) if (n > PAR_MIN)
     for (size_t i = 0; i < n; i++) dx[i] += dout[i] * mask[i];
+    hy_prof_add(HY_PROF_DROPOUT, t0, 0);
 }
 
 /* ===== patch embedding ===== */
 
 void hy_patch_extract(float *patches, const float *images, size_t B, size_t Cin, size_t S,
                       size_t p) {
+    uint64_t t0 = hy_prof_t0();
     size_t G = S / p, NP = G * G, F = Cin * p * p;
 #pragma omp parallel for schedule(static) if (B * NP * F > PAR_MIN)
     for (size_t b = 0; b < B; b++) {
@@ -227,16 +253,20 @@ void hy_patch_extract(float *patches, const float *images, size_t B, size_t Cin,
             }
         }
     }
+    hy_prof_add(HY_PROF_EMBED, t0, 0);
 }
 
 /* ===== token embedding ===== */
 
 void hy_tokembed_forward(float *out, const int32_t *ids, const float *w, size_t N, size_t D) {
+    uint64_t t0 = hy_prof_t0();
 #pragma omp parallel for schedule(static) if (N * D > PAR_MIN)
     for (size_t n = 0; n < N; n++) memcpy(out + n * D, w + (size_t)ids[n] * D, D * sizeof *out);
+    hy_prof_add(HY_PROF_EMBED, t0, 0);
 }
 
 void hy_tokembed_backward(float *dw, const float *dout, const int32_t *ids, size_t N, size_t D) {
+    uint64_t t0 = hy_prof_t0();
     /* serial over n: repeated ids must accumulate in a fixed order */
     for (size_t n = 0; n < N; n++) {
         float *d = dw + (size_t)ids[n] * D;
@@ -244,12 +274,14 @@ void hy_tokembed_backward(float *dw, const float *dout, const int32_t *ids, size
 #pragma omp simd
         for (size_t i = 0; i < D; i++) d[i] += g[i];
     }
+    hy_prof_add(HY_PROF_EMBED, t0, 0);
 }
 
 /* ===== [cls; emb] + pos ===== */
 
 void hy_embed_assemble_forward(float *x, const float *emb, const float *cls, const float *pos,
                                size_t B, size_t T, size_t D) {
+    uint64_t t0 = hy_prof_t0();
 #pragma omp parallel for schedule(static) if (B * T * D > PAR_MIN)
     for (size_t b = 0; b < B; b++) {
         float *xb = x + b * T * D;
@@ -262,10 +294,12 @@ void hy_embed_assemble_forward(float *x, const float *emb, const float *cls, con
             for (size_t i = 0; i < D; i++) xr[i] = er[i] + pr[i];
         }
     }
+    hy_prof_add(HY_PROF_EMBED, t0, 0);
 }
 
 void hy_embed_assemble_backward(float *demb, float *dcls, float *dpos, const float *dx,
                                 size_t B, size_t T, size_t D) {
+    uint64_t t0 = hy_prof_t0();
     for (size_t b = 0; b < B; b++) {
         const float *g = dx + b * T * D;
         for (size_t i = 0; i < D; i++) dcls[i] += g[i];
@@ -285,4 +319,5 @@ void hy_embed_assemble_backward(float *demb, float *dcls, float *dpos, const flo
             }
         }
     }
+    hy_prof_add(HY_PROF_EMBED, t0, 0);
 }

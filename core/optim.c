@@ -4,6 +4,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "prof.h"
+
 static const double PI = 3.14159265358979323846;
 
 hy_status hy_adamw_config_check(const hy_adamw_config *c) {
@@ -61,6 +63,7 @@ void hy_adamw_reset(hy_adamw *o) {
 }
 
 void hy_adamw_step(hy_adamw *o, float *params, const float *grads, double lr) {
+    uint64_t t0 = hy_prof_t0();
     o->t++;
     const double b1 = o->cfg.beta1, b2 = o->cfg.beta2;
     const double bc1 = 1.0 - pow(b1, (double)o->t);
@@ -93,6 +96,7 @@ void hy_adamw_step(hy_adamw *o, float *params, const float *grads, double lr) {
         const float denom = sqrtf(v[i]) / bc2_sqrt + eps;
         params[i] -= step_size * (m[i] / denom);
     }
+    hy_prof_add(HY_PROF_OPTIM, t0, 0);
 }
 
 hy_status hy_sched_parse(const char *name, hy_sched_kind *out) {
@@ -128,11 +132,13 @@ double hy_grad_norm(const float *grads, size_t n) {
 }
 
 double hy_grad_clip(float *grads, size_t n, double max_norm) {
+    uint64_t t0 = hy_prof_t0();
     double norm = hy_grad_norm(grads, n);
     if (max_norm > 0 && isfinite(norm) && norm > max_norm) {
         const float scale = (float)(max_norm / (norm + 1e-6));
 #pragma omp parallel for schedule(static) if (n > 32768)
         for (size_t i = 0; i < n; i++) grads[i] *= scale;
     }
+    hy_prof_add(HY_PROF_OPTIM, t0, 0);
     return norm;
 }

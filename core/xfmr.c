@@ -11,6 +11,7 @@
 #include "attn.h"
 #include "gemm.h"
 #include "layers.h"
+#include "prof.h"
 
 /* per-block parameter order (offsets from the block's first table index) */
 enum {
@@ -366,9 +367,14 @@ hy_status hy_xfmr_alloc_acts(hy_xfmr *m, size_t B_cap) {
 
 /* y += x over n floats (the residual adds), in parallel when it pays */
 static void add_into(float *y, const float *x, size_t n) {
+    uint64_t t0 = hy_prof_t0();
 #pragma omp parallel for simd schedule(static) if (n > 65536)
     for (size_t i = 0; i < n; i++) y[i] += x[i];
+    hy_prof_add(HY_PROF_RESID, t0, 0);
 }
+
+/* p[0, n) = 0 (backward temporaries), timed as a copy */
+static void zero(float *p, size_t n) { HY_PROF(HY_PROF_COPY, memset(p, 0, n * sizeof *p)); }
 
 hy_status hy_xfmr_check_inputs(const hy_xfmr_config *c, const hy_batch *in, size_t B,
                                const char *who) {
@@ -478,7 +484,8 @@ hy_status hy_xfmr_forward(hy_xfmr *m, const hy_batch *in, size_t B, float *logit
 
     /* head: logits = head(LN_f(x_L[:, 0])) */
     const float *xl = a->x + L * a->sD;
-    for (size_t b = 0; b < B; b++) memcpy(a->cls + b * D, xl + b * T * D, D * sizeof(float));
+    HY_PROF(HY_PROF_COPY, for (size_t b = 0; b < B; b++)
+                              memcpy(a->cls + b * D, xl + b * T * D, D * sizeof(float)));
     size_t nf = m->n_tensors - 4;
     hy_layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, a->cls, PW(m, nf), PW(m, nf + 1), B,
                          D, HY_XFMR_LN_EPS);
@@ -509,6 +516,7 @@ hy_status hy_xfmr_loss(const hy_xfmr *m, const float *logits, const int32_t *lab
     }
     hy_ce_forward(loss, probs, logits, labels, B, K, label_smoothing);
     if (dlogits) {
+        uint64_t t0 = hy_prof_t0();
         /* in place: dlogits = (probs - target) / B (what hy_ce_backward adds into zeros) */
         double off = (double)label_smoothing / (double)K;
         for (size_t b = 0; b < B; b++)
@@ -516,6 +524,7 @@ hy_status hy_xfmr_loss(const hy_xfmr *m, const float *logits, const int32_t *lab
                 double t = off + ((int64_t)k == labels[b] ? 1.0 - (double)label_smoothing : 0.0);
                 dlogits[b * K + k] = (float)(((double)probs[b * K + k] - t) / (double)B);
             }
+        hy_prof_add(HY_PROF_LOSS, t0, 0);
     } else {
         hy_free(probs);
     }
@@ -549,15 +558,16 @@ hy_status hy_xfmr_backward(hy_xfmr *m, const float *dlogits) {
 
     /* head: logits = lnf W^T + b; lnf = LN_f(cls) */
     size_t nf = m->n_tensors - 4;
-    memset(dlnf, 0, B * D * sizeof(float));
-    memset(dcls, 0, B * D * sizeof(float));
+    zero(dlnf, B * D);
+    zero(dcls, B * D);
     hy_linear_backward(dlnf, GW(m, nf + 2), GW(m, nf + 3), dlogits, a->lnf, PW(m, nf + 2), B, D,
                        K);
     hy_layernorm_backward(dcls, GW(m, nf), GW(m, nf + 1), dlnf, a->cls, a->lnf_mean,
                           a->lnf_rstd, PW(m, nf), B, D);
     /* cls = x_L[:, 0]: only the CLS rows get gradient */
-    memset(dres, 0, BT * D * sizeof(float));
-    for (size_t b = 0; b < B; b++) memcpy(dres + b * T * D, dcls + b * D, D * sizeof(float));
+    zero(dres, BT * D);
+    HY_PROF(HY_PROF_COPY, for (size_t b = 0; b < B; b++)
+                              memcpy(dres + b * T * D, dcls + b * D, D * sizeof(float)));
     const int32_t *kv = c->kind == HY_XFMR_VIT ? NULL : a->kvalid;
 
     for (size_t l = L; l-- > 0;) {
@@ -569,21 +579,21 @@ hy_status hy_xfmr_backward(hy_xfmr *m, const float *dlogits) {
         /* xo = xm + drop(fc2(hg)): dres is dxo; the fc2 branch sees dres * mask */
         const float *dbranch = dres;
         if (drop && a->m_out) {
-            memset(dtmp, 0, BT * D * sizeof(float));
+            zero(dtmp, BT * D);
             hy_dropout_backward(dtmp, dres, a->m_out + l * a->sD, BT * D);
             dbranch = dtmp;
         }
-        memset(dhg, 0, BT * DM * sizeof(float));
+        zero(dhg, BT * DM);
         hy_linear_backward(dhg, GW(m, pi + P_FC2W), GW(m, pi + P_FC2B), dbranch, hg,
                            PW(m, pi + P_FC2W), BT, DM, D);
         /* hg = drop(GELU(h)) */
         if (drop && a->m_h) {
             const float *mk = a->m_h + l * a->sH;
-            for (size_t i = 0; i < BT * DM; i++) dhg[i] *= mk[i];
+            HY_PROF(HY_PROF_DROPOUT, for (size_t i = 0; i < BT * DM; i++) dhg[i] *= mk[i]);
         }
-        memset(dh, 0, BT * DM * sizeof(float));
+        zero(dh, BT * DM);
         hy_gelu_backward(dh, dhg, h, BT * DM);
-        memset(dln, 0, BT * D * sizeof(float));
+        zero(dln, BT * D);
         hy_linear_backward(dln, GW(m, pi + P_FC1W), GW(m, pi + P_FC1B), dh, ln2,
                            PW(m, pi + P_FC1W), BT, D, DM);
         /* ln2 = LN2(xm); dres += LN2 backward, so dres becomes dxm */
@@ -593,17 +603,17 @@ hy_status hy_xfmr_backward(hy_xfmr *m, const float *dlogits) {
         /* xm = x + drop(proj(ao)) */
         dbranch = dres;
         if (drop && a->m_attn) {
-            memset(dtmp, 0, BT * D * sizeof(float));
+            zero(dtmp, BT * D);
             hy_dropout_backward(dtmp, dres, a->m_attn + l * a->sD, BT * D);
             dbranch = dtmp;
         }
-        memset(dao, 0, BT * D * sizeof(float));
+        zero(dao, BT * D);
         hy_linear_backward(dao, GW(m, pi + P_PROJW), GW(m, pi + P_PROJB), dbranch, ao,
                            PW(m, pi + P_PROJW), BT, D, D);
-        memset(dqkv, 0, BT * 3 * D * sizeof(float));
+        zero(dqkv, BT * 3 * D);
         hy_attn_backward(dqkv, m->dgates + l * NH, dao, qkv, att, m->gates + l * NH, kv, part, B,
                          T, D, NH);
-        memset(dln, 0, BT * D * sizeof(float));
+        zero(dln, BT * D);
         hy_linear_backward(dln, GW(m, pi + P_QKVW), GW(m, pi + P_QKVB), dqkv, ln1,
                            PW(m, pi + P_QKVW), BT, D, 3 * D);
         hy_layernorm_backward(dres, GW(m, pi + P_N1W), GW(m, pi + P_N1B), dln, x,
@@ -612,7 +622,7 @@ hy_status hy_xfmr_backward(hy_xfmr *m, const float *dlogits) {
     }
 
     /* embedding: x0 = [cls; emb] + pos */
-    memset(demb, 0, B * (T - 1) * D * sizeof(float));
+    zero(demb, B * (T - 1) * D);
     hy_embed_assemble_backward(demb, GW(m, 0), GW(m, 1), dres, B, T, D);
     if (c->kind == HY_XFMR_VIT) {
         size_t F = c->channels * c->patch * c->patch;
@@ -625,8 +635,10 @@ hy_status hy_xfmr_backward(hy_xfmr *m, const float *dlogits) {
 }
 
 void hy_xfmr_zero_grad(hy_xfmr *m) {
+    uint64_t t0 = hy_prof_t0();
     memset(m->grads, 0, m->n_params * sizeof(float));
     memset(m->dgates, 0, m->cfg.depth * m->cfg.n_heads * sizeof(float));
+    hy_prof_add(HY_PROF_OPTIM, t0, 0);
 }
 
 /* ===== gates, dropout, lookup ===== */
