@@ -129,8 +129,8 @@ local function breakdown(classes, total_ms, units, what, unit, batch)
   out.outside_gemm_pct = 100 * (measured - gemm) / measured
   rows[#rows + 1] = { name = "other (untimed)", ms = measured - sum, calls = 0 }
   table.sort(rows, function(a, b) return a.ms > b.ms end)
-  print(("per-kernel breakdown: %s, batch %d (timers in the real kernels, %d %ss)")
-    :format(what, batch, units, unit))
+  print(("per-kernel breakdown: %s, batch %d (timers in the real kernels, over %d %s%s)")
+    :format(what, batch, units, unit, units > 1 and (unit == "batch" and "es" or "s") or ""))
   print(("  %-18s %7s %9s %9s %8s"):format("class", "calls", "ms/" .. unit, "% of " .. unit,
     "GFLOP/s"))
   for _, row in ipairs(rows) do
