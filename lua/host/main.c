@@ -23,16 +23,20 @@
 #include "bind.h"
 
 /* Finds the folder holding lua/hydra/main.lua: $HYDRA_HOME, else walks up from the real path of
- * this executable (./hydra at the repository root, or build/<mode>/bin/hydra). */
-static int find_home(char *out, size_t n) {
+ * this executable (./hydra at the repository root, or build/<mode>/bin/hydra). On failure writes
+ * the reason (one line) to why. */
+static int find_home(char *out, size_t n, char *why, size_t nwhy) {
     const char *env = getenv("HYDRA_HOME");
     char path[PATH_MAX + 32];
     if (env && *env) {
         snprintf(path, sizeof path, "%s/lua/hydra/main.lua", env);
         if (access(path, R_OK) == 0) { snprintf(out, n, "%s", env); return 1; }
-        fprintf(stderr, "hydra: HYDRA_HOME=%s has no lua/hydra/main.lua\n", env);
+        snprintf(why, nwhy, "HYDRA_HOME=%s has no readable lua/hydra/main.lua; set HYDRA_HOME to "
+                 "the hydra source folder, or unset it", env);
         return 0;
     }
+    snprintf(why, nwhy, "cannot find the hydra Lua library (lua/hydra/main.lua) above the "
+             "executable; set HYDRA_HOME to the hydra source folder");
     char exe[PATH_MAX];
     if (!realpath("/proc/self/exe", exe)) return 0;
     for (;;) {
@@ -64,15 +68,21 @@ static int traceback(lua_State *L) {
 static int pmain(lua_State *L) {
     int argc = (int)lua_tointeger(L, 1);
     char **argv = lua_touserdata(L, 2);
-    char home[PATH_MAX];
+    char home[PATH_MAX], why[PATH_MAX + 200];
     luaL_openlibs(L);
     luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
     lua_pushcfunction(L, luaopen_hydra_core);
     lua_setfield(L, -2, "hydra.core");
     lua_pop(L, 1);
-    if (!find_home(home, sizeof home))
-        return luaL_error(L, "cannot find the hydra Lua library (lua/hydra/main.lua); "
-                             "set HYDRA_HOME to the hydra source folder");
+    if (!find_home(home, sizeof home, why, sizeof why)) {
+        /* a hydra error object: the message alone, no traceback (a user's setting, not a bug) */
+        lua_createtable(L, 0, 2);
+        lua_pushstring(L, why);
+        lua_setfield(L, -2, "message");
+        lua_pushinteger(L, 1);
+        lua_setfield(L, -2, "status");
+        return lua_error(L);
+    }
     /* package.path: the hydra library first, then whatever LUA_PATH gave */
     lua_getglobal(L, "package");
     lua_getfield(L, -1, "path");

@@ -5,9 +5,14 @@
 --   local run = require("hydra").run
 --   run.id(cfg)       -> run-id: the first 12 hex digits of hydra.config.hash of cfg with the keys
 --                        that cannot change a result removed (results_dir, threads, sweep.*).
---   run.dir(cfg)      -> "<results_dir>/<experiment>/<run-id>"
---   run.status(cfg)   -> "complete" | "partial" | "absent", dir
---                        complete  = dir/result.h5 exists (it is renamed into place last);
+--   run.dir(cfg [, id]) -> "<results_dir>/<experiment>/<run-id>" (id: run.id(cfg) when known)
+--   run.status(cfg [, dir]) -> "complete" | "damaged" | "partial" | "absent", dir [, why]
+--                        complete  = dir/result.h5 opens and holds the completion mark (its
+--                                    format attribute is "hydra-run-1"; it is renamed into
+--                                    place last);
+--                        damaged   = dir/result.h5 exists but does not open or has no mark (a
+--                                    truncated or foreign file; why says what): never taken as
+--                                    complete, never overwritten without opts.force;
 --                        partial   = the folder exists without result.h5 (an interrupted run);
 --   run.execute(cfg, opts) -> summary      runs every method of cfg.methods (DESIGN §3), in order:
 --       1. checks the datasets (data.id, data.ood, data.shift, and data.ood_val when a circuit
@@ -26,7 +31,8 @@
 --       6. writes dir/result.h5 LAST, atomically (temp + rename): the run is complete.
 --     dir/config.resolved.yaml is written first; dir/log.txt receives every line printed
 --     (appended across attempts, each attempt headed by a "== run <id> ..." line).
---     A complete run is a no-op (summary.skipped = true) unless opts.force.
+--     A complete run is a no-op (summary.skipped = true) unless opts.force; a damaged one is an
+--     error saying to delete result.h5 or use --force.
 --     Two processes executing the same run: the second waits on the first (a lock file in dir).
 --     opts (all optional):
 --       log       function(line): extra sink for every log line (after stdout/log.txt)
@@ -90,15 +96,34 @@ function M.id(cfg)
   return config.hash(shallow_without(cfg, M.ID_EXCLUDE)):sub(1, 12)
 end
 
-function M.dir(cfg)
-  return ("%s/%s/%s"):format(cfg.results_dir, cfg.experiment, M.id(cfg))
+-- id: run.id(cfg) when the caller has it (hashing the config is the cost of a sweep's --list)
+function M.dir(cfg, id)
+  return ("%s/%s/%s"):format(cfg.results_dir, cfg.experiment, id or M.id(cfg))
 end
 
 local function is_file(p) return core.stat(p) == "file" end
 
-function M.status(cfg)
-  local dir = M.dir(cfg)
-  if is_file(dir .. "/result.h5") then return "complete", dir end
+-- true when the file at path opens and holds the completion mark, else false, why
+function M.complete(path)
+  local ok, res = pcall(function()
+    local f <close> = h5.open(path)
+    return f:attrs("/").format
+  end)
+  if not ok then return false, err.message(res):gsub("^[^:]*%.lua:%d+: ", "") end
+  if res ~= M.FORMAT then
+    return false, ("its format attribute is %s, not '%s'"):format(
+      res == nil and "missing" or ("'" .. tostring(res) .. "'"), M.FORMAT)
+  end
+  return true
+end
+
+function M.status(cfg, dir)
+  dir = dir or M.dir(cfg)
+  if is_file(dir .. "/result.h5") then
+    local ok, why = M.complete(dir .. "/result.h5")
+    if ok then return "complete", dir end
+    return "damaged", dir, why
+  end
   if core.stat(dir) == "dir" then return "partial", dir end
   return "absent", dir
 end
@@ -170,10 +195,24 @@ local function opener(dir, opts)
   return log, logf
 end
 
+-- "damaged" result: the error with the way out
+local function refuse_damaged(summary, why)
+  err.fail("run %s: '%s' exists but is not a complete result (%s); delete it or rerun with "
+    .. "--force", summary.id, summary.result, why)
+end
+
+-- true when the run is complete and must be skipped (raises on a damaged result.h5)
+local function skip_complete(cfg, opts, summary)
+  if opts.force then return false end
+  local st, _, why = M.status(cfg, summary.dir)
+  if st == "damaged" then refuse_damaged(summary, why) end
+  return st == "complete"
+end
+
 local function execute_locked(cfg, opts, summary)
   local dir = summary.dir
   local result = dir .. "/result.h5"
-  if is_file(result) and not opts.force then
+  if skip_complete(cfg, opts, summary) then
     summary.skipped = true
     return summary
   end
@@ -315,10 +354,11 @@ end
 function M.execute(cfg, opts)
   opts = opts or {}
   if opts.progress == nil then opts.progress = core.isatty(2) end
-  local id, dir = M.id(cfg), M.dir(cfg)
+  local id = M.id(cfg)
+  local dir = M.dir(cfg, id)
   local summary = { id = id, dir = dir, result = dir .. "/result.h5", skipped = false,
                     methods = cfg.methods, plots = {}, stages = { hits = 0, built = 0 } }
-  if is_file(summary.result) and not opts.force then
+  if skip_complete(cfg, opts, summary) then
     summary.skipped = true
     return summary
   end

@@ -55,6 +55,30 @@ local M = {}
 
 M.KILL_GRACE_S = 10
 M.POLL_S = 0.1
+-- Most points a sweep may have (seeds x points entries x grid combinations), counted before any
+-- point is built: above it a sweep is refused with the count. 10^4 runs of the quick profile
+-- are already weeks of compute, and `--list` of 10^4 points takes a few seconds.
+M.MAX_POINTS = 10000
+
+-- seeds x entries x the product of the grid's value counts, or nil when above M.MAX_POINTS
+local function point_count(sw, seeds)
+  local n = math.max(1, #sw.entries) * (seeds or 1)
+  for _, a in ipairs(sw.axes) do
+    n = n * #a.values
+    if n > M.MAX_POINTS then return nil end
+  end
+  if n > M.MAX_POINTS then return nil end
+  return n
+end
+
+local function too_many(sw, seeds)
+  if point_count(sw, seeds) then return nil end
+  -- the exact count, in floating point when it no longer fits an integer
+  local total = math.max(1, #sw.entries) * (seeds or 1) + 0.0
+  for _, a in ipairs(sw.axes) do total = total * #a.values end
+  local text = total < 2 ^ 53 and ("%d"):format(math.floor(total)) or ("%.3g"):format(total)
+  return text
+end
 
 local TOP = { "base", "profiles", "seeds", "set", "grid", "points", "description" }
 
@@ -296,6 +320,12 @@ function M.read(path)
   if #sw.axes == 0 and #sw.entries == 0 and not sw.seeds then
     err.fail("%s: sweep has no grid:, points: or seeds: (nothing to run)", at(file, p))
   end
+  local n = too_many(sw, sw.seeds)
+  if n then
+    local where = v.grid ~= nil and p.sub.grid or (v.points ~= nil and p.sub.points) or p.sub.seeds
+    err.fail("%s: %s has %s points (limit %d: split the sweep into several files)",
+      at(file, where), v.grid ~= nil and "grid" or "sweep", n, M.MAX_POINTS)
+  end
   return sw
 end
 
@@ -360,6 +390,11 @@ function M.load(path, opts)
     end
   end
   sw.n_seeds = seeds
+  local n = too_many(sw, seeds)
+  if n then
+    err.fail("sweep: '%s' with --seeds %d has %s points (limit %d: split the sweep into several "
+      .. "files)", path, seeds, n, M.MAX_POINTS)
+  end
   sw.cli = opts.overrides or {}
   local include = {}
   for _, f in ipairs(sw.profile_files) do include[#include + 1] = f end
@@ -411,7 +446,7 @@ function M.load(path, opts)
         local cfg = config.resolve({ include = include }, list)
         local pt = { index = index, overrides = ov, label = table.concat(text, " "), cfg = cfg }
         pt.id = run.id(cfg)
-        pt.dir = run.dir(cfg)
+        pt.dir = run.dir(cfg, pt.id)
         if by_id[pt.id] then
           err.fail("sweep: points %d (%s) and %d (%s) resolve to the same run %s; a grid or "
             .. "points key changes nothing that identifies a run", by_id[pt.id].index,
@@ -429,9 +464,10 @@ end
 
 function M.status(sw)
   local run = run_mod()
-  local counts = { complete = 0, partial = 0, absent = 0 }
+  local counts = { complete = 0, damaged = 0, partial = 0, absent = 0 }
   for _, pt in ipairs(sw.points) do
-    pt.status = run.status(pt.cfg)
+    local _
+    pt.status, _, pt.damage = run.status(pt.cfg, pt.dir)
     counts[pt.status] = (counts[pt.status] or 0) + 1
   end
   return counts
@@ -526,6 +562,10 @@ function M.run(sw, opts)
   M.status(sw)
   local todo, skipped = {}, 0
   for _, pt in ipairs(selected) do
+    if pt.status == "damaged" then
+      err.fail("sweep: point %d (%s): '%s/result.h5' exists but is not a complete result (%s); "
+        .. "delete it and rerun", pt.index, pt.label, pt.dir, pt.damage)
+    end
     if pt.status == "complete" then skipped = skipped + 1 else todo[#todo + 1] = pt end
   end
   local summary = { total = #sw.points, selected = #selected, skipped = skipped, ran = 0,
@@ -558,7 +598,7 @@ function M.run(sw, opts)
     nrun = nrun - 1
     done = done + 1
     local secs = core.now() - r.t
-    local st = run.status(r.pt.cfg)
+    local st = run.status(r.pt.cfg, r.pt.dir)
     clear()
     if how == "exit" and code == 0 and st == "complete" then
       summary.ran = summary.ran + 1

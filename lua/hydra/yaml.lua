@@ -55,10 +55,23 @@ function M.number(v)
   return float_text(v)
 end
 
+-- plain-looking string -> whether it reads back as itself (asking libyaml costs more than the
+-- rest of an emit: config hashes of a large sweep meet the same few strings again and again)
+local reads_back = {}
+local reads_back_n = 0
+
 function M.string(s)
   if s:match("^[%w_./][%w_%-./+]*$") then
-    local ok, v = pcall(core.yaml_parse, s, "to_yaml")
-    if ok and v == s then return s end
+    local same = reads_back[s]
+    if same == nil then
+      local ok, v = pcall(core.yaml_parse, s, "to_yaml")
+      same = ok and v == s
+      if reads_back_n < 100000 then
+        reads_back[s] = same
+        reads_back_n = reads_back_n + 1
+      end
+    end
+    if same then return s end
   end
   local out = s:gsub('[%c"\\]', function(c)
     if c == '"' then return '\\"' end

@@ -216,6 +216,85 @@ function T.unwritable_output_fails_before_training()
   os.execute(("umount %s 2>/dev/null"):format(ro))
 end
 
+-- ===== sweeps too large to enumerate are refused before enumerating =====
+
+function T.huge_grids_are_refused_with_the_count()
+  local d = check.tmpdir()
+  check.write_file(d .. "/base.yaml", "methods: [single]\n")
+  local vals = {}
+  for i = 1, 100 do vals[i] = tostring(i) end
+  local list = "[" .. table.concat(vals, ", ") .. "]"
+  local keys = { "train.epochs", "hydra.members", "train.batch_size", "model.depth",
+                 "train.eval_batch_size", "prune.calib_size" }
+  local lines = { "base: base.yaml", "grid:" }
+  for _, k in ipairs(keys) do lines[#lines + 1] = "  " .. k .. ": " .. list end
+  check.write_file(d .. "/huge.yaml", table.concat(lines, "\n") .. "\n")
+  local t0 = core.now()
+  local code, out, e = check.hydra(("sweep %s/huge.yaml --list"):format(d))
+  check.eq(code, 1, "exit status: " .. out .. e)
+  check.eq(e, ("hydra: %s/huge.yaml:3:3: grid has 1000000000000 points (limit %d: split the "
+    .. "sweep into several files)\n"):format(d, hydra.sweep.MAX_POINTS), "message")
+  check.ok(core.now() - t0 < 20, "refused at once")
+  -- seeds count: 100 x 200 seeds
+  check.write_file(d .. "/s.yaml", "base: base.yaml\nseeds: 200\ngrid:\n  train.epochs: " .. list
+    .. "\n")
+  code, out, e = check.hydra(("sweep %s/s.yaml --list"):format(d))
+  check.eq(e, ("hydra: %s/s.yaml:4:3: grid has 20000 points (limit 10000: split the sweep into "
+    .. "several files)\n"):format(d), "seeds x grid")
+  check.write_file(d .. "/s.yaml", "base: base.yaml\ngrid:\n  train.epochs: " .. list .. "\n")
+  code, out, e = check.hydra(("sweep %s/s.yaml --list --seeds 101"):format(d))
+  check.eq(e, ("hydra: sweep: '%s/s.yaml' with --seeds 101 has 10100 points (limit 10000: split "
+    .. "the sweep into several files)\n"):format(d), "--seeds x grid")
+  code, out, e = check.hydra(("sweep %s/s.yaml --list --seeds 10"):format(d))
+  check.eq(code, 0, "10^3 points are allowed: " .. e)
+  check.ok(out:find("sweep s: 1000 points", 1, true), out:sub(1, 200))
+end
+
+-- ===== a damaged result.h5 is not a complete run =====
+
+function T.damaged_result_is_not_complete()
+  local d = check.tmpdir()
+  check.write_file(d .. "/exp.yaml", ("experiment: t\nresults_dir: %s/res\nmethods: [single]\n")
+    :format(d))
+  check.write_file(d .. "/s.yaml", "base: exp.yaml\ngrid:\n  seed: [0, 1]\n")
+  local sw = hydra.sweep.load(d .. "/s.yaml")
+  local pt = sw.points[1]
+  os.execute("mkdir -p " .. pt.dir)
+  -- a truncated HDF5 file: the first 5000 bytes of a real one
+  local f <close> = hydra.h5.create(d .. "/whole.h5")
+  f:set_attr("/", "format", "hydra-run-1")
+  local zeros = {}
+  for i = 1, 2000 do zeros[i] = 0 end
+  f:write("/x", core.from_table("float32", zeros))
+  f:commit()
+  check.write_file(pt.dir .. "/result.h5", check.read_file(d .. "/whole.h5"):sub(1, 5000))
+  local st, _, why = hydra.run.status(pt.cfg)
+  check.eq(st, "damaged", "status of a truncated result.h5")
+  check.ok(why:find("cannot open", 1, true), why)
+  local code, out, e = check.hydra(("sweep %s/s.yaml --list"):format(d))
+  check.eq(code, 0, "--list: " .. out .. e)
+  check.ok(out:find("0 complete, 0 partial, 1 absent, 1 damaged", 1, true), out)
+  check.ok(out:find(("   0  %s  damaged "):format(pt.id), 1, true), out)
+  code, out, e = check.hydra(("sweep %s/s.yaml --jobs 1"):format(d))
+  check.eq(code, 1, "sweep: " .. out .. e)
+  check.ok(e:find(("hydra: sweep: point 0 (seed=0): '%s/result.h5' exists but is not a complete "
+    .. "result (h5: cannot open"):format(pt.dir), 1, true) and e:find("delete it and rerun", 1,
+    true), e)
+  check.eq(core.stat(sw.points[2].dir), nil, "no point started")
+  code, out, e = check.hydra(("exp %s/exp.yaml seed=0 --quiet"):format(d))
+  check.eq(code, 1, "exp: " .. out .. e)
+  check.ok(e:find(("hydra: run %s: '%s/result.h5' exists but is not a complete result (h5: "
+    .. "cannot open"):format(pt.id, pt.dir), 1, true) and e:find("delete it or rerun with --force",
+    1, true), e)
+  -- a readable file without the completion mark
+  local g <close> = hydra.h5.create(pt.dir .. "/result.h5")
+  g:set_attr("/", "format", "hydra-result-1")
+  g:commit()
+  st, _, why = hydra.run.status(pt.cfg)
+  check.eq(st, "damaged", "status of a result.h5 without the mark")
+  check.eq(why, "its format attribute is 'hydra-result-1', not 'hydra-run-1'", "why")
+end
+
 -- ===== a full disk: clean errors, nothing truncated under a real name =====
 
 -- Mounts a tmpfs of `kib` KiB at a fresh folder, filled up to `free` KiB left; nil when mounting

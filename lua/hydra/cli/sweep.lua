@@ -26,9 +26,10 @@ results/<experiment>/<run-id>/ (run-id from the resolved config's hash).
   --no-report     do not write the aggregated report at the end
   key=value       overrides applied to every point, after the grid
 
-A point whose result.h5 exists is complete and is skipped, so rerunning the same command after
-an interruption (Ctrl-C, SIGKILL, a crash) finishes only the missing runs; stages are shared
-through the stage cache. Ctrl-C stops the workers (exit status 130). When every point is
+A point whose result.h5 opens and holds its completion mark is complete and is skipped (one
+that does not open is "damaged": the sweep stops and asks to delete it), so rerunning the same
+command after an interruption (Ctrl-C, SIGKILL, a crash) finishes only the missing runs;
+stages are shared through the stage cache. Ctrl-C stops the workers (exit status 130). When every point is
 complete, the report (`hydra report EXPERIMENT`) is written to results/<experiment>/report/.
 Each worker's output is appended to <run dir>/worker.log.]],
   run = function(args)
@@ -63,9 +64,11 @@ Each worker's output is appended to <run dir>/worker.log.]],
     local shard = opts.shard and sweep.shard(opts.shard) or nil
     if opts.list then
       local counts = sweep.status(sw)
-      print(("sweep %s: %d points (profile %s), %d complete, %d partial, %d absent")
+      print(("sweep %s: %d points (profile %s), %d complete, %d partial, %d absent%s")
         :format(sw.name, #sw.points, sw.profile or "-", counts.complete, counts.partial,
-          counts.absent))
+          counts.absent, counts.damaged > 0 and (", %d damaged (a result.h5 that does not open "
+          .. "or has no completion mark: delete it to rerun the point)"):format(counts.damaged)
+          or ""))
       if sw.description then print(sw.description) end
       for _, pt in ipairs(sweep.select(sw, shard)) do
         print(("%4d  %s  %-8s  %s"):format(pt.index, pt.id, pt.status, pt.label))
