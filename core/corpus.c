@@ -154,7 +154,10 @@ hy_status hy_corpus_split(hy_corpus *rest, hy_corpus *held, const hy_corpus *src
     uint8_t *pick = hy_xcalloc(n + 1, 1);
     int64_t *rest_i = hy_xmalloc((n + 1) * sizeof *rest_i);
     int64_t *held_i = hy_xmalloc((nheld + 1) * sizeof *held_i);
-    if (!idx || !pick || !rest_i || !held_i) { st = hy_fail(HY_ENOMEM, "text: out of memory"); goto done; }
+    if (!idx || !pick || !rest_i || !held_i) {
+        st = hy_fail(HY_ENOMEM, "text: out of memory");
+        goto done;
+    }
     hy_rng r;
     hy_rng_seed(&r, seed);
     if (!stratify) {
@@ -364,19 +367,43 @@ static void trim(const char **s, size_t *n) {
 /* Shows at most 40 bytes of s in messages. */
 #define SHOWN(n) ((int)((n) > 40 ? 40 : (n)))
 
+/* What every reader holds: the whole file, its line iterator, the normaliser's scratch and c's
+ * record count at entry (restored when the read fails). */
+typedef struct reader {
+    hy_corpus *c;
+    hy_buf file;
+    norm_scratch sc;
+    size_t n0;
+    line_iter it;
+} reader;
+
+static hy_status reader_open(reader *r, hy_corpus *c, const char *path) {
+    memset(r, 0, sizeof *r);
+    r->c = c;
+    r->n0 = c->n;
+    hy_status st = read_all(&r->file, path);
+    r->it = (line_iter){r->file.data, r->file.len, 0, 0};
+    return st;
+}
+
+/* Ends a read with status st (returned): on failure c loses the records this read added. */
+static hy_status reader_close(reader *r, hy_status st) {
+    if (st != HY_OK) corpus_truncate(r->c, r->n0);
+    scratch_release(&r->sc);
+    hy_buf_release(&r->file);
+    return st;
+}
+
 hy_status hy_text_read_tsv(hy_corpus *c, const char *path, const hy_tsv_spec *spec,
                            unsigned flags) {
     HY_ASSERT(spec->ncols >= 1 && spec->text_col >= 0 && spec->text_col < spec->ncols &&
               spec->label_col < spec->ncols);
-    hy_buf file = {0};
-    norm_scratch sc = {0};
-    size_t n0 = c->n;
-    hy_status st = read_all(&file, path);
-    line_iter it = {file.data, file.len, 0, 0};
+    reader r;
+    hy_status st = reader_open(&r, c, path);
     const char *line;
     size_t len;
-    while (st == HY_OK && next_line(&it, &line, &len)) {
-        if (spec->header && it.lineno == 1) continue;
+    while (st == HY_OK && next_line(&r.it, &line, &len)) {
+        if (spec->header && r.it.lineno == 1) continue;
         if (all_blank(line, len)) continue;
         const char *f[64];
         size_t fl[64];
@@ -391,7 +418,7 @@ hy_status hy_text_read_tsv(hy_corpus *c, const char *path, const hy_tsv_spec *sp
         }
         if (nf != spec->ncols) {
             st = hy_fail(HY_EINVAL, "text: %s:%zu: expected %d tab-separated fields, got %d",
-                         path, it.lineno, spec->ncols, nf);
+                         path, r.it.lineno, spec->ncols, nf);
             break;
         }
         int16_t label = -1;
@@ -404,7 +431,7 @@ hy_status hy_text_read_tsv(hy_corpus *c, const char *path, const hy_tsv_spec *sp
             for (; i < ll && hy_text_digit(ls[i]) && v <= 32767; i++) v = v * 10 + (ls[i] - '0');
             if (ll == 0 || i != ll || v > 32767) {
                 st = hy_fail(HY_EINVAL, "text: %s:%zu: expected an integer label in [0, 32767] "
-                             "in field %d, got '%.*s'", path, it.lineno, spec->label_col + 1,
+                             "in field %d, got '%.*s'", path, r.it.lineno, spec->label_col + 1,
                              SHOWN(ll), ls);
                 break;
             }
@@ -415,26 +442,20 @@ hy_status hy_text_read_tsv(hy_corpus *c, const char *path, const hy_tsv_spec *sp
         trim(&ts, &tl);
         if (tl == 0) {
             st = hy_fail(HY_EINVAL, "text: %s:%zu: expected text in field %d, got an empty field",
-                         path, it.lineno, spec->text_col + 1);
+                         path, r.it.lineno, spec->text_col + 1);
             break;
         }
-        st = corpus_add_s(c, &sc, ts, tl, label, flags);
+        st = corpus_add_s(c, &r.sc, ts, tl, label, flags);
     }
-    if (st != HY_OK) corpus_truncate(c, n0);
-    scratch_release(&sc);
-    hy_buf_release(&file);
-    return st;
+    return reader_close(&r, st);
 }
 
 hy_status hy_text_read_lines(hy_corpus *c, const char *path, int label_prefix, unsigned flags) {
-    hy_buf file = {0};
-    norm_scratch sc = {0};
-    size_t n0 = c->n;
-    hy_status st = read_all(&file, path);
-    line_iter it = {file.data, file.len, 0, 0};
+    reader r;
+    hy_status st = reader_open(&r, c, path);
     const char *line;
     size_t len;
-    while (st == HY_OK && next_line(&it, &line, &len)) {
+    while (st == HY_OK && next_line(&r.it, &line, &len)) {
         if (all_blank(line, len)) continue;
         const char *s = line;
         size_t n = len;
@@ -447,31 +468,26 @@ hy_status hy_text_read_lines(hy_corpus *c, const char *path, int label_prefix, u
             trim(&t, &tn);
             if (tn == 0) {
                 st = hy_fail(HY_EINVAL, "text: %s:%zu: expected a label, a blank and the text, "
-                             "got '%.*s'", path, it.lineno, SHOWN(n), s);
+                             "got '%.*s'", path, r.it.lineno, SHOWN(n), s);
                 break;
             }
             s = t;
             n = tn;
         }
-        st = corpus_add_s(c, &sc, s, n, -1, flags);
+        st = corpus_add_s(c, &r.sc, s, n, -1, flags);
     }
-    if (st != HY_OK) corpus_truncate(c, n0);
-    scratch_release(&sc);
-    hy_buf_release(&file);
-    return st;
+    return reader_close(&r, st);
 }
 
 hy_status hy_text_read_records(hy_corpus *c, const char *path, unsigned flags) {
-    hy_buf file = {0}, rec = {0};
-    norm_scratch sc = {0};
-    size_t n0 = c->n;
-    hy_status st = read_all(&file, path);
-    line_iter it = {file.data, file.len, 0, 0};
+    hy_buf rec = {0};
+    reader r;
+    hy_status st = reader_open(&r, c, path);
     const char *line;
     size_t len;
     int more = st == HY_OK;
     while (more) {
-        more = next_line(&it, &line, &len);
+        more = next_line(&r.it, &line, &len);
         if (more && !(len == 1 && line[0] == '%')) {
             if (rec.len) st = hy_buf_putc(&rec, '\n');
             if (st == HY_OK) st = hy_buf_put(&rec, line, len);
@@ -479,19 +495,17 @@ hy_status hy_text_read_records(hy_corpus *c, const char *path, unsigned flags) {
             continue;
         }
         /* end of a record: drop trailing blank lines, skip empty records */
-        while (rec.len && (rec.data[rec.len - 1] == '\n' || hy_text_blank(rec.data[rec.len - 1]))) rec.len--;
+        while (rec.len && (rec.data[rec.len - 1] == '\n' || hy_text_blank(rec.data[rec.len - 1])))
+            rec.len--;
         size_t s0 = 0;
         while (s0 < rec.len && (rec.data[s0] == '\n')) s0++;
         if (rec.len > s0 && !all_blank(rec.data + s0, rec.len - s0))
-            st = corpus_add_s(c, &sc, rec.data + s0, rec.len - s0, -1, flags);
+            st = corpus_add_s(c, &r.sc, rec.data + s0, rec.len - s0, -1, flags);
         if (st != HY_OK) break;
         rec.len = 0;
     }
-    if (st != HY_OK) corpus_truncate(c, n0);
-    scratch_release(&sc);
     hy_buf_release(&rec);
-    hy_buf_release(&file);
-    return st;
+    return reader_close(&r, st);
 }
 
 /* ARFF: one value starting at *p (after blanks); a quoted string is unescaped into val.
@@ -553,15 +567,13 @@ static int keyword(const char *s, size_t n, const char *kw) {
 }
 
 hy_status hy_text_read_arff(hy_corpus *c, const char *path, const char *attr, unsigned flags) {
-    hy_buf file = {0}, val = {0}, names = {0};
-    norm_scratch sc = {0};
-    size_t n0 = c->n;
+    hy_buf val = {0}, names = {0};
     int nattr = 0, target = -1, in_data = 0;
-    hy_status st = read_all(&file, path);
-    line_iter it = {file.data, file.len, 0, 0};
+    reader r;
+    hy_status st = reader_open(&r, c, path);
     const char *line;
     size_t len;
-    while (st == HY_OK && next_line(&it, &line, &len)) {
+    while (st == HY_OK && next_line(&r.it, &line, &len)) {
         const char *s = line;
         size_t n = len;
         trim(&s, &n);
@@ -571,14 +583,14 @@ hy_status hy_text_read_arff(hy_corpus *c, const char *path, const char *attr, un
             if (keyword(s, n, "@data")) { in_data = 1; continue; }
             if (!keyword(s, n, "@attribute")) {
                 st = hy_fail(HY_EINVAL, "text: %s:%zu: expected @relation, @attribute or @data, "
-                             "got '%.*s'", path, it.lineno, SHOWN(n), s);
+                             "got '%.*s'", path, r.it.lineno, SHOWN(n), s);
                 break;
             }
             const char *p = s + 10, *e = s + n;
             while (p < e && hy_text_blank(*p)) p++;
             if (p < e && (*p == '\'' || *p == '"')) {       /* a quoted name */
                 int missing;
-                if ((st = arff_value(path, it.lineno, &p, e, &val, &missing)) != HY_OK) break;
+                if ((st = arff_value(path, r.it.lineno, &p, e, &val, &missing)) != HY_OK) break;
             } else {                                          /* a bare name ends at a blank */
                 const char *q0 = p;
                 while (p < e && !hy_text_blank(*p)) p++;
@@ -587,7 +599,7 @@ hy_status hy_text_read_arff(hy_corpus *c, const char *path, const char *attr, un
             while (p < e && hy_text_blank(*p)) p++;
             if (val.len == 0 || p >= e) {
                 st = hy_fail(HY_EINVAL, "text: %s:%zu: expected @attribute NAME TYPE, got '%.*s'",
-                             path, it.lineno, SHOWN(n), s);
+                             path, r.it.lineno, SHOWN(n), s);
                 break;
             }
             int is_string = keyword(p, (size_t)(e - p), "string");
@@ -608,7 +620,7 @@ hy_status hy_text_read_arff(hy_corpus *c, const char *path, const char *attr, un
         }
         if (s[0] == '{') {
             st = hy_fail(HY_EINVAL, "text: %s:%zu: sparse ARFF rows are not supported (expected "
-                         "%d comma-separated values)", path, it.lineno, nattr);
+                         "%d comma-separated values)", path, r.it.lineno, nattr);
             break;
         }
         const char *p = s, *e = s + n;
@@ -616,7 +628,7 @@ hy_status hy_text_read_arff(hy_corpus *c, const char *path, const char *attr, un
         hy_buf text = {0};
         for (;;) {
             int missing;
-            if ((st = arff_value(path, it.lineno, &p, e, &val, &missing)) != HY_OK) break;
+            if ((st = arff_value(path, r.it.lineno, &p, e, &val, &missing)) != HY_OK) break;
             if (k == target) {
                 if (missing) skip = 1;
                 else if ((st = hy_buf_set(&text, val.data, val.len)) != HY_OK) break;
@@ -625,15 +637,15 @@ hy_status hy_text_read_arff(hy_corpus *c, const char *path, const char *attr, un
             if (p >= e) break;
             if (*p != ',') {
                 st = hy_fail(HY_EINVAL, "text: %s:%zu: expected ',' after value %d at column %zu, "
-                             "got '%c'", path, it.lineno, k, (size_t)(p - line) + 1, *p);
+                             "got '%c'", path, r.it.lineno, k, (size_t)(p - line) + 1, *p);
                 break;
             }
             p++;
         }
         if (st == HY_OK && k != nattr)
-            st = hy_fail(HY_EINVAL, "text: %s:%zu: expected %d values, got %d", path, it.lineno,
+            st = hy_fail(HY_EINVAL, "text: %s:%zu: expected %d values, got %d", path, r.it.lineno,
                          nattr, k);
-        if (st == HY_OK && !skip) st = corpus_add_s(c, &sc, text.data ? text.data : "", text.len,
+        if (st == HY_OK && !skip) st = corpus_add_s(c, &r.sc, text.data ? text.data : "", text.len,
                                                     -1, flags);
         hy_buf_release(&text);
     }
@@ -643,10 +655,7 @@ hy_status hy_text_read_arff(hy_corpus *c, const char *path, const char *attr, un
         st = hy_fail(HY_EINVAL, "text: %s: no string attribute%s%s%s (attributes: %s)", path,
                      attr ? " '" : "", attr ? attr : "", attr ? "'" : "",
                      names.len ? names.data : "none");
-    if (st != HY_OK) corpus_truncate(c, n0);
-    scratch_release(&sc);
-    hy_buf_release(&file);
     hy_buf_release(&val);
     hy_buf_release(&names);
-    return st;
+    return reader_close(&r, st);
 }

@@ -112,7 +112,8 @@ static void strip_news(const char **ps, size_t *pn) {
     }
     for (;;) {
         while (n && (hy_text_blank(s[n - 1]) || s[n - 1] == '\n')) n--;
-        if (n >= 4 && s[n - 1] == ';' && s[n - 4] == '&' && s[n - 3] == '#' && hy_text_digit(s[n - 2])) {
+        if (n >= 4 && s[n - 1] == ';' && s[n - 4] == '&' && s[n - 3] == '#' &&
+            hy_text_digit(s[n - 2])) {
             n -= 4;                      /* &#3; end-of-text marks of Reuters-21578 */
             continue;
         }
@@ -305,7 +306,8 @@ static hy_status clean_chars(hy_buf *out, hy_buf *tmp, const char *s, size_t n) 
     const char *t = tmp->data ? tmp->data : "";
     size_t m = tmp->len;
     for (size_t i = 0; i < m; i++) {
-        if (t[i] == '<' && i + 1 < m && (hy_text_lower(t[i + 1]) || t[i + 1] == '/' || t[i + 1] == '!')) {
+        if (t[i] == '<' && i + 1 < m &&
+            (hy_text_lower(t[i + 1]) || t[i + 1] == '/' || t[i + 1] == '!')) {
             size_t j = i + 1;
             while (j < m && j - i < 512 && t[j] != '>' && t[j] != '<') j++;
             if (j < m && t[j] == '>') {
@@ -389,7 +391,8 @@ static hy_status tokenize_chunk(tok_state *st, const char *a, const char *b) {
             while (q < b) {
                 if (is_wc((unsigned char)*q)) { q++; continue; }
                 if ((*q == '-' || *q == '.') && q + 1 < b && is_wc((unsigned char)q[1])) { q++; continue; }
-                if ((*q == ',' || *q == ':') && hy_text_digit(q[-1]) && q + 1 < b && hy_text_digit(q[1])) {
+                if ((*q == ',' || *q == ':') && hy_text_digit(q[-1]) && q + 1 < b &&
+                    hy_text_digit(q[1])) {
                     q++;
                     continue;
                 }
