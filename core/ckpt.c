@@ -4,38 +4,21 @@
 #include <stdio.h>
 #include <string.h>
 
-/* the size_t fields of /config, in schema order */
-typedef struct cfg_field {
-    const char *key;
-    size_t offset;
-} cfg_field;
-
-static const cfg_field CFG_FIELDS[] = {
-    {"image_size", offsetof(hy_xfmr_config, image_size)},
-    {"channels", offsetof(hy_xfmr_config, channels)},
-    {"patch", offsetof(hy_xfmr_config, patch)},
-    {"vocab_size", offsetof(hy_xfmr_config, vocab_size)},
-    {"max_len", offsetof(hy_xfmr_config, max_len)},
-    {"d_model", offsetof(hy_xfmr_config, d_model)},
-    {"n_heads", offsetof(hy_xfmr_config, n_heads)},
-    {"depth", offsetof(hy_xfmr_config, depth)},
-    {"d_mlp", offsetof(hy_xfmr_config, d_mlp)},
-    {"n_classes", offsetof(hy_xfmr_config, n_classes)},
-};
-#define N_CFG_FIELDS (sizeof CFG_FIELDS / sizeof CFG_FIELDS[0])
-
-static size_t *cfg_at(hy_xfmr_config *c, size_t i) {
-    return (size_t *)(void *)((char *)c + CFG_FIELDS[i].offset);
+hy_status hy_ckpt_write_config(hy_h5 *f, const hy_xfmr_config *c) {
+    HY_TRY(hy_h5_set_attr_str(f, "/config", "kind", hy_xfmr_kind_name(c->kind)));
+    for (size_t i = 0; i < HY_XFMR_N_FIELDS; i++) {
+        const hy_xfmr_field *fd = &hy_xfmr_fields[i];
+        if (fd->type == HY_FIELD_SIZE)
+            HY_TRY(hy_h5_set_attr_i64(f, "/config", fd->name, (int64_t)hy_xfmr_field_size(c, fd)));
+        else
+            HY_TRY(hy_h5_set_attr_f64(f, "/config", fd->name, (double)hy_xfmr_field_rate(c, fd)));
+    }
+    return HY_OK;
 }
 
 hy_status hy_ckpt_write(hy_h5 *f, const hy_xfmr *m, const hy_kv *meta, size_t n) {
     const hy_xfmr_config *c = &m->cfg;
-    HY_TRY(hy_h5_set_attr_str(f, "/config", "kind", c->kind == HY_XFMR_TEXT ? "text" : "vit"));
-    hy_xfmr_config tmp = *c;
-    for (size_t i = 0; i < N_CFG_FIELDS; i++)
-        HY_TRY(hy_h5_set_attr_i64(f, "/config", CFG_FIELDS[i].key, (int64_t)*cfg_at(&tmp, i)));
-    HY_TRY(hy_h5_set_attr_f64(f, "/config", "attn_dropout", (double)c->attn_dropout));
-    HY_TRY(hy_h5_set_attr_f64(f, "/config", "mlp_dropout", (double)c->mlp_dropout));
+    HY_TRY(hy_ckpt_write_config(f, c));
     char name[96];
     for (size_t i = 0; i < m->n_tensors; i++) {
         const hy_param *p = &m->table[i];
@@ -84,34 +67,29 @@ hy_status hy_ckpt_read_config(hy_h5 *f, hy_xfmr_config *cfg) {
     char *kind = NULL;
     HY_TRY(hy_h5_get_attr_str(f, "/config", "kind", &kind));
     hy_status st = HY_OK;
-    if (strcmp(kind, "vit") == 0) cfg->kind = HY_XFMR_VIT;
-    else if (strcmp(kind, "text") == 0) cfg->kind = HY_XFMR_TEXT;
-    else st = hy_fail(HY_EINVAL, "ckpt: '%s': /config kind must be vit or text (got '%s')",
-                      f->path, kind);
+    if (hy_xfmr_kind_parse(kind, &cfg->kind) != HY_OK)
+        st = hy_fail(HY_EINVAL, "ckpt: '%s': /config kind must be vit or text (got '%s')",
+                     f->path, kind);
     hy_free(kind);
     HY_TRY(st);
-    for (size_t i = 0; i < N_CFG_FIELDS; i++) {
-        const char *key = CFG_FIELDS[i].key;
-        HY_TRY(config_has(f, key, &has));
+    for (size_t i = 0; i < HY_XFMR_N_FIELDS; i++) {
+        const hy_xfmr_field *fd = &hy_xfmr_fields[i];
+        HY_TRY(config_has(f, fd->name, &has));
+        if (fd->type == HY_FIELD_RATE) {   /* optional: 0 when absent */
+            double d = 0;
+            if (has) HY_TRY(hy_h5_get_attr_f64(f, "/config", fd->name, &d));
+            hy_xfmr_field_set_rate(cfg, fd, (float)d);
+            continue;
+        }
         if (!has)
-            return hy_fail(HY_EINVAL, "ckpt: '%s' has no /config attribute '%s'", f->path, key);
+            return hy_fail(HY_EINVAL, "ckpt: '%s' has no /config attribute '%s'", f->path,
+                           fd->name);
         int64_t v;
-        HY_TRY(hy_h5_get_attr_i64(f, "/config", key, &v));
+        HY_TRY(hy_h5_get_attr_i64(f, "/config", fd->name, &v));
         if (v < 0)
             return hy_fail(HY_EINVAL, "ckpt: '%s': /config %s must be >= 0 (got %lld)", f->path,
-                           key, (long long)v);
-        *cfg_at(cfg, i) = (size_t)v;
-    }
-    double d = 0;
-    HY_TRY(config_has(f, "attn_dropout", &has));
-    if (has) {
-        HY_TRY(hy_h5_get_attr_f64(f, "/config", "attn_dropout", &d));
-        cfg->attn_dropout = (float)d;
-    }
-    HY_TRY(config_has(f, "mlp_dropout", &has));
-    if (has) {
-        HY_TRY(hy_h5_get_attr_f64(f, "/config", "mlp_dropout", &d));
-        cfg->mlp_dropout = (float)d;
+                           fd->name, (long long)v);
+        hy_xfmr_field_set_size(cfg, fd, (size_t)v);
     }
     st = hy_xfmr_config_check(cfg);
     if (st != HY_OK) return hy_fail_prefix(st, "ckpt: '%s'", f->path);

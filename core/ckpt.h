@@ -1,13 +1,14 @@
 /* ckpt.h: model checkpoints in the HDF5 schema of DESIGN §2.
- *   /config       attributes kind ("vit"|"text"), image_size, channels, patch, vocab_size,
- *                 max_len, d_model, n_heads, depth, d_mlp, n_classes (all eleven always written;
- *                 0 for fields of the other kind), plus attn_dropout, mlp_dropout (float64)
+ *   /config       attributes kind ("vit"|"text") and every field of HY_XFMR_CONFIG_FIELDS
+ *                 (xfmr.h) in its order: image_size, channels, patch, vocab_size, max_len,
+ *                 d_model, n_heads, depth, d_mlp, n_classes (int64, all always written; 0 for
+ *                 fields of the other kind), attn_dropout, mlp_dropout (float64)
  *   /params/<timm name>   float32, PyTorch [out,in] shapes (a straight copy of the param table)
  *   /head_gates   float32 [L,H]
  *   /meta         attributes: hydra_version (always) and the caller's (seed, git_hash,
  *                 config_hash, data_hash, ...)
- * Round trip is bit-exact. Entry points: hy_ckpt_save, hy_ckpt_write, hy_ckpt_load,
- * hy_ckpt_read_config, hy_ckpt_read_params. */
+ * Round trip is bit-exact. Entry points: hy_ckpt_save, hy_ckpt_write, hy_ckpt_write_config,
+ * hy_ckpt_load, hy_ckpt_read_config, hy_ckpt_read_params. */
 #ifndef HY_CKPT_H
 #define HY_CKPT_H
 
@@ -25,6 +26,9 @@ typedef struct hy_kv {
 /* Writes config, params, gates and the /meta attributes (n entries, borrowed) into an open file
  * being written (f from hy_h5_create; the caller commits). */
 hy_status hy_ckpt_write(hy_h5 *f, const hy_xfmr *m, const hy_kv *meta, size_t n);
+/* Writes /config: kind and every field of HY_XFMR_CONFIG_FIELDS (sizes int64, rates float64),
+ * in schema order. Shared by checkpoints and fused files. */
+hy_status hy_ckpt_write_config(hy_h5 *f, const hy_xfmr_config *c);
 /* hy_h5_create + hy_ckpt_write + hy_h5_commit: path appears complete or not at all. */
 hy_status hy_ckpt_save(const char *path, const hy_xfmr *m, const hy_kv *meta, size_t n);
 

@@ -1,8 +1,9 @@
-/* fused.c: see fused.h. Layout: the tensors of one xfmr ("slots", in its table order) are either
- * shared (one "shared/<name>" entry that every member's slot points to) or per member
- * ("members/{m}/<name>"; attention tensors packed to the kept heads). The forward is written
- * once over slots, so every fuse.* combination runs the same code; the mode only decides where
- * several members can go through one call (one LN / one GEMM over all streams, one embedding). */
+/* fused.c: see fused.h. Layout: the tensors of one xfmr (the "slots" of xfmr.h, in its table
+ * order) are either shared (one "shared/<name>" entry that every member's slot points to) or per
+ * member ("members/{m}/<name>"; attention tensors packed to the kept heads). The forward is
+ * written once over slots, so every fuse.* combination runs the same code; the mode only decides
+ * where several members can go through one call (one LN / one GEMM over all streams, one
+ * embedding). */
 #include "fused.h"
 
 #include <math.h>
@@ -17,12 +18,9 @@
 #include "gemm.h"
 #include "layers.h"
 #include "prof.h"
+#include "prune.h"
 #include "train.h"
 
-/* per-block slot offsets (the xfmr table order) */
-enum { S_N1W, S_N1B, S_QKVW, S_QKVB, S_PROJW, S_PROJB, S_N2W, S_N2B, S_FC1W, S_FC1B, S_FC2W,
-       S_FC2B, S_PER_BLOCK };
-typedef enum { G_EMBED, G_LN, G_ATTN, G_MLP, G_HEAD } slot_group;
 
 const char *hy_fuse_mode_name(hy_fuse_mode m) { return m == HY_FUSE_AVERAGE ? "average" : "member"; }
 
@@ -33,25 +31,15 @@ hy_status hy_fuse_mode_parse(const char *key, const char *s, hy_fuse_mode *out) 
     return HY_OK;
 }
 
-static size_t blk_base(const hy_xfmr_config *c) { return c->kind == HY_XFMR_VIT ? 4 : 3; }
-
-static slot_group group_of(const hy_xfmr_config *c, size_t s, size_t n_slots) {
-    size_t b = blk_base(c);
-    if (s < b) return G_EMBED;
-    if (s >= n_slots - 4) return s < n_slots - 2 ? G_LN : G_HEAD;
-    size_t j = (s - b) % S_PER_BLOCK;
-    if (j == S_N1W || j == S_N1B || j == S_N2W || j == S_N2B) return G_LN;
-    if (j >= S_QKVW && j <= S_PROJB) return G_ATTN;
-    return G_MLP;
-}
-
-static hy_fuse_mode mode_of(const hy_fuse_config *fc, slot_group g) {
+/* the fuse.* mode of a part of the model (attention is always per member) */
+static hy_fuse_mode mode_of(const hy_fuse_config *fc, hy_xfmr_part g) {
     switch (g) {
-    case G_EMBED: return fc->embed;
-    case G_LN: return fc->ln;
-    case G_MLP: return fc->mlp;
-    case G_HEAD: return fc->head;
-    case G_ATTN: return HY_FUSE_MEMBER;
+    case HY_PART_EMBED: return fc->embed;
+    case HY_PART_LN: return fc->ln;
+    case HY_PART_MLP: return fc->mlp;
+    case HY_PART_HEAD: return fc->head;
+    case HY_PART_ATTN: return HY_FUSE_MEMBER;
+    case HY_N_PARTS: break;
     }
     return HY_FUSE_MEMBER;
 }
@@ -59,26 +47,11 @@ static hy_fuse_mode mode_of(const hy_fuse_config *fc, slot_group g) {
 static float *P(const hy_fused *f, size_t m, size_t s) {
     return f->params + f->table[f->slot[m * f->n_slots + s]].offset;
 }
-static bool shared(const hy_fused *f, slot_group g) { return mode_of(&f->fuse, g) == HY_FUSE_AVERAGE; }
+static bool shared(const hy_fused *f, hy_xfmr_part g) {
+    return mode_of(&f->fuse, g) == HY_FUSE_AVERAGE;
+}
 
 /* ===== layout ===== */
-
-static void add_entry(hy_fused *f, const char *name, int ndim, const int64_t *shape,
-                      size_t *off) {
-    hy_param *p = &f->table[f->n_tensors++];
-    memset(p, 0, sizeof *p);
-    size_t len = strlen(name);   /* "members/63/" + a timm name: always fits (asserted) */
-    HY_ASSERT(len < sizeof p->name);
-    memcpy(p->name, name, len + 1);
-    p->ndim = ndim;
-    p->numel = 1;
-    for (int i = 0; i < ndim; i++) {
-        p->shape[i] = shape[i];
-        p->numel *= (size_t)shape[i];
-    }
-    p->offset = *off;
-    *off += (p->numel + 15) / 16 * 16;
-}
 
 /* Builds kept/heads/table/slot from cfg, fuse, M and head_gates (already set in f) and
  * allocates params (zeroed). ref: the xfmr table of cfg. */
@@ -100,28 +73,29 @@ static hy_status layout(hy_fused *f, const hy_param *ref, size_t n_slots) {
             }
             f->kept[row] = k;
         }
-    size_t off = 0, b = blk_base(c);
+    size_t off = 0;
     char name[64];
     for (size_t s = 0; s < n_slots; s++) {
-        slot_group g = group_of(c, s, n_slots);
+        size_t l = 0, j = 0;
+        hy_xfmr_part g = hy_xfmr_slot_part(c, s, &l, &j);
         if (mode_of(&f->fuse, g) == HY_FUSE_AVERAGE) {
             snprintf(name, sizeof name, "shared/%s", ref[s].name);
             for (size_t m = 0; m < M; m++) f->slot[m * n_slots + s] = f->n_tensors;
-            add_entry(f, name, ref[s].ndim, ref[s].shape, &off);
+            hy_param_table_add(f->table, &f->n_tensors, &off, name, ref[s].ndim, ref[s].shape,
+                               false);
             continue;
         }
         for (size_t m = 0; m < M; m++) {
             int64_t shape[4];
             memcpy(shape, ref[s].shape, sizeof shape);
-            if (g == G_ATTN) {
-                size_t l = (s - b) / S_PER_BLOCK, j = (s - b) % S_PER_BLOCK;
+            if (g == HY_PART_ATTN) {
                 int64_t kh = (int64_t)(f->kept[m * L + l] * HS);
-                if (j == S_QKVW || j == S_QKVB) shape[0] = 3 * kh;
-                if (j == S_PROJW) shape[1] = kh;
+                if (j == HY_BLK_QKVW || j == HY_BLK_QKVB) shape[0] = 3 * kh;
+                if (j == HY_BLK_PROJW) shape[1] = kh;
             }
             snprintf(name, sizeof name, "members/%zu/%s", m, ref[s].name);
             f->slot[m * n_slots + s] = f->n_tensors;
-            add_entry(f, name, ref[s].ndim, shape, &off);
+            hy_param_table_add(f->table, &f->n_tensors, &off, name, ref[s].ndim, shape, false);
         }
     }
     f->n_params = off;
@@ -147,39 +121,18 @@ void hy_fused_release(hy_fused *f) {
     memset(f, 0, sizeof *f);
 }
 
-static hy_status check_gates(const float *g, size_t m, size_t L, size_t NH) {
-    for (size_t l = 0; l < L; l++) {
-        size_t kept = 0;
-        for (size_t h = 0; h < NH; h++) {
-            float v = g[l * NH + h];
-            if (v != 0.0f && v != 1.0f)
-                return hy_fail(HY_EINVAL, "fused: member %zu gate of layer %zu, head %zu is %g "
-                               "(expected 0 or 1)", m + 1, l + 1, h + 1, (double)v);
-            kept += v != 0.0f;
-        }
-        if (!kept)
-            return hy_fail(HY_EINVAL, "fused: member %zu prunes every head of layer %zu (keep at "
-                           "least one)", m + 1, l + 1);
-    }
-    return HY_OK;
-}
-
 static hy_status same_config(const hy_xfmr_config *a, const hy_xfmr_config *b, size_t m) {
-#define SAME(fld) if (a->fld != b->fld) return hy_fail(HY_EINVAL, "fused: member %zu has a " \
-        "different config than member 1 (" #fld " %zu vs %zu)", m + 1, (size_t)b->fld, \
-        (size_t)a->fld)
-    SAME(kind);
-    SAME(image_size);
-    SAME(channels);
-    SAME(patch);
-    SAME(vocab_size);
-    SAME(max_len);
-    SAME(d_model);
-    SAME(n_heads);
-    SAME(depth);
-    SAME(d_mlp);
-    SAME(n_classes);
-#undef SAME
+    if (a->kind != b->kind)
+        return hy_fail(HY_EINVAL, "fused: member %zu has a different config than member 1 (kind "
+                       "%zu vs %zu)", m + 1, (size_t)b->kind, (size_t)a->kind);
+    for (size_t i = 0; i < HY_XFMR_N_FIELDS; i++) {
+        const hy_xfmr_field *fd = &hy_xfmr_fields[i];
+        if (fd->type != HY_FIELD_SIZE) continue;   /* the dropout rates may differ */
+        size_t va = hy_xfmr_field_size(a, fd), vb = hy_xfmr_field_size(b, fd);
+        if (va != vb)
+            return hy_fail(HY_EINVAL, "fused: member %zu has a different config than member 1 "
+                           "(%s %zu vs %zu)", m + 1, fd->name, vb, va);
+    }
     return HY_OK;
 }
 
@@ -187,17 +140,18 @@ static hy_status same_config(const hy_xfmr_config *a, const hy_xfmr_config *b, s
 
 static void pack_attn(hy_fused *f, size_t m, size_t s, const float *src) {
     const hy_xfmr_config *c = &f->cfg;
-    size_t L = c->depth, NH = c->n_heads, D = c->d_model, HS = f->HS, b = blk_base(c);
-    size_t l = (s - b) / S_PER_BLOCK, j = (s - b) % S_PER_BLOCK, k = f->kept[m * L + l];
+    size_t L = c->depth, NH = c->n_heads, D = c->d_model, HS = f->HS, l = 0, j = 0;
+    hy_xfmr_slot_part(c, s, &l, &j);
+    size_t k = f->kept[m * L + l];
     const int32_t *hd = f->heads + (m * L + l) * NH;
     float *dst = P(f, m, s);
-    if (j == S_QKVW || j == S_QKVB) {
-        size_t cols = j == S_QKVW ? D : 1;
+    if (j == HY_BLK_QKVW || j == HY_BLK_QKVB) {
+        size_t cols = j == HY_BLK_QKVW ? D : 1;
         for (size_t t = 0; t < 3; t++)
             for (size_t i = 0; i < k; i++)
                 memcpy(dst + (t * k + i) * HS * cols, src + (t * D + (size_t)hd[i] * HS) * cols,
                        HS * cols * sizeof(float));
-    } else if (j == S_PROJW) {
+    } else if (j == HY_BLK_PROJW) {
         for (size_t r = 0; r < D; r++)
             for (size_t i = 0; i < k; i++)
                 memcpy(dst + r * k * HS + i * HS, src + r * D + (size_t)hd[i] * HS,
@@ -215,7 +169,7 @@ hy_status hy_fused_build(hy_fused *f, hy_xfmr *const *members, size_t M,
     size_t L = c->depth, NH = c->n_heads, LH = L * NH;
     for (size_t m = 0; m < M; m++) {
         HY_TRY(same_config(c, &members[m]->cfg, m));
-        HY_TRY(check_gates(members[m]->gates, m, L, NH));
+        HY_TRY(hy_prune_check_member("fused", members[m]->gates, m, L, NH));
     }
     f->cfg = *c;
     f->fuse = *fc;
@@ -233,7 +187,7 @@ hy_status hy_fused_build(hy_fused *f, hy_xfmr *const *members, size_t M,
     const hy_xfmr *m0 = members[0];
     if ((st = layout(f, m0->table, m0->n_tensors)) != HY_OK) goto fail;
     for (size_t s = 0; s < f->n_slots; s++) {
-        slot_group g = group_of(c, s, f->n_slots);
+        hy_xfmr_part g = hy_xfmr_slot_part(c, s, NULL, NULL);
         size_t n = m0->table[s].numel, o = m0->table[s].offset;
         if (mode_of(fc, g) == HY_FUSE_AVERAGE) {
             float *dst = P(f, 0, s);
@@ -242,7 +196,7 @@ hy_status hy_fused_build(hy_fused *f, hy_xfmr *const *members, size_t M,
                 for (size_t m = 0; m < M; m++) acc += (double)members[m]->params[o + i];
                 dst[i] = (float)(acc / (double)M);
             }
-        } else if (g == G_ATTN) {
+        } else if (g == HY_PART_ATTN) {
             for (size_t m = 0; m < M; m++) pack_attn(f, m, s, members[m]->params + o);
         } else {
             for (size_t m = 0; m < M; m++)
@@ -259,22 +213,7 @@ fail:
 
 hy_status hy_fused_write(hy_h5 *file, const hy_fused *f) {
     const hy_xfmr_config *c = &f->cfg;
-    const char *cf = "/config";
-    HY_TRY(hy_h5_set_attr_str(file, cf, "kind", c->kind == HY_XFMR_VIT ? "vit" : "text"));
-#define ATTR(fld) HY_TRY(hy_h5_set_attr_i64(file, cf, #fld, (int64_t)c->fld))
-    ATTR(image_size);
-    ATTR(channels);
-    ATTR(patch);
-    ATTR(vocab_size);
-    ATTR(max_len);
-    ATTR(d_model);
-    ATTR(n_heads);
-    ATTR(depth);
-    ATTR(d_mlp);
-    ATTR(n_classes);
-#undef ATTR
-    HY_TRY(hy_h5_set_attr_f64(file, cf, "attn_dropout", (double)c->attn_dropout));
-    HY_TRY(hy_h5_set_attr_f64(file, cf, "mlp_dropout", (double)c->mlp_dropout));
+    HY_TRY(hy_ckpt_write_config(file, c));
     HY_TRY(hy_h5_set_attr_str(file, "/fuse", "mlp", hy_fuse_mode_name(f->fuse.mlp)));
     HY_TRY(hy_h5_set_attr_str(file, "/fuse", "ln", hy_fuse_mode_name(f->fuse.ln)));
     HY_TRY(hy_h5_set_attr_str(file, "/fuse", "embed", hy_fuse_mode_name(f->fuse.embed)));
@@ -353,7 +292,7 @@ hy_status hy_fused_load(hy_fused *f, const char *path) {
         int64_t sh[2] = {(int64_t)L, (int64_t)NH};
         snprintf(name, sizeof name, "/members/%zu/head_gates", m);
         st = hy_h5_read_into(&file, name, HY_F32, 2, sh, f->head_gates + m * L * NH);
-        if (st == HY_OK) st = check_gates(f->head_gates + m * L * NH, m, L, NH);
+        if (st == HY_OK) st = hy_prune_check_member("fused", f->head_gates + m * L * NH, m, L, NH);
         if (st != HY_OK) goto fail;
     }
     if ((st = layout(f, tmp.table, tmp.n_tensors)) != HY_OK) goto fail;
@@ -521,7 +460,7 @@ static void make_slice(slice *s, size_t p0, size_t p1, size_t M, size_t B) {
 static void norm_slice(hy_fused *f, const slice *s, float *out, float *mean, float *rstd,
                        const float *x, size_t sw, size_t sb, size_t rpp) {
     size_t D = f->cfg.d_model;
-    if (shared(f, G_LN)) {
+    if (shared(f, HY_PART_LN)) {
         size_t r0 = s->p0 * rpp, n = (s->p1 - s->p0) * rpp;
         hy_layernorm_forward(out + r0 * D, mean + r0, rstd + r0, x + r0 * D, P(f, 0, sw),
                              P(f, 0, sb), n, D, HY_XFMR_LN_EPS);
@@ -544,11 +483,12 @@ static void embed_samples(hy_fused *f, size_t m, const hy_batch *in, size_t B, s
     float *emb = f->emb + (m * B + b0) * T1 * D;
     if (c->kind == HY_XFMR_VIT) {
         size_t F = c->channels * c->patch * c->patch;
-        hy_linear_forward(emb, f->patches + b0 * T1 * F, P(f, m, 2), P(f, m, 3), nb * T1, F, D);
+        hy_linear_forward(emb, f->patches + b0 * T1 * F, P(f, m, HY_EMB_W), P(f, m, HY_EMB_B),
+                          nb * T1, F, D);
     } else {
-        hy_tokembed_forward(emb, in->ids + b0 * in->len, P(f, m, 2), nb * T1, D);
+        hy_tokembed_forward(emb, in->ids + b0 * in->len, P(f, m, HY_EMB_W), nb * T1, D);
     }
-    hy_embed_assemble_forward(dst, emb, P(f, m, 0), P(f, m, 1), nb, T, D);
+    hy_embed_assemble_forward(dst, emb, P(f, m, HY_EMB_CLS), P(f, m, HY_EMB_POS), nb, T, D);
 }
 
 /* every layer and the head for the pairs of s (see above); kv: key counts or NULL;
@@ -557,13 +497,13 @@ static void forward_slice(hy_fused *f, const slice *s, size_t T, const int32_t *
                           float *logits) {
     const hy_xfmr_config *c = &f->cfg;
     size_t B = s->B, D = c->d_model, DM = c->d_mlp, K = c->n_classes;
-    size_t L = c->depth, HS = f->HS, nb = blk_base(c), BT = B * T;
+    size_t L = c->depth, HS = f->HS, BT = B * T;
     size_t r0 = s->p0 * T, nr = (s->p1 - s->p0) * T;   /* the slice's rows */
     const float *ones = f->att;
     for (size_t l = 0; l < L; l++) {
-        size_t s0 = nb + l * S_PER_BLOCK;
+        size_t s0 = hy_xfmr_slot(c, l, 0);   /* slot of block l's HY_BLK_* = s0 + HY_BLK_* */
         /* ===== attention: x_m += proj_m(attn(qkv_m(LN1(x_m)))) ===== */
-        norm_slice(f, s, f->ln, f->mean, f->rstd, f->x, s0 + S_N1W, s0 + S_N1B, T);
+        norm_slice(f, s, f->ln, f->mean, f->rstd, f->x, s0 + HY_BLK_N1W, s0 + HY_BLK_N1B, T);
         /* Q/K/V: one ragged grouped GEMM, group i = member segment i (its own k_m heads):
          * qkv_m (n T, 3 k_m HS) = bias + LN1(x_m) W_qkv,m^T. The segment's qkv (n, T, 3C) and
          * ao (n, T, C) start where samples b0.. of member m would with every head kept: the
@@ -573,11 +513,11 @@ static void forward_slice(hy_fused *f, const slice *s, size_t T, const int32_t *
             size_t m = s->m[i], b0 = s->b0[i], n = s->b1[i] - b0;
             size_t C = f->kept[m * L + l] * HS, rm = (m * B + b0) * T;
             float *qkv = f->qkv + (m * BT + b0 * T) * 3 * D;
-            const float *bias = P(f, m, s0 + S_QKVB);
+            const float *bias = P(f, m, s0 + HY_BLK_QKVB);
             HY_PROF(HY_PROF_BIAS, for (size_t r = 0; r < n * T; r++)
                                       memcpy(qkv + r * 3 * C, bias, 3 * C * sizeof *qkv));
             g[i] = (hy_gemm_desc){CblasNoTrans, CblasTrans, f->ln + rm * D, n * T, D, D,
-                                  P(f, m, s0 + S_QKVW), 3 * C, D, D, qkv, n * T, 3 * C, 3 * C,
+                                  P(f, m, s0 + HY_BLK_QKVW), 3 * C, D, D, qkv, n * T, 3 * C, 3 * C,
                                   1.0f, 1.0f};
         }
         HY_ASSERT(hy_gemm_grouped(g, s->nseg) == HY_OK);   /* shapes built here: never fails */
@@ -596,7 +536,7 @@ static void forward_slice(hy_fused *f, const slice *s, size_t T, const int32_t *
             size_t m = s->m[i], b0 = s->b0[i], n = s->b1[i] - b0;
             size_t C = f->kept[m * L + l] * HS, rm = (m * B + b0) * T;
             float *x = f->x + rm * D;
-            const float *bias = P(f, m, s0 + S_PROJB);
+            const float *bias = P(f, m, s0 + HY_BLK_PROJB);
             uint64_t t0 = hy_prof_t0();
             for (size_t r = 0; r < n * T; r++) {
 #pragma omp simd
@@ -604,44 +544,44 @@ static void forward_slice(hy_fused *f, const slice *s, size_t T, const int32_t *
             }
             hy_prof_add(HY_PROF_BIAS, t0, 0);
             g[i] = (hy_gemm_desc){CblasNoTrans, CblasTrans, f->ao + (m * BT + b0 * T) * D, n * T,
-                                  C, C, P(f, m, s0 + S_PROJW), D, C, C, x, n * T, D, D, 1.0f,
+                                  C, C, P(f, m, s0 + HY_BLK_PROJW), D, C, C, x, n * T, D, D, 1.0f,
                                   1.0f};
         }
         HY_ASSERT(hy_gemm_grouped(g, s->nseg) == HY_OK);
         /* ===== MLP: x_m += fc2(GELU(fc1(LN2(x_m)))); merged: one GEMM over the slice ===== */
-        norm_slice(f, s, f->ln, f->mean, f->rstd, f->x, s0 + S_N2W, s0 + S_N2B, T);
-        if (shared(f, G_MLP)) {
-            hy_linear_forward(f->h + r0 * DM, f->ln + r0 * D, P(f, 0, s0 + S_FC1W),
-                              P(f, 0, s0 + S_FC1B), nr, D, DM);
+        norm_slice(f, s, f->ln, f->mean, f->rstd, f->x, s0 + HY_BLK_N2W, s0 + HY_BLK_N2B, T);
+        if (shared(f, HY_PART_MLP)) {
+            hy_linear_forward(f->h + r0 * DM, f->ln + r0 * D, P(f, 0, s0 + HY_BLK_FC1W),
+                              P(f, 0, s0 + HY_BLK_FC1B), nr, D, DM);
             hy_gelu_forward(f->h + r0 * DM, f->h + r0 * DM, nr * DM);
-            linear_add(f->x + r0 * D, f->h + r0 * DM, P(f, 0, s0 + S_FC2W),
-                       P(f, 0, s0 + S_FC2B), nr, DM, D);
+            linear_add(f->x + r0 * D, f->h + r0 * DM, P(f, 0, s0 + HY_BLK_FC2W),
+                       P(f, 0, s0 + HY_BLK_FC2B), nr, DM, D);
         } else {
             for (size_t i = 0; i < s->nseg; i++) {
                 size_t m = s->m[i], rm = (m * B + s->b0[i]) * T, n = (s->b1[i] - s->b0[i]) * T;
-                hy_linear_forward(f->h + rm * DM, f->ln + rm * D, P(f, m, s0 + S_FC1W),
-                                  P(f, m, s0 + S_FC1B), n, D, DM);
+                hy_linear_forward(f->h + rm * DM, f->ln + rm * D, P(f, m, s0 + HY_BLK_FC1W),
+                                  P(f, m, s0 + HY_BLK_FC1B), n, D, DM);
                 hy_gelu_forward(f->h + rm * DM, f->h + rm * DM, n * DM);
-                linear_add(f->x + rm * D, f->h + rm * DM, P(f, m, s0 + S_FC2W),
-                           P(f, m, s0 + S_FC2B), n, DM, D);
+                linear_add(f->x + rm * D, f->h + rm * DM, P(f, m, s0 + HY_BLK_FC2W),
+                           P(f, m, s0 + HY_BLK_FC2B), n, DM, D);
             }
         }
     }
 
     /* ===== head: logits_m = head_m(LN_f(x_m[:, 0])); cls / logits row = pair ===== */
-    size_t nf = f->n_slots - 4;
+    size_t nf = hy_xfmr_head_slot(c, HY_HEAD_NW);   /* + HY_HEAD_* */
     HY_PROF(HY_PROF_COPY, for (size_t p = s->p0; p < s->p1; p++)
                               memcpy(f->cls + p * D, f->x + p * T * D, D * sizeof(float)));
-    norm_slice(f, s, f->lnf, f->fmean, f->frstd, f->cls, nf, nf + 1, 1);
-    if (shared(f, G_HEAD)) {
+    norm_slice(f, s, f->lnf, f->fmean, f->frstd, f->cls, nf + HY_HEAD_NW, nf + HY_HEAD_NB, 1);
+    if (shared(f, HY_PART_HEAD)) {
         size_t n = s->p1 - s->p0;
-        hy_linear_forward(logits + s->p0 * K, f->lnf + s->p0 * D, P(f, 0, nf + 2),
-                          P(f, 0, nf + 3), n, D, K);
+        hy_linear_forward(logits + s->p0 * K, f->lnf + s->p0 * D, P(f, 0, nf + HY_HEAD_W),
+                          P(f, 0, nf + HY_HEAD_B), n, D, K);
     } else {
         for (size_t i = 0; i < s->nseg; i++) {
             size_t m = s->m[i], p = m * B + s->b0[i], n = s->b1[i] - s->b0[i];
-            hy_linear_forward(logits + p * K, f->lnf + p * D, P(f, m, nf + 2), P(f, m, nf + 3),
-                              n, D, K);
+            hy_linear_forward(logits + p * K, f->lnf + p * D, P(f, m, nf + HY_HEAD_W),
+                              P(f, m, nf + HY_HEAD_B), n, D, K);
         }
     }
 }
@@ -655,7 +595,7 @@ static void forward(hy_fused *f, const hy_batch *in, size_t B, float *logits, si
     for (size_t b = 0; b < B; b++)
         f->kvalid[b] = c->kind == HY_XFMR_VIT ? (int32_t)T : 1 + in->lengths[b];
     const int32_t *kv = c->kind == HY_XFMR_VIT ? NULL : f->kvalid;
-    bool emb_shared = shared(f, G_EMBED);
+    bool emb_shared = shared(f, HY_PART_EMBED);
     int nth = (int)P;
 #pragma omp parallel num_threads(nth)
     {
@@ -768,26 +708,32 @@ hy_status hy_fused_predict(hy_fused *f, const hy_dataset *ds, size_t batch_size,
 
 /* ===== cost ===== */
 
+/* the members' hy_xfmr_cost added, a shared tensor's parameters counted once and a shared
+ * embedding computed once (a shared LayerNorm, MLP or head still runs on every stream) */
+static void fused_cost(const hy_fused *f, size_t T, double *flops, size_t *params) {
+    const hy_xfmr_config *c = &f->cfg;
+    double fl = 0.0;
+    size_t np = 0;
+    for (size_t m = 0; m < f->M; m++) {
+        hy_xfmr_costs k = hy_xfmr_cost(c, T, f->kept + m * c->depth);
+        for (int p = 0; p < HY_N_PARTS; p++) {
+            bool once = shared(f, (hy_xfmr_part)p);
+            if (m == 0 || !once) np += k.params[p];
+            if (m == 0 || !(once && p == HY_PART_EMBED)) fl += k.flops[p];
+        }
+    }
+    if (flops) *flops = fl;
+    if (params) *params = np;
+}
+
 size_t hy_fused_params(const hy_fused *f) {
     size_t n = 0;
-    for (size_t i = 0; i < f->n_tensors; i++) n += f->table[i].numel;
+    fused_cost(f, f->T, NULL, &n);
     return n;
 }
 
 double hy_fused_flops(const hy_fused *f, size_t T) {
-    const hy_xfmr_config *c = &f->cfg;
-    double D = (double)c->d_model, DM = (double)c->d_mlp, t = (double)T, HS = (double)f->HS;
-    double M = (double)f->M, fl = 0.0;
-    if (c->kind == HY_XFMR_VIT) {
-        double F = (double)(c->channels * c->patch * c->patch);
-        fl += (shared(f, G_EMBED) ? 1.0 : M) * 2.0 * (t - 1.0) * F * D;
-    }
-    for (size_t m = 0; m < f->M; m++)
-        for (size_t l = 0; l < c->depth; l++) {
-            double C = (double)f->kept[m * c->depth + l] * HS;
-            fl += 2.0 * t * D * 3.0 * C + 2.0 * 2.0 * t * t * C + 2.0 * t * C * D +
-                  2.0 * 2.0 * t * D * DM;
-        }
-    fl += M * 2.0 * D * (double)c->n_classes;
+    double fl = 0.0;
+    fused_cost(f, T, &fl, NULL);
     return fl;
 }

@@ -53,7 +53,8 @@ typedef struct hy_fused {
     size_t n_tensors;
     hy_param *table;      /* owned: names are the file paths (see the header) */
     size_t *slot;         /* owned (M, S): table index of member m's tensor for xfmr slot s */
-    size_t n_slots;       /* S = the number of tensors of one xfmr (its table order) */
+    size_t n_slots;       /* S = hy_xfmr_n_slots(&cfg): the slots of xfmr.h (HY_EMB_*, HY_BLK_*
+                           * at hy_xfmr_slot, HY_HEAD_* at hy_xfmr_head_slot) */
     size_t n_params;      /* floats in params (with alignment padding) */
     float *params;        /* owned */
     /* activations (hy_fused_alloc_acts) */
@@ -103,7 +104,9 @@ hy_status hy_fused_forward(hy_fused *f, const hy_batch *in, size_t B, float *log
 hy_status hy_fused_predict(hy_fused *f, const hy_dataset *ds, size_t batch_size,
                            float *member_logits, float *probs, float *member_probs);
 
-/* Parameters stored (without padding) and forward FLOPs of one sample at sequence length T. */
+/* Parameters stored (without padding) and forward FLOPs of one sample at sequence length T: the
+ * members' hy_xfmr_cost (kept heads) added, a shared (fuse.* = average) tensor's parameters
+ * counted once and a shared embedding computed once. */
 size_t hy_fused_params(const hy_fused *f);
 double hy_fused_flops(const hy_fused *f, size_t T);
 

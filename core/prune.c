@@ -426,19 +426,25 @@ hy_status hy_prune_check_gates(const float *gates, int ndim, const int64_t *shap
     size_t M = ndim == 3 ? (size_t)shape[0] : 1;
     if (M == 0) return hy_fail(HY_EINVAL, "prune: gates hold no member (M = 0)");
     for (size_t k = 0; k < M; k++)
-        for (size_t l = 0; l < L; l++) {
-            size_t kept = 0;
-            for (size_t h = 0; h < NH; h++) {
-                float g = gates[(k * L + l) * NH + h];
-                if (g != 0.0f && g != 1.0f)
-                    return hy_fail(HY_EINVAL, "prune: member %zu gate of layer %zu, head %zu is "
-                                   "%g (expected 0 or 1)", k + 1, l + 1, h + 1, (double)g);
-                kept += g != 0.0f;
-            }
-            if (kept == 0)
-                return hy_fail(HY_EINVAL, "prune: member %zu prunes every head of layer %zu "
-                               "(keep at least one)", k + 1, l + 1);
+        HY_TRY(hy_prune_check_member("prune", gates + k * L * NH, k, L, NH));
+    return HY_OK;
+}
+
+hy_status hy_prune_check_member(const char *who, const float *g, size_t member, size_t L,
+                                size_t NH) {
+    for (size_t l = 0; l < L; l++) {
+        size_t kept = 0;
+        for (size_t h = 0; h < NH; h++) {
+            float v = g[l * NH + h];
+            if (v != 0.0f && v != 1.0f)
+                return hy_fail(HY_EINVAL, "%s: member %zu gate of layer %zu, head %zu is %g "
+                               "(expected 0 or 1)", who, member + 1, l + 1, h + 1, (double)v);
+            kept += v != 0.0f;
         }
+        if (kept == 0)
+            return hy_fail(HY_EINVAL, "%s: member %zu prunes every head of layer %zu (keep at "
+                           "least one)", who, member + 1, l + 1);
+    }
     return HY_OK;
 }
 

@@ -103,6 +103,11 @@ hy_status hy_prune_members(hy_xfmr *m, const hy_subset *calib, const hy_subset *
  * HY_EINVAL. shape: the tensor's dims (ndim of them). */
 hy_status hy_prune_check_gates(const float *gates, int ndim, const int64_t *shape, size_t L,
                                size_t NH);
+/* The rule of hy_prune_check_gates for ONE member's gates g (L, NH), the only gate check (the
+ * fused model uses it too): messages start with `who` and name member + 1, e.g.
+ * "fused: member 2 gate of layer 1, head 3 is 0.5 (expected 0 or 1)". HY_EINVAL. */
+hy_status hy_prune_check_member(const char *who, const float *g, size_t member, size_t L,
+                                size_t NH);
 
 /* Copies the q/k/v rows (weight and bias) and proj.weight columns of every head whose gate in
  * m is 0 from base_params (a parameter block of the same layout) into m->params, so pruned

@@ -13,26 +13,35 @@
 #include "layers.h"
 #include "prof.h"
 
-/* per-block parameter order (offsets from the block's first table index) */
-enum {
-    P_N1W, P_N1B, P_QKVW, P_QKVB, P_PROJW, P_PROJB, P_N2W, P_N2B, P_FC1W, P_FC1B, P_FC2W,
-    P_FC2B, P_PER_BLOCK
-};
-
+/* Every per-layer field holds L slots (x: L+1), slot l at l * its slot size; within a slot only
+ * the first B*T rows of the current forward are used (B <= B_cap, T <= the full length). */
 struct hy_xfmr_acts {
     float *block;         /* owned; every pointer below points into it */
     size_t sD, sQ, sA, sH, sR; /* per-layer slot sizes: B*T*D, B*T*3D, B*NH*T*T, B*T*DM, B*T */
-    float *x;             /* [L+1] slots of (B,T,D): x[0] embedded input, x[l+1] block l output */
-    float *ln1, *ln1_mean, *ln1_rstd;
-    float *qkv, *att, *ao, *xm;
-    float *ln2, *ln2_mean, *ln2_rstd;
-    float *h, *hg;
-    float *m_attn, *m_h, *m_out;     /* dropout masks, NULL when the rate is 0 */
-    float *cls, *lnf, *lnf_mean, *lnf_rstd;   /* (B, D), (B) */
-    float *emb;           /* (B, T-1, D) */
-    float *patches;       /* vit: (B, NP, Cin*p*p) */
-    int32_t *ids;         /* text: (B, T-1) */
-    int32_t *kvalid;      /* (B) valid keys per row */
+    float *x;             /* (L+1, B, T, D): x[0] embedded input, x[l+1] block l output */
+    float *ln1;           /* (L, B, T, D) LN1(x[l]) */
+    float *ln1_mean;      /* (L, B, T) */
+    float *ln1_rstd;      /* (L, B, T) */
+    float *qkv;           /* (L, B, T, 3D): q | k | v, each head-major (NH, HS) */
+    float *att;           /* (L, B, NH, T, T) softmax probabilities */
+    float *ao;            /* (L, B, T, D) attention output (heads concatenated, gated) */
+    float *xm;            /* (L, B, T, D) x[l] + drop(proj(ao)): the MLP's input */
+    float *ln2;           /* (L, B, T, D) LN2(xm) */
+    float *ln2_mean;      /* (L, B, T) */
+    float *ln2_rstd;      /* (L, B, T) */
+    float *h;             /* (L, B, T, DM) fc1 output (pre-GELU) */
+    float *hg;            /* (L, B, T, DM) drop(GELU(h)) */
+    float *m_attn;        /* (L, B, T, D) dropout mask after proj; NULL when attn_dropout is 0 */
+    float *m_h;           /* (L, B, T, DM) dropout mask after GELU; NULL when mlp_dropout is 0 */
+    float *m_out;         /* (L, B, T, D) dropout mask after fc2; NULL when mlp_dropout is 0 */
+    float *cls;           /* (B, D) x[L][:, 0] */
+    float *lnf;           /* (B, D) LN_f(cls) */
+    float *lnf_mean;      /* (B) */
+    float *lnf_rstd;      /* (B) */
+    float *emb;           /* (B, T-1, D) patch / token embeddings */
+    float *patches;       /* vit: (B, NP, C_in*p*p); NULL for text */
+    int32_t *ids;         /* text: (B, T-1) the batch's ids */
+    int32_t *kvalid;      /* (B) valid keys per row (T for vit, 1 + length for text) */
 };
 
 /* ===== configuration ===== */
@@ -87,49 +96,159 @@ size_t hy_xfmr_seq_len(const hy_xfmr_config *c) {
     return 1 + c->max_len;
 }
 
-double hy_xfmr_flops(const hy_xfmr_config *c, size_t T) {
-    double D = (double)c->d_model, DM = (double)c->d_mlp, t = (double)T;
-    double f = 0.0;
+/* ===== the config schema ===== */
+
+#define FIELD_KIND_VIT HY_XFMR_VIT
+#define FIELD_KIND_TEXT HY_XFMR_TEXT
+#define FIELD_KIND_ALL (-1)
+#define FIELD_ROW(name, type, kind) \
+    {#name, HY_FIELD_##type, FIELD_KIND_##kind, offsetof(hy_xfmr_config, name)},
+const hy_xfmr_field hy_xfmr_fields[HY_XFMR_N_FIELDS] = {HY_XFMR_CONFIG_FIELDS(FIELD_ROW)};
+#undef FIELD_ROW
+/* the generated struct and the X-macro agree on every field's type */
+#define FIELD_TYPE_OK(name, type, kind) \
+    _Static_assert(sizeof(((hy_xfmr_config *)0)->name) == sizeof(HY_XFMR_FIELD_TYPE_##type), \
+                   #name);
+HY_XFMR_CONFIG_FIELDS(FIELD_TYPE_OK)
+#undef FIELD_TYPE_OK
+
+bool hy_xfmr_field_applies(const hy_xfmr_field *f, hy_xfmr_kind k) {
+    return f->kind < 0 || f->kind == (int)k;
+}
+
+size_t hy_xfmr_field_size(const hy_xfmr_config *c, const hy_xfmr_field *f) {
+    HY_ASSERT(f->type == HY_FIELD_SIZE);
+    size_t v;
+    memcpy(&v, (const char *)c + f->offset, sizeof v);
+    return v;
+}
+
+float hy_xfmr_field_rate(const hy_xfmr_config *c, const hy_xfmr_field *f) {
+    HY_ASSERT(f->type == HY_FIELD_RATE);
+    float v;
+    memcpy(&v, (const char *)c + f->offset, sizeof v);
+    return v;
+}
+
+void hy_xfmr_field_set_size(hy_xfmr_config *c, const hy_xfmr_field *f, size_t v) {
+    HY_ASSERT(f->type == HY_FIELD_SIZE);
+    memcpy((char *)c + f->offset, &v, sizeof v);
+}
+
+void hy_xfmr_field_set_rate(hy_xfmr_config *c, const hy_xfmr_field *f, float v) {
+    HY_ASSERT(f->type == HY_FIELD_RATE);
+    memcpy((char *)c + f->offset, &v, sizeof v);
+}
+
+const char *hy_xfmr_kind_name(hy_xfmr_kind k) { return k == HY_XFMR_TEXT ? "text" : "vit"; }
+
+hy_status hy_xfmr_kind_parse(const char *s, hy_xfmr_kind *out) {
+    if (s && strcmp(s, "vit") == 0) *out = HY_XFMR_VIT;
+    else if (s && strcmp(s, "text") == 0) *out = HY_XFMR_TEXT;
+    else return HY_EINVAL;
+    return HY_OK;
+}
+
+/* ===== parameter layout (slots) ===== */
+
+size_t hy_xfmr_n_embed_slots(const hy_xfmr_config *c) { return c->kind == HY_XFMR_VIT ? 4 : 3; }
+
+size_t hy_xfmr_slot(const hy_xfmr_config *c, size_t layer, hy_blk_slot which) {
+    HY_ASSERT(layer < c->depth && which < HY_BLK_N);
+    return hy_xfmr_n_embed_slots(c) + layer * HY_BLK_N + (size_t)which;
+}
+
+size_t hy_xfmr_head_slot(const hy_xfmr_config *c, hy_head_slot which) {
+    HY_ASSERT(which < HY_HEAD_N);
+    return hy_xfmr_n_embed_slots(c) + c->depth * HY_BLK_N + (size_t)which;
+}
+
+size_t hy_xfmr_n_slots(const hy_xfmr_config *c) {
+    return hy_xfmr_n_embed_slots(c) + c->depth * HY_BLK_N + HY_HEAD_N;
+}
+
+hy_xfmr_part hy_xfmr_slot_part(const hy_xfmr_config *c, size_t s, size_t *layer,
+                               size_t *which) {
+    size_t ne = hy_xfmr_n_embed_slots(c), head = hy_xfmr_head_slot(c, HY_HEAD_NW);
+    HY_ASSERT(s < hy_xfmr_n_slots(c));
+    if (s < ne) return HY_PART_EMBED;
+    if (s >= head) return s - head < HY_HEAD_W ? HY_PART_LN : HY_PART_HEAD;
+    size_t l = (s - ne) / HY_BLK_N, j = (s - ne) % HY_BLK_N;
+    if (layer) *layer = l;
+    if (which) *which = j;
+    if (j == HY_BLK_N1W || j == HY_BLK_N1B || j == HY_BLK_N2W || j == HY_BLK_N2B)
+        return HY_PART_LN;
+    if (j >= HY_BLK_QKVW && j <= HY_BLK_PROJB) return HY_PART_ATTN;
+    return HY_PART_MLP;
+}
+
+/* ===== cost ===== */
+
+hy_xfmr_costs hy_xfmr_cost(const hy_xfmr_config *c, size_t T, const size_t *kept) {
+    hy_xfmr_costs r;
+    memset(&r, 0, sizeof r);
+    size_t D = c->d_model, DM = c->d_mlp, K = c->n_classes, HS = c->d_model / c->n_heads;
+    double d = (double)D, dm = (double)DM, t = (double)T;
+    /* embedding: cls_token, pos_embed at the full length; the patch GEMM over T-1 patches */
+    size_t Tmax = hy_xfmr_seq_len(c);
+    r.params[HY_PART_EMBED] = D + Tmax * D;
     if (c->kind == HY_XFMR_VIT) {
-        double F = (double)(c->channels * c->patch * c->patch);
-        f += 2.0 * (t - 1.0) * F * D;
+        size_t F = c->channels * c->patch * c->patch;
+        r.params[HY_PART_EMBED] += D * F + D;
+        r.flops[HY_PART_EMBED] = 2.0 * (t - 1.0) * (double)F * d;
+    } else {
+        r.params[HY_PART_EMBED] += c->vocab_size * D;
     }
-    double blk = 2.0 * t * D * 3.0 * D + 2.0 * 2.0 * t * t * D + 2.0 * t * D * D +
-                 2.0 * 2.0 * t * D * DM;
-    f += (double)c->depth * blk;
-    f += 2.0 * D * (double)c->n_classes;
-    return f;
+    for (size_t l = 0; l < c->depth; l++) {
+        size_t C = (kept ? kept[l] : c->n_heads) * HS;   /* width of the kept heads */
+        double cc = (double)C;
+        r.params[HY_PART_LN] += 4 * D;
+        r.params[HY_PART_ATTN] += 3 * C * D + 3 * C + D * C + D;
+        r.params[HY_PART_MLP] += DM * D + DM + D * DM + D;
+        /* qkv, scores + weighted sum (T x T per kept head), proj; fc1 + fc2 */
+        r.flops[HY_PART_ATTN] += 2.0 * t * d * 3.0 * cc + 2.0 * 2.0 * t * t * cc + 2.0 * t * cc * d;
+        r.flops[HY_PART_MLP] += 2.0 * 2.0 * t * d * dm;
+    }
+    r.params[HY_PART_LN] += 2 * D;
+    r.params[HY_PART_HEAD] = K * D + K;
+    r.flops[HY_PART_HEAD] = 2.0 * d * (double)K;
+    for (int p = 0; p < HY_N_PARTS; p++) {
+        r.flops_total += r.flops[p];
+        r.params_total += r.params[p];
+    }
+    return r;
 }
 
 /* ===== parameter table ===== */
 
-static void add_param(hy_param *tab, size_t *n, size_t *off, const char *name, int ndim,
-                      const int64_t *shape, bool decay) {
-    hy_param *p = &tab[*n];
-    memset(p, 0, sizeof *p);
-    snprintf(p->name, sizeof p->name, "%s", name);
-    p->ndim = ndim;
-    p->numel = 1;
-    for (int i = 0; i < ndim; i++) {
-        p->shape[i] = shape[i];
-        p->numel *= (size_t)shape[i];
+void hy_param_table_add(hy_param *tab, size_t *n, size_t *off, const char *name, int ndim,
+                        const int64_t *shape, bool decay) {
+    size_t numel = 1;
+    for (int i = 0; i < ndim; i++) numel *= (size_t)shape[i];
+    if (tab) {
+        hy_param *p = &tab[*n];
+        memset(p, 0, sizeof *p);
+        size_t len = strlen(name);
+        HY_ASSERT(len < sizeof p->name);
+        memcpy(p->name, name, len + 1);
+        p->ndim = ndim;
+        for (int i = 0; i < ndim; i++) p->shape[i] = shape[i];
+        p->numel = numel;
+        p->offset = *off;
+        p->decay = decay;
     }
-    p->offset = *off;
-    p->decay = decay;
-    *off += (p->numel + 15) / 16 * 16;
+    *off += (numel + 15) / 16 * 16;
     (*n)++;
 }
 
 /* fills tab (when non-NULL) and returns the tensor count; *total gets the floats needed */
 static size_t build_table(const hy_xfmr_config *c, hy_param *tab, size_t *total) {
-    hy_param dummy[1];
     size_t n = 0, off = 0;
     int64_t D = (int64_t)c->d_model, DM = (int64_t)c->d_mlp, K = (int64_t)c->n_classes;
     int64_t T = (int64_t)hy_xfmr_seq_len(c);
     char name[48];
 #define ADD(nm, nd, dec, ...) do { int64_t sh_[] = {__VA_ARGS__}; \
-        if (tab) add_param(tab, &n, &off, nm, nd, sh_, dec); \
-        else { size_t z_ = 0; add_param(dummy, &z_, &off, nm, nd, sh_, dec); n++; } } while (0)
+        hy_param_table_add(tab, &n, &off, nm, nd, sh_, dec); } while (0)
     ADD("cls_token", 3, false, 1, 1, D);
     ADD("pos_embed", 3, false, 1, T, D);
     if (c->kind == HY_XFMR_VIT) {
@@ -165,12 +284,42 @@ static size_t build_table(const hy_xfmr_config *c, hy_param *tab, size_t *total)
     return n;
 }
 
-/* table index of the first parameter of block l */
-static size_t blk_index(const hy_xfmr *m, size_t l) {
-    return (m->cfg.kind == HY_XFMR_VIT ? 4 : 3) + l * P_PER_BLOCK;
+/* the named views of a parameter block laid out by m->table (t->blk already allocated) */
+static void fill_tensors(const hy_xfmr *m, float *base, hy_xfmr_tensors *t) {
+    const hy_xfmr_config *c = &m->cfg;
+    hy_xfmr_block_tensors *blk = t->blk;
+#define AT(slot) (base + m->table[slot].offset)
+    memset(t, 0, sizeof *t);
+    t->blk = blk;
+    t->cls_token = AT(HY_EMB_CLS);
+    t->pos_embed = AT(HY_EMB_POS);
+    if (c->kind == HY_XFMR_VIT) {
+        t->patch_w = AT(HY_EMB_W);
+        t->patch_b = AT(HY_EMB_B);
+    } else {
+        t->tok_embed = AT(HY_EMB_W);
+    }
+    for (size_t l = 0; l < c->depth; l++) {
+        hy_xfmr_block_tensors *b = &blk[l];
+        b->norm1_w = AT(hy_xfmr_slot(c, l, HY_BLK_N1W));
+        b->norm1_b = AT(hy_xfmr_slot(c, l, HY_BLK_N1B));
+        b->qkv_w = AT(hy_xfmr_slot(c, l, HY_BLK_QKVW));
+        b->qkv_b = AT(hy_xfmr_slot(c, l, HY_BLK_QKVB));
+        b->proj_w = AT(hy_xfmr_slot(c, l, HY_BLK_PROJW));
+        b->proj_b = AT(hy_xfmr_slot(c, l, HY_BLK_PROJB));
+        b->norm2_w = AT(hy_xfmr_slot(c, l, HY_BLK_N2W));
+        b->norm2_b = AT(hy_xfmr_slot(c, l, HY_BLK_N2B));
+        b->fc1_w = AT(hy_xfmr_slot(c, l, HY_BLK_FC1W));
+        b->fc1_b = AT(hy_xfmr_slot(c, l, HY_BLK_FC1B));
+        b->fc2_w = AT(hy_xfmr_slot(c, l, HY_BLK_FC2W));
+        b->fc2_b = AT(hy_xfmr_slot(c, l, HY_BLK_FC2B));
+    }
+    t->norm_w = AT(hy_xfmr_head_slot(c, HY_HEAD_NW));
+    t->norm_b = AT(hy_xfmr_head_slot(c, HY_HEAD_NB));
+    t->head_w = AT(hy_xfmr_head_slot(c, HY_HEAD_W));
+    t->head_b = AT(hy_xfmr_head_slot(c, HY_HEAD_B));
+#undef AT
 }
-static float *PW(const hy_xfmr *m, size_t idx) { return m->params + m->table[idx].offset; }
-static float *GW(const hy_xfmr *m, size_t idx) { return m->grads + m->table[idx].offset; }
 
 /* ===== build / release ===== */
 
@@ -188,13 +337,19 @@ hy_status hy_xfmr_new(hy_xfmr *m, const hy_xfmr_config *cfg) {
     m->grads = hy_xmalloc_aligned(total * sizeof(float));
     m->gates = hy_xmalloc(LH * sizeof(float));
     m->dgates = hy_xmalloc(LH * sizeof(float));
-    if (!m->table || !m->params || !m->grads || !m->gates || !m->dgates) {
+    m->p.blk = hy_xcalloc(cfg->depth, sizeof *m->p.blk);
+    m->g.blk = hy_xcalloc(cfg->depth, sizeof *m->g.blk);
+    if (!m->table || !m->params || !m->grads || !m->gates || !m->dgates || !m->p.blk ||
+        !m->g.blk) {
         hy_status st = hy_fail(HY_ENOMEM, "xfmr: out of memory for %zu parameters", total);
         hy_xfmr_release(m);
         return st;
     }
     m->n_tensors = build_table(cfg, m->table, &total);
+    HY_ASSERT(m->n_tensors == hy_xfmr_n_slots(cfg));
     m->n_params = total;
+    fill_tensors(m, m->params, &m->p);
+    fill_tensors(m, m->grads, &m->g);
     memset(m->params, 0, total * sizeof(float));
     memset(m->grads, 0, total * sizeof(float));
     for (size_t i = 0; i < LH; i++) {
@@ -223,6 +378,8 @@ void hy_xfmr_release(hy_xfmr *m) {
     hy_free(m->grads);
     hy_free(m->gates);
     hy_free(m->dgates);
+    hy_free(m->p.blk);
+    hy_free(m->g.blk);
     memset(m, 0, sizeof *m);
 }
 
@@ -431,28 +588,28 @@ hy_status hy_xfmr_forward(hy_xfmr *m, const hy_batch *in, size_t B, float *logit
     if (c->kind == HY_XFMR_VIT) {
         size_t F = c->channels * c->patch * c->patch;
         hy_patch_extract(a->patches, in->images, B, c->channels, c->image_size, c->patch);
-        hy_linear_forward(a->emb, a->patches, PW(m, 2), PW(m, 3), B * (T - 1), F, D);
+        hy_linear_forward(a->emb, a->patches, m->p.patch_w, m->p.patch_b, B * (T - 1), F, D);
         for (size_t b = 0; b < B; b++) a->kvalid[b] = (int32_t)T;
     } else {
         memcpy(a->ids, in->ids, B * in->len * sizeof *a->ids);
-        hy_tokembed_forward(a->emb, a->ids, PW(m, 2), B * (T - 1), D);
+        hy_tokembed_forward(a->emb, a->ids, m->p.tok_embed, B * (T - 1), D);
         for (size_t b = 0; b < B; b++) a->kvalid[b] = 1 + in->lengths[b];
     }
-    hy_embed_assemble_forward(a->x, a->emb, PW(m, 0), PW(m, 1), B, T, D);
+    hy_embed_assemble_forward(a->x, a->emb, m->p.cls_token, m->p.pos_embed, B, T, D);
     const int32_t *kv = c->kind == HY_XFMR_VIT ? NULL : a->kvalid;
 
     for (size_t l = 0; l < L; l++) {
-        size_t pi = blk_index(m, l);
+        const hy_xfmr_block_tensors *w = &m->p.blk[l];
         float *x = a->x + l * a->sD, *xo = a->x + (l + 1) * a->sD;
         float *ln1 = a->ln1 + l * a->sD, *qkv = a->qkv + l * a->sQ, *att = a->att + l * a->sA;
         float *ao = a->ao + l * a->sD, *xm = a->xm + l * a->sD, *ln2 = a->ln2 + l * a->sD;
         float *h = a->h + l * a->sH, *hg = a->hg + l * a->sH;
         /* attention: xm = x + drop(proj(attn(LN1(x)))) */
         hy_layernorm_forward(ln1, a->ln1_mean + l * a->sR, a->ln1_rstd + l * a->sR, x,
-                             PW(m, pi + P_N1W), PW(m, pi + P_N1B), BT, D, HY_XFMR_LN_EPS);
-        hy_linear_forward(qkv, ln1, PW(m, pi + P_QKVW), PW(m, pi + P_QKVB), BT, D, 3 * D);
+                             w->norm1_w, w->norm1_b, BT, D, HY_XFMR_LN_EPS);
+        hy_linear_forward(qkv, ln1, w->qkv_w, w->qkv_b, BT, D, 3 * D);
         hy_attn_forward(ao, att, qkv, m->gates + l * NH, kv, B, T, D, NH);
-        hy_linear_forward(xm, ao, PW(m, pi + P_PROJW), PW(m, pi + P_PROJB), BT, D, D);
+        hy_linear_forward(xm, ao, w->proj_w, w->proj_b, BT, D, D);
         if (drop && a->m_attn) {
             hy_rng r = site_rng(&fwd_rng, l, 0);
             float *mk = a->m_attn + l * a->sD;
@@ -462,8 +619,8 @@ hy_status hy_xfmr_forward(hy_xfmr *m, const hy_batch *in, size_t B, float *logit
         add_into(xm, x, BT * D);
         /* MLP: xo = xm + drop(fc2(drop(GELU(fc1(LN2(xm)))))) */
         hy_layernorm_forward(ln2, a->ln2_mean + l * a->sR, a->ln2_rstd + l * a->sR, xm,
-                             PW(m, pi + P_N2W), PW(m, pi + P_N2B), BT, D, HY_XFMR_LN_EPS);
-        hy_linear_forward(h, ln2, PW(m, pi + P_FC1W), PW(m, pi + P_FC1B), BT, D, DM);
+                             w->norm2_w, w->norm2_b, BT, D, HY_XFMR_LN_EPS);
+        hy_linear_forward(h, ln2, w->fc1_w, w->fc1_b, BT, D, DM);
         hy_gelu_forward(hg, h, BT * DM);
         bool dm = drop && a->m_h;
         if (dm) {
@@ -472,7 +629,7 @@ hy_status hy_xfmr_forward(hy_xfmr *m, const hy_batch *in, size_t B, float *logit
             hy_dropout_mask(mk, &r, BT, DM, c->mlp_dropout);
             hy_dropout_forward(hg, hg, mk, BT * DM);
         }
-        hy_linear_forward(xo, hg, PW(m, pi + P_FC2W), PW(m, pi + P_FC2B), BT, DM, D);
+        hy_linear_forward(xo, hg, w->fc2_w, w->fc2_b, BT, DM, D);
         if (dm) {
             hy_rng r = site_rng(&fwd_rng, l, 2);
             float *mk = a->m_out + l * a->sD;
@@ -486,10 +643,9 @@ hy_status hy_xfmr_forward(hy_xfmr *m, const hy_batch *in, size_t B, float *logit
     const float *xl = a->x + L * a->sD;
     HY_PROF(HY_PROF_COPY, for (size_t b = 0; b < B; b++)
                               memcpy(a->cls + b * D, xl + b * T * D, D * sizeof(float)));
-    size_t nf = m->n_tensors - 4;
-    hy_layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, a->cls, PW(m, nf), PW(m, nf + 1), B,
+    hy_layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, a->cls, m->p.norm_w, m->p.norm_b, B,
                          D, HY_XFMR_LN_EPS);
-    hy_linear_forward(logits, a->lnf, PW(m, nf + 2), PW(m, nf + 3), B, D, K);
+    hy_linear_forward(logits, a->lnf, m->p.head_w, m->p.head_b, B, D, K);
     m->last_B = B;
     m->last_T = T;
     m->have_fwd = true;
@@ -557,13 +713,11 @@ hy_status hy_xfmr_backward(hy_xfmr *m, const float *dlogits) {
     HY_TRY(hy_arena_floats(ar, B * NH, &part));
 
     /* head: logits = lnf W^T + b; lnf = LN_f(cls) */
-    size_t nf = m->n_tensors - 4;
     zero(dlnf, B * D);
     zero(dcls, B * D);
-    hy_linear_backward(dlnf, GW(m, nf + 2), GW(m, nf + 3), dlogits, a->lnf, PW(m, nf + 2), B, D,
-                       K);
-    hy_layernorm_backward(dcls, GW(m, nf), GW(m, nf + 1), dlnf, a->cls, a->lnf_mean,
-                          a->lnf_rstd, PW(m, nf), B, D);
+    hy_linear_backward(dlnf, m->g.head_w, m->g.head_b, dlogits, a->lnf, m->p.head_w, B, D, K);
+    hy_layernorm_backward(dcls, m->g.norm_w, m->g.norm_b, dlnf, a->cls, a->lnf_mean,
+                          a->lnf_rstd, m->p.norm_w, B, D);
     /* cls = x_L[:, 0]: only the CLS rows get gradient */
     zero(dres, BT * D);
     HY_PROF(HY_PROF_COPY, for (size_t b = 0; b < B; b++)
@@ -571,7 +725,7 @@ hy_status hy_xfmr_backward(hy_xfmr *m, const float *dlogits) {
     const int32_t *kv = c->kind == HY_XFMR_VIT ? NULL : a->kvalid;
 
     for (size_t l = L; l-- > 0;) {
-        size_t pi = blk_index(m, l);
+        const hy_xfmr_block_tensors *w = &m->p.blk[l], *gw = &m->g.blk[l];
         float *x = a->x + l * a->sD;
         float *ln1 = a->ln1 + l * a->sD, *qkv = a->qkv + l * a->sQ, *att = a->att + l * a->sA;
         float *ao = a->ao + l * a->sD, *xm = a->xm + l * a->sD, *ln2 = a->ln2 + l * a->sD;
@@ -584,8 +738,8 @@ hy_status hy_xfmr_backward(hy_xfmr *m, const float *dlogits) {
             dbranch = dtmp;
         }
         zero(dhg, BT * DM);
-        hy_linear_backward(dhg, GW(m, pi + P_FC2W), GW(m, pi + P_FC2B), dbranch, hg,
-                           PW(m, pi + P_FC2W), BT, DM, D);
+        hy_linear_backward(dhg, gw->fc2_w, gw->fc2_b, dbranch, hg,
+                           w->fc2_w, BT, DM, D);
         /* hg = drop(GELU(h)) */
         if (drop && a->m_h) {
             const float *mk = a->m_h + l * a->sH;
@@ -594,12 +748,12 @@ hy_status hy_xfmr_backward(hy_xfmr *m, const float *dlogits) {
         zero(dh, BT * DM);
         hy_gelu_backward(dh, dhg, h, BT * DM);
         zero(dln, BT * D);
-        hy_linear_backward(dln, GW(m, pi + P_FC1W), GW(m, pi + P_FC1B), dh, ln2,
-                           PW(m, pi + P_FC1W), BT, D, DM);
+        hy_linear_backward(dln, gw->fc1_w, gw->fc1_b, dh, ln2,
+                           w->fc1_w, BT, D, DM);
         /* ln2 = LN2(xm); dres += LN2 backward, so dres becomes dxm */
-        hy_layernorm_backward(dres, GW(m, pi + P_N2W), GW(m, pi + P_N2B), dln, xm,
+        hy_layernorm_backward(dres, gw->norm2_w, gw->norm2_b, dln, xm,
                               a->ln2_mean + l * a->sR, a->ln2_rstd + l * a->sR,
-                              PW(m, pi + P_N2W), BT, D);
+                              w->norm2_w, BT, D);
         /* xm = x + drop(proj(ao)) */
         dbranch = dres;
         if (drop && a->m_attn) {
@@ -608,28 +762,28 @@ hy_status hy_xfmr_backward(hy_xfmr *m, const float *dlogits) {
             dbranch = dtmp;
         }
         zero(dao, BT * D);
-        hy_linear_backward(dao, GW(m, pi + P_PROJW), GW(m, pi + P_PROJB), dbranch, ao,
-                           PW(m, pi + P_PROJW), BT, D, D);
+        hy_linear_backward(dao, gw->proj_w, gw->proj_b, dbranch, ao,
+                           w->proj_w, BT, D, D);
         zero(dqkv, BT * 3 * D);
         hy_attn_backward(dqkv, m->dgates + l * NH, dao, qkv, att, m->gates + l * NH, kv, part, B,
                          T, D, NH);
         zero(dln, BT * D);
-        hy_linear_backward(dln, GW(m, pi + P_QKVW), GW(m, pi + P_QKVB), dqkv, ln1,
-                           PW(m, pi + P_QKVW), BT, D, 3 * D);
-        hy_layernorm_backward(dres, GW(m, pi + P_N1W), GW(m, pi + P_N1B), dln, x,
+        hy_linear_backward(dln, gw->qkv_w, gw->qkv_b, dqkv, ln1,
+                           w->qkv_w, BT, D, 3 * D);
+        hy_layernorm_backward(dres, gw->norm1_w, gw->norm1_b, dln, x,
                               a->ln1_mean + l * a->sR, a->ln1_rstd + l * a->sR,
-                              PW(m, pi + P_N1W), BT, D);
+                              w->norm1_w, BT, D);
     }
 
     /* embedding: x0 = [cls; emb] + pos */
     zero(demb, B * (T - 1) * D);
-    hy_embed_assemble_backward(demb, GW(m, 0), GW(m, 1), dres, B, T, D);
+    hy_embed_assemble_backward(demb, m->g.cls_token, m->g.pos_embed, dres, B, T, D);
     if (c->kind == HY_XFMR_VIT) {
         size_t F = c->channels * c->patch * c->patch;
-        hy_linear_backward(NULL, GW(m, 2), GW(m, 3), demb, a->patches, PW(m, 2), B * (T - 1), F,
-                           D);
+        hy_linear_backward(NULL, m->g.patch_w, m->g.patch_b, demb, a->patches, m->p.patch_w,
+                           B * (T - 1), F, D);
     } else {
-        hy_tokembed_backward(GW(m, 2), demb, a->ids, B * (T - 1), D);
+        hy_tokembed_backward(m->g.tok_embed, demb, a->ids, B * (T - 1), D);
     }
     return HY_OK;
 }

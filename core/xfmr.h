@@ -2,10 +2,12 @@
  *   x = [cls; embed(input)] + pos_embed          (timm order: pos_embed covers the CLS slot too)
  *   per block l:  x += drop(proj(Attn_l(LN1_l(x))));  x += drop(fc2(drop(GELU(fc1(LN2_l(x))))))
  *   logits = head(LN_f(x[:, 0]))
- * Entry points: hy_xfmr_config_check, hy_xfmr_new / hy_xfmr_release, hy_xfmr_init,
- * hy_xfmr_alloc_acts, hy_xfmr_forward, hy_xfmr_loss, hy_xfmr_backward, hy_xfmr_zero_grad,
- * gates, the parameter table. Dimension letters: see hydra.h. Layer/head numbers are 0-based in
- * this C API; messages print them 1-based. */
+ * Entry points: the config schema (HY_XFMR_CONFIG_FIELDS, hy_xfmr_fields), hy_xfmr_config_check,
+ * the parameter layout (slots: hy_xfmr_slot, hy_xfmr_head_slot; hy_param_table_add), the cost
+ * (hy_xfmr_cost), hy_xfmr_new / hy_xfmr_release, hy_xfmr_init, hy_xfmr_alloc_acts,
+ * hy_xfmr_forward, hy_xfmr_loss, hy_xfmr_backward, hy_xfmr_zero_grad, gates, the parameter table
+ * and its named views (hy_xfmr_tensors). Dimension letters: see hydra.h. Layer/head numbers are
+ * 0-based in this C API; messages print them 1-based. */
 #ifndef HY_XFMR_H
 #define HY_XFMR_H
 
@@ -28,31 +30,134 @@
 
 typedef enum { HY_XFMR_VIT = 0, HY_XFMR_TEXT = 1 } hy_xfmr_kind;
 
-/* Model configuration. Field names are the YAML keys of configs/models/ files and the /config
- * attributes of a checkpoint. Fields of the other kind are ignored (leave them 0). */
+/* The model-config schema, one line per field: X(name, type, kind).
+ *   type SIZE: size_t, a required int64 /config attribute; RATE: float in [0, 1), a float64
+ *        /config attribute (0 when absent).
+ *   kind VIT or TEXT: only models of that kind read the field (leave it 0 for the other);
+ *        ALL: every model.
+ * The names are the YAML keys of configs/models/ files (the two rates both come from
+ * model.dropout), the /config attributes of checkpoints and fused files and the keys of the Lua
+ * tables of core.model_new and m:config() (core.model_config_fields() lists them). kind itself
+ * ("vit" | "text") is outside the list. Adding a field here adds it to hy_xfmr_config, the files,
+ * the bindings and hydra.model.core_config. */
+#define HY_XFMR_CONFIG_FIELDS(X)                                                              \
+    X(image_size, SIZE, VIT)    /* H = W (square images) */                                   \
+    X(channels, SIZE, VIT)      /* C_in */                                                    \
+    X(patch, SIZE, VIT)         /* p; image_size % patch == 0; NP = (image_size/patch)^2 */   \
+    X(vocab_size, SIZE, TEXT)   /* V (ids in [0, V)), V > HY_TOK_CLS */                       \
+    X(max_len, SIZE, TEXT)      /* most tokens per sequence, CLS excluded */                  \
+    X(d_model, SIZE, ALL)       /* D (= C of the glossary), divisible by n_heads */           \
+    X(n_heads, SIZE, ALL)       /* NH; head size HS = d_model / n_heads */                    \
+    X(depth, SIZE, ALL)         /* L blocks */                                                \
+    X(d_mlp, SIZE, ALL)         /* DM hidden width of the MLP */                              \
+    X(n_classes, SIZE, ALL)     /* K classifier outputs */                                    \
+    X(attn_dropout, RATE, ALL)  /* rate on the attention block output (after proj) */         \
+    X(mlp_dropout, RATE, ALL)   /* rate after GELU and after fc2 */
+
+#define HY_XFMR_FIELD_TYPE_SIZE size_t
+#define HY_XFMR_FIELD_TYPE_RATE float
+
+/* Model configuration: kind + the fields of HY_XFMR_CONFIG_FIELDS, in that order. */
 typedef struct hy_xfmr_config {
     hy_xfmr_kind kind;
-    size_t image_size;   /* vit: H = W (square images) */
-    size_t channels;     /* vit: C_in */
-    size_t patch;        /* vit: p; image_size % patch == 0; NP = (image_size/patch)^2 */
-    size_t vocab_size;   /* text: V (ids in [0, V)), V > HY_TOK_CLS */
-    size_t max_len;      /* text: most tokens per sequence, CLS excluded */
-    size_t d_model;      /* D (= C of the glossary), divisible by n_heads */
-    size_t n_heads;      /* NH; head size HS = d_model / n_heads */
-    size_t depth;        /* L blocks */
-    size_t d_mlp;        /* DM hidden width of the MLP */
-    size_t n_classes;    /* K classifier outputs */
-    float attn_dropout;  /* rate on the attention block output (after proj), in [0, 1) */
-    float mlp_dropout;   /* rate after GELU and after fc2, in [0, 1) */
+#define HY_XFMR_FIELD_DECL_(name, type, kind) HY_XFMR_FIELD_TYPE_##type name;
+    HY_XFMR_CONFIG_FIELDS(HY_XFMR_FIELD_DECL_)
+#undef HY_XFMR_FIELD_DECL_
 } hy_xfmr_config;
+
+/* The schema as data (for loops over the fields: checkpoints, fused files, bindings). */
+typedef enum { HY_FIELD_SIZE = 0, HY_FIELD_RATE = 1 } hy_field_type;
+typedef struct hy_xfmr_field {
+    const char *name;    /* e.g. "d_model" */
+    hy_field_type type;
+    int kind;            /* HY_XFMR_VIT, HY_XFMR_TEXT, or -1 for every kind */
+    size_t offset;       /* offsetof(hy_xfmr_config, name) */
+} hy_xfmr_field;
+#define HY_XFMR_FIELD_COUNT_(name, type, kind) +1
+enum { HY_XFMR_N_FIELDS = 0 HY_XFMR_CONFIG_FIELDS(HY_XFMR_FIELD_COUNT_) };
+#undef HY_XFMR_FIELD_COUNT_
+/* HY_XFMR_N_FIELDS entries in schema order. */
+extern const hy_xfmr_field hy_xfmr_fields[];
+/* The field applies to models of kind k. */
+bool hy_xfmr_field_applies(const hy_xfmr_field *f, hy_xfmr_kind k);
+/* Value of a SIZE field / a RATE field of c (HY_ASSERT on the type). */
+size_t hy_xfmr_field_size(const hy_xfmr_config *c, const hy_xfmr_field *f);
+float hy_xfmr_field_rate(const hy_xfmr_config *c, const hy_xfmr_field *f);
+void hy_xfmr_field_set_size(hy_xfmr_config *c, const hy_xfmr_field *f, size_t v);
+void hy_xfmr_field_set_rate(hy_xfmr_config *c, const hy_xfmr_field *f, float v);
+/* "vit" / "text"; parse gives HY_EINVAL (no message: callers word it) for anything else. */
+const char *hy_xfmr_kind_name(hy_xfmr_kind k);
+hy_status hy_xfmr_kind_parse(const char *s, hy_xfmr_kind *out);
 
 /* Checks a configuration; the message names the field, e.g.
  * "xfmr: d_model must be divisible by n_heads (d_model 100, n_heads 8)". HY_ECONFIG. */
 hy_status hy_xfmr_config_check(const hy_xfmr_config *c);
 /* Tokens per sequence including CLS: 1 + NP (vit) or 1 + max_len (text). Needs a valid config. */
 size_t hy_xfmr_seq_len(const hy_xfmr_config *c);
-/* Forward multiply-adds x2 (FLOPs) of one sample at sequence length T (all heads kept). */
-double hy_xfmr_flops(const hy_xfmr_config *c, size_t T);
+
+/* ===== parameter layout =====
+ * The parameter table (checkpoint /params order, timm names, PyTorch [out, in] shapes) is, for
+ * S = hy_xfmr_n_slots(c) "slots" (table indices):
+ *   embedding  HY_EMB_*: cls_token (1,1,D), pos_embed (1,T,D), then
+ *              vit: patch_embed.proj.weight (D,C_in,p,p), patch_embed.proj.bias (D)
+ *              text: tok_embed.weight (V,D)
+ *   block l    HY_BLK_* at hy_xfmr_slot(c, l, which) (blocks.{l}.<name>)
+ *   head       HY_HEAD_* at hy_xfmr_head_slot(c, which): norm.weight, norm.bias (D),
+ *              head.weight (K,D), head.bias (K)
+ * The fused model (fused.h) keeps the same slots per member. */
+typedef enum {
+    HY_EMB_CLS,      /* cls_token (1, 1, D) */
+    HY_EMB_POS,      /* pos_embed (1, T, D) */
+    HY_EMB_W,        /* vit: patch_embed.proj.weight (D, C_in, p, p); text: tok_embed.weight
+                      * (V, D) */
+    HY_EMB_B         /* vit only: patch_embed.proj.bias (D) */
+} hy_emb_slot;
+typedef enum {
+    HY_BLK_N1W, HY_BLK_N1B,      /* norm1.weight, .bias (D) */
+    HY_BLK_QKVW, HY_BLK_QKVB,    /* attn.qkv.weight (3D, D), .bias (3D): rows q | k | v */
+    HY_BLK_PROJW, HY_BLK_PROJB,  /* attn.proj.weight (D, D), .bias (D) */
+    HY_BLK_N2W, HY_BLK_N2B,      /* norm2.weight, .bias (D) */
+    HY_BLK_FC1W, HY_BLK_FC1B,    /* mlp.fc1.weight (DM, D), .bias (DM) */
+    HY_BLK_FC2W, HY_BLK_FC2B,    /* mlp.fc2.weight (D, DM), .bias (D) */
+    HY_BLK_N                     /* slots per block */
+} hy_blk_slot;
+typedef enum {
+    HY_HEAD_NW, HY_HEAD_NB,      /* norm.weight, norm.bias (D) */
+    HY_HEAD_W, HY_HEAD_B,        /* head.weight (K, D), head.bias (K) */
+    HY_HEAD_N
+} hy_head_slot;
+/* What a slot belongs to (the fuse.* groups; cost breakdown): the embedding, a LayerNorm
+ * (norm1, norm2, the final norm), attention (qkv, proj), the MLP, the classifier head. */
+typedef enum { HY_PART_EMBED, HY_PART_LN, HY_PART_ATTN, HY_PART_MLP, HY_PART_HEAD,
+               HY_N_PARTS } hy_xfmr_part;
+
+/* Embedding slots: 4 (vit) or 3 (text). */
+size_t hy_xfmr_n_embed_slots(const hy_xfmr_config *c);
+/* Table index of block `layer`'s tensor `which` (layer < L). */
+size_t hy_xfmr_slot(const hy_xfmr_config *c, size_t layer, hy_blk_slot which);
+/* Table index of head tensor `which`. */
+size_t hy_xfmr_head_slot(const hy_xfmr_config *c, hy_head_slot which);
+/* Tensors in the table: n_embed + L * HY_BLK_N + HY_HEAD_N. */
+size_t hy_xfmr_n_slots(const hy_xfmr_config *c);
+/* The part of slot s (< n_slots); for a block slot also its layer and hy_blk_slot (may be NULL;
+ * left untouched for other slots). */
+hy_xfmr_part hy_xfmr_slot_part(const hy_xfmr_config *c, size_t s, size_t *layer, size_t *which);
+
+/* ===== cost =====
+ * Forward FLOPs (multiply-adds x2; LayerNorm, GELU, softmax and adds not counted) of one sample
+ * at sequence length T, and the parameter count (without alignment padding), of a model of
+ * config c whose layer l computes kept[l] heads (kept NULL: every head). A pruned head's q/k/v
+ * rows and proj columns are neither computed nor counted, as in a packed fused member. Split by
+ * part (hy_xfmr_part) and summed. One formula for every model: the fused model adds its
+ * members' costs (hy_fused_flops, hy_fused_params), the Lua methods read it through the
+ * bindings. */
+typedef struct hy_xfmr_costs {
+    double flops[HY_N_PARTS];
+    size_t params[HY_N_PARTS];
+    double flops_total;
+    size_t params_total;
+} hy_xfmr_costs;
+hy_xfmr_costs hy_xfmr_cost(const hy_xfmr_config *c, size_t T, const size_t *kept);
 
 /* One named tensor of the parameter block (timm names, PyTorch [out,in] shapes, DESIGN §2). */
 typedef struct hy_param {
@@ -63,6 +168,13 @@ typedef struct hy_param {
     int64_t shape[4];
     bool decay;          /* weight decay applies: false for norms, biases, cls/pos/tok_embed */
 } hy_param;
+
+/* Appends tensor `name` of shape [ndim] to a parameter table: tab[*n] gets the name, shape,
+ * numel, decay and offset *off; *off advances by numel rounded up to 16 floats (every tensor
+ * stays 64-byte aligned) and *n by one. tab NULL: only counts (*n, *off). The name must fit
+ * hy_param.name (HY_ASSERT). */
+void hy_param_table_add(hy_param *tab, size_t *n, size_t *off, const char *name, int ndim,
+                        const int64_t *shape, bool decay);
 
 /* A view of one parameter: borrows the model's memory. */
 typedef struct hy_param_view {
@@ -87,6 +199,34 @@ typedef struct hy_batch {
 
 typedef struct hy_xfmr_acts hy_xfmr_acts;   /* private: activation block layout (xfmr.c) */
 
+/* Named pointers into a parameter block (params or grads) of one block l, as llm.c's
+ * ParameterTensors; shapes PyTorch [out, in]. */
+typedef struct hy_xfmr_block_tensors {
+    float *norm1_w, *norm1_b;   /* (D) */
+    float *qkv_w;               /* (3D, D): rows q | k | v, each head-major (NH, HS) */
+    float *qkv_b;               /* (3D) */
+    float *proj_w;              /* (D, D) */
+    float *proj_b;              /* (D) */
+    float *norm2_w, *norm2_b;   /* (D) */
+    float *fc1_w;               /* (DM, D) */
+    float *fc1_b;               /* (DM) */
+    float *fc2_w;               /* (D, DM) */
+    float *fc2_b;               /* (D) */
+} hy_xfmr_block_tensors;
+
+/* Named pointers into a whole parameter block, filled from the table once (hy_xfmr_new). */
+typedef struct hy_xfmr_tensors {
+    float *cls_token;           /* (1, 1, D) */
+    float *pos_embed;           /* (1, T, D), T = 1 + NP (vit) or 1 + max_len (text) */
+    float *patch_w;             /* vit: (D, C_in, p, p); NULL for text */
+    float *patch_b;             /* vit: (D); NULL for text */
+    float *tok_embed;           /* text: (V, D); NULL for vit */
+    hy_xfmr_block_tensors *blk; /* [L] */
+    float *norm_w, *norm_b;     /* final LayerNorm (D) */
+    float *head_w;              /* (K, D) */
+    float *head_b;              /* (K) */
+} hy_xfmr_tensors;
+
 /* The model. Public fields are read-only for callers except through the functions below;
  * params/grads may be written directly (optimizers, checkpoint loading). */
 typedef struct hy_xfmr {
@@ -98,6 +238,8 @@ typedef struct hy_xfmr {
     float *grads;        /* owned, same layout; backward adds into it */
     hy_param *table;     /* owned, n_tensors entries in checkpoint order */
     size_t n_tensors;
+    hy_xfmr_tensors p;   /* named views of params (p.blk owned, [L]) */
+    hy_xfmr_tensors g;   /* the same views of grads (g.blk owned, [L]) */
     float *gates;        /* owned [L, NH]; 1 = head kept, 0 = pruned (any value allowed) */
     float *dgates;       /* owned [L, NH]; backward adds dL/dgate */
     /* activations (hy_xfmr_alloc_acts) */

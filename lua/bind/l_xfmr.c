@@ -1,5 +1,7 @@
 /* l_xfmr.c: Lua binding of core/xfmr (the transformer: parameters, gates, dropout).
  *   core.model_new(cfg) -> hydra.Model (cfg: the model section)
+ *   core.model_config_fields() (the schema, xfmr.h), core.model_cost(cfg [, kept]) and
+ *   m:cost([kept]) -> flops, params, parts (hy_xfmr_cost at the full sequence length)
  *   m:init(seed) m:config() m:params_count() m:n_tensors() m:param_names() m:param(name)
  *   m:get_params() m:set_params(t) m:gates() m:set_gates(t) m:set_gate(layer, head, g)
  *   m:set_dropout(on [, seed]) m:close()    (m:save: l_ckpt.c; m:evaluate, m:predict: l_train.c)
@@ -65,21 +67,76 @@ static void read_model_config(lua_State *L, int arg, hy_xfmr_config *c) {
     else luaL_error(L, "model: kind must be 'vit' or 'text' (got %s)",
                     kind ? lua_pushfstring(L, "'%s'", kind) : luaL_typename(L, -1));
     lua_pop(L, 1);
-    if (c->kind == HY_XFMR_VIT) {
-        c->image_size = field_size(L, arg, "model", "image_size");
-        c->channels = field_size(L, arg, "model", "channels");
-        c->patch = field_size(L, arg, "model", "patch");
-    } else {
-        c->vocab_size = field_size(L, arg, "model", "vocab_size");
-        c->max_len = field_size(L, arg, "model", "max_len");
+    for (size_t i = 0; i < HY_XFMR_N_FIELDS; i++) {   /* sizes required, rates default 0 */
+        const hy_xfmr_field *f = &hy_xfmr_fields[i];
+        if (!hy_xfmr_field_applies(f, c->kind)) continue;
+        if (f->type == HY_FIELD_SIZE)
+            hy_xfmr_field_set_size(c, f, field_size(L, arg, "model", f->name));
+        else
+            hy_xfmr_field_set_rate(c, f, (float)field_num(L, arg, "model", f->name, 0, 0));
     }
-    c->d_model = field_size(L, arg, "model", "d_model");
-    c->n_heads = field_size(L, arg, "model", "n_heads");
-    c->depth = field_size(L, arg, "model", "depth");
-    c->d_mlp = field_size(L, arg, "model", "d_mlp");
-    c->n_classes = field_size(L, arg, "model", "n_classes");
-    c->attn_dropout = (float)field_num(L, arg, "model", "attn_dropout", 0, 0);
-    c->mlp_dropout = (float)field_num(L, arg, "model", "mlp_dropout", 0, 0);
+}
+
+/* core.model_config_fields() -> { { name =, type = "size"|"rate", kind = "vit"|"text"|"all" },
+ * ... } in schema order (HY_XFMR_CONFIG_FIELDS) */
+static int l_model_config_fields(lua_State *L) {
+    lua_createtable(L, HY_XFMR_N_FIELDS, 0);
+    for (size_t i = 0; i < HY_XFMR_N_FIELDS; i++) {
+        const hy_xfmr_field *f = &hy_xfmr_fields[i];
+        lua_createtable(L, 0, 3);
+        lua_pushstring(L, f->name);
+        lua_setfield(L, -2, "name");
+        lua_pushstring(L, f->type == HY_FIELD_SIZE ? "size" : "rate");
+        lua_setfield(L, -2, "type");
+        lua_pushstring(L, f->kind < 0 ? "all" : hy_xfmr_kind_name((hy_xfmr_kind)f->kind));
+        lua_setfield(L, -2, "kind");
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    return 1;
+}
+
+/* pushes the hy_xfmr_cost of c at its full length with kept heads (table at arg, or none):
+ * flops, params, parts = { embed|ln|attn|mlp|head = { flops =, params = } } */
+static int push_cost(lua_State *L, const hy_xfmr_config *c, int arg) {
+    size_t kept[HY_XFMR_MAX_T], *kp = NULL;   /* any depth up to that bound */
+    if (!lua_isnoneornil(L, arg)) {
+        luaL_checktype(L, arg, LUA_TTABLE);
+        if ((size_t)luaL_len(L, arg) != c->depth || c->depth > HY_XFMR_MAX_T)
+            return luaL_error(L, "cost: kept must list the heads of each of the %d layers",
+                              (int)c->depth);
+        for (size_t l = 0; l < c->depth; l++) {
+            lua_rawgeti(L, arg, (lua_Integer)l + 1);
+            lua_Integer k = luaL_checkinteger(L, -1);
+            if (k < 1 || (size_t)k > c->n_heads)
+                return luaL_error(L, "cost: kept[%d] must be in [1, %d] (got %d)", (int)l + 1,
+                                  (int)c->n_heads, (int)k);
+            kept[l] = (size_t)k;
+            lua_pop(L, 1);
+        }
+        kp = kept;
+    }
+    hy_xfmr_costs r = hy_xfmr_cost(c, hy_xfmr_seq_len(c), kp);
+    static const char *const parts[HY_N_PARTS] = {"embed", "ln", "attn", "mlp", "head"};
+    lua_pushnumber(L, r.flops_total);
+    lua_pushinteger(L, (lua_Integer)r.params_total);
+    lua_createtable(L, 0, HY_N_PARTS);
+    for (int p = 0; p < HY_N_PARTS; p++) {
+        lua_createtable(L, 0, 2);
+        lua_pushnumber(L, r.flops[p]);
+        lua_setfield(L, -2, "flops");
+        lua_pushinteger(L, (lua_Integer)r.params[p]);
+        lua_setfield(L, -2, "params");
+        lua_setfield(L, -2, parts[p]);
+    }
+    return 3;
+}
+
+/* core.model_cost(cfg [, kept]) -> flops, params, parts (cfg: as core.model_new) */
+static int l_model_cost_of(lua_State *L) {
+    hy_xfmr_config c;
+    read_model_config(L, 1, &c);
+    if (hy_xfmr_config_check(&c) != HY_OK) return l_raise(L);
+    return push_cost(L, &c, 2);
 }
 
 static int l_model_new(lua_State *L) {
@@ -108,19 +165,25 @@ static int l_model_config(lua_State *L) {
     lua_newtable(L);
     lua_pushstring(L, c->kind == HY_XFMR_TEXT ? "text" : "vit");
     lua_setfield(L, -2, "kind");
-#define SETI(f) (lua_pushinteger(L, (lua_Integer)c->f), lua_setfield(L, -2, #f))
-    SETI(image_size); SETI(channels); SETI(patch); SETI(vocab_size); SETI(max_len);
-    SETI(d_model); SETI(n_heads); SETI(depth); SETI(d_mlp); SETI(n_classes);
-#undef SETI
-    lua_pushnumber(L, (lua_Number)c->attn_dropout);
-    lua_setfield(L, -2, "attn_dropout");
-    lua_pushnumber(L, (lua_Number)c->mlp_dropout);
-    lua_setfield(L, -2, "mlp_dropout");
+    for (size_t i = 0; i < HY_XFMR_N_FIELDS; i++) {
+        const hy_xfmr_field *f = &hy_xfmr_fields[i];
+        if (f->type == HY_FIELD_SIZE) lua_pushinteger(L, (lua_Integer)hy_xfmr_field_size(c, f));
+        else lua_pushnumber(L, (lua_Number)hy_xfmr_field_rate(c, f));
+        lua_setfield(L, -2, f->name);
+    }
     lua_pushinteger(L, (lua_Integer)m->T);
     lua_setfield(L, -2, "seq_len");
-    lua_pushnumber(L, hy_xfmr_flops(c, m->T));
+    hy_xfmr_costs cost = hy_xfmr_cost(c, m->T, NULL);
+    lua_pushnumber(L, cost.flops_total);
     lua_setfield(L, -2, "flops");
+    lua_pushinteger(L, (lua_Integer)cost.params_total);
+    lua_setfield(L, -2, "params");
     return 1;
+}
+
+/* m:cost([kept]) -> flops, params, parts (core.model_cost of m's config) */
+static int l_model_cost(lua_State *L) {
+    return push_cost(L, &l_checkmodel(L, 1)->cfg, 2);
 }
 
 static int l_model_params_count(lua_State *L) {
@@ -244,6 +307,7 @@ static int l_model_time(lua_State *L) {
 void l_open_xfmr(lua_State *L) {
     static const luaL_Reg methods[] = {
         {"init", l_model_init},           {"config", l_model_config},
+        {"cost", l_model_cost},
         {"params_count", l_model_params_count}, {"param_names", l_model_param_names},
         {"param", l_model_param},         {"get_params", l_model_get_params},
         {"set_params", l_model_set_params}, {"gates", l_model_gates},
@@ -251,7 +315,9 @@ void l_open_xfmr(lua_State *L) {
         {"set_dropout", l_model_set_dropout}, {"close", l_model_gc},
         {NULL, NULL}};
     static const luaL_Reg fns[] = {
-        {"model_new", l_model_new}, {"model_time", l_model_time}, {NULL, NULL}};
+        {"model_new", l_model_new}, {"model_time", l_model_time},
+        {"model_config_fields", l_model_config_fields}, {"model_cost", l_model_cost_of},
+        {NULL, NULL}};
     l_newclass(L, L_MODEL, methods, l_model_gc, l_model_gc);
     l_setfuncs(L, fns);
 }

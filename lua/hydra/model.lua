@@ -11,6 +11,7 @@
 --   m:save(path, meta)                       -- meta: extra /meta attributes (strings, numbers)
 --   m:gates() -> Tensor [L,H];  m:set_gates(t);  m:set_gate(layer, head, g)   (1-based)
 --   m:params_count();  m:config();  m:get_params() / m:set_params(t)  (flat float32 copies)
+--   m:cost([kept]) -> flops, params, parts   (hy_xfmr_cost: kept[l] heads per layer, all when nil)
 --
 -- train(): AdamW with decoupled weight decay (not on norms, biases, embeddings), linear warmup
 -- over train.warmup_epochs then optim.schedule (cosine to optim.min_lr), clipping at
@@ -58,24 +59,21 @@ local function vocab_count(path)
   return #f:read_strings("/vocab")
 end
 
--- The engine's model config from a resolved `model` section (and the data file for text).
+-- The engine's model config from a resolved `model` section (and the data file for text): the
+-- fields of the C schema (core.model_config_fields(), HY_XFMR_CONFIG_FIELDS in core/xfmr.h) that
+-- apply to the model's kind; every rate comes from model.dropout.
 function M.core_config(mc, data_file)
-  local c = {
-    kind = mc.kind, d_model = mc.d_model, n_heads = mc.n_heads, depth = mc.depth,
-    d_mlp = mc.d_mlp, n_classes = mc.n_classes,
-    attn_dropout = mc.dropout or 0, mlp_dropout = mc.dropout or 0,
-  }
-  if mc.kind == "text" then
-    c.max_len = mc.max_len
-    c.vocab_size = mc.vocab_size
-    if c.vocab_size == 0 then
-      if not data_file then
-        error("model: vocab_size 0 (from the data) needs the data file", 2)
-      end
-      c.vocab_size = vocab_count(data_file)
+  local c = { kind = mc.kind }
+  for _, f in ipairs(core.model_config_fields()) do
+    if f.kind == "all" or f.kind == mc.kind then
+      if f.type == "rate" then c[f.name] = mc.dropout or 0 else c[f.name] = mc[f.name] end
     end
-  else
-    c.image_size, c.channels, c.patch = mc.image_size, mc.channels, mc.patch
+  end
+  if mc.kind == "text" and c.vocab_size == 0 then
+    if not data_file then
+      error("model: vocab_size 0 (from the data) needs the data file", 2)
+    end
+    c.vocab_size = vocab_count(data_file)
   end
   return c
 end
@@ -143,6 +141,8 @@ end
 -- ===== methods =====
 
 function Model:config() return self.ud:config() end
+-- forward FLOPs per sample, parameters and their split by part, with kept[l] heads (all when nil)
+function Model:cost(kept) return self.ud:cost(kept) end
 function Model:params_count() return self.ud:params_count() end
 function Model:gates() return self.ud:gates() end
 function Model:get_params() return self.ud:get_params() end

@@ -123,6 +123,21 @@ static void test_rng_distributions(void) {
 static void test_hash(void) {
     uint64_t a = hy_hash64("abc", 3, 0), b = hy_hash64("abc", 3, 0), c = hy_hash64("abd", 3, 0);
     CHECK(a == b && a != c, "hash64 stable and sensitive");
+    /* pinned: hy_hash64 feeds hydra.config.hash and so every run-id (a change would orphan every
+     * result folder). Values computed independently (a Python transcription of FNV-1a 64 with
+     * the seed xored into the offset basis, folded through SplitMix64). */
+    static const struct { const char *s; uint64_t seed, want; } PIN[] = {
+        {"", 0, 0xc3817c016ba4ff30ULL},
+        {"hydra", 0, 0xd59e5e35dbf17b26ULL},
+        {"hydra", 7, 0x804382d43fca659bULL},
+        {"The quick brown fox jumps over the lazy dog", 0, 0xb369407b33a35157ULL},
+    };
+    for (size_t i = 0; i < sizeof PIN / sizeof PIN[0]; i++) {
+        uint64_t h = hy_hash64(PIN[i].s, strlen(PIN[i].s), PIN[i].seed);
+        CHECK(h == PIN[i].want, "hash64('%s', %llu) = %016llx, pinned %016llx", PIN[i].s,
+              (unsigned long long)PIN[i].seed, (unsigned long long)h,
+              (unsigned long long)PIN[i].want);
+    }
 }
 
 static void test_tensor(void) {

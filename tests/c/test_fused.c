@@ -362,7 +362,7 @@ static void test_cost(void) {
     size_t np = 0;
     for (size_t i = 0; i < x.n_tensors; i++) np += x.table[i].numel;
     CHECK(hy_fused_params(&f) == np, "params %zu vs %zu", hy_fused_params(&f), np);
-    CHECK(fabs(hy_fused_flops(&f, x.T) - hy_xfmr_flops(&c, x.T)) < 1.0, "flops differ");
+    CHECK(hy_fused_flops(&f, x.T) == hy_xfmr_cost(&c, x.T, NULL).flops_total, "flops differ");
     hy_fused_release(&f);
     /* 3 members keeping half the heads with a merged MLP: attention halves, MLP counted thrice */
     for (size_t l = 0; l < c.depth; l++)
@@ -378,6 +378,65 @@ static void test_cost(void) {
           "params %zu", hy_fused_params(&f));
     hy_fused_release(&f);
     hy_xfmr_release(&x);
+}
+
+/* hy_xfmr_cost against the parameter tables (the tensors actually stored) and a FLOP count
+ * written out by hand, for both kinds, kept heads and every fuse.* combination */
+static void test_cost_matches_tables(void) {
+    for (int kind = 0; kind < 2; kind++) {
+        hy_xfmr_config c = cfg_of((hy_xfmr_kind)kind);
+        hy_xfmr xs[3];
+        hy_xfmr *ms[3];
+        for (size_t m = 0; m < 3; m++) {
+            make_member(&xs[m], &c, 40 + m, m, 1);
+            ms[m] = &xs[m];
+        }
+        size_t T = xs[0].T, HS = xs[0].HS;
+        double t = (double)T, D = (double)c.d_model, DM = (double)c.d_mlp, K = (double)c.n_classes;
+        CHECK(T == (kind ? 1 + c.max_len : 17), "T %zu", T);
+        /* unpruned: every tensor of the table */
+        size_t np = 0;
+        for (size_t i = 0; i < xs[0].n_tensors; i++) np += xs[0].table[i].numel;
+        hy_xfmr_costs full = hy_xfmr_cost(&c, T, NULL);
+        CHECK(full.params_total == np, "%s params %zu vs table %zu", kind ? "text" : "vit",
+              full.params_total, np);
+        /* FLOPs by hand: patch GEMM (vit), per layer qkv + 2 attention GEMMs + proj + fc1 + fc2,
+         * head */
+        size_t kept[3];
+        double want = kind ? 0.0 : 2.0 * 16 * 49 * 32;
+        for (size_t l = 0; l < c.depth; l++) {
+            kept[l] = 0;
+            for (size_t h = 0; h < c.n_heads; h++) kept[l] += hy_xfmr_gate(&xs[1], l, h) != 0.0f;
+            double C = (double)(kept[l] * HS);
+            want += 2.0 * t * D * 3 * C + 2.0 * t * t * C * 2 + 2.0 * t * C * D +
+                    2.0 * t * D * DM * 2;
+        }
+        want += 2.0 * D * K;
+        CHECK(hy_xfmr_cost(&c, T, kept).flops_total == want, "%s flops %.0f vs %.0f",
+              kind ? "text" : "vit", hy_xfmr_cost(&c, T, kept).flops_total, want);
+        /* every fuse.* combination: params = the fused table's tensors; flops = the members'
+         * sum, the embedding once when it is shared */
+        for (int bits = 0; bits < 16; bits++) {
+            hy_fuse_config fc = {bits & 1 ? HY_FUSE_AVERAGE : HY_FUSE_MEMBER,
+                                 bits & 2 ? HY_FUSE_AVERAGE : HY_FUSE_MEMBER,
+                                 bits & 4 ? HY_FUSE_AVERAGE : HY_FUSE_MEMBER,
+                                 bits & 8 ? HY_FUSE_AVERAGE : HY_FUSE_MEMBER};
+            hy_fused f;
+            CHECK_OK(hy_fused_build(&f, ms, 3, &fc));
+            size_t fp = 0;
+            for (size_t i = 0; i < f.n_tensors; i++) fp += f.table[i].numel;
+            CHECK(hy_fused_params(&f) == fp, "%s fuse bits %d: params %zu vs table %zu",
+                  kind ? "text" : "vit", bits, hy_fused_params(&f), fp);
+            double fl = 0.0;
+            for (size_t m = 0; m < 3; m++) {
+                hy_xfmr_costs k = hy_xfmr_cost(&c, T, f.kept + m * c.depth);
+                fl += k.flops_total - (m > 0 && (bits & 4) ? k.flops[HY_PART_EMBED] : 0.0);
+            }
+            CHECK(hy_fused_flops(&f, T) == fl, "fuse bits %d: flops", bits);
+            hy_fused_release(&f);
+        }
+        for (size_t m = 0; m < 3; m++) hy_xfmr_release(&xs[m]);
+    }
 }
 
 /* ===== errors ===== */
@@ -437,6 +496,7 @@ int main(void) {
     RUN(test_threads_bitwise);
     RUN(test_save_load_predict);
     RUN(test_cost);
+    RUN(test_cost_matches_tables);
     RUN(test_errors);
     return check_exit("test_fused");
 }

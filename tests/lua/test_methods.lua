@@ -112,26 +112,39 @@ function T.missing_dataset_is_a_clear_error()
   end)
 end
 
--- The Lua cost formulas agree with the C ones (hy_fused_params / hy_fused_flops).
-function T.cost_formulas_match_the_core()
+-- Costs come from one C function (hy_xfmr_cost): a model's m:config() and m:cost(kept), a fused
+-- model's f:info() and core.model_cost(config, kept) agree.
+function T.cost_comes_from_the_core()
   local cfg = tiny_cfg()
   local m = hydra.model.new(cfg, 1)
-  local mc = cfg.model
-  local f = hydra.fuse.build({ m }, cfg.fuse)
-  local info = f:info()
-  near(common.flops(mc), info.flops, 1e-6 * info.flops, "flops, every head")
-  eq(common.model_params(m), info.params, "params = the fused model's with every head")
-  eq(common.pruned_params(mc, common.model_params(m)), info.params, "unpruned params")
+  local mc = hydra.model.core_config(cfg.model)
+  local flops, params, parts = core.model_cost(mc)
+  local c = m:config()
+  eq(c.flops, flops, "m:config().flops")
+  eq(c.params, params, "m:config().params")
+  local n = 0
+  for _, name in ipairs(m:param_names()) do n = n + m:param(name):numel() end
+  eq(params, n, "params = the sum of the tensors' sizes")
+  local sum = 0
+  for _, part in pairs(parts) do sum = sum + part.params end
+  eq(sum, params, "parts add up")
+  local info = hydra.fuse.build({ m }, cfg.fuse):info()
+  eq(info.flops, flops, "fused, every head: flops")
+  eq(info.params, params, "fused, every head: params")
   m:set_gates({ { 1, 0, 1, 0 }, { 0, 0, 0, 1 } })
-  local kept = common.kept_of(m:gates())
-  check.same(kept, { 2, 1 }, "kept heads per layer")
-  local fp = hydra.fuse.build({ m }, cfg.fuse)
-  local pinfo = fp:info()
-  near(common.flops(mc, kept), pinfo.flops, 1e-6 * pinfo.flops, "flops, pruned")
-  eq(common.pruned_params(mc, common.model_params(m), kept), pinfo.params, "params, pruned")
+  local pinfo = hydra.fuse.build({ m }, cfg.fuse):info()
+  check.same(pinfo.kept, { { 2, 1 } }, "kept heads per layer")
+  local kf, kp = m:cost({ 2, 1 })
+  eq(pinfo.flops, kf, "flops, pruned")
+  eq(pinfo.params, kp, "params, pruned")
+  eq(select(1, core.model_cost(mc, { 2, 1 })), kf, "core.model_cost = m:cost")
+  raises("cost: kept must list the heads of each of the 2 layers", function()
+    return m:cost({ 2 })
+  end)
+  raises("cost: kept[2] must be in [1, 4] (got 5)", function() return m:cost({ 2, 5 }) end)
   -- DESIGN §2: vit-fm is about 41 MFLOPs per image
   local ref = hydra.config.load("configs/models/vit-fm.yaml")
-  near(common.flops(ref.model) / 1e6, 41, 1, "vit-fm MFLOPs")
+  near(core.model_cost(hydra.model.core_config(ref.model)) / 1e6, 41, 1, "vit-fm MFLOPs")
 end
 
 function T.deep_ensemble_and_mc_dropout_predictions()
@@ -185,9 +198,9 @@ function T.pruned_methods_pack_their_heads()
   local sets = common.sets(cfg)
   local tay = require("hydra.methods.taylor").build(ctx)
   eq(tay.cost.members, 1, "one member")
-  local full = common.model_params(hydra.model.new(cfg, 0))
-  eq(tay.cost.params, common.pruned_params(cfg.model, full, { 2, 2 }), "2 of 4 heads kept")
-  near(tay.cost.flops, common.flops(cfg.model, { 2, 2 }), 1, "pruned flops")
+  local kf, kp = hydra.model.new(cfg, 0):cost({ 2, 2 })
+  eq(tay.cost.params, kp, "2 of 4 heads kept")
+  eq(tay.cost.flops, kf, "pruned flops")
   local ht = require("hydra.methods.hydra_taylor").build(ctx)
   eq(ht.cost.members, 2, "two members")
   local g <close> = hydra.h5.open(ht:predict(sets[2]))

@@ -1,5 +1,6 @@
 -- lua/hydra/methods/common.lua: what the UQ methods share: the cached base-model stage, the
--- evaluation sets, predictors (cached predictions, timing, cost) and the cost formulas.
+-- evaluation sets, predictors (cached predictions, timing, cost). Every cost comes from the C
+-- function hy_xfmr_cost (m:config(), f:info()).
 --
 -- THE METHOD INTERFACE (every lua/hydra/methods/<name>.lua returns such a table):
 --   M.name, M.label                      "hydra_taylor", "Hydra (Taylor)"
@@ -12,7 +13,8 @@
 --                           /logits [N,C], /member_probs [M,N,C] and /member_logits [M,N,C]
 --                           when the method has members); a cached stage ("preds")
 -- predictor:time_batch(set, B, reps) -> median milliseconds of one forward of B samples
--- predictor.cost = { params, flops (forward FLOPs per sample), members }
+-- predictor.cost = { params, flops (forward FLOPs per sample at the full sequence length: text
+--                    counts 1 + max_len tokens), members }
 -- predictor.seeds = { training seeds used }
 -- Sets come from common.sets(cfg): { name, role = "id"|"ood"|"shift", file, parts = { split... },
 -- subset, hash }.
@@ -199,62 +201,6 @@ function C.set_inputs(set)
   return { file = set.hash, parts = set.parts, subset = set.subset }
 end
 
--- ===== cost =====
-
--- Tokens per sample of a model config (ViT: patches + cls; text: max_len, an upper bound).
-function C.tokens(mc)
-  if mc.kind == "vit" then return (mc.image_size // mc.patch) ^ 2 + 1 end
-  return mc.max_len
-end
-
--- Forward FLOPs per sample (the formula of hy_xfmr_flops / hy_fused_flops): kept[l] = heads
--- computed in layer l (all heads when nil). Pruned heads cost nothing when the model is packed.
-function C.flops(mc, kept)
-  local D, DM, t = mc.d_model, mc.d_mlp, C.tokens(mc)
-  local HS = mc.d_model // mc.n_heads
-  local f = 0.0
-  if mc.kind == "vit" then f = f + 2.0 * (t - 1) * mc.channels * mc.patch * mc.patch * D end
-  for l = 1, mc.depth do
-    local Ch = (kept and kept[l] or mc.n_heads) * HS
-    f = f + 2.0 * t * D * 3.0 * Ch + 2.0 * 2.0 * t * t * Ch + 2.0 * t * Ch * D
-      + 2.0 * 2.0 * t * D * DM
-  end
-  return f + 2.0 * D * mc.n_classes
-end
-
--- Parameters of a hydra.model Model: the sum of its tensors' sizes (Model:params_count() is the
--- size of the flat block, which includes alignment padding).
-function C.model_params(m)
-  local n = 0
-  for _, name in ipairs(m:param_names()) do n = n + m:param(name):numel() end
-  return n
-end
-
--- Parameters of a model whose kept heads are kept[l] (pruned heads' Q/K/V rows and proj
--- columns not counted); params_full is the unpruned count (C.model_params).
-function C.pruned_params(mc, params_full, kept)
-  if not kept then return params_full end
-  local HS = mc.d_model // mc.n_heads
-  local drop = 0
-  for l = 1, mc.depth do
-    local pruned = mc.n_heads - kept[l]
-    drop = drop + pruned * (3 * HS * mc.d_model + 3 * HS + mc.d_model * HS)
-  end
-  return params_full - drop
-end
-
--- Kept heads per layer of a gate tensor [L,H].
-function C.kept_of(gates)
-  local t = gates:totable()
-  local kept = {}
-  for l, row in ipairs(t) do
-    local k = 0
-    for _, g in ipairs(row) do if g ~= 0 then k = k + 1 end end
-    kept[l] = k
-  end
-  return kept
-end
-
 -- ===== predictors =====
 
 local Predictor = {}
@@ -334,18 +280,17 @@ function C.run_models(models, ds, B, mc, mc_seed)
 end
 
 -- A predictor over checkpoints (paths with their stage keys). opts: mc (samples), mc_seed,
--- kept (heads kept per layer, for cost of pruned single models), name, label, seeds.
+-- name, label, seeds. Cost: each model's m:config() params and flops (hy_xfmr_cost), flops times
+-- the samples for MC Dropout.
 function C.model_predictor(ctx, ckpts, keys, opts)
   local models = {}
   for i, p in ipairs(ckpts) do models[i] = model.load(p) end
   local mc = opts.mc or 0
-  local mcfg = ctx.cfg.model
-  local full = C.model_params(models[1])
   local params, flops = 0, 0
-  for i = 1, #models do
-    local kept = opts.kept and opts.kept[i] or nil
-    params = params + C.pruned_params(mcfg, full, kept)
-    flops = flops + C.flops(mcfg, kept)
+  for _, m in ipairs(models) do
+    local c = m:config()
+    params = params + c.params
+    flops = flops + c.flops
   end
   if mc > 0 then flops = flops * mc end
   local members = mc > 0 and mc or #models

@@ -1,0 +1,306 @@
+-- tests/lua/test_pinned.lua: behaviour pins and cost consistency. A tiny fixed-seed run of every
+-- method, on an image model and on a text model, must give the same run-id and bitwise the same
+-- checkpoint and fused parameters, gates, predictions and metrics as when the pins were recorded
+-- (main at df26bec, before the model schema and cost moved into core/xfmr.h). Digests are SHA-256
+-- of the raw bytes of every dataset (HDF5 files themselves hold timestamps) and of the metric
+-- attributes; timings, paths and stage keys are left out. A change here changes every result
+-- folder: re-pin only for an intended change of numerics, and say why in the commit. The same
+-- runs' cost records (result.h5 /methods/<m>/cost) must be the C cost function's (hy_xfmr_cost,
+-- core.model_cost).
+local check = require("check")
+local hydra = require("hydra")
+local core = require("hydra.core")
+local eq = check.eq
+
+local T = {}
+
+-- ===== digests =====
+
+local PACK = { float32 = "<f", float64 = "<d", int8 = "<i1", uint8 = "<I1", int16 = "<i2",
+               int32 = "<i4", int64 = "<i8" }
+
+-- raw little-endian bytes of a numeric tensor
+local function tensor_bytes(t)
+  local flat = t:flat()
+  local fmt = assert(PACK[t:dtype()], t:dtype())
+  local parts = {}
+  for i = 1, #flat, 2048 do
+    local j = math.min(i + 2047, #flat)
+    parts[#parts + 1] = string.pack(fmt:rep(j - i + 1), table.unpack(flat, i, j))
+  end
+  return table.concat(parts)
+end
+
+local function sha(s) return core.hash_string(s, "sha256") end
+
+-- a stable text of an attribute table (sorted keys; numbers as %.17g; skip(key) drops keys)
+local function attrs_text(a, skip)
+  local keys = {}
+  for k in pairs(a) do if not (skip and skip(k)) then keys[#keys + 1] = k end end
+  table.sort(keys)
+  local out = {}
+  for _, k in ipairs(keys) do
+    local v = a[k]
+    if type(v) == "table" then
+      local s = {}
+      for i, x in ipairs(v) do s[i] = ("%.17g"):format(x) end
+      v = "[" .. table.concat(s, ",") .. "]"
+    elseif math.type(v) == "float" then
+      v = ("%.17g"):format(v)
+    end
+    out[#out + 1] = k .. "=" .. tostring(v)
+  end
+  return table.concat(out, ";")
+end
+
+-- digest of a file: every dataset's bytes under its path; with attrs(path) -> skip function or
+-- nil, also the attributes of the groups and datasets it returns a function for
+local function file_digest(path, attrs)
+  local f <close> = hydra.h5.open(path)
+  local lines = {}
+  local function walk(group)
+    if attrs then
+      local skip = attrs(group)
+      if skip then lines[#lines + 1] = group .. " @ " .. attrs_text(f:attrs(group), skip) end
+    end
+    for _, e in ipairs(f:list(group)) do
+      if e.kind == "group" then
+        walk(e.path)
+      else
+        local bytes
+        if e.dtype == "string" then bytes = table.concat(f:read_strings(e.path), "\0")
+        else bytes = tensor_bytes(f:read(e.path)) end
+        lines[#lines + 1] = e.path .. " " .. sha(bytes)
+      end
+    end
+  end
+  walk("/")
+  return sha(table.concat(lines, "\n"))
+end
+
+-- digest of every stage file of the named stages in a cache folder (order-free: stage keys are
+-- not part of it)
+local function stages_digest(cache, names)
+  local ds = {}
+  for _, name in ipairs(names) do
+    local dir = cache .. "/" .. name
+    if core.stat(dir) == "dir" then
+      for _, fn in ipairs(core.listdir(dir)) do
+        if fn:match("%.h5$") then ds[#ds + 1] = name .. ":" .. file_digest(dir .. "/" .. fn) end
+      end
+    end
+  end
+  table.sort(ds)
+  return sha(table.concat(ds, "\n")), #ds
+end
+
+-- the metrics of a run: every dataset of result.h5 (per-sample arrays) and the attributes of its
+-- metrics and cost groups (timings left out; with skip_flops also the cost's flops)
+local TIMING = { infer_ms_per_batch = true, infer_ms = true, seconds = true }
+local function metrics_digest(result, skip_flops)
+  local function attrs(group)
+    if group:match("/cost$") then
+      return function(k) return TIMING[k] or (skip_flops and k == "flops") end
+    end
+    if group:match("/metrics$") or group:match("/metrics/") then
+      return function(k) return k == "file" end   -- a path
+    end
+    return nil
+  end
+  local f <close> = hydra.h5.open(result)
+  local names = {}
+  for _, e in ipairs(f:list("/methods")) do names[#names + 1] = e.name end
+  return file_digest(result, attrs), table.concat(names, ",")
+end
+
+-- ===== the tiny worlds =====
+
+local function image_world(d)
+  hydra.model.write_synthetic(d .. "/tiny.h5", { train = 96, val = 32, test = 40, seed = 2 })
+  hydra.model.write_synthetic(d .. "/tinyood.h5", { train = 8, val = 8, test = 24, seed = 5,
+                                                    classes = 3 })
+  hydra.model.write_synthetic(d .. "/tinyoodval.h5", { train = 8, val = 24, test = 8, seed = 6,
+                                                       classes = 3 })
+  return {
+    ["data.ood"] = "[tinyood]", ["data.ood_val"] = "tinyoodval", ["data.shift"] = "[]",
+  }
+end
+
+-- a prepared-layout text file of synthetic sequences (hy_synth_text) with a 40-word vocabulary
+local function text_file(path, sizes, seed)
+  local f <close> = hydra.h5.create(path)
+  for i, split in ipairs({ "train", "val", "test" }) do
+    local ids, lengths, labels = core.synth_text(sizes[i], 12, 40, seed + i)
+    f:write("/" .. split .. "/ids", ids)
+    f:write("/" .. split .. "/lengths", lengths)
+    f:write("/" .. split .. "/labels", labels)
+  end
+  local words = {}
+  for i = 1, 40 do words[i] = ("w%d"):format(i) end
+  f:write_strings("/vocab", words)
+  f:commit()
+end
+
+local function text_world(d)
+  text_file(d .. "/ttiny.h5", { 96, 32, 40 }, 10)
+  text_file(d .. "/ttinyood.h5", { 8, 8, 24 }, 20)
+  text_file(d .. "/ttinyoodval.h5", { 8, 24, 8 }, 30)
+  return {
+    ["data.id"] = "ttiny", ["data.ood"] = "[ttinyood]", ["data.ood_val"] = "ttinyoodval",
+    ["data.shift"] = "[]", ["model.kind"] = "text", ["model.vocab_size"] = "0",
+    ["model.max_len"] = "12", ["model.n_classes"] = "2",
+  }
+end
+
+-- runs every method on a world with one thread (results are bitwise the same for the same seed
+-- and thread count, core/README.md; 1 and 2 threads do differ in training); returns the run-id
+-- (of the config with data.dir fixed to "pinned", so that it does not depend on the temporary
+-- folder), the summary and the cache
+local function tiny_run(world, extra)
+  local root = check.tmpdir()
+  local d = root .. "/data"
+  core.mkdir_p(d)
+  local ov = world(d)
+  local base = {
+    ["data.dir"] = d, ["data.test_subset"] = "0", results_dir = root .. "/results",
+    experiment = "pinned", seed = "3", threads = "1",
+    ["model.d_model"] = "16", ["model.n_heads"] = "4", ["model.depth"] = "2",
+    ["model.d_mlp"] = "32", ["model.dropout"] = "0.1", ["train.epochs"] = "1",
+    ["train.batch_size"] = "32", ["train.eval_batch_size"] = "32", ["prune.calib_size"] = "32",
+    ["hydra.keep_heads"] = "2", ["hydra.members"] = "2", ["deep_ensemble.members"] = "2",
+    ["mc_dropout.samples"] = "3",
+  }
+  for k, v in pairs(ov) do base[k] = v end
+  for k, v in pairs(extra or {}) do base[k] = v end
+  local cfg = hydra.config.load("configs/data/tiny.yaml", base)
+  local idc = hydra.config.copy(cfg)
+  idc.data.dir = "pinned"
+  local id = hydra.run.id(idc)
+  local cache = root .. "/cache"
+  local s = hydra.run.execute(cfg, { quiet = true, cache_dir = cache, progress = false })
+  core.threads_init(0)   -- back to HYDRA_THREADS / every core for the tests that follow
+  return id, s, cache
+end
+
+-- one run per world for every test of this file
+local runs = {}
+local function run_of(world)
+  if not runs[world] then
+    local id, s, cache = tiny_run(world)
+    runs[world] = { id = id, s = s, cache = cache }
+  end
+  local r = runs[world]
+  return r.id, r.s, r.cache
+end
+
+local function digests(world, skip_flops)
+  local id, s, cache = run_of(world)
+  local params, np = stages_digest(cache, { "base", "member", "fused", "gates" })
+  local preds, nq = stages_digest(cache, { "preds" })
+  local metrics, methods = metrics_digest(s.result, skip_flops)
+  return { id = id, params = params, n_params_files = np, preds = preds, n_preds = nq,
+           metrics = metrics, methods = methods }
+end
+
+-- prints the digests (HYDRA_PIN_PRINT=1) for re-pinning
+local function show(name, d)
+  if os.getenv("HYDRA_PIN_PRINT") then
+    io.stderr:write(("%s: id %s\n  params %s (%d files)\n  preds %s (%d files)\n  metrics %s"
+      .. " (%s)\n"):format(name, d.id, d.params, d.n_params_files, d.preds, d.n_preds,
+      d.metrics, d.methods))
+  end
+end
+
+-- recorded on main at df26bec (HYDRA_PIN_PRINT=1 ./hydra run tests/lua/run.lua test_pinned)
+local PIN = {
+  image = {
+    id = "a82c956ce289",
+    params = "9b5c2c1f8ebbd3e298ce5165ab936ca057a1300ff972fcd35873ded09bae3e71",
+    preds = "21dd9d94694635fefef227683b6689997027a18483cac5f25a62b12a28c4dd88",
+    metrics = "7209083392999a2d419418f42b4a1e1e908ca3a0dedb40a9cea35207b8eb606f",
+  },
+  text = {
+    id = "4f9ec4580a7e",
+    params = "b63dc9a73ad1112cc34b7165508501ec2264559fab094fe82b3751669b415497",
+    preds = "0d03cccf8e794e4f1895b4e97cf9c6d641ca6587985193336a88afa772f65987",
+    metrics = "d6cc4ec5190659d9a252b3d3adcaf7cc28ef67c2c0babbf9f4ad65b9f1532264",
+  },
+}
+
+local function compare(name, d)
+  show(name, d)
+  local p = PIN[name]
+  eq(d.id, p.id, name .. " run-id")
+  eq(d.params, p.params, name .. " checkpoints, gates and fused parameters")
+  eq(d.preds, p.preds, name .. " predictions")
+  eq(d.metrics, p.metrics, name .. " metrics")
+  eq(d.methods, "circavg,deep_ensemble,hydra_circ,hydra_taylor,mc_dropout,single,taylor",
+    name .. " every method ran")
+  eq(d.n_params_files, 16, name .. " stage files with parameters or gates")
+  eq(d.n_preds, 14, name .. " prediction files")
+end
+
+function T.image_run_is_pinned()
+  compare("image", digests(image_world))
+end
+
+-- the text cost's flops are left out: they were pinned with the Lua formula's max_len tokens for
+-- Single, DE and MC Dropout, and now count 1 + max_len like every other method (test_methods)
+function T.text_run_is_pinned()
+  compare("text", digests(text_world, true))
+end
+
+-- every method's cost record against core.model_cost of the run's model config: Single one
+-- model, Deep Ensembles M models, MC Dropout K forward passes of one model, Taylor and CircAvg one
+-- packed member keeping hydra.keep_heads heads per layer, Hydra M such members fused with
+-- fuse.mlp = average (the MLP's parameters stored once, its FLOPs run on every stream)
+local function check_costs(world)
+  local _, s = run_of(world)
+  local r = hydra.run.load(s.result)
+  local cfg = hydra.config.resolve((core.yaml_parse(r.config_yaml, "result config")))
+  local data_file = hydra.model.data_path(cfg, cfg.data.id)
+  local mc = hydra.model.core_config(cfg.model, data_file)
+  local full_f, full_p = core.model_cost(mc)
+  local kept = {}
+  for l = 1, mc.depth do kept[l] = cfg.hydra.keep_heads end
+  local kf, kp, parts = core.model_cost(mc, kept)
+  local M, K = cfg.hydra.members, cfg.mc_dropout.samples
+  eq(cfg.fuse.mlp, "average", "the run merges the MLPs")
+  local want = {
+    single = { 1, full_f, full_p },
+    deep_ensemble = { cfg.deep_ensemble.members, cfg.deep_ensemble.members * full_f,
+                      cfg.deep_ensemble.members * full_p },
+    mc_dropout = { K, K * full_f, full_p },
+    taylor = { 1, kf, kp },
+    circavg = { 1, kf, kp },
+    hydra_taylor = { M, M * kf, M * kp - (M - 1) * parts.mlp.params },
+    hydra_circ = { M, M * kf, M * kp - (M - 1) * parts.mlp.params },
+  }
+  local seen = 0
+  for _, res in ipairs(r.results) do
+    local w = assert(want[res.name], res.name)
+    local tag = mc.kind .. " " .. res.name
+    eq(res.cost.members, w[1], tag .. " members")
+    eq(res.cost.flops, w[2], tag .. " flops")
+    eq(res.cost.params, w[3], tag .. " params")
+    seen = seen + 1
+  end
+  eq(seen, 7, "every method")
+  -- text: T = 1 + max_len tokens (CLS included), as the forward runs
+  local T = mc.kind == "text" and 1 + mc.max_len or (mc.image_size // mc.patch) ^ 2 + 1
+  local D, DM = mc.d_model, mc.d_mlp
+  local by_hand = mc.depth * (2 * T * D * 3 * D + 4 * T * T * D + 2 * T * D * D + 4 * T * D * DM)
+    + 2 * D * mc.n_classes
+  if mc.kind == "vit" then by_hand = by_hand + 2 * (T - 1) * mc.channels * mc.patch ^ 2 * D end
+  eq(full_f, by_hand, mc.kind .. " FLOPs of the unpruned model by hand")
+end
+
+function T.image_costs_are_the_core_formula()
+  check_costs(image_world)
+end
+
+function T.text_costs_are_the_core_formula()
+  check_costs(text_world)
+end
+
+return T
