@@ -1,11 +1,14 @@
 #!/bin/sh
 # tests/run.sh BUILD_DIR: runs every test of hydra and prints one closing line
 # "N passed, N failed" (N = tests, summed over the C test binaries, the Lua suite and the e2e
-# scripts). Exits non-zero when anything failed. Called by `make test` and `make asan`.
+# scripts), after a line "N skipped" when some test was skipped (a Lua test calling check.skip,
+# an e2e script exiting 77): skipped tests count as neither. Exits non-zero when anything
+# failed. Called by `make test` and `make asan`.
 B=${1:-build/release}
 HYDRA="$B/bin/hydra"
 passed=0
 failed=0
+skipped=0
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 
@@ -16,8 +19,10 @@ tally() {
     f=$(printf '%s\n' "$line" | sed -E 's/.* ([0-9]+) passed, ([0-9]+) failed.*/\2/')
     [ -n "$line" ] || { p=0; f=0; }
     if [ "$1" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi   # crashed or exited non-zero
+    s=$(printf '%s\n' "$line" | sed -nE 's/.* ([0-9]+) skipped.*/\1/p')
     passed=$((passed + p))
     failed=$((failed + f))
+    skipped=$((skipped + ${s:-0}))
     [ "$1" -ne 0 ] && echo "FAILED: $2 (exit status $1)"
 }
 
@@ -49,11 +54,12 @@ for e in tests/e2e/*.sh; do
     if [ $rc -eq 0 ]; then
         echo "$name: ok"; passed=$((passed + 1))
     elif [ $rc -eq 77 ]; then
-        echo "$name: skipped ($(tail -n 1 "$log"))"
+        echo "$name: skipped ($(tail -n 1 "$log"))"; skipped=$((skipped + 1))
     else
         cat "$log"; echo "$name: FAIL (exit status $rc)"; failed=$((failed + 1))
     fi
 done
 
+[ "$skipped" -gt 0 ] && echo "$skipped skipped"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

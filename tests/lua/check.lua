@@ -41,6 +41,13 @@ function M.same(a, b, path)
   end
 end
 
+-- Ends the current test as skipped (not passed, not failed): run.lua counts and lists it.
+local SKIP = {}
+function M.skip(reason)
+  error(setmetatable({ message = reason }, SKIP), 0)
+end
+function M.is_skip(e) return getmetatable(e) == SKIP end
+
 -- The message of an error value (hydra error objects carry .message).
 local function message(e)
   if type(e) == "table" and e.message then return e.message end

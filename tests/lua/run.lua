@@ -1,6 +1,8 @@
 -- tests/lua/run.lua: runs every tests/lua/test_*.lua (or those named on the command line).
 -- Each file returns a table of test functions; globals are locked while tests run.
--- Prints "lua: N passed, N failed" and returns exit status 0 or 1.
+-- A test that calls check.skip(reason) is skipped: listed on stderr, counted in neither.
+-- Prints "lua: N passed, N failed" (", N skipped" after it when some were) and returns exit
+-- status 0 or 1.
 local core = require("hydra.core")
 local home = rawget(_G, "HYDRA_HOME") or "."
 package.path = home .. "/tests/lua/?.lua;" .. package.path
@@ -21,7 +23,7 @@ setmetatable(_G, {
   __index = function(_, k) error("attempt to read undefined global '" .. tostring(k) .. "'", 2) end,
 })
 
-local passed, failed = 0, 0
+local passed, failed, skipped = 0, 0, 0
 for _, name in ipairs(files) do
   local ok, T = pcall(dofile, home .. "/tests/lua/" .. name .. ".lua")
   if not ok then
@@ -32,8 +34,14 @@ for _, name in ipairs(files) do
     for k, v in pairs(T) do if type(v) == "function" then names[#names + 1] = k end end
     table.sort(names)
     for _, tn in ipairs(names) do
-      local tok, e = xpcall(T[tn], function(m) return debug.traceback(check.message(m), 2) end)
+      local tok, e = xpcall(T[tn], function(m)
+        if check.is_skip(m) then return m end
+        return debug.traceback(check.message(m), 2)
+      end)
       if tok then passed = passed + 1
+      elseif check.is_skip(e) then
+        skipped = skipped + 1
+        io.stderr:write(("SKIP %s.%s: %s\n"):format(name, tn, e.message))
       else
         failed = failed + 1
         io.stderr:write(("FAIL %s.%s: %s\n"):format(name, tn, e))
@@ -44,5 +52,6 @@ for _, name in ipairs(files) do
 end
 setmetatable(_G, nil)
 check.cleanup()
-print(("lua: %d passed, %d failed"):format(passed, failed))
+print(("lua: %d passed, %d failed%s"):format(passed, failed,
+  skipped > 0 and (", %d skipped"):format(skipped) or ""))
 return failed == 0 and 0 or 1

@@ -79,8 +79,7 @@ function T.model_build_save_load_fail_cleanly()
   local dbg, c0, c1, c2, c3 = out:match("debug (%a+) phases (%d+) (%d+) (%d+) (%d+)")
   check.ok(dbg, "child output: " .. out)
   if dbg ~= "true" then
-    io.stderr:write("test_alloc: skipped (not a HY_DEBUG build; use make MODE=asan)\n")
-    return
+    check.skip("not a HY_DEBUG build; use make MODE=asan")
   end
   c0, c1, c2, c3 = tonumber(c0), tonumber(c1), tonumber(c2), tonumber(c3)
   check.ok(c0 < c1 and c1 < c2 and c2 < c3, ("phases %d %d %d %d"):format(c0, c1, c2, c3))
