@@ -22,10 +22,19 @@
 -- temporary name in the same folder and renamed into place, so a killed build leaves no product.
 --
 -- Concurrency: before building, a worker creates <key><ext>.lock with O_EXCL holding
--- "<pid> <host>". Another worker needing the same stage waits (polling) until the product
--- appears or the lock goes away; a lock whose owner is dead (same host, no such pid) or an empty
--- lock older than 30 s is stale and is taken over (under a second O_EXCL ".break" lock, so two
--- waiters never both take it over). Locks of other hosts are waited on (shared file systems).
+-- "<pid> <host> <start> <boot-id>": start is the owner's start time (field 22 of
+-- /proc/<pid>/stat, clock ticks since boot) and boot-id /proc/sys/kernel/random/boot_id, so a
+-- pid reused by another process (after a restart, or in a new container) is told apart. Another
+-- worker needing the same stage waits (polling) until the product appears or the lock goes away.
+-- A lock is stale, and is taken over (under a second O_EXCL ".break" lock, so two waiters never
+-- both take it over), when its host is this one and: its boot id differs (a reboot), or no
+-- process has its pid, or the process with its pid started at another time; an older lock
+-- without start time ("<pid> <host>") is stale when its pid is gone or that process started
+-- after the lock was written; an empty or unparsable lock is stale after 30 s. Locks of other
+-- hosts are waited on (shared file systems).
+-- While holding a stage's lock, the temporary files of earlier builders of the same key (killed
+-- ones: "<key>.tmp-<pid><ext>" of a build and ".<key>.tmp-<pid><ext>.tmp-<pid>-<n>" of its HDF5
+-- commit) are removed: only the lock holder writes them, so any not of this process is stale.
 -- stages.with_lock(path, fn, opts) exposes the same lock for other uses (runs).
 --
 -- Directory: opts.dir, else $HYDRA_CACHE_DIR, else <HYDRA_HOME>/.cache/stages (git-ignored).
@@ -165,25 +174,76 @@ local held = {}   -- lock paths this process holds
 
 local read_all = require("hydra.fs").read_file
 
-local function my_owner()
-  return ("%d %s\n"):format(core.getpid(), core.hostname())
+-- Start time of process pid (field 22 of /proc/<pid>/stat, clock ticks after boot) as text, nil
+-- without /proc or without such a process. The name (field 2) may hold spaces and ')'.
+function M.proc_start(pid)
+  local s = read_all("/proc/" .. pid .. "/stat")
+  local rest = s and s:match("^.*%)%s+(.*)$")
+  if not rest then return nil end
+  local i = 2
+  for field in rest:gmatch("%S+") do
+    i = i + 1
+    if i == 22 then return field end
+  end
+  return nil
 end
 
--- Owner of a lock: pid, host (nil when empty / unparsable), raw text (nil: no lock file).
+local boot_id_memo
+function M.boot_id()
+  if boot_id_memo == nil then
+    local s = read_all("/proc/sys/kernel/random/boot_id")
+    boot_id_memo = s and s:match("^%s*(%S+)") or false
+  end
+  return boot_id_memo or nil
+end
+
+-- The text of this process's locks: "<pid> <host> <start> <boot-id>\n" (the last two "-" when
+-- /proc does not tell).
+local function my_owner()
+  local pid = core.getpid()
+  return ("%d %s %s %s\n"):format(pid, core.hostname(), M.proc_start(pid) or "-",
+    M.boot_id() or "-")
+end
+M.owner_text = my_owner
+
+-- Owner of a lock: { pid, host, start, boot } (nil when empty / unparsable), raw text (nil: no
+-- lock file). start and boot are nil in a lock written without them.
 local function lock_owner(path)
   local s = read_all(path)
-  if s == nil then return nil, nil, nil end
-  local pid, host = s:match("^(%d+) (%S+)")
-  return math.tointeger(tonumber(pid)), host, s
+  if s == nil then return nil, nil end
+  local pid, host, start, boot = s:match("^(%d+) (%S+) ?(%S*) ?(%S*)")
+  pid = math.tointeger(tonumber(pid))
+  if not pid then return nil, s end
+  local function opt(x) return (x ~= "" and x ~= "-") and x or nil end
+  return { pid = pid, host = host, start = opt(start), boot = opt(boot) }, s
 end
 
--- True when the lock at path (content text) is stale: its owner is a dead process of this host,
--- or it is empty/unparsable and older than STALE_EMPTY_S.
-local function is_stale(path, pid, host)
-  if pid then
-    if host ~= core.hostname() then return false end
-    if pid == core.getpid() then return not held[path] end
-    return not core.pid_alive(pid)
+-- Seconds since the epoch at which process pid started, from /proc/stat's btime and USER_HZ
+-- (100 on Linux, fixed by its ABI); nil when unknown.
+local function started_at(pid)
+  local start = tonumber(M.proc_start(pid) or "")
+  local stat = read_all("/proc/stat")
+  local btime = stat and tonumber(stat:match("\nbtime (%d+)"))
+  if not start or not btime then return nil end
+  return btime + start / 100
+end
+
+-- True when the lock at path is stale (see the file header); o from lock_owner.
+local function is_stale(path, o)
+  if o then
+    if o.host ~= core.hostname() then return false end
+    local boot = M.boot_id()
+    if o.boot and boot and o.boot ~= boot then return true end
+    if o.pid == core.getpid() and (not o.start or o.start == M.proc_start(o.pid)) then
+      return not held[path]
+    end
+    if not core.pid_alive(o.pid) then return true end
+    local now_start = M.proc_start(o.pid)
+    if o.start then return now_start ~= nil and now_start ~= o.start end
+    -- a lock without start time: stale when the live process is younger than the lock
+    local t = started_at(o.pid)
+    local _, _, mtime = core.stat(path)
+    return t ~= nil and mtime ~= nil and t > mtime + 1
   end
   local _, _, mtime = core.stat(path)
   return mtime ~= nil and os.time() - mtime > M.STALE_EMPTY_S
@@ -195,12 +255,11 @@ local function break_stale(path, text, log)
   local ok, why = core.lock_create(brk, my_owner())
   if not ok then
     if why ~= "exists" then err.fail("stages: %s", why) end
-    local bpid, bhost = lock_owner(brk)
-    if is_stale(brk, bpid, bhost) then os.remove(brk) end
+    if is_stale(brk, (lock_owner(brk))) then os.remove(brk) end
     return false
   end
   local removed = false
-  local _, _, now = lock_owner(path)
+  local _, now = lock_owner(path)
   if now == text then
     os.remove(path)
     removed = true
@@ -228,14 +287,15 @@ function M.acquire(path, opts)
       return true
     end
     if why ~= "exists" then err.fail("stages: %s", why) end
-    local pid, host, text = lock_owner(path)
+    local o, text = lock_owner(path)
     if text ~= nil then
-      if is_stale(path, pid, host) then
+      if is_stale(path, o) then
         break_stale(path, text, opts.log)
       else
         if not announced and opts.log then
-          opts.log(("%swaiting for pid %s (%s) to finish"):format(
-            opts.what and (opts.what .. ": ") or "", tostring(pid or "?"), tostring(host or "?")))
+          opts.log(("%swaiting for pid %s (%s) to finish (lock %s)"):format(
+            opts.what and (opts.what .. ": ") or "", tostring(o and o.pid or "?"),
+            tostring(o and o.host or "?"), path))
           announced = true
         end
         core.sleep(poll)
@@ -287,6 +347,25 @@ local function record(self, name, key, status, seconds, path)
   if status == "hit" then self.hits = self.hits + 1 else self.built = self.built + 1 end
 end
 
+-- Removes the temporary files left in dir/name by killed builders of key (the caller holds the
+-- key's lock); see the file header.
+local function clean_temps(self, name, key)
+  local dir = self.dir .. "/" .. name
+  local ok, names = pcall(core.listdir, dir)
+  if not ok then return end
+  local me = core.getpid()
+  for _, f in ipairs(names) do
+    local rest = f:sub(1, #key) == key and f:sub(#key + 1)
+      or (f:sub(1, #key + 1) == "." .. key and f:sub(#key + 2))
+    local pid = rest and math.tointeger(tonumber(rest:match("^%.tmp%-(%d+)")))
+    if pid and pid ~= me then
+      os.remove(dir .. "/" .. f)
+      self.log(("stage %s %s: removed the temporary file %s of an interrupted build"):format(name,
+        key, f))
+    end
+  end
+end
+
 -- The product of stage `name` for `inputs`, built with build(tmp, key) when missing. Returns
 -- path, key, hit (true when it was already there or another process built it).
 -- opts.ext: the product's file extension (".h5").
@@ -311,6 +390,7 @@ function Cache:get(name, inputs, build, opts)
     record(self, name, key, "hit", 0, path)
     return path, key, true
   end
+  clean_temps(self, name, key)
   self.log(tag .. ": cache miss, building")
   local t0 = core.now()
   local tmp = ("%s/%s/%s.tmp-%d%s"):format(self.dir, name, key, core.getpid(), ext)

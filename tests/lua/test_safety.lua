@@ -295,6 +295,65 @@ function T.damaged_result_is_not_complete()
   check.eq(why, "its format attribute is 'hydra-result-1', not 'hydra-run-1'", "why")
 end
 
+-- ===== locks: a pid reused by another process does not hold a lock =====
+
+function T.lock_of_a_reused_pid_is_stale()
+  local stages = hydra.stages
+  local start1 = stages.proc_start(1)
+  if not start1 or not stages.boot_id() then
+    io.stderr:write("  (no /proc: lock start-time test skipped)\n")
+    return
+  end
+  local me = stages.owner_text()
+  check.ok(me:match(("^%d %s %%d+ [%%x%%-]+\n$"):format(core.getpid(), core.hostname())),
+    "lock text: " .. me)
+  local d = check.tmpdir()
+  local host, boot = core.hostname(), stages.boot_id()
+  -- pid 1 is alive; only a lock recording its real start time and this boot is live
+  local cases = {
+    { ("1 %s %d %s\n"):format(host, tonumber(start1) + 1, boot), true, "another start time" },
+    { ("1 %s %s 00000000-0000-0000-0000-000000000000\n"):format(host, start1), true,
+      "another boot" },
+    { ("1 %s %s %s\n"):format(host, start1, boot), false, "pid 1 itself" },
+    { ("1 %s\n"):format(host), false, "an old lock written after pid 1 started" },
+    { ("1 %s\n"):format(host), true, "an old lock written before pid 1 started", true },
+  }
+  for i, c in ipairs(cases) do
+    local lock = ("%s/l%d.lock"):format(d, i)
+    check.write_file(lock, c[1])
+    if c[4] then
+      -- written before pid 1 started (as after a restart of the machine or container)
+      local stat = check.read_file("/proc/stat")
+      local btime = tonumber(stat:match("\nbtime (%d+)"))
+      os.execute(("touch -d @%d %s"):format(btime + tonumber(start1) // 100 - 100, lock))
+    end
+    local polls = 0
+    local got = stages.acquire(lock, { poll = 0.01, done = function()
+      polls = polls + 1
+      return polls > 3
+    end })
+    check.eq(got, c[2], c[3] .. ": lock taken over")
+    if got then stages.release(lock) end
+  end
+end
+
+function T.stage_cache_removes_temporaries_of_killed_builds()
+  local d = check.tmpdir()
+  local lines = {}
+  local c = hydra.stages.new({ dir = d, log = function(l) lines[#lines + 1] = l end })
+  local key = hydra.stages.key("t", { v = 1 })
+  core.mkdir_p(d .. "/t")
+  local dead = ("%s/t/%s.tmp-999999.h5"):format(d, key)
+  local dead_commit = ("%s/t/.%s.tmp-999999.h5.tmp-999999-0"):format(d, key)
+  local other = ("%s/t/.0123456789abcdef.tmp-999999.h5.tmp-999999-0"):format(d)
+  for _, p in ipairs({ dead, dead_commit, other }) do check.write_file(p, "partial") end
+  c:get("t", { v = 1 }, function(tmp) check.write_file(tmp, "x") end)
+  check.eq(core.stat(dead), nil, "the build temporary of a killed builder is removed")
+  check.eq(core.stat(dead_commit), nil, "the commit temporary of a killed builder is removed")
+  check.eq(core.stat(other), "file", "another key's temporary is left to its builder")
+  check.ok(table.concat(lines, "\n"):find("removed the temporary file", 1, true), "logged")
+end
+
 -- ===== a full disk: clean errors, nothing truncated under a real name =====
 
 -- Mounts a tmpfs of `kib` KiB at a fresh folder, filled up to `free` KiB left; nil when mounting

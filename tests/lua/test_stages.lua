@@ -188,7 +188,7 @@ end)
   eq(k, key, "key")
   eq(hit, true, "product of the other process")
   eq(check.read_file(path), "from owner", "its content")
-  ok(lines[1]:match("^stage w %x+: waiting for pid %d+ %(.+%) to finish$"), "wait line: "
+  ok(lines[1]:match("^stage w %x+: waiting for pid %d+ %(.+%) to finish %(lock .+%)$"), "wait line: "
     .. tostring(lines[1]))
   eq(lines[#lines], ("stage w %s: cache hit (built by another process)"):format(key), "hit line")
 end
