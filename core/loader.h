@@ -57,9 +57,10 @@ hy_status hy_synth_text(hy_tensor *ids, hy_tensor *lengths, hy_tensor *labels, s
                         size_t max_len, size_t vocab, uint64_t seed);
 
 typedef struct hy_augment {
-    int random_crop;         /* pad by crop_padding (zero pixels), crop back at a random offset */
-    int crop_padding;
-    int hflip;               /* mirror left-right with probability 1/2 */
+    int random_crop;         /* train.augment.random_crop: pad by crop_padding (zero pixels),
+                              * crop back at a random offset */
+    int crop_padding;        /* train.augment.crop_padding */
+    int hflip;               /* train.augment.hflip: mirror left-right with probability 1/2 */
 } hy_augment;
 
 typedef struct hy_loader {

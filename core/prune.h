@@ -70,15 +70,18 @@ void hy_prune_select(float *gates, const float *scores, const float *prior, doub
 
 /* What hy_prune_members does (DESIGN §3.3). */
 typedef struct hy_prune_config {
-    hy_prune_method method;
-    size_t members;                 /* M >= 1 */
-    const size_t *keep;             /* (M, L): heads kept by member m in layer l */
+    hy_prune_method method;         /* prune.method */
+    size_t members;                 /* hydra.members: M >= 1 */
+    const size_t *keep;             /* (M, L): heads kept by member m in layer l (hydra.keep_heads,
+                                     * or hydra.diversity.keep_counts[m]) */
     const hy_objective *objectives; /* (M): circuit objective of each member */
-    bool bootstrap;                 /* member m scores on a bootstrap resample of the data */
-    double overlap_penalty;         /* in [0, 1] */
-    bool normalize;                 /* taylor: per-layer L2 normalisation */
-    size_t batch_size;              /* taylor: samples per backward; circuit: per forward */
-    uint64_t seed;                  /* resamples: member m uses hy_rng_split(seed, m) */
+    bool bootstrap;                 /* hydra.diversity.bootstrap: member m scores on a bootstrap
+                                     * resample of the data */
+    double overlap_penalty;         /* hydra.diversity.overlap_penalty, in [0, 1] */
+    bool normalize;                 /* prune.normalize (taylor): per-layer L2 normalisation */
+    size_t batch_size;              /* taylor: samples per backward (prune.batch_size); circuit:
+                                     * rows per forward (prune.circuit_batch_size) */
+    uint64_t seed;                  /* seed; resamples: member m uses hy_rng_split(seed, m) */
     /* optional (NULL: none): called after every masked evaluation of the circuit search with
      * the count done so far and the total (M * L * (NH + 1)); it must not fail or longjmp */
     void (*progress)(void *ctx, size_t done, size_t total);

@@ -11,17 +11,19 @@
 #include "optim.h"
 #include "xfmr.h"
 
-/* The resolved `train` + `optim` settings (YAML words). */
+/* The resolved `train` + `optim` settings (YAML words; a fine-tuning run takes finetune.epochs,
+ * finetune.warmup_epochs and finetune.learning_rate in their place: lua/bind/l_train.c). */
 typedef struct hy_train_config {
-    size_t epochs;              /* train.epochs (>= 1); sets the schedule's length */
+    size_t epochs;              /* train.epochs | finetune.epochs (>= 1); the schedule's length */
     size_t batch_size;          /* train.batch_size */
-    double warmup_epochs;       /* train.warmup_epochs (may be fractional) */
+    double warmup_epochs;       /* train.warmup_epochs | finetune.warmup_epochs (fractional ok) */
     double grad_clip;           /* train.grad_clip; 0 = off */
     double label_smoothing;     /* train.label_smoothing in [0, 1) */
-    hy_adamw_config optim;      /* optim.learning_rate, beta1, beta2, eps, weight_decay */
+    hy_adamw_config optim;      /* optim.learning_rate (| finetune.learning_rate), optim.beta1,
+                                 * optim.beta2, optim.eps, optim.weight_decay */
     hy_sched_kind schedule;     /* optim.schedule */
     double min_lr;              /* optim.min_lr */
-    uint64_t seed;              /* shuffling, augmentation and dropout streams */
+    uint64_t seed;              /* seed: shuffling, augmentation and dropout streams */
 } hy_train_config;
 
 /* What the caller shows: filled in by hy_trainer_run. Counters with `epoch_` restart at each

@@ -36,9 +36,10 @@ local peak = core.bench_sgemm(2048, 3)
 
 -- training: steps of batch 128 (forward, backward, clip, AdamW) over the synthetic set
 local train_cfg = { epochs = 1, batch_size = 128, warmup_epochs = 0, grad_clip = 1.0,
-  label_smoothing = 0, learning_rate = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8,
-  weight_decay = 0.05, schedule = "cosine", min_lr = 0, seed = 1 }
-local tr = core.trainer_new(m.ud, ds, train_cfg)
+  label_smoothing = 0, augment = { random_crop = false, crop_padding = 0, hflip = false } }
+local optim_cfg = { learning_rate = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8,
+  weight_decay = 0.05, schedule = "cosine", min_lr = 0 }
+local tr = core.trainer_new(m.ud, ds, train_cfg, optim_cfg, 1)
 local train_rates = {}
 tr:start_epoch(1)
 tr:run(2)                                    -- warm-up steps
@@ -60,7 +61,7 @@ local function profiled(fn)
   core.prof_enable(false)
   return core.prof_read(), dt * 1e3
 end
-tr = core.trainer_new(m.ud, ds, train_cfg)
+tr = core.trainer_new(m.ud, ds, train_cfg, optim_cfg, 1)
 tr:start_epoch(1)
 tr:run(1)
 local prof_train, prof_train_ms = profiled(function() tr:run(PROF_STEPS) end)

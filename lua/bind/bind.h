@@ -41,6 +41,16 @@ void l_addmethods(lua_State *L, const char *name, const luaL_Reg *methods);
 /* Sets further metamethods (__len, __tostring, ...) of class `name`. */
 void l_setmeta(lua_State *L, const char *name, const luaL_Reg *meta);
 
+/* Keys of a resolved config section (a table from hydra.config at stack index t) by their dotted
+ * YAML name: the first part names the section t holds, the rest is walked, so
+ * l_cfgsize(L, t, "train.epochs") reads t.epochs and "train.augment.hflip" t.augment.hflip.
+ * Every key is required (configs/defaults.yaml gives each one a value; a binding applies no
+ * default of its own); a missing or mistyped one raises "<key> must be <what> (got <type>)". */
+size_t l_cfgsize(lua_State *L, int t, const char *key);      /* an integer >= 0 */
+double l_cfgnum(lua_State *L, int t, const char *key);       /* a number */
+int l_cfgbool(lua_State *L, int t, const char *key);         /* a boolean */
+const char *l_cfgstr(lua_State *L, int t, const char *key);  /* a string (kept alive by t) */
+
 /* ===== l_tensor.c ===== */
 
 /* The hy_tensor inside a hydra.Tensor argument (raises a type error otherwise). */

@@ -1,5 +1,7 @@
 /* l_core.c: luaopen_hydra_core builds the hydra.core table from every l_<module>.c, and holds the
  * helpers shared by all bindings (l_raise, l_checkindex, the class helpers of bind.h). */
+#include <string.h>
+
 #include "bind.h"
 
 int l_raise(lua_State *L) { return luaL_error(L, "%s", hy_errmsg()); }
@@ -44,6 +46,63 @@ void l_setmeta(lua_State *L, const char *name, const luaL_Reg *meta) {
     luaL_getmetatable(L, name);
     luaL_setfuncs(L, meta, 0);
     lua_pop(L, 1);
+}
+
+/* Pushes the value of dotted key `key` (its first part skipped) of the table at t. */
+static int push_key(lua_State *L, int t, const char *key) {
+    t = lua_absindex(L, t);
+    const char *p = strchr(key, '.');
+    luaL_argcheck(L, p != NULL, 1, "config key without a section");
+    lua_pushvalue(L, t);
+    while (p) {
+        const char *s = p + 1;
+        p = strchr(s, '.');
+        size_t n = p ? (size_t)(p - s) : strlen(s);
+        if (!lua_istable(L, -1)) {
+            lua_pushnil(L);   /* a missing section: the key is missing */
+            lua_replace(L, -2);
+            break;
+        }
+        lua_pushlstring(L, s, n);
+        lua_gettable(L, -2);
+        lua_replace(L, -2);
+    }
+    return lua_type(L, -1);
+}
+
+static void key_error(lua_State *L, const char *key, const char *what) {
+    luaL_error(L, "%s must be %s (got %s)", key, what, luaL_typename(L, -1));
+}
+
+size_t l_cfgsize(lua_State *L, int t, const char *key) {
+    push_key(L, t, key);
+    int ok = 0;
+    lua_Integer v = lua_tointegerx(L, -1, &ok);
+    if (!ok || v < 0 || lua_type(L, -1) != LUA_TNUMBER)
+        key_error(L, key, "a non-negative integer");
+    lua_pop(L, 1);
+    return (size_t)v;
+}
+
+double l_cfgnum(lua_State *L, int t, const char *key) {
+    if (push_key(L, t, key) != LUA_TNUMBER) key_error(L, key, "a number");
+    double v = lua_tonumber(L, -1);
+    lua_pop(L, 1);
+    return v;
+}
+
+int l_cfgbool(lua_State *L, int t, const char *key) {
+    if (push_key(L, t, key) != LUA_TBOOLEAN) key_error(L, key, "a boolean");
+    int v = lua_toboolean(L, -1);
+    lua_pop(L, 1);
+    return v;
+}
+
+const char *l_cfgstr(lua_State *L, int t, const char *key) {
+    if (push_key(L, t, key) != LUA_TSTRING) key_error(L, key, "a string");
+    const char *v = lua_tostring(L, -1);   /* the table holds it */
+    lua_pop(L, 1);
+    return v;
 }
 
 int luaopen_hydra_core(lua_State *L) {

@@ -1,6 +1,6 @@
 /* l_fused.c: Lua binding of core/fused (the fused Hydra model).
- *   core.fused_new({model, ...}, {mlp=, ln=, embed=, head=}) -> hydra.Fused (modes default
- *     "member"; models are hydra.Model with binary gates)
+ *   core.fused_new({model, ...}, fuse) -> hydra.Fused (fuse: the resolved fuse section, read by
+ *     its keys fuse.mlp, fuse.ln, fuse.embed, fuse.head; models are hydra.Model with binary gates)
  *   core.fused_load(path) -> hydra.Fused
  *   f:save(path [, meta])  f:predict(ds, B) -> member_logits [M,N,K], probs [N,K], member_probs [M,N,K]
  *   f:info() -> { members, mlp, ln, embed, head, params, flops, kept = { {k per layer}... } }
@@ -32,19 +32,13 @@ static l_fused *push_fused(lua_State *L) {
 static int l_fused_new(lua_State *L) {
     luaL_checktype(L, 1, LUA_TTABLE);
     size_t M = (size_t)luaL_len(L, 1);
-    hy_fuse_config fc = {HY_FUSE_MEMBER, HY_FUSE_MEMBER, HY_FUSE_MEMBER, HY_FUSE_MEMBER};
-    if (!lua_isnoneornil(L, 2)) {
-        luaL_checktype(L, 2, LUA_TTABLE);
-        const char *keys[4] = {"mlp", "ln", "embed", "head"};
-        hy_fuse_mode *dst[4] = {&fc.mlp, &fc.ln, &fc.embed, &fc.head};
-        for (int i = 0; i < 4; i++) {
-            lua_getfield(L, 2, keys[i]);
-            if (!lua_isnil(L, -1) &&
-                hy_fuse_mode_parse(keys[i], luaL_checkstring(L, -1), dst[i]) != HY_OK)
-                return l_raise(L);
-            lua_pop(L, 1);
-        }
-    }
+    luaL_checktype(L, 2, LUA_TTABLE);
+    hy_fuse_config fc;
+    const char *keys[4] = {"fuse.mlp", "fuse.ln", "fuse.embed", "fuse.head"};
+    hy_fuse_mode *dst[4] = {&fc.mlp, &fc.ln, &fc.embed, &fc.head};
+    for (int i = 0; i < 4; i++)
+        if (hy_fuse_mode_parse(keys[i] + 5, l_cfgstr(L, 2, keys[i]), dst[i]) != HY_OK)
+            return l_raise(L);
     hy_xfmr **ms = lua_newuserdatauv(L, (M ? M : 1) * sizeof *ms, 0);
     for (size_t m = 0; m < M; m++) {
         lua_geti(L, 1, (lua_Integer)m + 1);
@@ -88,7 +82,7 @@ static int l_fused_save(lua_State *L) {
 static int l_fused_predict(lua_State *L) {
     hy_fused *f = check_fused(L, 1);
     hy_dataset *ds = l_checkdataset(L, 2);
-    lua_Integer bs = luaL_optinteger(L, 3, 256);
+    lua_Integer bs = luaL_checkinteger(L, 3);
     luaL_argcheck(L, bs >= 1, 3, "batch size must be >= 1");
     int64_t M = (int64_t)f->M, N = (int64_t)ds->n, K = (int64_t)f->cfg.n_classes;
     int64_t s3[3] = {M, N, K}, s2[2] = {N, K};

@@ -1,6 +1,7 @@
 /* l_train.c: Lua binding of core/train (training loop, evaluation, prediction).
  *   m:evaluate(ds, B) -> nll, acc      m:predict(ds, B [, logits, probs]) -> logits, probs
- *   core.trainer_new(m, ds, cfg) -> hydra.Trainer (t:start_epoch(e) 1-based, t:run(n) -> ran,
+ *     (B: the caller's batch size, train.eval_batch_size in the pipeline)
+ *   core.trainer_new(m, ds, train, optim, seed [, finetune]) -> hydra.Trainer (t:start_epoch(e) 1-based, t:run(n) -> ran,
  *                                                   t:progress() -> table, t:close())
  * A Trainer has __gc and __close (one idempotent release); it pins its model and dataset through
  * uservalues, and checks the model is still open. */
@@ -13,44 +14,10 @@
 
 typedef struct l_trainer { hy_trainer t; int open; } l_trainer;
 
-/* t[key] as a non-negative integer (required). */
-static size_t field_size(lua_State *L, int t, const char *sect, const char *key) {
-    lua_getfield(L, t, key);
-    int ok = 0;
-    lua_Integer v = lua_tointegerx(L, -1, &ok);
-    if (!ok || v < 0)
-        luaL_error(L, "%s: %s must be a non-negative integer (got %s)", sect, key,
-                   luaL_typename(L, -1));
-    lua_pop(L, 1);
-    return (size_t)v;
-}
-
-static double field_num(lua_State *L, int t, const char *sect, const char *key, double dflt,
-                        int required) {
-    lua_getfield(L, t, key);
-    double v = dflt;
-    if (lua_isnil(L, -1)) {
-        if (required) luaL_error(L, "%s: missing key '%s'", sect, key);
-    } else if (lua_type(L, -1) != LUA_TNUMBER) {
-        luaL_error(L, "%s: %s must be a number (got %s)", sect, key, luaL_typename(L, -1));
-    } else {
-        v = lua_tonumber(L, -1);
-    }
-    lua_pop(L, 1);
-    return v;
-}
-
-static int field_bool(lua_State *L, int t, const char *key) {
-    lua_getfield(L, t, key);
-    int v = lua_toboolean(L, -1);
-    lua_pop(L, 1);
-    return v;
-}
-
 static int l_model_evaluate(lua_State *L) {
     hy_xfmr *m = l_checkmodel(L, 1);
     hy_dataset *d = l_checkdataset(L, 2);
-    lua_Integer B = luaL_optinteger(L, 3, 256);
+    lua_Integer B = luaL_checkinteger(L, 3);
     luaL_argcheck(L, B >= 1, 3, "batch size must be >= 1");
     double nll, acc;
     if (hy_train_evaluate(m, d, (size_t)B, &nll, &acc) != HY_OK) return l_raise(L);
@@ -76,12 +43,12 @@ static hy_tensor *out_tensor(lua_State *L, int arg, int64_t N, int64_t K) {
     return t;
 }
 
-/* m:predict(ds [, B [, logits_out [, probs_out]]]) -> logits [N,K], probs [N,K]
+/* m:predict(ds, B [, logits_out [, probs_out]]) -> logits [N,K], probs [N,K]
  * (the outputs are written into the given tensors, e.g. row views, when passed) */
 static int l_model_predict(lua_State *L) {
     hy_xfmr *m = l_checkmodel(L, 1);
     hy_dataset *d = l_checkdataset(L, 2);
-    lua_Integer B = luaL_optinteger(L, 3, 256);
+    lua_Integer B = luaL_checkinteger(L, 3);
     luaL_argcheck(L, B >= 1, 3, "batch size must be >= 1");
     hy_tensor *lg = out_tensor(L, 4, (int64_t)d->n, (int64_t)m->cfg.n_classes);
     hy_tensor *pr = out_tensor(L, 5, (int64_t)d->n, (int64_t)m->cfg.n_classes);
@@ -96,33 +63,44 @@ static l_trainer *check_trainer(lua_State *L, int arg) {
     return u;
 }
 
-/* core.trainer_new(model, dataset, cfg): cfg holds the train + optim keys flattened:
- * epochs, batch_size, warmup_epochs, grad_clip, label_smoothing, learning_rate, beta1, beta2,
- * eps, weight_decay, schedule, min_lr, seed, random_crop, crop_padding, hflip. */
+/* core.trainer_new(model, dataset, train, optim, seed [, finetune]): train, optim and finetune
+ * are the resolved config sections, read by their YAML keys (train.epochs, train.batch_size,
+ * train.warmup_epochs, train.grad_clip, train.label_smoothing, train.augment.random_crop,
+ * train.augment.crop_padding, train.augment.hflip, optim.learning_rate, optim.beta1,
+ * optim.beta2, optim.eps, optim.weight_decay, optim.schedule, optim.min_lr); seed: the run's
+ * seed. A fine-tuning trainer (finetune given) reads finetune.epochs, finetune.warmup_epochs and
+ * finetune.learning_rate in place of train.epochs, train.warmup_epochs and optim.learning_rate
+ * (finetune.warmup_epochs resolved: hydra.finetune fills in the rule of its null default). */
 static int l_trainer_new(lua_State *L) {
     hy_xfmr *m = l_checkmodel(L, 1);
     hy_dataset *d = l_checkdataset(L, 2);
     luaL_checktype(L, 3, LUA_TTABLE);
+    luaL_checktype(L, 4, LUA_TTABLE);
+    lua_Integer seed = luaL_checkinteger(L, 5);
+    int ft = !lua_isnoneornil(L, 6);
+    if (ft) luaL_checktype(L, 6, LUA_TTABLE);
+    int tr = 3, op = 4;
     hy_train_config c;
     memset(&c, 0, sizeof c);
-    c.epochs = field_size(L, 3, "train", "epochs");
-    c.batch_size = field_size(L, 3, "train", "batch_size");
-    c.warmup_epochs = field_num(L, 3, "train", "warmup_epochs", 0, 1);
-    c.grad_clip = field_num(L, 3, "train", "grad_clip", 0, 1);
-    c.label_smoothing = field_num(L, 3, "train", "label_smoothing", 0, 1);
-    c.optim.learning_rate = field_num(L, 3, "optim", "learning_rate", 0, 1);
-    c.optim.beta1 = field_num(L, 3, "optim", "beta1", 0, 1);
-    c.optim.beta2 = field_num(L, 3, "optim", "beta2", 0, 1);
-    c.optim.eps = field_num(L, 3, "optim", "eps", 0, 1);
-    c.optim.weight_decay = field_num(L, 3, "optim", "weight_decay", 0, 1);
-    c.min_lr = field_num(L, 3, "optim", "min_lr", 0, 1);
-    c.seed = (uint64_t)(lua_Integer)field_num(L, 3, "train", "seed", 0, 1);
-    lua_getfield(L, 3, "schedule");
-    const char *sched = lua_isnil(L, -1) ? "cosine" : luaL_checkstring(L, -1);
-    if (hy_sched_parse(sched, &c.schedule) != HY_OK) return l_raise(L);
-    lua_pop(L, 1);
-    hy_augment aug = {field_bool(L, 3, "random_crop"), 0, field_bool(L, 3, "hflip")};
-    aug.crop_padding = (int)field_num(L, 3, "train", "crop_padding", 0, 0);
+    c.epochs = ft ? l_cfgsize(L, 6, "finetune.epochs") : l_cfgsize(L, tr, "train.epochs");
+    c.batch_size = l_cfgsize(L, tr, "train.batch_size");
+    c.warmup_epochs = ft ? l_cfgnum(L, 6, "finetune.warmup_epochs")
+                         : l_cfgnum(L, tr, "train.warmup_epochs");
+    c.grad_clip = l_cfgnum(L, tr, "train.grad_clip");
+    c.label_smoothing = l_cfgnum(L, tr, "train.label_smoothing");
+    c.optim.learning_rate = ft ? l_cfgnum(L, 6, "finetune.learning_rate")
+                               : l_cfgnum(L, op, "optim.learning_rate");
+    c.optim.beta1 = l_cfgnum(L, op, "optim.beta1");
+    c.optim.beta2 = l_cfgnum(L, op, "optim.beta2");
+    c.optim.eps = l_cfgnum(L, op, "optim.eps");
+    c.optim.weight_decay = l_cfgnum(L, op, "optim.weight_decay");
+    c.min_lr = l_cfgnum(L, op, "optim.min_lr");
+    c.seed = (uint64_t)seed;
+    if (hy_sched_parse(l_cfgstr(L, op, "optim.schedule"), &c.schedule) != HY_OK)
+        return l_raise(L);
+    hy_augment aug = {l_cfgbool(L, tr, "train.augment.random_crop"),
+                      (int)l_cfgsize(L, tr, "train.augment.crop_padding"),
+                      l_cfgbool(L, tr, "train.augment.hflip")};
 
     l_trainer *u = lua_newuserdatauv(L, sizeof *u, 2);
     memset(u, 0, sizeof *u);

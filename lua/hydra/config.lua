@@ -26,7 +26,9 @@
 --
 -- API:  load(path, overrides) -> cfg          resolve(path | table | nil, overrides) -> cfg
 --       defaults() -> cfg                     to_yaml(cfg) -> text (keys in defaults' order)
---       hash(cfg) -> 16 hex digits            write(cfg, path) (atomic: temp file + rename)
+--       hash(cfg) -> 16 hex digits (of to_yaml without id_neutral keys at their default)
+--       write(cfg, path) (atomic: temp file + rename)
+--       identity(section, "path") -> the section without id_neutral keys at their default
 --       get(cfg, "a.b.c")  set_path(cfg, "a.b.c", v)  need(cfg_section, "name", {key = type})
 --       check_defaults(path, schema)          (validates a defaults file + schema; for tests)
 --       use_defaults(path, schema)            (switch defaults; use_defaults() switches back)
@@ -319,6 +321,7 @@ local function build_spec(v, p, path, schema, seen, leaf_paths, name)
                 or infer_types(v[k], sub, full, name),
         enum = sch.enum,
         gt = sch.gt, ge = sch.ge, lt = sch.lt, le = sch.le, name = sch.name,
+        id_neutral = sch.id_neutral, default = v[k] ~= NULL and v[k] or nil,
       }
       leaf.has_bounds = leaf.gt ~= nil or leaf.ge ~= nil or leaf.lt ~= nil or leaf.le ~= nil
       if leaf.enum then
@@ -326,10 +329,14 @@ local function build_spec(v, p, path, schema, seen, leaf_paths, name)
         for _, e in ipairs(leaf.enum) do leaf.enum_set[e] = true end
       end
       for field in pairs(sch) do
-        if not ({ type = 1, enum = 1, gt = 1, ge = 1, lt = 1, le = 1, name = 1 })[field] then
+        if not ({ type = 1, enum = 1, gt = 1, ge = 1, lt = 1, le = 1, name = 1,
+                  id_neutral = 1 })[field] then
           err.fail("config_schema: '%s': unknown field '%s' (fields: type, enum, gt, ge, lt, le, "
-            .. "name)", full, tostring(field))
+            .. "name, id_neutral)", full, tostring(field))
         end
+      end
+      if sch.id_neutral and type(v[k]) == "table" then
+        err.fail("config_schema: '%s': id_neutral needs a scalar or null default", full)
       end
       spec.keys[k] = leaf
       leaf_paths[#leaf_paths + 1] = full
@@ -624,8 +631,9 @@ local fmt_string, fmt_flow, is_list = yaml.string, yaml.flow, yaml.is_list
 
 local emit_map
 
--- One "key: value" entry (value possibly a nested block).
-local function emit_entry(out, indent, key, v, spec)
+-- One "key: value" entry (value possibly a nested block); omit: leave out id_neutral keys that
+-- hold their default (the text hash() hashes).
+local function emit_entry(out, indent, key, v, spec, omit)
   local head = indent .. fmt_string(tostring(key)) .. ":"
   if indent == "" and #out > 0 and out[#out]:sub(1, 1) == " " and not (spec and spec.section) then
     out[#out + 1] = ""
@@ -633,7 +641,7 @@ local function emit_entry(out, indent, key, v, spec)
   if spec and spec.section then
     if indent == "" and #out > 0 then out[#out + 1] = "" end      -- sections stand apart
     out[#out + 1] = head
-    emit_map(out, indent .. "  ", type(v) == "table" and v or {}, spec)
+    emit_map(out, indent .. "  ", type(v) == "table" and v or {}, spec, omit)
   elseif type(v) == "table" and next(v) == nil and spec and spec.types
          and spec.types[1].kind == "map" then
     out[#out + 1] = head .. " {}"
@@ -645,16 +653,24 @@ local function emit_entry(out, indent, key, v, spec)
   end
 end
 
--- Keys of a section in the defaults' order (missing ones skipped, optional leaves written ~),
--- then any others sorted; free-form maps in sorted order.
-emit_map = function(out, indent, t, spec)
+-- A key marked id_neutral in the schema (added after run-ids were published) that holds its
+-- default: left out of the text hash() hashes, hence of every run-id, so earlier ids stay valid.
+local function neutral(child, v)
+  return child.id_neutral and v == child.default
+end
+
+-- Keys of a section in the defaults' order (missing ones skipped, optional leaves written ~,
+-- with omit id_neutral keys at their default left out), then any others sorted; free-form maps
+-- in sorted order.
+emit_map = function(out, indent, t, spec, omit)
   local done = {}
   if spec then
     for _, k in ipairs(spec.order) do
       local child = spec.keys[k]
       done[k] = true
-      if t[k] ~= nil or (not child.section and child.optional) then
-        emit_entry(out, indent, k, t[k], child)
+      if not (omit and neutral(child, t[k]))
+         and (t[k] ~= nil or (not child.section and child.optional)) then
+        emit_entry(out, indent, k, t[k], child, omit)
       end
     end
   end
@@ -668,13 +684,32 @@ function M.to_yaml(cfg)
     error(("config.to_yaml: expected a table, got %s"):format(type(cfg)), 2)
   end
   local out = {}
-  emit_map(out, "", cfg, M._state().spec)
+  emit_map(out, "", cfg, M._state().spec, false)
   out[#out + 1] = ""
   return table.concat(out, "\n")
 end
 
+-- hy_hash64 of to_yaml(cfg) without the id_neutral keys that hold their default.
 function M.hash(cfg)
-  return core.hash64(M.to_yaml(cfg))
+  if type(cfg) ~= "table" then
+    error(("config.hash: expected a table, got %s"):format(type(cfg)), 2)
+  end
+  local out = {}
+  emit_map(out, "", cfg, M._state().spec, true)
+  out[#out + 1] = ""
+  return core.hash64(table.concat(out, "\n"))
+end
+
+-- A copy of section `path` ("prune") of a resolved config without its id_neutral keys that hold
+-- their default: what a stage key should hash, so that keys added later keep earlier keys valid.
+function M.identity(section, path)
+  local spec = M._state().spec
+  for part in path:gmatch("[^.]+") do spec = spec.keys[part] end
+  local c = deep_copy(section)
+  for k, child in pairs(spec.keys) do
+    if not child.section and neutral(child, c[k]) then c[k] = nil end
+  end
+  return c
 end
 
 -- A deep copy of a (resolved) config table, to change without touching the original.

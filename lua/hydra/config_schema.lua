@@ -7,6 +7,9 @@
 --          e.g. "integer|list<integer>".
 --   enum   allowed strings (for a list: allowed elements)
 --   gt, ge, lt, le   numeric bounds (> >= < <=); for a list they apply to every element
+--   id_neutral  true for a key added after run-ids were published: while it holds its (scalar or
+--          null) default it is left out of the resolved YAML, so of config hashes, run-ids and
+--          (through config.identity) stage keys, which therefore stay valid
 --   name   true: the string becomes a folder name, so it must match [A-Za-z0-9_.-]+ and not
 --          be '.' or '..' (no '/', no control characters, not empty)
 -- Every number (float) of every key must be finite: .inf and .nan are refused everywhere.
@@ -56,6 +59,7 @@ return {
   ["prune.calib_size"] = { ge = 1 },
   ["prune.val_size"] = { ge = 0 },
   ["prune.batch_size"] = { ge = 1 },
+  ["prune.circuit_batch_size"] = { ge = 1, id_neutral = true },
   ["prune.objective"] = { enum = { "acc", "ood", "avg" } },
   ["prune.objectives"] = { enum = { "acc", "ood", "avg" } },
 
@@ -67,6 +71,7 @@ return {
 
   ["finetune.epochs"] = { ge = 0 },
   ["finetune.learning_rate"] = { gt = 0 },
+  ["finetune.warmup_epochs"] = { type = "number", ge = 0, id_neutral = true },
   ["finetune.train_subset"] = { ge = 0 },
 
   ["fuse.mlp"] = { enum = { "average", "member" } },
@@ -78,7 +83,7 @@ return {
   ["mc_dropout.samples"] = { ge = 1 },
   ["mc_dropout.rate"] = { ge = 0, lt = 1 },
 
-  ["eval.score"] = { enum = { "msp", "entropy", "mutual_info", "energy", "disagreement" } },
+  ["eval.score"] = { enum = { "msp", "entropy", "mi", "energy", "disagreement" } },
   ["eval.ece_bins"] = { ge = 1 },
   ["eval.bootstrap"] = { ge = 0, le = 100000 },
   ["eval.bootstrap_seed"] = { type = "integer", ge = 0 },

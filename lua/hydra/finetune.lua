@@ -6,7 +6,8 @@
 --     member k of gates [M,L,H] (or [L,H]), fine-tuned in place from m's (the base's) weights
 --     with its gates fixed; opts: data (prepared file, default the ID set of cfg), progress,
 --     log (function(line)); meta = the /meta attributes of a member checkpoint (member,
---     finetune_epochs, finetune_learning_rate); hist = m:train's history (nil when epochs = 0).
+--     finetune_epochs = finetune.epochs, finetune_learning_rate = finetune.learning_rate);
+--     hist = m:train's history (nil when finetune.epochs = 0).
 --     finetune.train_subset > 0 fine-tunes on that many leading training samples, never more
 --     than the base's data.train_subset (the input normalisation stays the dataset's /meta one).
 --   finetune.config_of(m, overrides) -> the resolved config of a checkpoint (its /meta
@@ -18,8 +19,8 @@ local M = {}
 
 -- Gates row k of `gates` set on m (a hydra.model Model holding the base weights; changed in
 -- place), then finetune.epochs epochs of training at peak learning rate finetune.learning_rate
--- (warm-up at most half of them; every other train.* and optim.* setting from cfg, which is not
--- modified) on the ID train split. Pruned heads get no gradient, and their weights are restored
+-- with finetune.warmup_epochs of warm-up (every other train.* and optim.* setting from cfg,
+-- which is not modified) on the ID train split. Pruned heads get no gradient, and their weights are restored
 -- from the base afterwards so that they stay bit-identical to the base's (decoupled weight
 -- decay would otherwise shrink them). finetune.epochs 0 = the gated base weights (the
 -- training-free setting).
@@ -35,14 +36,21 @@ function M.member(m, gates, k, cfg, opts)
   local hist
   if ft.epochs > 0 then
     local base = m:get_params()
-    local c = require("hydra.config").copy(cfg)
-    c.train.epochs = ft.epochs
-    c.train.warmup_epochs = math.min(c.train.warmup_epochs, ft.epochs / 2)
-    c.optim.learning_rate = ft.learning_rate
-    local rows, cur = ft.train_subset or 0, c.data.train_subset or 0
-    if rows > 0 then c.data.train_subset = cur > 0 and math.min(cur, rows) or rows end
-    local data = opts.data or require("hydra.model").data_path(c, c.data.id)
-    hist = m:train(data, c, { progress = opts.progress, log = opts.log })
+    local f = require("hydra.config").copy(ft)
+    -- finetune.warmup_epochs null (the default): at most half of the fine-tuning epochs
+    if f.warmup_epochs == nil then
+      f.warmup_epochs = math.min(cfg.train.warmup_epochs, ft.epochs / 2)
+    end
+    -- finetune.train_subset: that many leading training rows, never more than data.train_subset
+    local rows, cur = ft.train_subset, cfg.data.train_subset
+    if rows > 0 then rows = cur > 0 and math.min(cur, rows) or rows else rows = cur end
+    local mod = require("hydra.model")
+    local path = opts.data or mod.data_path(cfg, cfg.data.id)
+    local train_ds = mod.dataset(path, "train", rows)
+    m.norm = { train_ds:mean_std() }   -- as m:train(path) records it, for every kind of data
+    local val_ds = mod.dataset(path, "val", cfg.data.test_subset, m.norm)
+    hist = m:train({ train = train_ds, val = val_ds }, cfg,
+      { finetune = f, progress = opts.progress, log = opts.log })
     core.prune_restore(m.ud, base)
   end
   return m, { member = k, finetune_epochs = ft.epochs,

@@ -1,11 +1,11 @@
 -- lua/hydra/fuse.lua: the fused Hydra model for scripts (hydra.fuse; DESIGN §3.5).
 --
 --   local fuse = require("hydra").fuse
---   local f = fuse.build({ m1, m2, m3 }, { mlp = "average", ln = "member", embed = "member",
---                                          head = "member" })   -- hydra.model Models (gated)
+--   local f = fuse.build({ m1, m2, m3 }, cfg.fuse)   -- hydra.model Models (gated); the fuse
+--                                                    -- section: fuse.mlp, .ln, .embed, .head
 --   local f = fuse.load("fused.h5")
 --   f:save(path)   f:info()   f:gates()
---   local p = f:predict(data_file, split, opts)
+--   local p = f:predict(data_file, split, { batch_size = B [, subset = N] })
 --     -> { probs = [N,C] (mean of member softmaxes), member_probs = [M,N,C],
 --          member_logits = [M,N,C], labels = [N] }
 -- Images are normalised with the data statistics recorded by the members (the first member's
@@ -21,12 +21,12 @@ local function wrap(ud, norm)
   return setmetatable({ ud = ud, norm = norm }, Fused)
 end
 
--- models: list of hydra.model Models (or raw hydra.Model userdata); modes: fuse section.
-function M.build(models, modes)
+-- models: list of hydra.model Models (or raw hydra.Model userdata); fc: the fuse section (every
+-- key given; the binding reads them by name).
+function M.build(models, fc)
   local uds = {}
   for i, m in ipairs(models) do uds[i] = m.ud or m end
-  local fc = modes or {}
-  local ud = core.fused_new(uds, { mlp = fc.mlp, ln = fc.ln, embed = fc.embed, head = fc.head })
+  local ud = core.fused_new(uds, fc)
   return wrap(ud, models[1] and models[1].norm)
 end
 
@@ -63,7 +63,8 @@ function Fused:save(path, meta)
   self.ud:save(path, m)
 end
 
--- Predictions on a split of a prepared file (or a core Dataset). opts: batch_size (256), subset.
+-- Predictions on a split of a prepared file (or a core Dataset). opts: batch_size (required; the
+-- pipeline passes train.eval_batch_size), subset.
 function Fused:predict(data, split, opts)
   opts = opts or {}
   local ds = data
@@ -71,7 +72,11 @@ function Fused:predict(data, split, opts)
     local model = require("hydra.model")
     ds = model.dataset(data, split, opts.subset, self.norm)
   end
-  local ml, probs, mp = self.ud:predict(ds, opts.batch_size or 256)
+  if math.type(opts.batch_size) ~= "integer" then
+    error(("predict: opts.batch_size must be an integer (train.eval_batch_size; got %s)")
+      :format(tostring(opts.batch_size)), 2)
+  end
+  local ml, probs, mp = self.ud:predict(ds, opts.batch_size)
   return { probs = probs, member_probs = mp, member_logits = ml, labels = ds:labels() }
 end
 

@@ -6,8 +6,9 @@
 --   local m = model.load("ckpt.h5")          -- a checkpoint (DESIGN §2 schema)
 --   local hist = m:train(data, cfg, opts)    -- data: a prepared file path, or
 --                                            --   { train = Dataset, val = Dataset }
---   local r = m:evaluate(data, split)        -- { nll =, acc =, n = }
---   local p = m:predict(data_file, split, opts)  -- { logits =, probs =, labels = [, member_probs =] }
+--   local r = m:evaluate(data, split, { batch_size = B })  -- { nll =, acc =, n = }
+--   local p = m:predict(data_file, split, { batch_size = B, ... })
+--                                            -- { logits =, probs =, labels = [, member_probs =] }
 --   m:save(path, meta)                       -- meta: extra /meta attributes (strings, numbers)
 --   m:gates() -> Tensor [L,H];  m:set_gates(t);  m:set_gate(layer, head, g)   (1-based)
 --   m:params_count();  m:config();  m:get_params() / m:set_params(t)  (flat float32 copies)
@@ -19,7 +20,12 @@
 -- `val` split after every epoch and the kept weights chosen by train.select_best (val_nll:
 -- lowest validation NLL; val_acc; last). A non-finite loss stops training with an error naming
 -- the step. opts: progress (default true; a bar on stderr, plain lines when stderr is not a
--- terminal), log (function(line) receiving one summary line per epoch), tty (force the mode).
+-- terminal), log (function(line) receiving one summary line per epoch), tty (force the mode),
+-- finetune (the resolved finetune section, its warmup_epochs filled in: a fine-tuning run, whose
+-- finetune.epochs, finetune.warmup_epochs and finetune.learning_rate replace train.epochs,
+-- train.warmup_epochs and optim.learning_rate; hydra.finetune passes it).
+-- Every setting is read from cfg by its YAML key (the binding reads train.*, optim.*, seed);
+-- nothing here or in the binding has a default of its own (configs/defaults.yaml has them all).
 --
 -- Normalisation: images are scaled to [0,1] and normalised with the training data's mean/std
 -- (the prepared file's /meta), which a trained model records in its checkpoint (/meta data_mean,
@@ -43,7 +49,7 @@ M.Model = Model
 
 -- Path of prepared dataset `name` under cfg.data.dir.
 function M.data_path(cfg, name)
-  return (cfg.data and cfg.data.dir or "datasets/prepared") .. "/" .. name .. ".h5"
+  return cfg.data.dir .. "/" .. name .. ".h5"
 end
 
 local function need_file(path, what)
@@ -124,7 +130,7 @@ function M.new(cfg, seed)
     need_file(data_file, "model")
   end
   local ud = core.model_new(M.core_config(cfg.model, data_file))
-  ud:init(math.tointeger(seed or cfg.seed or 0))
+  ud:init(math.tointeger(seed or cfg.seed))
   return wrap(ud)
 end
 
@@ -185,39 +191,27 @@ end
 --   best_epoch, best_val_nll, best_val_acc, seed }
 function Model:train(data, cfg, opts)
   opts = opts or {}
-  local tc, oc = cfg.train, cfg.optim
-  if oc.name ~= "adamw" then
-    error(("train: optim.name must be adamw (got '%s')"):format(tostring(oc.name)), 2)
-  end
+  local tc, ft = cfg.train, opts.finetune
+  local epochs = ft and ft.epochs or tc.epochs
   local train_ds, val_ds
   if type(data) == "string" then
     need_file(data, "train")
-    train_ds = core.dataset_load(data, "train", cfg.data.train_subset or 0)
+    train_ds = core.dataset_load(data, "train", cfg.data.train_subset)
     self.norm = { train_ds:mean_std() }
-    val_ds = core.dataset_load(data, "val", cfg.data.test_subset or 0, self.norm[1], self.norm[2])
+    val_ds = core.dataset_load(data, "val", cfg.data.test_subset, self.norm[1], self.norm[2])
   else
     train_ds, val_ds = data.train, data.val
     if train_ds:kind() == "image" then self.norm = { train_ds:mean_std() } end
   end
-  local aug = tc.augment or {}
-  local trainer <close> = core.trainer_new(self.ud, train_ds, {
-    epochs = tc.epochs, batch_size = tc.batch_size, warmup_epochs = tc.warmup_epochs,
-    grad_clip = tc.grad_clip, label_smoothing = tc.label_smoothing,
-    learning_rate = oc.learning_rate, beta1 = oc.beta1, beta2 = oc.beta2, eps = oc.eps,
-    weight_decay = oc.weight_decay, schedule = oc.schedule, min_lr = oc.min_lr,
-    seed = math.tointeger(cfg.seed or 0),
-    random_crop = aug.random_crop, crop_padding = aug.crop_padding, hflip = aug.hflip,
-  })
-  local select = tc.select_best or "val_nll"
-  if select ~= "val_nll" and select ~= "val_acc" and select ~= "last" then
-    error(("train: select_best must be val_nll, val_acc or last (got '%s')"):format(select), 2)
-  end
+  local trainer <close> = core.trainer_new(self.ud, train_ds, tc, cfg.optim,
+    math.tointeger(cfg.seed), ft)
+  local select = tc.select_best
   local show = opts.progress ~= false
-  local bar = show and require("hydra.progress").new({ epochs = tc.epochs, tty = opts.tty }) or nil
+  local bar = show and require("hydra.progress").new({ epochs = epochs, tty = opts.tty }) or nil
   local hist = { epochs = {}, seed = cfg.seed }
   local best, best_params
-  local eval_b = tc.eval_batch_size or 256
-  for e = 1, tc.epochs do
+  local eval_b = tc.eval_batch_size
+  for e = 1, epochs do
     trainer:start_epoch(e)
     local p = trainer:progress()
     local chunk = math.max(1, p.epoch_steps // 50)
@@ -238,15 +232,15 @@ function Model:train(data, cfg, opts)
     else better = not best or rec.val_acc > best.val_acc end
     if better then
       best = rec
-      if select ~= "last" and e < tc.epochs then best_params = self.ud:get_params() end
-      if e == tc.epochs then best_params = nil end   -- the current weights are the best
+      if select ~= "last" and e < epochs then best_params = self.ud:get_params() end
+      if e == epochs then best_params = nil end   -- the current weights are the best
     end
     local extra = rec.val_nll and ("val nll %.4f  val acc %.2f%%%s"):format(rec.val_nll,
       100 * rec.val_acc, better and " *" or "") or nil
     if bar then bar:finish(p, extra) end
     if opts.log then
       opts.log(("epoch %d/%d  train loss %.4f  train acc %.2f%%  %s  %.1f s  %.0f samples/s")
-        :format(e, tc.epochs, p.loss, 100 * p.acc, extra or "", p.seconds, p.samples_per_s))
+        :format(e, epochs, p.loss, 100 * p.acc, extra or "", p.seconds, p.samples_per_s))
     end
   end
   if best_params then self.ud:set_params(best_params) end
@@ -255,25 +249,36 @@ function Model:train(data, cfg, opts)
   return hist
 end
 
+-- opts.batch_size, required: the pipeline passes train.eval_batch_size (GEMM rounding depends
+-- on the batch's row count, so it is never guessed here).
+local function batch_size(opts, what)
+  if math.type(opts.batch_size) ~= "integer" then
+    error(("%s: opts.batch_size must be an integer (train.eval_batch_size; got %s)"):format(what,
+      tostring(opts.batch_size)), 3)
+  end
+  return opts.batch_size
+end
+
 -- Mean NLL and accuracy on a split: data is a prepared file path (split, default "val") or a
--- core Dataset. opts.batch_size (256), opts.subset.
+-- core Dataset. opts.batch_size (required), opts.subset.
 function Model:evaluate(data, split, opts)
   opts = opts or {}
+  local B = batch_size(opts, "evaluate")
   local ds = as_dataset(self, data, split or "val", opts.subset)
-  local nll, acc = self.ud:evaluate(ds, opts.batch_size or 256)
+  local nll, acc = self.ud:evaluate(ds, B)
   return { nll = nll, acc = acc, n = ds:size() }
 end
 
 -- Predictions on a split of a prepared file (or a core Dataset).
--- opts: batch_size (256), subset (first N samples, 0 = all), mc_samples (K >= 1: MC dropout,
+-- opts: batch_size (required), subset (first N samples, 0 = all), mc_samples (K >= 1: MC dropout,
 -- dropout on, K passes; probs = mean of the passes' softmaxes, logits = mean logits,
 -- member_probs [K,N,C]), seed (MC dropout masks, default 0).
 -- Returns { logits = Tensor [N,C], probs = Tensor [N,C], labels = Tensor int32 [N] (-1 OOD),
 --           member_probs = Tensor [K,N,C] (MC only) }.
 function Model:predict(data, split, opts)
   opts = opts or {}
+  local B = batch_size(opts, "predict")
   local ds = as_dataset(self, data, split, opts.subset)
-  local B = opts.batch_size or 256
   local K = opts.mc_samples
   if not K or K == 0 then
     local logits, probs = self.ud:predict(ds, B)

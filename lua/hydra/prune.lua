@@ -21,7 +21,7 @@ local core = require("hydra.core")
 local M = {}
 
 local function path_of(cfg, name)
-  return (cfg.data and cfg.data.dir or "datasets/prepared") .. "/" .. name .. ".h5"
+  return cfg.data.dir .. "/" .. name .. ".h5"
 end
 
 local function need(path)
@@ -93,7 +93,7 @@ function M.validation(model, cfg, opts)
   local id_path = opts.data or path_of(cfg, cfg.data.id)
   need(id_path)
   local norm = model.norm
-  local n = cfg.prune.val_size or 0
+  local n = cfg.prune.val_size
   local id = norm and core.dataset_load(id_path, split, n, norm[1], norm[2])
     or core.dataset_load(id_path, split, n)
   local ood_path = opts.ood_path or path_of(cfg, ood_name)
@@ -113,31 +113,33 @@ function M.calibration(model, cfg, opts)
   local ds = norm and core.dataset_load(path, "train", 0, norm[1], norm[2])
     or core.dataset_load(path, "train", 0)
   local n = math.min(cfg.prune.calib_size, ds:size())
-  local perm = core.sample_permutation(ds:size(), math.tointeger(cfg.seed or 0) * 7919 + 17)
+  local perm = core.sample_permutation(ds:size(), math.tointeger(cfg.seed) * 7919 + 17)
   return ds, core.sample_slice(perm, 1, n)
 end
 
--- Member gates (see the file header). opts: method, objective (one for all members), data,
--- ood, batch_size (default 1 for taylor = per-sample |dL/dg|, 64 for circuit), calib, id, ood_ds
--- (ready datasets, for tests), progress (function(done, total) for the circuit search, e.g.
--- hydra.progress.counter("circuit search")).
+-- Member gates (see the file header). The binding reads the prune and hydra sections by their
+-- keys (prune.method, prune.normalize, prune.batch_size for taylor, prune.circuit_batch_size for
+-- circuit, hydra.members, hydra.diversity.bootstrap, hydra.diversity.overlap_penalty) and gets
+-- the per-member keep counts (hydra.keep_heads / hydra.diversity.keep_counts, keep_table) and
+-- objectives. opts: method (replaces prune.method), objective (one for all members), data, ood,
+-- calib, id, ood_ds (ready datasets, for tests), progress (function(done, total) for the circuit
+-- search, e.g. hydra.progress.counter("circuit search")).
 function M.members(model, cfg, opts)
   opts = opts or {}
   local c = model:config()
   local L, H = c.depth, c.n_heads
-  local method = opts.method or cfg.prune.method
+  local pc = cfg.prune
+  if opts.method then
+    pc = require("hydra.config").copy(cfg.prune)
+    pc.method = opts.method
+  end
+  local method = pc.method
   local n = cfg.hydra.members
   local keep = M.keep_table(cfg, L, H)
   local objs = opts.objective and {} or M.objectives(cfg, n)
   if opts.objective then for m = 1, n do objs[m] = opts.objective end end
-  local args = {
-    method = method, keep = keep, objectives = objs,
-    bootstrap = cfg.hydra.diversity.bootstrap,
-    overlap_penalty = cfg.hydra.diversity.overlap_penalty,
-    normalize = cfg.prune.normalize, seed = math.tointeger(cfg.seed or 0),
-    batch_size = opts.batch_size or (method == "taylor" and cfg.prune.batch_size or 64),
-    progress = opts.progress,
-  }
+  local args = { keep = keep, objectives = objs, seed = math.tointeger(cfg.seed),
+                 progress = opts.progress }
   if method == "taylor" then
     if opts.calib then args.calib, args.calib_rows = opts.calib, opts.calib_rows
     else args.calib, args.calib_rows = M.calibration(model, cfg, opts) end
@@ -145,7 +147,7 @@ function M.members(model, cfg, opts)
     if opts.id then args.id, args.ood = opts.id, opts.ood_ds
     else args.id, args.ood = M.validation(model, cfg, opts) end
   end
-  local gates, scores, overlap = core.prune_members(model.ud, args)
+  local gates, scores, overlap = core.prune_members(model.ud, pc, cfg.hydra, args)
   return { gates = gates, scores = scores, overlap = overlap, method = method,
            objectives = objs, keep = keep, seed = args.seed }
 end

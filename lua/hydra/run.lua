@@ -81,9 +81,10 @@ M.FORMAT = "hydra-run-1"
 -- Keys that cannot change a result: not part of the run-id.
 M.ID_EXCLUDE = { "results_dir", "threads", "sweep" }
 
--- eval.score names (config) -> hydra.metrics score names
-local SCORE = { msp = "msp", entropy = "entropy", mutual_info = "mi", mi = "mi",
-                energy = "energy", disagreement = "disagreement" }
+-- eval.score names: the hydra.metrics score names (the same words in configs, `hydra eval
+-- --score`, result.h5 and the tables)
+local SCORE = { msp = "msp", entropy = "entropy", mi = "mi", energy = "energy",
+                disagreement = "disagreement" }
 
 local function shallow_without(cfg, keys)
   local c = {}

@@ -250,7 +250,7 @@ function T.fused_equals_members_from_lua()
   local g = fuse.load(d .. "/fm.h5")
   local p = g:predict(d .. "/tiny.h5", "test", { batch_size = 16 })
   for i = 1, 3 do
-    local q = ms[i]:predict(d .. "/tiny.h5", "test")
+    local q = ms[i]:predict(d .. "/tiny.h5", "test", { batch_size = 16 })
     local a, bq = p.member_probs:row(i):flat(), q.probs:flat()
     for k = 1, #bq do check.near(a[k], bq[k], 1e-5, "member " .. i .. " prob " .. k) end
   end
@@ -284,9 +284,14 @@ function T.gate_errors()
   eq(err, "hydra: hydra finetune: prune: gates have shape [2,4,6], expected [M,4,8]\n")
   code, _, err = check.hydra(("fuse --out %s/x.h5"):format(d))
   eq(code, 2)
-  raises("fused: need at least one member (got 0)", function() return fuse.build({}) end)
+  local fc = hydra.config.defaults().fuse
+  raises("fused: need at least one member (got 0)", function() return fuse.build({}, fc) end)
   raises("fused: fuse.mlp must be average or member (got 'mean')", function()
-    return fuse.build({ model.load(base()) }, { mlp = "mean" })
+    return fuse.build({ model.load(base()) }, { mlp = "mean", ln = fc.ln, embed = fc.embed,
+                                                head = fc.head })
+  end)
+  raises("fuse.ln must be a string (got nil)", function()
+    return fuse.build({ model.load(base()) }, { mlp = "member" })
   end)
 end
 

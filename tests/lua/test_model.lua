@@ -91,7 +91,7 @@ function T.train_save_load_predict()
   check.near(g:attr("/meta", "data_mean"), 0.3, 1e-12, "normalisation recorded")
   local m2 = model.load(path)
   ok(same_bytes(m:get_params(), m2:get_params()), "round trip")
-  local p = m2:predict(dir .. "/tiny.h5", "test")
+  local p = m2:predict(dir .. "/tiny.h5", "test", { batch_size = 256 })
   eq(p.logits:size(1), 64, "N")
   eq(p.probs:size(2), 10, "C")
   eq(p.labels:dtype(), "int32", "labels dtype")
@@ -99,7 +99,9 @@ function T.train_save_load_predict()
   eq(q.probs:size(1), 10, "subset")
   for j = 1, 10 do check.near(q.probs:get(3, j), p.probs:get(3, j), 1e-6, "batching") end
   raises_has("predict: mc_samples needs a model with dropout",
-    function() return m2:predict(dir .. "/tiny.h5", "test", { mc_samples = 2 }) end)
+    function() return m2:predict(dir .. "/tiny.h5", "test", { batch_size = 8, mc_samples = 2 }) end)
+  raises_has("predict: opts.batch_size must be an integer (train.eval_batch_size; got nil)",
+    function() return m2:predict(dir .. "/tiny.h5", "test") end)
 end
 
 function T.mc_dropout_predict()
@@ -107,17 +109,17 @@ function T.mc_dropout_predict()
   local cfg = tiny_cfg({ ["model.dropout"] = "0.2", ["train.epochs"] = "1" })
   local m = model.new(cfg)
   m:train(dir .. "/tiny.h5", cfg, { progress = false })
-  local p = m:predict(dir .. "/tiny.h5", "test", { mc_samples = 3, seed = 1 })
+  local p = m:predict(dir .. "/tiny.h5", "test", { batch_size = 256, mc_samples = 3, seed = 1 })
   eq(p.member_probs:size(1), 3, "K")
   eq(p.member_probs:size(2), 64, "N")
   ok(not same_bytes(p.member_probs:row(1), p.member_probs:row(2)), "passes differ")
   local mean = (p.member_probs:get(1, 5, 2) + p.member_probs:get(2, 5, 2)
     + p.member_probs:get(3, 5, 2)) / 3
   check.near(p.probs:get(5, 2), mean, 1e-6, "probs = mean of passes")
-  local again = m:predict(dir .. "/tiny.h5", "test", { mc_samples = 3, seed = 1 })
+  local again = m:predict(dir .. "/tiny.h5", "test", { batch_size = 256, mc_samples = 3, seed = 1 })
   ok(same_bytes(p.member_probs, again.member_probs), "MC masks seeded")
-  local det = m:predict(dir .. "/tiny.h5", "test")
-  local det2 = m:predict(dir .. "/tiny.h5", "test")
+  local det = m:predict(dir .. "/tiny.h5", "test", { batch_size = 256 })
+  local det2 = m:predict(dir .. "/tiny.h5", "test", { batch_size = 256 })
   ok(same_bytes(det.probs, det2.probs), "dropout off again after MC")
 end
 

@@ -13,9 +13,10 @@ return {
 /labels [N] int32 (-1 for OOD sets), plus root attributes checkpoint, data, split, mc_samples.
 Images are scaled to [0,1] and normalised with the training data's mean/std recorded in the
 checkpoint (else the data file's /meta mean/std). With --mc-samples K (MC Dropout) dropout
-stays on for K passes (masks seeded by --seed, default 0): /probs is the mean of the passes'
+stays on for K passes (masks seeded by --seed): /probs is the mean of the passes'
 softmaxes, /logits the mean logits, and /member_probs [K,N,C] holds every pass. --subset N
-predicts the first N samples only; --batch-size sets the batch (default 256). A fused Hydra
+predicts the first N samples only; --batch-size sets the batch (default train.eval_batch_size of
+configs/defaults.yaml; --seed defaults to its seed). A fused Hydra
 model (hydra fuse) gives /probs = mean of the member softmaxes, /logits = mean member logits and
 /member_probs [M,N,C].]],
   run = function(args)
@@ -29,8 +30,10 @@ model (hydra fuse) gives /probs = mean of the member softmaxes, /logits = mean m
     })
     local K = opts["mc-samples"] or 0
     if K < 0 then err.usage("hydra predict: --mc-samples must be >= 1 (got %d)", K) end
-    local B = opts["batch-size"] or 256
+    local defaults = require("hydra.config").defaults()
+    local B = opts["batch-size"] or defaults.train.eval_batch_size
     if B < 1 then err.usage("hydra predict: --batch-size must be >= 1 (got %d)", B) end
+    local seed = opts.seed or defaults.seed
     local core = require("hydra.core")
     local model = require("hydra.model")
     local h5 = require("hydra.h5")
@@ -49,7 +52,7 @@ model (hydra fuse) gives /probs = mean of the member softmaxes, /logits = mean m
     else
     local m = err.wrap("hydra predict", model.load, ckpt)
     p = err.wrap("hydra predict", m.predict, m, opts.data, opts.split, {
-      batch_size = B, subset = opts.subset or 0, mc_samples = K, seed = opts.seed or 0,
+      batch_size = B, subset = opts.subset or 0, mc_samples = K, seed = seed,
     })
     end
     err.wrap("hydra predict", function()

@@ -328,7 +328,7 @@ function C.gates(ctx, base_path, base_key, variant)
   local gc = C.gates_cfg(cfg, variant)
   -- what scores the heads: Taylor the calibration rows of the train split (prune.calib_size,
   -- prune.batch_size), the circuit search the validation sets (prune.val_size, data.ood_val)
-  local pc = deep_copy(gc.prune)
+  local pc = require("hydra.config").identity(gc.prune, "prune")   -- id_neutral keys: left out
   local inputs = {
     base = base_key, method = variant.method, objective = variant.objective,
     prune = pc, hydra = gc.hydra, seed = cfg.seed,
@@ -338,7 +338,7 @@ function C.gates(ctx, base_path, base_key, variant)
     pc.calib_size, pc.batch_size = nil, nil
     inputs.data.ood_val = stages.data_hash(need_prepared(cfg, cfg.data.ood_val, "OOD validation"))
   else
-    pc.val_size = nil
+    pc.val_size, pc.circuit_batch_size = nil, nil
   end
   local path, key = ctx.cache:get("gates", inputs, function(tmp, key)
     local prune = require("hydra.prune")
