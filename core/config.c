@@ -147,6 +147,9 @@ typedef struct frame {
     hy_config_node *node;   /* an open SEQ or MAP */
     size_t count;           /* item nodes appended (MAP: keys and values) */
     size_t cap;
+    size_t *keys;           /* MAP: hash set of its keys (open addressing, linear probing):
+                               slot = item index + 1, 0 = empty; NULL until the first key */
+    size_t nslots;          /* a power of two, at least twice the number of keys */
 } frame;
 
 typedef struct builder {
@@ -221,21 +224,68 @@ static int next_is_key(const builder *b) {
     return f->node->kind == HY_CONFIG_MAP && f->count % 2 == 0;
 }
 
-/* Called after a scalar key was appended: rejects a key equal to an earlier one. */
-static hy_status check_duplicate(const builder *b, const yaml_mark_t *m) {
-    const frame *f = &b->stack[b->depth - 1];
-    const hy_config_node *key = &f->node->items[f->count - 1];
-    for (size_t i = 0; i + 1 < f->count; i += 2) {
-        const hy_config_node *o = &f->node->items[i];
+/* FNV-1a over the key's bytes (keys may hold NUL bytes). */
+static uint64_t key_hash(const hy_config_node *k) {
+    uint64_t h = 14695981039346656037u;
+    for (size_t i = 0; i < k->len; i++) {
+        h ^= (unsigned char)k->text[i];
+        h *= 1099511628211u;
+    }
+    return h;
+}
+
+/* Puts item index ki (a key) into f's set; returns the index of an equal key already there, or
+ * SIZE_MAX once inserted. The set doubles when half full. */
+static hy_status key_set_insert(frame *f, size_t ki, size_t *dup) {
+    const hy_config_node *items = f->node->items;
+    size_t nkeys = ki / 2 + 1;
+    if (2 * nkeys > f->nslots) {
+        size_t ns = f->nslots ? 2 * f->nslots : 16;
+        size_t *slots = hy_xcalloc(ns, sizeof *slots);
+        if (!slots) return HY_ENOMEM;
+        for (size_t i = 0; i < f->nslots; i++) {
+            if (!f->keys[i]) continue;
+            size_t j = (size_t)key_hash(&items[f->keys[i] - 1]) & (ns - 1);
+            while (slots[j]) j = (j + 1) & (ns - 1);
+            slots[j] = f->keys[i];
+        }
+        hy_free(f->keys);
+        f->keys = slots;
+        f->nslots = ns;
+    }
+    const hy_config_node *key = &items[ki];
+    size_t j = (size_t)key_hash(key) & (f->nslots - 1);
+    for (; f->keys[j]; j = (j + 1) & (f->nslots - 1)) {
+        const hy_config_node *o = &items[f->keys[j] - 1];
         if (o->len == key->len && memcmp(o->text, key->text, key->len) == 0) {
-            char path[512];
-            path_of(b, b->depth - 1, path, sizeof path);
-            return fail_at(b, m, "duplicate key '%s'%s%s%s (first at %lld:%lld)", key->text,
-                           path[0] ? " in '" : "", path, path[0] ? "'" : "",
-                           (long long)o->line, (long long)o->col);
+            *dup = f->keys[j] - 1;
+            return HY_OK;
         }
     }
+    f->keys[j] = ki + 1;
+    *dup = SIZE_MAX;
     return HY_OK;
+}
+
+static void frame_release(frame *f) {
+    hy_free(f->keys);
+    f->keys = NULL;
+    f->nslots = 0;
+}
+
+/* Called after a scalar key was appended: rejects a key equal to an earlier one (a hash set
+ * per mapping, so a mapping of n keys costs O(n), not O(n^2)). */
+static hy_status check_duplicate(builder *b, const yaml_mark_t *m) {
+    frame *f = &b->stack[b->depth - 1];
+    size_t d;
+    HY_TRY(key_set_insert(f, f->count - 1, &d));
+    if (d == SIZE_MAX) return HY_OK;
+    const hy_config_node *key = &f->node->items[f->count - 1], *o = &f->node->items[d];
+    char path[512];
+    path_of(b, b->depth - 1, path, sizeof path);
+    return fail_at(b, m, "duplicate key '%s'%s%s%s (first at %lld:%lld)", key->text,
+                   path[0] ? " in '" : "", path, path[0] ? "'" : "", (long long)o->line,
+                   (long long)o->col);
 }
 
 /* A tag as the user wrote it: "tag:yaml.org,2002:int" -> "!!int". */
@@ -297,7 +347,7 @@ static hy_status on_start(builder *b, const yaml_event_t *ev, hy_config_kind kin
                    ? ev->data.sequence_start.style == YAML_FLOW_SEQUENCE_STYLE
                    : ev->data.mapping_start.style == YAML_FLOW_MAPPING_STYLE;
     n->style = flow ? HY_CONFIG_FLOW : HY_CONFIG_BLOCK;
-    b->stack[b->depth++] = (frame){.node = n, .count = 0, .cap = 0};
+    b->stack[b->depth++] = (frame){.node = n, .count = 0, .cap = 0, .keys = NULL, .nslots = 0};
     return HY_OK;
 }
 
@@ -373,7 +423,7 @@ hy_status hy_config_parse(hy_config_doc *doc, const char *text, size_t len, cons
         case YAML_SEQUENCE_START_EVENT: st = on_start(&b, &ev, HY_CONFIG_SEQ); break;
         case YAML_MAPPING_START_EVENT: st = on_start(&b, &ev, HY_CONFIG_MAP); break;
         case YAML_SEQUENCE_END_EVENT:
-        case YAML_MAPPING_END_EVENT: b.depth--; break;
+        case YAML_MAPPING_END_EVENT: frame_release(&b.stack[--b.depth]); break;
         case YAML_STREAM_END_EVENT: done = 1; break;
         default: break;
         }
@@ -384,6 +434,7 @@ hy_status hy_config_parse(hy_config_doc *doc, const char *text, size_t len, cons
         if (st == HY_ENOMEM && strstr(hy_errmsg(), "out of memory") == NULL)
             hy_fail(HY_ENOMEM, "config: out of memory while parsing '%s'", name);
         free_dangling_keys(&b);
+        for (int d = 0; d < b.depth; d++) frame_release(&b.stack[d]);
         hy_config_free(doc);
         return st;
     }
@@ -403,13 +454,16 @@ hy_status hy_config_load(hy_config_doc *doc, const char *path) {
     size_t cap = 4096, len = 0;
     char *buf = hy_xmalloc(cap);
     hy_status st = HY_OK;
-    if (!buf) { st = HY_ENOMEM; goto done; }
+    if (!buf) { st = hy_fail_prefix(HY_ENOMEM, "config: cannot read '%s'", path); goto done; }
+    /* Read at most HY_CONFIG_MAXBYTES + 1 bytes: /dev/zero or a pipe never ends. */
     for (;;) {
         if (len == cap) {
-            char *nb = hy_xrealloc(buf, cap * 2);
-            if (!nb) { st = HY_ENOMEM; goto done; }
+            size_t ncap = cap * 2 > HY_CONFIG_MAXBYTES + 1 ? HY_CONFIG_MAXBYTES + 1 : cap * 2;
+            if (ncap == cap) break;
+            char *nb = hy_xrealloc(buf, ncap);
+            if (!nb) { st = hy_fail_prefix(HY_ENOMEM, "config: cannot read '%s'", path); goto done; }
             buf = nb;
-            cap *= 2;
+            cap = ncap;
         }
         size_t got = fread(buf + len, 1, cap - len, fp);
         len += got;
@@ -417,6 +471,11 @@ hy_status hy_config_load(hy_config_doc *doc, const char *path) {
     }
     if (ferror(fp)) {
         st = hy_fail(HY_EIO, "config: cannot read '%s' (%s)", path, strerror(errno));
+        goto done;
+    }
+    if (len > HY_CONFIG_MAXBYTES) {
+        st = hy_fail(HY_ECONFIG, "config: '%s' is larger than %d MiB, the limit for a config "
+                     "file", path, (int)(HY_CONFIG_MAXBYTES >> 20));
         goto done;
     }
     st = hy_config_parse(doc, buf, len, path);

@@ -15,6 +15,8 @@
 
 /* Deepest nesting of sequences and mappings accepted (the root mapping is level 1). */
 #define HY_CONFIG_MAXDEPTH 64
+/* Largest config file hy_config_load reads (64 MiB; /dev/zero is refused, not read forever). */
+#define HY_CONFIG_MAXBYTES ((size_t)64 << 20)
 
 typedef enum {
     HY_CONFIG_NULL = 0,  /* ~, null, Null, NULL, empty plain scalar, or an empty file */
@@ -62,10 +64,12 @@ typedef struct hy_config_doc {
  *   HY_ECONFIG  malformed YAML, duplicate key ("duplicate key 'k' in 'a.b' (first at 3:3)"),
  *               non-scalar key, several documents, an alias, an unsupported tag, nesting deeper
  *               than HY_CONFIG_MAXDEPTH, an integer or float out of range
+ * Duplicate keys are found with a hash set per mapping: parsing is linear in the input.
  *   HY_ENOMEM   out of memory */
 hy_status hy_config_parse(hy_config_doc *doc, const char *text, size_t len, const char *name);
 
-/* Reads the file at path and parses it (name = path). HY_EIO "config: cannot read 'p' (why)". */
+/* Reads the file at path and parses it (name = path). HY_EIO "config: cannot read 'p' (why)";
+ * HY_ECONFIG "config: 'p' is larger than 64 MiB, the limit for a config file". */
 hy_status hy_config_load(hy_config_doc *doc, const char *path);
 
 /* Frees everything doc owns and zeroes it; a zeroed doc is fine (idempotent). */

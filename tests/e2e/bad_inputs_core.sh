@@ -6,6 +6,7 @@
 #   - disk full (a 200 KiB tmpfs): model init, train, predict, eval --out onto it;
 #   - thread counts above HY_MAX_THREADS (1024): the config key, 2^32 + 1 (no int truncation),
 #     sweep --threads, HYDRA_THREADS;
+#   - config files over 64 MiB: /dev/zero as a config and as an include;
 # The disk-full cases need `mount -t tmpfs` (root); without it they are skipped and the script
 # exits 77 after running the others.
 set -u
@@ -82,6 +83,11 @@ expect "sweep --threads 200000" "--threads expects an integer in [1, 1024]|20000
 expect "HYDRA_THREADS=5000" "HYDRA_THREADS must be an integer in [1, 1024] (got '5000')" \
     env HYDRA_THREADS=5000 "$HYDRA" train $TRAIN --quiet --out "$T/x.h5"
 
+
+# ===== config size =====
+expect "config /dev/zero" "'/dev/zero' is larger than 64 MiB" "$HYDRA" config --check /dev/zero
+printf 'include: /dev/zero\n' >"$T/inc.yaml"
+expect "include: /dev/zero" "'/dev/zero' is larger than 64 MiB" "$HYDRA" config --check "$T/inc.yaml"
 
 # ===== disk full =====
 mkdir -p "$FULL"
