@@ -2,23 +2,29 @@
 --
 --   local opts = argparse.parse(args, {
 --     command = "train",
---     options = { out = "string", seed = "integer", ["mc-samples"] = "integer",
+--     options = { out = "string", seed = "natural", ["mc-samples"] = "integer",
 --                 verbose = "flag", ood = "list" },      -- "list": repeatable, values collected
+--                                                        -- "natural": an integer >= 0
 --     positional = { min = 1, max = 1, names = { "CONFIG" } },
 --     overrides = true,                                   -- accept key.path=value arguments
 --   })
 --   opts.out, opts.seed, opts["mc-samples"], opts.positional[1], opts.overrides["optim.lr"]
 --
--- Options are `--name value` or `--name=value`. Errors are usage errors (exit status 2) that
--- name the command and say what was expected.
+-- Options are `--name value` or `--name=value`; an option other than a list given twice is an
+-- error. Errors are usage errors (exit status 2) that name the command and say what was
+-- expected; an unexpected argument that looks like a config key (train.epochs) says that an
+-- override needs '='.
 local err = require("hydra.err")
 
 local M = {}
 
 local function convert(cmd, name, kind, v)
-  if kind == "integer" then
+  if kind == "integer" or kind == "natural" then
     local n = math.tointeger(tonumber(v))
     if not n then err.usage("%s: --%s expects an integer, got '%s'", cmd, name, v) end
+    if kind == "natural" and n < 0 then
+      err.usage("%s: --%s must be >= 0 (got %d)", cmd, name, n)
+    end
     return n
   elseif kind == "number" then
     local n = tonumber(v)
@@ -52,6 +58,7 @@ function M.parse(args, spec)
       end
       if kind == "flag" then
         if val then err.usage("%s: --%s takes no value", cmd, name) end
+        if opts[name] then err.usage("%s: --%s given twice", cmd, name) end
         opts[name] = true
       else
         if not val then
@@ -62,6 +69,8 @@ function M.parse(args, spec)
         if kind == "list" then
           opts[name] = opts[name] or {}
           table.insert(opts[name], val)
+        elseif opts[name] ~= nil then
+          err.usage("%s: --%s given twice", cmd, name)
         else
           opts[name] = convert(cmd, name, kind, val)
         end
@@ -84,7 +93,12 @@ function M.parse(args, spec)
     err.usage("%s: missing %s (usage: %s)", cmd, names, spec.usage or (cmd .. " " .. names))
   end
   if pos.max and n > pos.max then
-    err.usage("%s: unexpected argument '%s' (usage: %s)", cmd, opts.positional[pos.max + 1],
+    local a = opts.positional[pos.max + 1]
+    local hint = ""
+    if spec.overrides and a:match("^[%a_][%w_]*%.[%w_%.]+$") then
+      hint = ("; a config override needs '=': %s=VALUE"):format(a)
+    end
+    err.usage("%s: unexpected argument '%s'%s (usage: %s)", cmd, a, hint,
       spec.usage or (cmd .. " " .. names))
   end
   for _, req in ipairs(spec.required or {}) do

@@ -262,6 +262,10 @@ local function resolve_options(r, overrides)
     if math.type(d) == "integer" then
       local n = math.tointeger(tonumber(v))
       if not n then err.fail("data: %s: option %s expects an integer, got '%s'", r.name, k, v) end
+      -- recipe options are counts (0 = the recipe's "all"): never negative
+      if n < 0 and d >= 0 then
+        err.fail("data: %s: option %s must be >= 0 (got %d)", r.name, k, n)
+      end
       o[k] = n
     elseif type(d) == "number" then
       local n = tonumber(v)

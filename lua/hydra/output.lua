@@ -79,6 +79,11 @@ end
 
 function M.mkdir_p(path, who)
   err.wrap(who, core.mkdir_p, path)
+  local kind = core.stat(path)
+  if kind ~= "dir" then
+    err.fail("%s: cannot create folder '%s': it is a %s", who, path,
+      kind == "file" and "file" or "special file")
+  end
 end
 
 local IEND = "\0\0\0\0IEND\174\66\96\130"

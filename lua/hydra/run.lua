@@ -363,6 +363,8 @@ function M.execute(cfg, opts)
     summary.skipped = true
     return summary
   end
+  -- the stage cache first: a cache that cannot be created leaves no run folder behind
+  output.mkdir_p(opts.cache_dir or stages.default_dir(), "stages")
   output.mkdir_p(dir, "run")
   return stages.with_lock(dir .. "/.run.lock", function()
     return execute_locked(cfg, opts, summary)

@@ -198,10 +198,19 @@ local function read_overrides(file, m, p, where)
   return list
 end
 
+-- A config file named at position xp of the sweep file must be a readable file.
+local function need_file(file, xp, what, path)
+  local kind = core.stat(path)
+  if kind == "file" then return path end
+  err.fail("%s: %s: cannot read '%s' (%s)", at(file, xp), what, path,
+    kind == "dir" and "it is a folder" or kind and "not a regular file"
+    or "No such file or directory")
+end
+
 local function read_paths(file, v, p, what)
   local kind = kind_of(v, p)
   local dir = fs.dirname(file)
-  if kind == "string" then return { fs.join(dir, v) } end
+  if kind == "string" then return { need_file(file, p, what, fs.join(dir, v)) } end
   if kind == "list" and #v > 0 then
     local out = {}
     for i, x in ipairs(v) do
@@ -210,7 +219,7 @@ local function read_paths(file, v, p, what)
         err.fail("%s: %s[%d]: expected a config file path, got %s", at(file, xp), what, i,
           describe(x, kind_of(x, xp)))
       end
-      out[i] = fs.join(dir, x)
+      out[i] = need_file(file, xp, ("%s[%d]"):format(what, i), fs.join(dir, x))
     end
     return out
   end

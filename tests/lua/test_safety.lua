@@ -354,6 +354,37 @@ function T.stage_cache_removes_temporaries_of_killed_builds()
   check.ok(table.concat(lines, "\n"):find("removed the temporary file", 1, true), "logged")
 end
 
+-- ===== messages that say what to do =====
+
+function T.cli_misuse_messages()
+  local d = check.tmpdir()
+  local function says(cmdline, code, want)
+    local got, out, e = check.hydra(cmdline)
+    check.eq(got, code, "exit status of hydra " .. cmdline .. ": " .. out .. e)
+    check.eq(e, "hydra: " .. want .. "\n", "message of hydra " .. cmdline)
+  end
+  local cfg = (rawget(_G, "HYDRA_HOME") or ".") .. "/configs/models/vit-fm-tiny.yaml"
+  says(("model init %s --seed -1 --out %s/m.h5"):format(cfg, d), 2,
+    "hydra model: --seed must be >= 0 (got -1)")
+  says(("predict a.h5 --data b.h5 --split test --out %s/p.h5 --out %s/q.h5"):format(d, d), 2,
+    "hydra predict: --out given twice")
+  says(("train %s train.epochs --out %s/m.h5"):format(cfg, d), 2,
+    "hydra train: unexpected argument 'train.epochs'; a config override needs '=': "
+    .. "train.epochs=VALUE (usage: hydra train CONFIG.yaml [key=value ...] --out CKPT.h5 "
+    .. "[--seed S] [--quiet])")
+  check.write_file(d .. "/s.yaml", "base: nope.yaml\ngrid: {seed: [0]}\n")
+  says(("sweep %s/s.yaml --list"):format(d), 1,
+    ("%s/s.yaml:1:7: base: cannot read '%s/nope.yaml' (No such file or directory)"):format(d, d))
+  check.write_file(d .. "/b.yaml", "methods: [single]\n")
+  check.write_file(d .. "/s.yaml", "base: b.yaml\nprofiles:\n  quick: [b.yaml, gone.yaml]\n"
+    .. "grid: {seed: [0]}\n")
+  says(("sweep %s/s.yaml --list"):format(d), 1,
+    ("%s/s.yaml:3:19: profiles.quick[2]: cannot read '%s/gone.yaml' (No such file or "
+    .. "directory)"):format(d, d))
+  says(("data prepare fashion-mnist-c subset=-3"), 1,
+    "data: fashion-mnist-c: option subset must be >= 0 (got -3)")
+end
+
 -- ===== a full disk: clean errors, nothing truncated under a real name =====
 
 -- Mounts a tmpfs of `kib` KiB at a fresh folder, filled up to `free` KiB left; nil when mounting
@@ -405,6 +436,9 @@ function T.full_disk_outputs_are_atomic()
     check.eq(err_, ("hydra: report: cannot write '%s/r.json': No space left on device\n")
       :format(disk), "eval message")
     check.eq(listing(disk), "fill", "no 0-byte --json left")
+    check.eq(core.stat(d .. "/r.h5"), nil, "no --out left when --json fails")
+    code, out, err_ = check.hydra(("eval --id %s --ood far=%s --out %s/r.h5"):format(id, ood, d))
+    check.eq(code, 0, "eval: " .. out .. err_)
     os.remove(disk .. "/fill")
     os.execute(("dd if=/dev/zero of=%s/fill bs=1k count=184 2>/dev/null"):format(disk))
     code, out, err_ = check.hydra(("plot reliability %s/r.h5 --out %s/x.png"):format(d, disk))
@@ -441,7 +475,7 @@ function T.bad_inputs_give_one_line_errors()
   one_line(("exp %s/exp.yaml results_dir=%s/afile --quiet"):format(d, d), 1,
     ("run: cannot create folder '%s/afile/default'"):format(d))
   one_line(("exp %s/exp.yaml results_dir=%s/res --cache %s/afile --quiet"):format(d, d, d), 1,
-    ("stages: cannot create folder '%s/afile/"):format(d))
+    ("stages: cannot create folder '%s/afile': it is a file"):format(d))
   one_line(("eval --id %s --out %s/r.h5 --bootstrap 1000000000"):format(ck, d), 2,
     "hydra eval: --bootstrap must be at most 100000 (got 1000000000)")
   one_line(("plot ood-hist %s --out %s/x.png --bins 1000000000"):format(ck, d), 2,

@@ -38,7 +38,7 @@ Every formula is in results/README.md. Bad inputs (class-count mismatch, NaN, ro
       usage = USAGE,
       options = { id = "string", ood = "list", shift = "list", score = "string",
                   out = "string", json = "string", md = "string", csv = "string",
-                  bootstrap = "integer", seed = "integer" },
+                  bootstrap = "integer", seed = "natural" },
       required = { "id", "out" },
     })
     if opts.bootstrap and opts.bootstrap < 2 then
@@ -63,10 +63,25 @@ Every formula is in results/README.md. Bad inputs (class-count mismatch, NaN, ro
       score = opts.score, bootstrap = opts.bootstrap, seed = opts.seed or 0,
       command = table.concat(cmd, " "),
     })
-    eval.write(res, opts.out)
-    if opts.json then report.write_text(opts.json, eval.json(res)) end
-    if opts.md then report.write_text(opts.md, report.markdown({ res })) end
-    if opts.csv then report.write_text(opts.csv, report.csv({ res })) end
+    -- all outputs or none: when one cannot be written, those already written are removed
+    local written = {}
+    local ok, e = pcall(function()
+      eval.write(res, opts.out)
+      written[#written + 1] = opts.out
+      local texts = { { opts.json, function() return eval.json(res) end },
+                      { opts.md, function() return report.markdown({ res }) end },
+                      { opts.csv, function() return report.csv({ res }) end } }
+      for _, t in ipairs(texts) do
+        if t[1] then
+          report.write_text(t[1], t[2]())
+          written[#written + 1] = t[1]
+        end
+      end
+    end)
+    if not ok then
+      for _, p in ipairs(written) do os.remove(p) end
+      error(e, 0)
+    end
     local m = res.metrics
     print(("%s: acc %.2f%%  ece %.2f%%  nll %.4f  brier %.4f  aurc %.2f%%"):format(res.method,
       m.acc * 100, m.ece * 100, m.nll, m.brier, m.aurc * 100))

@@ -15,7 +15,7 @@ normal 0.02 for weights and embeddings, zero biases, unit LayerNorm weights) and
   run = function(args)
     local opts = argparse.parse(args, {
       command = "model", usage = USAGE,
-      options = { out = "string", seed = "integer" },
+      options = { out = "string", seed = "natural" },
       positional = { min = 2, max = 2, names = { "init", "CONFIG.yaml" } },
       overrides = true, required = { "out" },
     })

@@ -24,7 +24,7 @@ model (hydra fuse) gives /probs = mean of the member softmaxes, /logits = mean m
       command = "predict", usage = USAGE,
       options = { data = "string", split = "string", out = "string",
                   ["mc-samples"] = "integer", ["batch-size"] = "integer", subset = "integer",
-                  seed = "integer" },
+                  seed = "natural" },
       positional = { min = 1, max = 1, names = { "CKPT.h5" } },
       required = { "data", "split", "out" },
     })

@@ -25,7 +25,7 @@ objectives, keep, seed, checkpoint, checkpoint_sha256.]],
     local opts = argparse.parse(args, {
       command = "prune", usage = USAGE,
       options = { method = "string", objective = "string", data = "string", ood = "string",
-                  members = "integer", keep = "integer", seed = "integer", out = "string",
+                  members = "integer", keep = "integer", seed = "natural", out = "string",
                   quiet = "flag" },
       positional = { min = 1, max = 1, names = { "CKPT.h5" } },
       overrides = true, required = { "out" },

@@ -29,7 +29,7 @@ training with an error naming the step; nothing is written then.]],
   run = function(args)
     local opts = argparse.parse(args, {
       command = "train", usage = USAGE,
-      options = { out = "string", seed = "integer", quiet = "flag" },
+      options = { out = "string", seed = "natural", quiet = "flag" },
       positional = { min = 1, max = 1, names = { "CONFIG.yaml" } },
       overrides = true, required = { "out" },
     })

@@ -1,0 +1,290 @@
+#!/bin/sh
+# tests/e2e/bad_inputs.sh: the regression suite of bad inputs (issue 11, reviews/reliability.md):
+# one representative bad input of every category (YAML configs and overrides, CLI misuse,
+# outputs that would destroy inputs, HDF5 inputs, eval, plot and gnuplot injection, sweep files,
+# raw data, damaged results, locks, a full disk). Each case runs one hydra command and checks
+#   - the exit status (1 or 2 for a refused input; a signal or any other status is a crash),
+#   - every expected fragment of its message (fixed strings),
+#   - no Lua traceback and no sanitizer report (`make asan` runs this under ASan + UBSan),
+#   - no leftover: the fixture and output folders hold exactly the same files before and after,
+#     and inputs keep their content (sha256).
+# The closing line counts inputs tried, crashes, tracebacks and leftovers. The full-disk cases
+# need `mount -t tmpfs` (root); without it they are skipped (the rest still run and count).
+set -u
+HYDRA=${HYDRA:-./hydra}
+case $HYDRA in /*) ;; *) HYDRA="$(pwd)/$HYDRA" ;; esac
+HOME_DIR=$(pwd)
+T=$(mktemp -d "${TMPDIR:-/tmp}/hydra-bad-XXXXXX")
+FX="$T/fx"
+OUT="$T/out"
+DISK="$T/disk"
+mkdir -p "$FX" "$OUT" "$DISK"
+mounted=0
+cleanup() {
+    [ "$mounted" -eq 1 ] && umount "$DISK" 2>/dev/null
+    rm -rf "$T"
+}
+trap cleanup EXIT
+tried=0 failed=0 crashes=0 tracebacks=0 leftovers=0
+
+KEEP=none
+# KEEP=NAME: NAME.dat, NAME.gp and NAME.png are a case's expected outputs
+snapshot() { (cd "$T" && find fx out disk -mindepth 1 ! -name fill ! -name "$KEEP.dat" \
+                  ! -name "$KEEP.gp" ! -name "$KEEP.png" | sort
+              sha256sum fx/* 2>/dev/null | sort) >"$1"; }
+
+# expect NAME CODE 'FRAGMENT|FRAGMENT...' CMD...: CMD must exit with CODE (0, 1 or 2), print
+# every fragment, show no traceback and leave the fixture and output folders as they were.
+expect() {
+    name=$1; want=$2; frags=$3; shift 3
+    tried=$((tried + 1))
+    snapshot "$T/before"
+    "$@" >"$T/log" 2>&1
+    rc=$?
+    snapshot "$T/after"
+    bad=""
+    if [ "$rc" -gt 2 ]; then bad="$bad; crash (exit status $rc)"; crashes=$((crashes + 1))
+    elif [ "$rc" -ne "$want" ]; then bad="$bad; exit status $rc, expected $want"; fi
+    if grep -qE 'stack traceback|Sanitizer|runtime error|internal error' "$T/log"; then
+        bad="$bad; traceback or sanitizer text"; tracebacks=$((tracebacks + 1))
+    fi
+    rest=$frags
+    while [ -n "$rest" ]; do
+        frag=${rest%%|*}
+        case $rest in *"|"*) rest=${rest#*|} ;; *) rest="" ;; esac
+        grep -qF -- "$frag" "$T/log" || bad="$bad; no '$frag'"
+    done
+    if ! cmp -s "$T/before" "$T/after"; then
+        bad="$bad; files changed: $(diff "$T/before" "$T/after" | grep '^[<>]' | tr '\n' ' ')"
+        leftovers=$((leftovers + 1))
+    fi
+    if [ -n "$bad" ]; then
+        echo "FAIL $name:${bad#;}"; sed 's/^/    /' "$T/log" | head -n 12
+        failed=$((failed + 1))
+    else
+        echo "ok   $name: $(head -n 1 "$T/log" | cut -c1-150)"
+    fi
+}
+
+# absent NAME PATH: a case's side effect that must not exist (an injected command ran)
+absent() {
+    if [ -e "$2" ]; then echo "FAIL $1: $2 exists"; failed=$((failed + 1)); rm -f "$2"; fi
+}
+
+# ===== fixtures: a tiny synthetic dataset, an initialised model, predictions and a result =====
+cat >"$T/fx.lua" <<'LUA'
+local hydra = require("hydra")
+local core = require("hydra.core")
+local d = arg[1]
+hydra.model.write_synthetic(d .. "/data.h5", { train = 64, val = 16, test = 16 })
+local function preds(path, probs, labels, attrs)
+  local f <close> = hydra.h5.create(path)
+  f:write("/probs", core.from_table("float32", probs))
+  f:write("/labels", core.from_table("int32", labels))
+  for k, v in pairs(attrs or {}) do f:set_attr("/", k, v) end
+  f:commit()
+end
+local P = { { 0.75, 0.125, 0.125 }, { 0.25, 0.25, 0.5 }, { 0.5, 0.5, 0 }, { 0, 0, 1 } }
+preds(d .. "/p.h5", P, { 0, 1, 1, 2 }, { method = "single" })
+preds(d .. "/ood.h5", { { 0.5, 0.25, 0.25 }, { 0.375, 0.375, 0.25 } }, { -1, -1 })
+preds(d .. "/nan.h5", { { 0 / 0, 0.5, 0.5 } }, { 0 })
+-- the gnuplot payload of reviews/reliability.md S1, as a prediction file's method attribute
+preds(d .. "/evil.h5", P, { 0, 1, 1, 2 },
+  { method = "Single\nsystem(\"touch " .. d:gsub("/", "\\057") .. "\\057PWNED_attr\")\n#" })
+LUA
+cat >"$FX/cfg.yaml" <<YAML
+include: $HOME_DIR/configs/models/vit-fm-tiny.yaml
+experiment: bad
+data: {id: data, dir: $FX, ood: [], shift: [], train_subset: 32, test_subset: 16}
+train: {epochs: 1, batch_size: 16}
+methods: [single]
+YAML
+"$HYDRA" run "$T/fx.lua" "$FX" >"$T/log" 2>&1 &&
+"$HYDRA" model init "$FX/cfg.yaml" --out "$FX/ck.h5" >>"$T/log" 2>&1 &&
+"$HYDRA" eval --id "$FX/p.h5" --ood far="$FX/ood.h5" --out "$FX/r.h5" >>"$T/log" 2>&1 &&
+"$HYDRA" eval --id "$FX/evil.h5" --ood far="$FX/ood.h5" --out "$FX/evil_r.h5" >>"$T/log" 2>&1 || {
+    cat "$T/log"; echo "bad_inputs: cannot build the fixtures"; exit 1; }
+head -c 5000 "$FX/ck.h5" >"$FX/trunc.h5"
+head -c 3000 /dev/urandom >"$FX/random.h5"
+printf 'x\n' >"$FX/afile"
+printf 'train:\n  epochs: [1, 2}\n' >"$FX/syntax.yaml"
+printf 'optim:\n  lerning_rate: 0.1\n' >"$FX/unknown.yaml"
+printf 'optim:\n  learning_rate: .inf\n' >"$FX/inf.yaml"
+printf 'experiment: ../escaped\n' >"$FX/trav.yaml"
+printf 'experiment: "e\\nsystem(\\"touch %s/PWNED_exp\\")\\n"\n' "$T" >"$FX/inj.yaml"
+printf 'methods: [single]\n' >"$FX/b.yaml"
+printf 'base: b.yaml\ngrid:\n  hydra.membrs: [1, 2]\n' >"$FX/sw_key.yaml"
+printf 'base: nope.yaml\ngrid: {seed: [0]}\n' >"$FX/sw_base.yaml"
+printf 'base: b.yaml\ngrid:\n  experiment: [ok, ../../x]\n' >"$FX/sw_trav.yaml"
+v=$(seq -s, 1 100)
+{ echo "base: b.yaml"; echo "grid:"
+  for k in train.epochs hydra.members train.batch_size model.depth train.eval_batch_size \
+           prune.calib_size; do echo "  $k: [$v]"; done; } >"$FX/sw_huge.yaml"
+printf 'experiment: dmg\nresults_dir: %s/res\nmethods: [single]\n' "$FX" >"$FX/dmg.yaml"
+printf 'base: dmg.yaml\ngrid: {seed: [0]}\n' >"$FX/sw_dmg.yaml"
+# a damaged run: result.h5 of point 0 truncated
+cat >"$T/dmg.lua" <<'LUA'
+local hydra = require("hydra")
+local pt = hydra.sweep.load(arg[1]).points[1]
+os.execute("mkdir -p " .. pt.dir)
+local src = io.open(arg[2], "rb"); local s = src:read(4000); src:close()
+local f = io.open(pt.dir .. "/result.h5", "wb"); f:write(s); f:close()
+print(pt.dir)
+LUA
+DMG=$("$HYDRA" run "$T/dmg.lua" "$FX/sw_dmg.yaml" "$FX/ck.h5")
+
+# ===== 1. YAML configs and overrides =====
+expect "yaml: syntax" 1 "syntax.yaml:2:16: did not find expected ',' or ']'" \
+    "$HYDRA" config --check "$FX/syntax.yaml"
+expect "yaml: unknown key" 1 "unknown.yaml:2:3: unknown key 'lerning_rate' in 'optim'|learning_rate" \
+    "$HYDRA" config --check "$FX/unknown.yaml"
+expect "yaml: .inf learning rate" 1 "inf.yaml:2:18: optim.learning_rate must be a finite number (got .inf)" \
+    "$HYDRA" config --check "$FX/inf.yaml"
+expect "yaml: .nan override" 1 "command line: optim.weight_decay=.nan must be a finite number" \
+    "$HYDRA" config --check "$FX/b.yaml" optim.weight_decay=.nan
+expect "yaml: experiment ../x" 1 "trav.yaml:1:13: experiment must be a name of letters" \
+    "$HYDRA" config --check "$FX/trav.yaml"
+expect "yaml: experiment injection" 1 "inj.yaml:1:13: experiment must be a name|\\nsystem(" \
+    "$HYDRA" exp "$FX/inj.yaml" "results_dir=$OUT" --quiet
+absent "yaml: experiment injection ran" "$T/PWNED_exp"
+expect "yaml: experiment= empty" 1 "command line: experiment= must be a name of letters" \
+    "$HYDRA" config --check "$FX/b.yaml" "experiment="
+expect "yaml: bad override value" 1 "command line: train.epochs=ten: expected integer, got string 'ten'" \
+    "$HYDRA" config --check "$FX/b.yaml" train.epochs=ten
+expect "yaml: eval.bootstrap bound" 1 "eval.bootstrap=1000000000 must be >= 0 and <= 100000" \
+    "$HYDRA" config --check "$FX/b.yaml" eval.bootstrap=1000000000
+
+# ===== 2. CLI misuse =====
+expect "cli: missing = in an override" 2 "unexpected argument 'train.epochs'; a config override needs '=': train.epochs=VALUE" \
+    "$HYDRA" train "$FX/cfg.yaml" train.epochs --out "$OUT/m.h5"
+expect "cli: --seed -1" 2 "hydra model: --seed must be >= 0 (got -1)" \
+    "$HYDRA" model init "$FX/cfg.yaml" --seed -1 --out "$OUT/m.h5"
+expect "cli: repeated --out" 2 "hydra predict: --out given twice" \
+    "$HYDRA" predict "$FX/ck.h5" --data "$FX/data.h5" --split test --out "$OUT/a.h5" --out "$OUT/b.h5"
+expect "cli: unknown option" 2 "hydra eval: unknown option '--oud'" \
+    "$HYDRA" eval --id "$FX/p.h5" --oud x --out "$OUT/r.h5"
+expect "cli: unknown command" 2 "unknown command 'trian' (did you mean 'train'?)" \
+    "$HYDRA" trian
+expect "cli: bad HYDRA_HOME" 1 "hydra: HYDRA_HOME=/nonexist has no readable lua/hydra/main.lua" \
+    env HYDRA_HOME=/nonexist "$HYDRA" --help
+expect "cli: results_dir is a file" 1 "run: cannot create folder '$FX/afile/bad'" \
+    "$HYDRA" exp "$FX/cfg.yaml" "results_dir=$FX/afile" --quiet
+expect "cli: --cache is a file" 1 "stages: cannot create folder '$FX/afile': it is a file" \
+    "$HYDRA" exp "$FX/cfg.yaml" "results_dir=$OUT" --cache "$FX/afile" --quiet
+rm -rf "$OUT"/* "$OUT"/.[!.]* 2>/dev/null
+
+# ===== 3. outputs that would destroy inputs, unwritable outputs =====
+expect "out: predict onto its checkpoint" 1 "hydra predict: --out '$FX/ck.h5' is the input CKPT.h5" \
+    "$HYDRA" predict "$FX/ck.h5" --data "$FX/data.h5" --split test --out "$FX/ck.h5"
+expect "out: predict onto its dataset" 1 "--out '$FX/../fx/data.h5' is the input --data '$FX/data.h5'" \
+    "$HYDRA" predict "$FX/ck.h5" --data "$FX/data.h5" --split test --out "$FX/../fx/data.h5"
+expect "out: eval onto its predictions" 1 "hydra eval: --out '$FX/p.h5' is the input --id" \
+    "$HYDRA" eval --id "$FX/p.h5" --out "$FX/p.h5"
+expect "out: fuse onto a member" 1 "hydra fuse: --out '$FX/ck.h5' is the input MEMBER.h5 #2" \
+    "$HYDRA" fuse "$FX/trunc.h5" "$FX/ck.h5" --out "$FX/ck.h5"
+expect "out: train onto its config" 1 "hydra train: --out '$FX/cfg.yaml' is the input CONFIG.yaml" \
+    "$HYDRA" train "$FX/cfg.yaml" --out "$FX/cfg.yaml" --quiet
+expect "out: train into a missing folder" 1 "hydra train: cannot write --out '$OUT/no/ck.h5': folder '$OUT/no' does not exist" \
+    "$HYDRA" train "$FX/cfg.yaml" train.epochs=1000 --out "$OUT/no/ck.h5" --quiet
+expect "out: eval --md onto its --out" 1 "hydra eval: --out and --md are the same file" \
+    "$HYDRA" eval --id "$FX/p.h5" --out "$OUT/r.h5" --md "$OUT/r.h5"
+
+# ===== 4. HDF5 inputs =====
+expect "h5: truncated checkpoint to predict" 1 "hydra predict: h5: cannot open '$FX/trunc.h5'" \
+    "$HYDRA" predict "$FX/trunc.h5" --data "$FX/data.h5" --split test --out "$OUT/p.h5"
+expect "h5: random bytes as a checkpoint" 1 "$FX/random.h5" \
+    "$HYDRA" predict "$FX/random.h5" --data "$FX/data.h5" --split test --out "$OUT/p.h5"
+expect "h5: predictions as a checkpoint" 1 "$FX/p.h5" \
+    "$HYDRA" predict "$FX/p.h5" --data "$FX/data.h5" --split test --out "$OUT/p.h5"
+expect "h5: unknown split" 1 "nosuch" \
+    "$HYDRA" predict "$FX/ck.h5" --data "$FX/data.h5" --split nosuch --out "$OUT/p.h5"
+
+# ===== 5. hydra eval =====
+expect "eval: --bootstrap 1e9" 2 "hydra eval: --bootstrap must be at most 100000 (got 1000000000)" \
+    "$HYDRA" eval --id "$FX/p.h5" --out "$OUT/r.h5" --bootstrap 1000000000
+expect "eval: NaN probabilities" 1 "$FX/nan.h5|non-finite" \
+    "$HYDRA" eval --id "$FX/nan.h5" --out "$OUT/r.h5"
+expect "eval: OOD name with a slash" 1 "OOD set name 'a/b'" \
+    "$HYDRA" eval --id "$FX/p.h5" --ood "a/b=$FX/ood.h5" --out "$OUT/r.h5"
+
+# ===== 6. plots and gnuplot injection =====
+expect "plot: --bins 1e9" 2 "hydra plot: --bins must be in [1, 10000] (got 1000000000)" \
+    "$HYDRA" plot ood-hist "$FX/r.h5" --bins 1000000000 --out "$OUT/x.png"
+expect "plot: --out injection" 1 "plot: cannot write '|the name contains a control character" \
+    "$HYDRA" plot reliability "$FX/r.h5" --out "$OUT/x
+system(\"touch \\057tmp\\057PWNED_out_$$\")
+#y.png"
+absent "plot: --out injection ran" "/tmp/PWNED_out_$$"
+KEEP=e
+expect "plot: method attribute injection is inert" 0 "wrote $OUT/e.png" \
+    "$HYDRA" plot risk-coverage "$FX/evil_r.h5" --out "$OUT/e.png"
+absent "plot: method attribute injection ran" "$FX/PWNED_attr"
+rm -f "$OUT"/e.*
+KEEP=none
+expect "plot: not a png" 1 "plot: --out must end in .png (got '$OUT/x.svg')" \
+    "$HYDRA" plot reliability "$FX/r.h5" --out "$OUT/x.svg"
+expect "plot: predictions given as a result" 1 "is not a hydra result file" \
+    "$HYDRA" plot reliability "$FX/p.h5" --out "$OUT/x.png"
+
+# ===== 7. sweep files =====
+expect "sweep: unknown grid key" 1 "sw_key.yaml:3:3: unknown key 'hydra.membrs' in grid (did you mean 'hydra.members'?)" \
+    "$HYDRA" sweep "$FX/sw_key.yaml" --list
+expect "sweep: missing base" 1 "sw_base.yaml:1:7: base: cannot read '$FX/nope.yaml' (No such file or directory)" \
+    "$HYDRA" sweep "$FX/sw_base.yaml" --list
+expect "sweep: experiment traversal" 1 "sw_trav.yaml:3:20: grid experiment[2] must be a name" \
+    "$HYDRA" sweep "$FX/sw_trav.yaml" --list
+expect "sweep: 10^12 points" 1 "sw_huge.yaml:3:3: grid has 1000000000000 points (limit 10000" \
+    "$HYDRA" sweep "$FX/sw_huge.yaml" --list
+expect "sweep: damaged result listed" 0 "1 damaged" \
+    "$HYDRA" sweep "$FX/sw_dmg.yaml" --list
+expect "sweep: damaged result not resumed" 1 "$DMG/result.h5' exists but is not a complete result|delete it and rerun" \
+    "$HYDRA" sweep "$FX/sw_dmg.yaml"
+expect "exp: damaged result" 1 "exists but is not a complete result|delete it or rerun with --force" \
+    "$HYDRA" exp "$FX/dmg.yaml" seed=0 --quiet
+
+# ===== 8. raw data =====
+expect "data: negative subset" 1 "data: fashion-mnist-c: option subset must be >= 0 (got -3)" \
+    env HYDRA_PREPARED_DIR="$OUT" "$HYDRA" data prepare fashion-mnist-c subset=-3
+expect "data: unknown dataset" 1 "nosuchset" \
+    env HYDRA_PREPARED_DIR="$OUT" "$HYDRA" data prepare nosuchset
+expect "data: unknown option" 1 "data: glyphs: unknown option 'size' (known: per)" \
+    env HYDRA_PREPARED_DIR="$OUT" "$HYDRA" data prepare glyphs size=3
+
+# ===== 9. a lock whose pid was reused (pid 1 is alive, but started at another time) =====
+RUN=$(printf 'local r = require("hydra.run"); print(r.dir(require("hydra.config").load(arg[1], { "results_dir=%s" })))' "$OUT" >"$T/dir.lua"; "$HYDRA" run "$T/dir.lua" "$FX/cfg.yaml")
+mkdir -p "$RUN"
+printf '1 %s 1 %s\n' "$(hostname)" "$(cat /proc/sys/kernel/random/boot_id 2>/dev/null || echo -)" >"$RUN/.run.lock"
+start=$(date +%s)
+tried=$((tried + 1))
+if timeout 120 "$HYDRA" exp "$FX/cfg.yaml" "results_dir=$OUT" --cache "$T/cache" >"$T/log" 2>&1 &&
+   grep -qF "taking over stale lock $RUN/.run.lock" "$T/log" && [ -f "$RUN/result.h5" ] &&
+   [ ! -e "$RUN/.run.lock" ]; then
+    echo "ok   lock: reused pid taken over ($(( $(date +%s) - start )) s)"
+else
+    echo "FAIL lock: reused pid not taken over"; sed 's/^/    /' "$T/log" | tail -n 12
+    failed=$((failed + 1))
+fi
+rm -rf "$OUT"/* "$T/cache"
+
+# ===== 10. a full disk (a 200 KiB tmpfs) =====
+if mount -t tmpfs -o size=200k tmpfs "$DISK" 2>/dev/null; then
+    mounted=1
+    dd if=/dev/zero of="$DISK/fill" bs=1k count=200 2>/dev/null
+    expect "disk full: eval --json" 1 "report: cannot write '$DISK/r.json': No space left on device" \
+        "$HYDRA" eval --id "$FX/p.h5" --ood far="$FX/ood.h5" --out "$OUT/r.h5" --json "$DISK/r.json"
+    rm -f "$OUT/r.h5"
+    rm -f "$DISK/fill"; dd if=/dev/zero of="$DISK/fill" bs=1k count=184 2>/dev/null
+    KEEP=x
+    expect "disk full: plot" 1 "plot: cannot write '$DISK/x.png': No space left on device" \
+        "$HYDRA" plot reliability "$FX/r.h5" --out "$DISK/x.png"
+    # the complete .dat/.gp stay (to rerun by hand); no PNG, no temporary file
+    ls -A "$DISK" | grep -qE '^x\.png$|tmp' && { echo "FAIL disk full: plot left $(ls -A "$DISK")";
+        failed=$((failed + 1)); leftovers=$((leftovers + 1)); }
+    KEEP=none
+    umount "$DISK"; mounted=0
+else
+    echo "skip disk full: mount -t tmpfs not permitted"
+fi
+
+echo "bad_inputs: $tried inputs tried, $crashes crashes, $tracebacks tracebacks, $leftovers leftovers; $failed failed"
+[ "$failed" -eq 0 ]
