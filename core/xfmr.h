@@ -36,8 +36,8 @@ typedef enum { HY_XFMR_VIT = 0, HY_XFMR_TEXT = 1 } hy_xfmr_kind;
  *   kind VIT or TEXT: only models of that kind read the field (leave it 0 for the other);
  *        ALL: every model.
  * The names are the YAML keys of configs/models/ files (the two rates both come from
- * model.dropout), the /config attributes of checkpoints and fused files and the keys of the Lua
- * tables of core.model_new and m:config() (core.model_config_fields() lists them). kind itself
+ * model.dropout, which the binding reads for them), the /config attributes of checkpoints and
+ * fused files and the keys of m:config() (core.model_config_fields() lists them). kind itself
  * ("vit" | "text") is outside the list. Adding a field here adds it to hy_xfmr_config, the files,
  * the bindings and hydra.model.core_config. */
 #define HY_XFMR_CONFIG_FIELDS(X)                                                              \
@@ -51,8 +51,8 @@ typedef enum { HY_XFMR_VIT = 0, HY_XFMR_TEXT = 1 } hy_xfmr_kind;
     X(depth, SIZE, ALL)         /* L blocks */                                                \
     X(d_mlp, SIZE, ALL)         /* DM hidden width of the MLP */                              \
     X(n_classes, SIZE, ALL)     /* K classifier outputs */                                    \
-    X(attn_dropout, RATE, ALL)  /* rate on the attention block output (after proj) */         \
-    X(mlp_dropout, RATE, ALL)   /* rate after GELU and after fc2 */
+    X(attn_dropout, RATE, ALL)  /* model.dropout: on the attention block output (after proj) */ \
+    X(mlp_dropout, RATE, ALL)   /* model.dropout: after GELU and after fc2 */
 
 #define HY_XFMR_FIELD_TYPE_SIZE size_t
 #define HY_XFMR_FIELD_TYPE_RATE float

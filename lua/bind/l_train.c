@@ -1,8 +1,8 @@
 /* l_train.c: Lua binding of core/train (training loop, evaluation, prediction).
  *   m:evaluate(ds, B) -> nll, acc      m:predict(ds, B [, logits, probs]) -> logits, probs
  *     (B: the caller's batch size, train.eval_batch_size in the pipeline)
- *   core.trainer_new(m, ds, train, optim, seed [, finetune]) -> hydra.Trainer (t:start_epoch(e) 1-based, t:run(n) -> ran,
- *                                                   t:progress() -> table, t:close())
+ *   core.trainer_new(m, ds, train, optim, seed [, finetune]) -> hydra.Trainer
+ *     t:start_epoch(e) (1-based), t:run(n) -> ran, t:progress() -> table, t:close()
  * A Trainer has __gc and __close (one idempotent release); it pins its model and dataset through
  * uservalues, and checks the model is still open. */
 #include <string.h>

@@ -1,14 +1,18 @@
 /* l_xfmr.c: Lua binding of core/xfmr (the transformer: parameters, gates, dropout).
- *   core.model_new(cfg) -> hydra.Model (cfg: the model section)
+ *   core.model_new(cfg) -> hydra.Model (cfg: a resolved model section, read by its YAML keys
+ *     model.kind, model.d_model, ..., model.dropout; read_model_config)
  *   core.model_config_fields() (the schema, xfmr.h), core.model_cost(cfg [, kept]) and
  *   m:cost([kept]) -> flops, params, parts (hy_xfmr_cost at the full sequence length)
- *   m:init(seed) m:config() m:params_count() m:n_tensors() m:param_names() m:param(name)
+ *   m:config() -> kind, the HY_XFMR_CONFIG_FIELDS (the /config attributes of a checkpoint),
+ *     dropout (= model.dropout: both rates, when they are equal), seq_len, flops, params
+ *   m:init(seed) m:params_count() m:n_tensors() m:param_names() m:param(name)
  *   m:get_params() m:set_params(t) m:gates() m:set_gates(t) m:set_gate(layer, head, g)
  *   m:set_dropout(on [, seed]) m:close()    (m:save: l_ckpt.c; m:evaluate, m:predict: l_train.c)
  *   core.model_time(m, B, reps, seed) -> seconds per forward of a batch of B random images
  *     (after one warm-up), for the cost benchmark
  * A Model has __gc and __close (one idempotent release); methods of a closed one raise
  * "model: attempt to use a closed model". Layers and heads are 1-based here. */
+#include <stdio.h>
 #include <string.h>
 
 #include "bind.h"
@@ -29,51 +33,26 @@ hy_xfmr *l_pushmodel(lua_State *L) {
     return &u->m;
 }
 
-/* t[key] as a non-negative integer (required). */
-static size_t field_size(lua_State *L, int t, const char *sect, const char *key) {
-    lua_getfield(L, t, key);
-    int ok = 0;
-    lua_Integer v = lua_tointegerx(L, -1, &ok);
-    if (!ok || v < 0)
-        luaL_error(L, "%s: %s must be a non-negative integer (got %s)", sect, key,
-                   luaL_typename(L, -1));
-    lua_pop(L, 1);
-    return (size_t)v;
-}
-
-static double field_num(lua_State *L, int t, const char *sect, const char *key, double dflt,
-                        int required) {
-    lua_getfield(L, t, key);
-    double v = dflt;
-    if (lua_isnil(L, -1)) {
-        if (required) luaL_error(L, "%s: missing key '%s'", sect, key);
-    } else if (lua_type(L, -1) != LUA_TNUMBER) {
-        luaL_error(L, "%s: %s must be a number (got %s)", sect, key, luaL_typename(L, -1));
-    } else {
-        v = lua_tonumber(L, -1);
-    }
-    lua_pop(L, 1);
-    return v;
-}
-
-/* Reads the model section (table at arg) into c. */
+/* Reads a resolved model section (table at arg) into c by its YAML keys: model.kind, the SIZE
+ * fields of HY_XFMR_CONFIG_FIELDS that apply to the kind under their names (model.d_model, ...),
+ * and every RATE field (attn_dropout, mlp_dropout) from the one knob model.dropout. */
 static void read_model_config(lua_State *L, int arg, hy_xfmr_config *c) {
     luaL_checktype(L, arg, LUA_TTABLE);
     memset(c, 0, sizeof *c);
-    lua_getfield(L, arg, "kind");
-    const char *kind = lua_tostring(L, -1);
-    if (kind && strcmp(kind, "vit") == 0) c->kind = HY_XFMR_VIT;
-    else if (kind && strcmp(kind, "text") == 0) c->kind = HY_XFMR_TEXT;
-    else luaL_error(L, "model: kind must be 'vit' or 'text' (got %s)",
-                    kind ? lua_pushfstring(L, "'%s'", kind) : luaL_typename(L, -1));
-    lua_pop(L, 1);
-    for (size_t i = 0; i < HY_XFMR_N_FIELDS; i++) {   /* sizes required, rates default 0 */
+    const char *kind = l_cfgstr(L, arg, "model.kind");
+    if (hy_xfmr_kind_parse(kind, &c->kind) != HY_OK)
+        luaL_error(L, "model.kind must be vit or text (got '%s')", kind);
+    float rate = (float)l_cfgnum(L, arg, "model.dropout");
+    char key[64];
+    for (size_t i = 0; i < HY_XFMR_N_FIELDS; i++) {
         const hy_xfmr_field *f = &hy_xfmr_fields[i];
         if (!hy_xfmr_field_applies(f, c->kind)) continue;
-        if (f->type == HY_FIELD_SIZE)
-            hy_xfmr_field_set_size(c, f, field_size(L, arg, "model", f->name));
-        else
-            hy_xfmr_field_set_rate(c, f, (float)field_num(L, arg, "model", f->name, 0, 0));
+        if (f->type == HY_FIELD_RATE) {
+            hy_xfmr_field_set_rate(c, f, rate);
+            continue;
+        }
+        snprintf(key, sizeof key, "model.%s", f->name);
+        hy_xfmr_field_set_size(c, f, l_cfgsize(L, arg, key));
     }
 }
 
@@ -170,6 +149,10 @@ static int l_model_config(lua_State *L) {
         if (f->type == HY_FIELD_SIZE) lua_pushinteger(L, (lua_Integer)hy_xfmr_field_size(c, f));
         else lua_pushnumber(L, (lua_Number)hy_xfmr_field_rate(c, f));
         lua_setfield(L, -2, f->name);
+    }
+    if (c->attn_dropout == c->mlp_dropout) {   /* every model built from a config */
+        lua_pushnumber(L, (lua_Number)c->attn_dropout);
+        lua_setfield(L, -2, "dropout");
     }
     lua_pushinteger(L, (lua_Integer)m->T);
     lua_setfield(L, -2, "seq_len");

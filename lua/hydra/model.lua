@@ -65,16 +65,12 @@ local function vocab_count(path)
   return #f:read_strings("/vocab")
 end
 
--- The engine's model config from a resolved `model` section (and the data file for text): the
--- fields of the C schema (core.model_config_fields(), HY_XFMR_CONFIG_FIELDS in core/xfmr.h) that
--- apply to the model's kind; every rate comes from model.dropout.
+-- The model section the binding reads (core.model_new / core.model_cost: model.kind,
+-- model.d_model, ..., model.dropout by name) from a resolved `model` section: a copy with
+-- model.vocab_size 0 (text) replaced by the size of the data file's /vocab.
 function M.core_config(mc, data_file)
-  local c = { kind = mc.kind }
-  for _, f in ipairs(core.model_config_fields()) do
-    if f.kind == "all" or f.kind == mc.kind then
-      if f.type == "rate" then c[f.name] = mc.dropout or 0 else c[f.name] = mc[f.name] end
-    end
-  end
+  local c = {}
+  for k, v in pairs(mc) do c[k] = v end
   if mc.kind == "text" and c.vocab_size == 0 then
     if not data_file then
       error("model: vocab_size 0 (from the data) needs the data file", 2)
@@ -285,7 +281,7 @@ function Model:predict(data, split, opts)
     return { logits = logits, probs = probs, labels = ds:labels() }
   end
   local c = self.ud:config()
-  if c.mlp_dropout == 0 and c.attn_dropout == 0 then
+  if c.dropout == 0 then
     error("predict: mc_samples needs a model with dropout (model.dropout is 0)", 2)
   end
   local n, C = ds:size(), c.n_classes
