@@ -38,16 +38,25 @@ local user_ood = false
 for _, o in ipairs(opts.overrides or {}) do
   if o:match("^data%.ood=") then user_ood = true end
 end
+local function ood_names(c)
+  local t = {}
+  for i, o in ipairs(hydra.eval.ood_groups(c.data.ood)) do t[i] = o.name end
+  return t
+end
 if not user_ood then
-  local extra = {}
-  for _, name in ipairs({ "mnist", "notmnist" }) do
-    local st = hydra.data.status(name, where)
-    if st.available or st.prepared then extra[#extra + 1] = name end
+  -- MNIST joins the near group (hand-written), notMNIST the far one (fonts): datasets/SOURCES.md
+  local groups, added = { near = {}, far = {} }, false
+  for _, pair in ipairs({ { "mnist", "near" }, { "notmnist", "far" } }) do
+    local st = hydra.data.status(pair[1], where)
+    if st.available or st.prepared then table.insert(groups[pair[2]], pair[1]); added = true end
   end
-  if #extra > 0 then
-    for _, name in ipairs(cfg.data.ood) do extra[#extra + 1] = name end
+  if added then
+    for _, o in ipairs(hydra.eval.ood_groups(cfg.data.ood)) do
+      table.insert(groups[o.group], o.name)
+    end
     local o = { table.unpack(opts.overrides or {}) }
-    o[#o + 1] = "data.ood=[" .. table.concat(extra, ", ") .. "]"
+    o[#o + 1] = ("data.ood={near: [%s], far: [%s]}"):format(table.concat(groups.near, ", "),
+      table.concat(groups.far, ", "))
     opts.overrides = o
     cfg = hydra.experiment.config("quickstart", opts)
   end
@@ -55,7 +64,7 @@ end
 
 -- 2. Data: prepare what is missing (each set once; later runs find them prepared).
 local need = { cfg.data.id, cfg.data.ood_val }
-for _, name in ipairs(cfg.data.ood) do need[#need + 1] = name end
+for _, name in ipairs(ood_names(cfg)) do need[#need + 1] = name end
 for _, name in ipairs(cfg.data.shift) do need[#need + 1] = name end
 for _, name in ipairs(need) do
   if not hydra.data.status(name, where).prepared then
@@ -68,7 +77,7 @@ print(("quickstart: profile %s, vit d=%d depth=%d heads=%d, %d epoch(s) on %s tr
   .. "seed %d; OOD sets %s"):format(cfg.profile, cfg.model.d_model, cfg.model.depth,
   cfg.model.n_heads, cfg.train.epochs,
   cfg.data.train_subset > 0 and tostring(cfg.data.train_subset) or "all", cfg.seed,
-  table.concat(cfg.data.ood, ", ")))
+  table.concat(ood_names(cfg), ", ")))
 
 -- 3. One run: every method of the config, evaluated on the ID test split and every OOD set.
 local s = hydra.run.execute(cfg, { progress = opts.progress ~= false })
@@ -94,7 +103,7 @@ for _, r in ipairs(run.results) do
   if o.auroc and o.auroc > best_auroc then best, best_auroc = r.method, o.auroc end
 end
 print(("(ID: %s test, %d images; OOD avg over %s; MSP score)"):format(cfg.data.id,
-  run.results[1].metrics.n or cfg.data.test_subset, table.concat(cfg.data.ood, ", ")))
+  run.results[1].metrics.n or cfg.data.test_subset, table.concat(ood_names(cfg), ", ")))
 if best then print(("best OOD-avg AUROC: %s (%.2f %%)"):format(best, best_auroc * 100)) end
 print("")
 print(("everything is in %s/"):format(s.dir))

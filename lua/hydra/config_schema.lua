@@ -33,6 +33,7 @@ return {
   ["model.n_classes"] = { ge = 2 },
   ["model.dropout"] = { ge = 0, lt = 1 },
 
+  ["data.ood"] = { type = "list<string>|map" },   -- a list (= far) or {near: [...], far: [...]}
   ["data.train_subset"] = { ge = 0 },
   ["data.test_subset"] = { ge = 0 },
   ["data.shift_subset"] = { ge = 0 },
@@ -83,7 +84,8 @@ return {
   ["mc_dropout.samples"] = { ge = 1 },
   ["mc_dropout.rate"] = { ge = 0, lt = 1 },
 
-  ["eval.score"] = { enum = { "msp", "entropy", "mi", "energy", "disagreement" } },
+  ["eval.score"] = { enum = { "msp", "maxlogit", "entropy", "mi", "energy", "disagreement" } },
+  ["eval.calibrate"] = { enum = { "none", "temperature" } },
   ["eval.ece_bins"] = { ge = 1 },
   ["eval.bootstrap"] = { ge = 0, le = 100000 },
   ["eval.bootstrap_seed"] = { type = "integer", ge = 0 },

@@ -1,7 +1,11 @@
 -- lua/hydra/metrics.lua: metrics over hydra.Tensors (wraps core/metrics through hydra.core).
 --   metrics.per_sample(set)            per-sample arrays of one prediction set (see below)
 --   metrics.classification(ps [, bins]) -> {acc, nll, brier, ece, aece, mce, aurc}
---   metrics.ood(s_id, s_ood)            -> {auroc, aupr_out, aupr_in, fpr95}
+--   metrics.ood(s_id, s_ood)            -> {auroc, fpr95, fpr95_id, aupr_out, aupr_in}
+--   metrics.misclf(s, correct)          -> {auroc, aupr, fpr95} (misclassified = positive)
+--   metrics.log_mean_probs(set)         -> log p̄ float64 [N,C], source
+--   metrics.temperature_fit(a, labels)  -> T, mean NLL at T   (temperature scaling, DESIGN §4)
+--   metrics.calibrated(set, a, T)       -> per-sample arrays of softmax(log p̄ / T)
 --   metrics.reliability / risk_coverage / histogram / range / jaccard / bootstrap_*
 -- A "set" is { probs = float32 [N,C], labels = int32 [N] or nil, member_probs = [M,N,C] or nil,
 -- logits = [N,C] or nil, member_logits = [M,N,C] or nil }. Conventions: DESIGN §4 and
@@ -13,9 +17,11 @@ local M = {}
 M.BINS = 15
 M.EPS = 1e-12        -- NLL clamp when no logits are available: -log(max(p̄_y, EPS))
 M.SUM_TOL = 1e-4     -- |sum_c p_c - 1| allowed in prediction files
-M.SCORES = { "msp", "entropy", "mi", "energy", "disagreement" }
+M.SCORES = { "msp", "maxlogit", "entropy", "mi", "energy", "disagreement" }
 M.ID_METRICS = { "acc", "nll", "brier", "ece", "aece", "mce", "aurc" }
-M.OOD_METRICS = { "auroc", "fpr95", "aupr_out", "aupr_in" }
+M.OOD_METRICS = { "auroc", "fpr95", "fpr95_id", "aupr_out", "aupr_in" }
+M.MISCLF_METRICS = { "auroc", "aupr", "fpr95" }
+M.TEMP_MIN, M.TEMP_MAX = 0.01, 100.0   -- HY_TEMP_MIN / HY_TEMP_MAX: bounds of the fitted T
 
 M.CONVENTIONS = table.concat({
   "p̄ = mean of member softmaxes (never averaged logits); ŷ = argmax p̄ (lowest class on ties);",
@@ -27,13 +33,21 @@ M.CONVENTIONS = table.concat({
   "sum_b (n_b/N) |acc_b - conf_b|; MCE = max over non-empty bins; aECE: 15 equal-mass bins",
   "(conf ascending, ties by index; the first N mod 15 bins hold one more sample).",
   "AURC: conf descending (ties by index), mean over k = 1..N of the error rate of the top k.",
-  "OOD is the positive class; scores are higher = more OOD: MSP -max p̄, entropy H(p̄),",
-  "MI H(p̄) - mean_m H(p_m) (0 for M = 1), energy -logsumexp(mean member logits),",
-  "disagreement = fraction of member pairs whose argmaxes differ.",
+  "OOD is the positive class; scores are higher = more OOD: MSP -max p̄, max-logit",
+  "-mean_m max_c z_m, entropy H(p̄), MI H(p̄) - mean_m H(p_m) (0 for M = 1), energy",
+  "-logsumexp(mean member logits), disagreement = fraction of member pairs whose argmaxes differ.",
   "AUROC: Mann-Whitney, ties counted half. AUPR-Out/AUPR-In: step-wise average precision",
   "(one threshold per distinct score) with OOD (resp. ID, negated score) positive.",
-  "FPR95: fraction of ID with s >= t, t = the ceil(0.95 n_ood)-th largest OOD score.",
-  "OOD avg = unweighted mean over OOD sets. Bootstrap CIs: percentile 2.5/97.5 of B seeded",
+  "FPR95 (ours, the paper's): fraction of ID with s >= t, t = the ceil(0.95 n_ood)-th largest",
+  "OOD score (95 % OOD recall). FPR95-ID (fpr95_id, Hendrycks): fraction of OOD with s <= t,",
+  "t = the ceil(0.95 n_id)-th smallest ID score (95 % ID recall).",
+  "OOD sets are grouped near / far; OOD avg = unweighted mean over all OOD sets; near avg and",
+  "far avg = unweighted means within each group; groups mean = mean of the two group averages",
+  "(of the non-empty groups). Misclassification detection (misclf): ID samples, misclassified",
+  "= positive, same AUROC / AUPR / FPR95 definitions with the uncertainty score.",
+  "Temperature scaling (+TS): p_T = softmax(log p̄ / T) (softmax(z / T) for one model), T fitted",
+  "on the ID validation split by minimising NLL (convex in 1/T; bisection on log T in",
+  "[0.01, 100]); one T per method. Bootstrap CIs: percentile 2.5/97.5 of B seeded",
   "resamples (ID and OOD resampled separately).",
 }, " ")
 
@@ -79,14 +93,53 @@ function M.per_sample(set)
   ps.scores.disagreement = core.metrics_score("disagreement", members)
   if set.member_logits then
     ps.scores.energy = core.metrics_score("energy", set.member_logits)
+    ps.scores.maxlogit = core.metrics_score("maxlogit", set.member_logits)
     ps.energy_source = "member_logits"
   elseif set.logits then
     ps.scores.energy = core.metrics_score("energy", set.logits)
+    ps.scores.maxlogit = core.metrics_score("maxlogit", set.logits)
     ps.energy_source = "logits"
   else
     ps.unavailable.energy = "no /logits or /member_logits"
+    ps.unavailable.maxlogit = "no /logits or /member_logits"
   end
   return ps
+end
+
+-- log p̄ (float64 [N,C]) of a set and where it came from: exactly from /member_logits (or
+-- /logits of a single model), else log max(p̄, EPS) from /probs (the NLL's rule).
+function M.log_mean_probs(set)
+  if set.member_logits then
+    return core.metrics_log_mean_probs(set.member_logits), "member_logits"
+  end
+  if set.logits and not set.member_probs then
+    return core.metrics_log_mean_probs(set.logits), "logits"
+  end
+  return core.metrics_log_probs(set.probs), "probs"
+end
+
+-- Temperature T minimising the mean NLL of softmax(a / T) at labels; returns T, that NLL.
+function M.temperature_fit(a, labels) return core.metrics_temperature_fit(a, labels) end
+
+-- Per-sample arrays (conf, pred, correct, nll, brier) of the temperature-scaled prediction
+-- softmax(a / T) of a labelled set (a = M.log_mean_probs(set)); NLL exact in double.
+function M.calibrated(set, a, T)
+  local p = core.metrics_temperature_apply(a, T)
+  local ps = { probs = p }
+  ps.conf, ps.pred = core.metrics_predict(p)
+  ps.correct = core.metrics_correct(ps.pred, set.labels)
+  ps.brier = core.metrics_brier(p, set.labels)
+  ps.nll = core.metrics_temperature_nll(a, set.labels, T)
+  return ps
+end
+
+-- Misclassification detection: {auroc, aupr, fpr95} with the misclassified samples positive;
+-- nil and the reason when the set has no error or no correct sample.
+function M.misclf(s, correct)
+  local ok, r = pcall(core.metrics_misclf, s, correct)
+  if ok then return r end
+  return nil, (require("hydra.err").message(r):gsub("^[^%s:]+%.lua:%d+: ", "")
+    :gsub("^metrics: ", ""))
 end
 
 function M.classification(ps, bins)

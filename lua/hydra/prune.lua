@@ -84,8 +84,8 @@ function M.validation(model, cfg, opts)
     error(("prune: the circuit search only sees validation data (split '%s' refused; use 'val')")
       :format(split ~= "val" and split or ood_split), 0)
   end
-  for _, t in ipairs(cfg.data.ood or {}) do
-    if t == ood_name then
+  for _, o in ipairs(require("hydra.eval").ood_groups(cfg.data.ood)) do
+    if o.name == ood_name then
       error(("prune: '%s' is an OOD test set (data.ood); the circuit search uses the validation "
         .. "OOD set data.ood_val"):format(ood_name), 0)
     end

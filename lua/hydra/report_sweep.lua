@@ -244,6 +244,11 @@ M.PLOT_METRICS = {
     get = function(r) return r.ood_avg and r.ood_avg.auroc end, pct = true },
   { key = "fpr95", title = "OOD avg FPR95 (%)",
     get = function(r) return r.ood_avg and r.ood_avg.fpr95 end, pct = true },
+  { key = "groups_auroc", title = "OOD groups-mean AUROC (%)",
+    get = function(r) return r.ood_near and r.ood_near.auroc and r.ood_far and r.ood_far.auroc
+      and r.ood_groups_mean.auroc end, pct = true },
+  { key = "ece_ts", title = "ECE after temperature scaling (%)",
+    get = function(r) return r.calibration and r.calibration.metrics.ece end, pct = true },
 }
 
 local function mean_std(vals)

@@ -83,8 +83,8 @@ M.ID_EXCLUDE = { "results_dir", "threads", "sweep" }
 
 -- eval.score names: the hydra.metrics score names (the same words in configs, `hydra eval
 -- --score`, result.h5 and the tables)
-local SCORE = { msp = "msp", entropy = "entropy", mi = "mi", energy = "energy",
-                disagreement = "disagreement" }
+local SCORE = { msp = "msp", maxlogit = "maxlogit", entropy = "entropy", mi = "mi",
+                energy = "energy", disagreement = "disagreement" }
 
 local function shallow_without(cfg, keys)
   local c = {}
@@ -141,6 +141,43 @@ local function git_hash()
   return out or "unknown"
 end
 M.git_hash = git_hash
+
+-- 1 when the work tree of HYDRA_HOME has uncommitted changes to tracked files, 0 when clean,
+-- -1 when unknown (not a git checkout).
+local function git_dirty()
+  local home = rawget(_G, "HYDRA_HOME") or "."
+  local p = io.popen(("git -C '%s' status --porcelain --untracked-files=no 2>/dev/null; "
+    .. "echo \"rc=$?\""):format(home:gsub("'", "'\\''")))
+  if not p then return -1 end
+  local out = p:read("a") or ""
+  p:close()
+  local rc = out:match("rc=(%d+)%s*$")
+  if rc ~= "0" then return -1 end
+  return out:gsub("rc=%d+%s*$", ""):match("%S") and 1 or 0
+end
+M.git_dirty = git_dirty
+
+-- The command line of this process (the global `arg` of the hydra executable).
+local function command_line()
+  local a = rawget(_G, "arg")
+  if type(a) ~= "table" then return "" end
+  local t = {}
+  for i = 0, #a do
+    if a[i] then t[#t + 1] = tostring(a[i]) end
+  end
+  return table.concat(t, " ")
+end
+
+-- Overrides as text: a list of "k=v" strings or {key, value} entries.
+local function overrides_text(ov)
+  if type(ov) == "string" then return ov end
+  local t = {}
+  for _, o in ipairs(ov or {}) do
+    if type(o) == "table" then t[#t + 1] = ("%s=%s"):format(o.key, tostring(o.value))
+    else t[#t + 1] = tostring(o) end
+  end
+  return table.concat(t, " ")
+end
 
 local function method_module(name)
   if type(name) ~= "string" or not name:match("^[%w_]+$") then
@@ -228,7 +265,21 @@ local function execute_locked(cfg, opts, summary)
     log("== run %s (experiment %s, hydra %s, %s UTC) ==", summary.id, cfg.experiment,
       core.version, os.date("!%Y-%m-%d %H:%M:%S"))
     log("seed %d, %d thread(s), folder %s", cfg.seed, threads, dir)
+    local provenance = { command = opts.command or command_line(),
+                         overrides = overrides_text(opts.overrides), git_hash = git_hash(),
+                         git_dirty = git_dirty() }
     config.write(cfg, dir .. "/config.resolved.yaml")
+    do   -- provenance as comments on top (the file stays a loadable config)
+      local path = dir .. "/config.resolved.yaml"
+      local fh = assert(io.open(path, "rb"))
+      local text = fh:read("a")
+      fh:close()
+      local head = ("# command: %s\n# overrides: %s\n# git: %s%s\n"):format(
+        (provenance.command:gsub("\n", " ")), (provenance.overrides:gsub("\n", " ")),
+        provenance.git_hash, provenance.git_dirty == 1 and " (dirty: uncommitted changes)"
+        or provenance.git_dirty == 0 and " (clean)" or " (unknown)")
+      report.write_text(path, head .. text)   -- atomic (hydra.output)
+    end
     local score = SCORE[cfg.eval.score]
     if not score then err.fail("run: eval.score '%s' is not supported", tostring(cfg.eval.score)) end
     local metrics = require("hydra.metrics")
@@ -247,6 +298,8 @@ local function execute_locked(cfg, opts, summary)
       if d.needs and d.needs.ood_val then need_ood_val = true end
     end
     local sets = common.sets(cfg)
+    local calibrate = cfg.eval.calibrate == "temperature"
+    local val_set = calibrate and common.val_set(cfg) or nil
     local data_hashes = {}
     data_hashes[cfg.data.id] = sets[1].hash
     for _, s in ipairs(sets) do data_hashes[s.name] = s.hash end
@@ -272,13 +325,15 @@ local function execute_locked(cfg, opts, summary)
       local pred = mod.build(ctx)
       local paths = {}
       for _, s in ipairs(sets) do paths[s.name] = pred:predict(s) end
+      local calib = val_set and pred:predict(val_set) or nil
       local oods, shifts = {}, {}
       for _, s in ipairs(sets) do
-        if s.role == "ood" then oods[#oods + 1] = { name = s.name, path = paths[s.name] }
+        if s.role == "ood" then
+          oods[#oods + 1] = { name = s.name, path = paths[s.name], group = s.group }
         elseif s.role == "shift" then shifts[#shifts + 1] = { name = s.name, path = paths[s.name] } end
       end
       local res = eval.evaluate({
-        id = paths[sets[1].name], ood = oods, shift = shifts, score = score,
+        id = paths[sets[1].name], ood = oods, shift = shifts, score = score, calib = calib,
         bootstrap = cfg.eval.bootstrap > 0 and cfg.eval.bootstrap or nil,
         seed = cfg.eval.bootstrap_seed or cfg.seed,
         command = ("hydra exp (run %s, method %s)"):format(summary.id, name),
@@ -299,6 +354,11 @@ local function execute_locked(cfg, opts, summary)
         .. "%.2f ms per batch of %d  (%.1f s)", mod.label, m.acc * 100, m.ece * 100, m.nll,
         res.ood_avg.auroc and ("  ood-avg auroc %.2f%%"):format(res.ood_avg.auroc * 100) or "",
         costs[i].params, costs[i].flops, ms, nb, core.now() - tm)
+      if res.calibration then
+        local c = res.calibration
+        log("  %s +TS: T %.3f  ece %.2f%%  nll %.4f  (validation NLL %.4f -> %.4f)", mod.label,
+          c.temperature, c.metrics.ece * 100, c.metrics.nll, c.val_nll_before, c.val_nll_after)
+      end
     end
     -- tables and plots
     local md = report.markdown(files)
@@ -320,12 +380,15 @@ local function execute_locked(cfg, opts, summary)
     local root = {
       format = M.FORMAT, run_id = summary.id, experiment = cfg.experiment,
       methods = table.concat(methods, ","), score = score, hydra_version = core.version,
-      git_hash = git_hash(), seed = cfg.seed, config_hash = config.hash(cfg),
+      git_hash = provenance.git_hash, git_dirty = provenance.git_dirty,
+      command = provenance.command, overrides = provenance.overrides,
+      calibrate = cfg.eval.calibrate, seed = cfg.seed, config_hash = config.hash(cfg),
       config = config.to_yaml(cfg), conventions = metrics.CONVENTIONS, wall_seconds = wall,
       created = os.date("!%Y-%m-%dT%H:%M:%SZ"),
     }
     for k, v in pairs(root) do f:set_attr("/", k, v) end
-    local prov = { git_hash = root.git_hash, hydra_version = core.version, seed = cfg.seed,
+    local prov = { git_hash = root.git_hash, git_dirty = root.git_dirty, command = root.command,
+                   overrides = root.overrides, hydra_version = core.version, seed = cfg.seed,
                    threads = threads, host = core.hostname(),
                    stages = table.concat(stage_lines, "\n") }
     for name, hsh in pairs(data_hashes) do prov["data_" .. name] = hsh end

@@ -8,6 +8,7 @@
 --                                                #   the experiment's own settings win
 --     paper: ../experiments/paper.yaml
 --   seeds: 3                                     # optional: adds the axis seed = 0..K-1
+--                                                # (or per profile: {quick: 1, paper: 3})
 --   set: {data.test_subset: 500}                 # optional: overrides applied to every point
 --   grid:                                        # optional: every combination of the values
 --     hydra.members: [1, 2, 3, 4, 5, 6]
@@ -268,11 +269,24 @@ function M.read(path)
   end
   if v.seeds ~= nil then
     local sp = p.sub.seeds
-    if math.type(v.seeds) ~= "integer" or v.seeds < 1 then
-      err.fail("%s: seeds: expected an integer >= 1, got %s", at(file, sp),
-        describe(v.seeds, kind_of(v.seeds, sp)))
+    local function one(x, xp, where)
+      if math.type(x) ~= "integer" or x < 1 then
+        err.fail("%s: %s: expected an integer >= 1, got %s", at(file, xp), where,
+          describe(x, kind_of(x, xp)))
+      end
+      return x
     end
-    sw.seeds = v.seeds
+    if kind_of(v.seeds, sp) == "map" then   -- per profile: {quick: 1, paper: 3}
+      sw.seeds_by_profile = {}
+      for _, name in ipairs(sp.order) do
+        if not (sw.profiles and sw.profiles[name]) then
+          err.fail("%s: seeds.%s: no such profile in profiles:", at(file, sp.sub[name]), name)
+        end
+        sw.seeds_by_profile[name] = one(v.seeds[name], sp.sub[name], "seeds." .. name)
+      end
+    else
+      sw.seeds = one(v.seeds, sp, "seeds")
+    end
   end
   if v.description ~= nil then sw.description = tostring(v.description) end
   sw.set = read_overrides(file, v.set, p.sub.set, "set")
@@ -326,7 +340,7 @@ function M.read(path)
       sw.entries[i] = read_overrides(file, e, pp.sub[i], ("points[%d]"):format(i))
     end
   end
-  if #sw.axes == 0 and #sw.entries == 0 and not sw.seeds then
+  if #sw.axes == 0 and #sw.entries == 0 and not sw.seeds and not sw.seeds_by_profile then
     err.fail("%s: sweep has no grid:, points: or seeds: (nothing to run)", at(file, p))
   end
   local n = too_many(sw, sw.seeds)
@@ -387,6 +401,7 @@ function M.load(path, opts)
     sw.profile_files = sw.profiles[profile]
   end
   sw.profile = profile
+  if sw.seeds_by_profile then sw.seeds = sw.seeds_by_profile[profile or "quick"] end
   local seeds = opts.seeds or sw.seeds
   if opts.seeds ~= nil and (math.type(opts.seeds) ~= "integer" or opts.seeds < 1) then
     err.usage("hydra sweep: --seeds expects an integer >= 1, got %s", tostring(opts.seeds))
@@ -507,7 +522,13 @@ function M.run_point(sw, index, opts)
   end
   local cfg = pt.cfg
   if opts.threads then cfg.threads = opts.threads end
-  return run_mod().execute(cfg, { quiet = opts.quiet, progress = opts.progress })
+  local ov = { ("sweep %s point %d (profile %s)"):format(sw.file, index, tostring(sw.profile)) }
+  if pt.label ~= "" then ov[#ov + 1] = pt.label end
+  for _, o in ipairs(sw.cli) do
+    ov[#ov + 1] = type(o) == "table" and ("%s=%s"):format(o.key, tostring(o.value)) or tostring(o)
+  end
+  return run_mod().execute(cfg, { quiet = opts.quiet, progress = opts.progress,
+                                  overrides = table.concat(ov, " ") })
 end
 
 local function fmt_time(s)

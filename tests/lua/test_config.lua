@@ -86,7 +86,7 @@ function T.wrong_type()
   load_fails("optim:\n  learning_rate: fast\n",
     "%s:2:18: optim.learning_rate: expected number, got string 'fast'")
   load_fails("data:\n  ood: mnist\n",
-    "%s:2:8: data.ood: expected list of strings, got string 'mnist'")
+    "%s:2:8: data.ood: expected list of strings or map, got string 'mnist'")
   load_fails("data:\n  ood: [mnist, 3]\n", "%s:2:16: data.ood[2]: expected string, got integer 3")
   load_fails("train: 3\n", "%s:1:8: train: expected map, got integer 3")
   load_fails("train:\n  epochs: ~\n", "%s:2:11: train.epochs: expected integer, got null")
@@ -141,7 +141,8 @@ function T.types_and_conversions()
   local d = config.defaults()
   check.eq(d.eval.bootstrap_seed, nil, "null default is nil")
   check.eq(d.optim.learning_rate, 1e-3, "defaults learning_rate")
-  check.same(d.data.ood, { "mnist", "notmnist", "glyphs", "opencv-digits" }, "defaults ood")
+  check.same(d.data.ood, { near = { "mnist", "opencv-digits" }, far = { "notmnist", "glyphs" } },
+    "defaults ood")
   -- an empty section or an empty file changes nothing
   check.same(load_text("train:\n"), d, "empty section")
   check.same(load_text(""), d, "empty file")
@@ -240,7 +241,7 @@ function T.cli_overrides()
     { "optim.learning_rate=-0.1" })
   fails("command line: data.ood=[mnist,3]: data.ood[2]: expected string, got integer 3",
     { "data.ood=[mnist,3]" })
-  fails("command line: data.ood=mnist: expected list of strings, got string 'mnist'",
+  fails("command line: data.ood=mnist: expected list of strings or map, got string 'mnist'",
     { "data.ood=mnist" })
   fails("command line: data.ood=[mnist: did not find expected ',' or ']' "
     .. "(while parsing a flow sequence)", { "data.ood=[mnist" })

@@ -110,10 +110,21 @@ function T.eval_hand_computed_metrics()
   check.ok(md:find("| single | 50.00 | 31.25 | 0.592 | 0.367 | 20.83 | 87.50 | 50.00 | 75.00 | "
     .. "87.50 | 50.00 | 75.00 |", 1, true), "md row: " .. md)
   check.ok(md:find("OOD is the positive class; OOD score: MSP", 1, true), "md caption")
+  -- misclassification block: MSP scores of the errors (-.5, -.5) above both correct ones (-.75,
+  -- -1): AUROC 1, AUPR 1, FPR95 0 (k = 2, t = -.5, no correct sample at or above it)
+  check.ok(md:find("**Misclassification detection", 1, true), "misclf block")
+  check.ok(md:find("| Method | Misclf AUROC ↑ | Misclf AUPR ↑ | Misclf FPR95 ↓ |", 1, true),
+    "misclf header")
+  check.ok(md:find("| single | 100.00 | 100.00 | 0.00 |", 1, true), "misclf row")
+  check.ok(md:find("| Method | MSP AUROC ↑ | MSP FPR95 ↓ | Entropy AUROC ↑", 1, true),
+    "by-score block")
   local csv = check.read_file(d .. "/t.csv")
-  check.eq(csv, "method,runs,Acc,ECE,NLL,Brier,AURC,far AUROC,far FPR95,far AUPR-Out,"
-    .. "OOD avg AUROC,OOD avg FPR95,OOD avg AUPR-Out\n"
-    .. "single,1,50.00,31.25,0.592,0.367,20.83,87.50,50.00,75.00,87.50,50.00,75.00\n", "csv")
+  local head = "method,runs,Acc,ECE,NLL,Brier,AURC,far AUROC,far FPR95,far AUPR-Out,"
+    .. "OOD avg AUROC,OOD avg FPR95,OOD avg AUPR-Out,MSP AUROC,MSP FPR95,"
+  check.eq(csv:sub(1, #head), head, "csv head")
+  check.ok(csv:find("\nsingle,1,50.00,31.25,0.592,0.367,20.83,87.50,50.00,75.00,87.50,50.00,"
+    .. "75.00,87.50,50.00,", 1, true), "csv row: " .. csv)
+  check.ok(csv:find("Misclf AUROC,Misclf AUPR,Misclf FPR95", 1, true), "csv misclf columns")
 end
 
 function T.eval_members_logits_and_energy()
@@ -140,7 +151,14 @@ function T.eval_members_logits_and_energy()
   check.near(en:get(2), -math.log(math.exp(1) + 1), 1e-6, "energy 2")
   -- identical ID and OOD sets: AUROC 0.5 for every score
   check.near(res.ood[1].auroc, 0.5, 1e-12, "energy auroc of identical sets")
-  check.eq(next(res.unavailable), nil, "nothing unavailable")
+  -- both ID samples are classified correctly: misclassification detection is undefined
+  check.eq(res.unavailable.misclf, ("misclassification detection needs correct and "
+    .. "misclassified samples (got 0 of 2 misclassified) in '%s'"):format(id), "misclf")
+  res.unavailable.misclf = nil
+  check.eq(next(res.unavailable), nil, "nothing else unavailable")
+  -- max-logit = -mean_m max_c z_m: sample 1 maxima 2, 2 -> -2; sample 2 maxima 1, 1 -> -1
+  check.near(res.per_sample.id.scores.maxlogit:get(1), -2, 0, "maxlogit 1")
+  check.near(res.per_sample.id.scores.maxlogit:get(2), -1, 0, "maxlogit 2")
   -- NLL: log-mean-exp over members of log-softmax at y = 0:
   -- sample 1: members log-softmax [2,0] -> -log(1+e^-2), [0,2] -> -log(1+e^2);
   -- p̄_0 = (1/(1+e^-2) + 1/(1+e^2)) / 2 = 1/2 -> log 2; sample 2: both [1,0] -> log(1+e^-1)
@@ -181,8 +199,10 @@ function T.eval_bad_inputs()
     ("eval: cannot open '%s/missing.h5': no such file"):format(d))
   run_fails(("eval --id %s --ood %s --out %s/r.h5"):format(id, ood, d), 2,
     ("hydra eval: --ood expects NAME=PREDS.h5, got '%s'"):format(ood))
-  run_fails(("eval --id %s --out %s/r.h5 --score maxlogit"):format(id, d), 1,
-    "eval: unknown score 'maxlogit' (known: msp, entropy, mi, energy, disagreement)")
+  run_fails(("eval --id %s --out %s/r.h5 --score nope"):format(id, d), 1,
+    "eval: unknown score 'nope' (known: msp, maxlogit, entropy, mi, energy, disagreement)")
+  run_fails(("eval --id %s --ood far=%s --out %s/r.h5 --score maxlogit"):format(id, ood, d), 1,
+    ("eval: score 'maxlogit' is unavailable: no /logits or /member_logits in '%s'"):format(id))
   run_fails(("eval --id %s"):format(id), 2, "hydra eval: --out is required")
   check.eq(core.stat(d .. "/r.h5"), nil, "no result written after errors")
 end
@@ -237,6 +257,94 @@ local function is_png(path)
   return s ~= nil and #s > 100 and s:sub(1, 8) == "\137PNG\r\n\26\n"
 end
 
+-- Near/far groups, both FPR95 conventions, temperature scaling and their mean ± std over seeds,
+-- worked out by hand. ID MSP scores -.75 -.5 -.5 -1 (the fixture). OOD sets (MSP scores):
+--   a (near) -.5 -.375:  AUROC (3 + 4) / 8 = .875;   FPR95-ID: t = 4th smallest ID = -.5,
+--                        OOD <= t: 1 of 2 -> .5
+--   b (far)  -.5 -.5:    AUROC (3 + 3) / 8 = .75;    FPR95-ID 2/2 = 1
+--   c (far)  -.75 -.375: AUROC (1.5 + 4) / 8 = .6875; FPR95-ID 1/2 = .5
+-- near avg AUROC .875, far avg .71875, OOD avg 2.3125 / 3, groups mean .796875.
+function T.eval_near_far_fpr95_id_and_temperature()
+  local d = check.tmpdir()
+  local id = fixture(d)
+  local a = write_preds(d .. "/a.h5", { probs = OOD_PROBS })
+  local b = write_preds(d .. "/b.h5", { probs = { { 0.5, 0.25, 0.25 }, { 0.25, 0.5, 0.25 } } })
+  local c = write_preds(d .. "/c.h5",
+    { probs = { { 0.75, 0.125, 0.125 }, { 0.375, 0.375, 0.25 } } })
+  local eval, report = hydra.eval, hydra.report
+  local res = eval.evaluate({ id = id, calib = id, ood = {
+    { name = "a", path = a, group = "near" }, { name = "b", path = b },
+    { name = "c", path = c, group = "far" } } })
+  check.eq(res.ood[2].group, "far", "a set without a group is far")
+  check.eq(res.ood_near.auroc, 0.875, "near avg")
+  check.eq(res.ood_far.auroc, 0.71875, "far avg")
+  check.near(res.ood_avg.auroc, 2.3125 / 3, 1e-15, "OOD avg over all sets")
+  check.eq(res.ood_groups_mean.auroc, 0.796875, "groups mean")
+  check.eq(res.ood[1].fpr95_id, 0.5, "fpr95_id a")
+  check.eq(res.ood[2].fpr95_id, 1.0, "fpr95_id b")
+  check.eq(res.ood_far.fpr95_id, 0.75, "far fpr95_id")
+  check.eq(res.ood_groups_mean.fpr95_id, 0.625, "groups mean fpr95_id")
+  -- temperature scaling on probabilities (no logits): log p̄ = log max(p, 1e-12)
+  local a_val = core.metrics_log_probs(core.from_table("float32", ID_PROBS))
+  local T0 = core.metrics_temperature_fit(a_val, core.from_table("int32", ID_LABELS))
+  check.eq(res.calibration.temperature, T0, "the fitted temperature")
+  check.eq(res.calibration.source, "probs", "log p̄ from the probabilities")
+  check.ok(res.calibration.val_nll_after <= res.calibration.val_nll_before, "TS lowers val NLL")
+  check.eq(res.calibration.metrics.acc, res.metrics.acc, "TS keeps the accuracy")
+  -- the file carries the names of results/README.md
+  eval.write(res, d .. "/r.h5")
+  local f <close> = hydra.h5.open(d .. "/r.h5")
+  check.eq(f:attr("/metrics", "ood_near_auroc"), 0.875, "ood_near_auroc")
+  check.eq(f:attr("/metrics", "ood_far_fpr95_id"), 0.75, "ood_far_fpr95_id")
+  check.eq(f:attr("/metrics", "ood_groups_mean_auroc_msp"), 0.796875, "per-score groups mean")
+  check.eq(f:attr("/metrics/ood/b", "fpr95_id"), 1.0, "per-set fpr95_id")
+  check.eq(f:attr("/calibration", "temperature"), T0, "temperature attribute")
+  check.eq(f:attr("/", "ood_near_sets"), "a", "near sets")
+  check.eq(f:attr("/", "ood_far_sets"), "b,c", "far sets")
+  -- tables: near sets first, the four averages, +TS; FPR95 or FPR95-ID as asked
+  local md = report.markdown({ d .. "/r.h5" })
+  check.ok(md:find("| ECE ↓ | ECE +TS ↓ | NLL ↓ | NLL +TS ↓ |", 1, true), "+TS columns: " .. md)
+  check.ok(md:find("| a AUROC ↑ | a FPR95 ↓ | a AUPR-Out ↑ | b AUROC ↑", 1, true), "sets")
+  check.ok(md:find("| Near avg AUROC ↑ | Near avg FPR95 ↓ | Near avg AUPR-Out ↑ | Far avg AUROC ↑ "
+    .. "| Far avg FPR95 ↓ | Far avg AUPR-Out ↑ | OOD avg AUROC ↑ | OOD avg FPR95 ↓ "
+    .. "| OOD avg AUPR-Out ↑ | Groups mean AUROC ↑ |", 1, true), "summary columns")
+  check.ok(md:find("FPR95 = fraction of ID samples flagged", 1, true), "caption names FPR95")
+  check.ok(md:find("Near OOD: a; far OOD: b, c", 1, true), "caption names the groups")
+  check.ok(md:find("**Post-hoc calibration", 1, true), "calibration block")
+  check.ok(md:find("| Method | T | ECE ↓ | ECE +TS ↓ | aECE ↓ | aECE +TS ↓ | NLL ↓ | NLL +TS ↓ "
+    .. "| Brier ↓ | Brier +TS ↓ |", 1, true), "calibration columns")
+  local md_id = report.markdown({ res }, { fpr = "fpr95_id" })
+  check.ok(md_id:find("| a AUROC ↑ | a FPR95-ID ↓ |", 1, true), "FPR95-ID columns")
+  check.ok(md_id:find("FPR95-ID = fraction of OOD samples", 1, true), "caption names FPR95-ID")
+  local row = md_id:match("\n(| single |[^\n]*)")
+  check.ok(row:find("| 87.50 | 50.00 | ", 1, true), "a: AUROC 87.50, FPR95-ID 50.00: " .. row)
+  -- hydra eval --near / --calib / --fpr
+  run_ok(("eval --id %s --near a=%s --ood b=%s --ood c=%s --calib %s --out %s/cli.h5 --md "
+    .. "%s/cli.md --fpr fpr95_id"):format(id, a, b, c, id, d, d, d))
+  local cli <close> = hydra.h5.open(d .. "/cli.h5")
+  check.eq(cli:attr("/metrics", "ood_groups_mean_auroc"), 0.796875, "cli groups mean")
+  check.ok(check.read_file(d .. "/cli.md"):find("a FPR95-ID ↓", 1, true), "cli --fpr")
+  -- two seeds of one method (the second with a and b swapped between the groups): mean ± std
+  local res2 = eval.evaluate({ id = id, calib = id, ood = {
+    { name = "a", path = a, group = "far" }, { name = "b", path = b, group = "near" },
+    { name = "c", path = c, group = "far" } } })
+  local t = report.table({ res, res2 })
+  local function cell(title)
+    for j, col in ipairs(t.columns) do if col.title == title then return t.rows[1].cells[j] end end
+  end
+  -- near avg AUROC: .875 and .75 -> 81.25 ± 8.8388 (sample std)
+  check.near(cell("Near avg AUROC ↑").mean, 81.25, 1e-12, "near mean")
+  check.near(cell("Near avg AUROC ↑").std, 12.5 / math.sqrt(2), 1e-12, "near std")
+  check.eq(cell("ECE +TS ↓").std, 0.0, "+TS std over identical ID sets")
+  local blocks = report.tables({ res, res2 })
+  for _, b2 in ipairs(blocks) do
+    for j, col in ipairs(b2.columns) do
+      check.ok(b2.rows[1].cells[j].std ~= nil, ("%s: %s has a std"):format(b2.block, col.title))
+    end
+  end
+  check.eq(#blocks, 4, "main, scores, misclf and calibration blocks")
+end
+
 function T.plot_commands_write_png_dat_gp()
   local d = check.tmpdir()
   local id, ood = fixture(d)
@@ -258,7 +366,8 @@ function T.plot_commands_write_png_dat_gp()
     "hydra plot: unknown plot 'frobnicate' (known: reliability, ood-hist, risk-coverage)")
   run_fails(("plot ood-hist %s/a.h5 --score energy --out %s/x.png"):format(d, d), 1,
     ("plot: '%s/a.h5' has no /id/scores/energy (score 'energy' unavailable: energy: no /logits "
-    .. "or /member_logits in '%s')"):format(d, id))
+    .. "or /member_logits in '%s'; maxlogit: no /logits or /member_logits in '%s')")
+    :format(d, id, id))
   run_fails(("plot reliability %s --out %s/x.png"):format(id, d), 1,
     ("plot: '%s' is not a hydra result file (no 'format' attribute on /)"):format(id))
 end

@@ -21,6 +21,8 @@ local function data_dir()
   hydra.model.write_synthetic(d .. "/tiny.h5", { train = 96, val = 32, test = 40, seed = 2 })
   hydra.model.write_synthetic(d .. "/tinyood.h5", { train = 8, val = 8, test = 24, seed = 5,
                                                     classes = 3 })
+  hydra.model.write_synthetic(d .. "/tinyood2.h5", { train = 8, val = 8, test = 20, seed = 7,
+                                                     classes = 3 })
   hydra.model.write_synthetic(d .. "/tinyoodval.h5", { train = 8, val = 24, test = 8, seed = 6,
                                                        classes = 3 })
   local f <close> = hydra.h5.open(d .. "/tiny.h5")
@@ -233,7 +235,8 @@ function T.run_writes_a_complete_folder_and_reuses_it()
                        "plots/reliability.dat" }) do
     eq(core.stat(s.dir .. "/" .. f), "file", f)
   end
-  eq(s.stages.built, 2 + 2 * 4, "2 base models + 4 prediction sets x 2 methods")
+  eq(s.stages.built, 2 + 2 * 5, "2 base models + 5 prediction sets (with the ID val split of "
+    .. "temperature scaling) x 2 methods")
   eq(s.stages.hits, 1, "single's base reused by DE")
   -- the log file holds every line printed
   local log = check.read_file(s.dir .. "/log.txt")
@@ -274,8 +277,88 @@ function T.run_writes_a_complete_folder_and_reuses_it()
                           methods = "[deep_ensemble]" })
   local s3 = run.execute(cfg3, { quiet = true, cache_dir = cache, progress = false })
   eq(s3.stages.built, 0, "nothing rebuilt")
-  eq(s3.stages.hits, 2 + 4, "2 models + 4 prediction sets")
+  eq(s3.stages.hits, 2 + 5, "2 models + 5 prediction sets")
   ok(s3.id ~= s.id, "other run id")
+end
+
+-- A run folder alone recomputes every metric: the per-sample predictions of every set (and of
+-- the calibration split) are inside result.h5, so deleting the stage cache loses nothing.
+function T.run_folder_recomputes_every_metric_without_the_cache()
+  local root = check.tmpdir()
+  local cache = root .. "/cache"
+  local cfg = tiny_cfg({ results_dir = root .. "/results", experiment = "selfc",
+                         methods = "[single, mc_dropout]",
+                         ["data.ood"] = "{near: [tinyood], far: [tinyood2]}" })
+  local run, eval = hydra.run, hydra.eval
+  local s = run.execute(cfg, { quiet = true, cache_dir = cache, progress = false,
+                               overrides = { "data.ood={near: [tinyood], far: [tinyood2]}" } })
+  ok(os.execute(("rm -rf '%s'"):format(cache)), "cache deleted")
+  eq(core.stat(cache), nil, "no cache")
+  -- provenance
+  local yaml = check.read_file(s.dir .. "/config.resolved.yaml")
+  ok(yaml:match("^# command: "), "command in config.resolved.yaml")
+  ok(yaml:find("\n# overrides: data.ood={near: [tinyood], far: [tinyood2]}\n", 1, true),
+    "overrides in config.resolved.yaml")
+  ok(yaml:find("\n# git: ", 1, true), "git state in config.resolved.yaml")
+  local f <close> = hydra.h5.open(s.result)
+  eq(f:attr("/", "overrides"), "data.ood={near: [tinyood], far: [tinyood2]}", "overrides attr")
+  ok(type(f:attr("/", "command")) == "string", "command attr")
+  local dirty = f:attr("/", "git_dirty")
+  ok(dirty == 0 or dirty == 1 or dirty == -1, "git_dirty attr")
+  local loaded = run.load(s.result)
+  for i, name in ipairs({ "single", "mc_dropout" }) do
+    local g = "/methods/" .. name
+    local want = loaded.results[i]
+    -- the names of results/README.md
+    for _, a in ipairs({ "ood_near_auroc", "ood_far_fpr95", "ood_groups_mean_aupr_out",
+                         "ood_avg_fpr95_id", "ood_near_fpr95_id_maxlogit", "misclf_auroc",
+                         "misclf_aupr", "misclf_fpr95", "misclf_auroc_maxlogit" }) do
+      ok(type(f:attr(g .. "/metrics", a)) == "number", name .. " " .. a)
+    end
+    ok(type(f:attr(g .. "/metrics/ood/tinyood", "fpr95_id")) == "number", "per-set fpr95_id")
+    eq(f:attr(g .. "/metrics/ood/tinyood", "group"), "near", "group attribute")
+    local T = f:attr(g .. "/calibration", "temperature")
+    ok(T > 0, name .. " temperature")
+    -- every metric again from the run folder's arrays alone
+    local spec = eval.extract(s.result, g, check.tmpdir())
+    local res = eval.evaluate(spec)
+    eq(res.calibration.temperature, T, name .. " temperature recomputed")
+    for _, k in ipairs(hydra.metrics.ID_METRICS) do
+      eq(res.calibration.metrics[k], want.calibration.metrics[k], name .. " +TS " .. k)
+      eq(res.metrics[k], want.metrics[k], name .. " " .. k)
+    end
+    for _, k in ipairs(hydra.metrics.OOD_METRICS) do
+      eq(res.ood_near[k], want.ood_near[k], name .. " near " .. k)
+      eq(res.ood_far[k], want.ood_far[k], name .. " far " .. k)
+      eq(res.ood_avg[k], want.ood_avg[k], name .. " avg " .. k)
+      eq(res.ood_groups_mean[k], want.ood_groups_mean[k], name .. " groups mean " .. k)
+      eq(res.by_score_summary.maxlogit.avg[k], want.by_score_summary.maxlogit.avg[k],
+        name .. " maxlogit " .. k)
+      for j, o in ipairs(res.ood) do eq(o[k], want.ood[j][k], name .. " " .. o.name .. " " .. k) end
+    end
+    for _, k in ipairs(hydra.metrics.MISCLF_METRICS) do
+      eq(res.metrics["misclf_" .. k], want.metrics["misclf_" .. k], name .. " misclf " .. k)
+    end
+    for j, sh in ipairs(res.calibration.shift) do
+      eq(sh.ece, want.calibration.shift[j].ece, name .. " shift +TS ece")
+    end
+    -- groups mean = the mean of the two group averages; near = the one near set
+    near(want.ood_groups_mean.auroc, (want.ood_near.auroc + want.ood_far.auroc) / 2, 1e-15,
+      "groups mean")
+    eq(want.ood_near.fpr95_id, want.ood[1].fpr95_id, "near avg of one set")
+    -- misclassification AUROC by hand from the stored per-sample arrays
+    local sc, cor = f:read(g .. "/id/scores/msp"):totable(), f:read(g .. "/id/correct"):totable()
+    local u, np, nn = 0, 0, 0
+    for a = 1, #sc do
+      if cor[a] == 0 then
+        np = np + 1
+        for b = 1, #sc do
+          if cor[b] == 1 then u = u + (sc[a] > sc[b] and 1 or sc[a] == sc[b] and 0.5 or 0) end
+        end
+      else nn = nn + 1 end
+    end
+    near(want.metrics.misclf_auroc, u / (np * nn), 1e-12, name .. " misclf auroc by hand")
+  end
 end
 
 function T.run_id_ignores_where_results_go()

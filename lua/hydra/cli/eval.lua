@@ -2,19 +2,21 @@
 local argparse = require("hydra.argparse")
 local err = require("hydra.err")
 
-local USAGE = "hydra eval --id PREDS.h5 [--ood NAME=PREDS.h5 ...] [--shift NAME=PREDS.h5 ...] "
-  .. "[--score msp|entropy|mi|energy|disagreement] [--bootstrap B] [--seed S] --out RESULT.h5 "
-  .. "[--json METRICS.json] [--md TABLE.md] [--csv TABLE.csv]"
+local USAGE = "hydra eval --id PREDS.h5 [--near NAME=PREDS.h5 ...] [--ood NAME=PREDS.h5 ...] "
+  .. "[--shift NAME=PREDS.h5 ...] [--calib VAL_PREDS.h5] "
+  .. "[--score msp|maxlogit|entropy|mi|energy|disagreement] [--bootstrap B] [--seed S] "
+  .. "--out RESULT.h5 [--json METRICS.json] [--md TABLE.md] [--csv TABLE.csv] "
+  .. "[--fpr fpr95|fpr95_id]"
 
 -- the same bound as the config key eval.bootstrap (lua/hydra/config_schema.lua)
 local MAX_BOOTSTRAP = require("hydra.config_schema")["eval.bootstrap"].le
 
-local function pairs_of(list, opt)
-  local out = {}
+local function pairs_of(list, opt, group, out)
+  out = out or {}
   for _, v in ipairs(list or {}) do
     local name, path = v:match("^([^=]+)=(.+)$")
     if not name then err.usage("hydra eval: --%s expects NAME=PREDS.h5, got '%s'", opt, v) end
-    out[#out + 1] = { name = name, path = path }
+    out[#out + 1] = { name = name, path = path, group = group }
   end
   return out
 end
@@ -28,7 +30,13 @@ and writes RESULT.h5: per-sample arrays (conf, correct, NLL, Brier, every OOD sc
 each OOD and each shift set, and /metrics with Acc, NLL, Brier, ECE, aECE, MCE, AURC, member
 disagreement, per-OOD-set AUROC / FPR95 / AUPR-Out / AUPR-In for every available score, their
 unweighted mean over OOD sets (OOD avg), and the conventions and provenance as attributes.
---score picks the score used for the headline OOD numbers (default msp = -max p̄).
+--near NAME=PREDS.h5 adds a near-OOD set, --ood NAME=PREDS.h5 a far one; the tables show each
+set, the near and far averages, "OOD avg" over all sets and "Groups mean" (mean of the two group
+averages). --score picks the score used for the headline OOD and misclassification numbers
+(default msp = -max p̄; maxlogit = -mean_m max logits). --calib VAL_PREDS.h5 (labelled predictions
+of the ID validation split) fits temperature scaling and adds ECE/NLL/Brier after it ("+TS").
+--fpr fpr95_id makes --md/--csv show FPR95 at 95 % ID recall instead of at 95 % OOD recall
+(both are always in RESULT.h5).
 --bootstrap B adds percentile 95 % intervals from B seeded resamples (--seed, default 0).
 Every formula is in results/README.md. Bad inputs (class-count mismatch, NaN, rows not summing to
 1 within 1e-4, labels out of range) are errors naming the file and the first bad row.]],
@@ -36,9 +44,9 @@ Every formula is in results/README.md. Bad inputs (class-count mismatch, NaN, ro
     local opts = argparse.parse(args, {
       command = "eval",
       usage = USAGE,
-      options = { id = "string", ood = "list", shift = "list", score = "string",
+      options = { id = "string", ood = "list", near = "list", shift = "list", score = "string",
                   out = "string", json = "string", md = "string", csv = "string",
-                  bootstrap = "integer", seed = "natural" },
+                  bootstrap = "integer", seed = "natural", calib = "string", fpr = "string" },
       required = { "id", "out" },
     })
     if opts.bootstrap and opts.bootstrap < 2 then
@@ -48,10 +56,17 @@ Every formula is in results/README.md. Bad inputs (class-count mismatch, NaN, ro
       err.usage("hydra eval: --bootstrap must be at most %d (got %d)", MAX_BOOTSTRAP,
         opts.bootstrap)
     end
-    local ood, shift = pairs_of(opts.ood, "ood"), pairs_of(opts.shift, "shift")
+    if opts.fpr and opts.fpr ~= "fpr95" and opts.fpr ~= "fpr95_id" then
+      err.usage("hydra eval: --fpr must be fpr95 or fpr95_id, got '%s'", opts.fpr)
+    end
+    local ood = pairs_of(opts.ood, "ood", "far", pairs_of(opts.near, "near", "near"))
+    local shift = pairs_of(opts.shift, "shift")
     local ins = { { opts.id, "--id" } }
-    for _, o in ipairs(ood) do ins[#ins + 1] = { o.path, "--ood " .. o.name } end
+    for _, o in ipairs(ood) do
+      ins[#ins + 1] = { o.path, (o.group == "near" and "--near " or "--ood ") .. o.name }
+    end
     for _, o in ipairs(shift) do ins[#ins + 1] = { o.path, "--shift " .. o.name } end
+    if opts.calib then ins[#ins + 1] = { opts.calib, "--calib" } end
     require("hydra.output").check({ { opts.out, "--out" }, { opts.json, "--json" },
       { opts.md, "--md" }, { opts.csv, "--csv" } }, ins, "hydra eval")
     local eval = require("hydra.eval")
@@ -59,7 +74,7 @@ Every formula is in results/README.md. Bad inputs (class-count mismatch, NaN, ro
     local cmd = { "hydra", "eval" }
     for _, a in ipairs(args) do cmd[#cmd + 1] = a end
     local res = eval.evaluate({
-      id = opts.id, ood = ood, shift = shift,
+      id = opts.id, ood = ood, shift = shift, calib = opts.calib,
       score = opts.score, bootstrap = opts.bootstrap, seed = opts.seed or 0,
       command = table.concat(cmd, " "),
     })
@@ -68,9 +83,10 @@ Every formula is in results/README.md. Bad inputs (class-count mismatch, NaN, ro
     local ok, e = pcall(function()
       eval.write(res, opts.out)
       written[#written + 1] = opts.out
+      local topts = { fpr = opts.fpr }
       local texts = { { opts.json, function() return eval.json(res) end },
-                      { opts.md, function() return report.markdown({ res }) end },
-                      { opts.csv, function() return report.csv({ res }) end } }
+                      { opts.md, function() return report.markdown({ res }, topts) end },
+                      { opts.csv, function() return report.csv({ res }, topts) end } }
       for _, t in ipairs(texts) do
         if t[1] then
           report.write_text(t[1], t[2]())
@@ -85,14 +101,27 @@ Every formula is in results/README.md. Bad inputs (class-count mismatch, NaN, ro
     local m = res.metrics
     print(("%s: acc %.2f%%  ece %.2f%%  nll %.4f  brier %.4f  aurc %.2f%%"):format(res.method,
       m.acc * 100, m.ece * 100, m.nll, m.brier, m.aurc * 100))
-    for _, o in ipairs(res.ood) do
-      print(("  ood %-12s auroc %.2f%%  fpr95 %.2f%%  aupr-out %.2f%%  (%s)"):format(o.name,
-        o.auroc * 100, o.fpr95 * 100, o.aupr_out * 100, res.score))
+    local function line(name, a, extra)
+      print(("  ood %-12s auroc %.2f%%  fpr95 %.2f%%  fpr95-id %.2f%%  aupr-out %.2f%%%s")
+        :format(name, a.auroc * 100, a.fpr95 * 100, a.fpr95_id * 100, a.aupr_out * 100,
+          extra or ""))
     end
-    if #res.ood > 0 then
-      local a = res.ood_avg
-      print(("  ood %-12s auroc %.2f%%  fpr95 %.2f%%  aupr-out %.2f%%"):format("avg",
-        a.auroc * 100, a.fpr95 * 100, a.aupr_out * 100))
+    for _, o in ipairs(res.ood) do line(o.name, o, ("  (%s, %s)"):format(o.group, res.score)) end
+    if res.ood_near.auroc and res.ood_far.auroc then
+      line("near avg", res.ood_near)
+      line("far avg", res.ood_far)
+    end
+    if #res.ood > 0 then line("avg", res.ood_avg) end
+    if res.ood_near.auroc and res.ood_far.auroc then line("groups mean", res.ood_groups_mean) end
+    if m.misclf_auroc then
+      print(("  misclassification (%s): auroc %.2f%%  aupr %.2f%%  fpr95 %.2f%%"):format(
+        res.score, m.misclf_auroc * 100, m.misclf_aupr * 100, m.misclf_fpr95 * 100))
+    end
+    if res.calibration then
+      local c = res.calibration
+      print(("  temperature %.4f (val NLL %.4f -> %.4f): ece %.2f%% -> %.2f%%  nll %.4f -> %.4f")
+        :format(c.temperature, c.val_nll_before, c.val_nll_after, m.ece * 100,
+          c.metrics.ece * 100, m.nll, c.metrics.nll))
     end
     print("wrote " .. opts.out)
   end,

@@ -28,7 +28,8 @@ config. Rerunning a complete run does nothing (--force recomputes it, reusing ca
     local config = require("hydra.config")
     local run = require("hydra.run")
     local cfg = config.load(opts.positional[1], opts.override_list)
-    local ropts = { force = opts.force, cache_dir = opts.cache, quiet = opts.quiet }
+    local ropts = { force = opts.force, cache_dir = opts.cache, quiet = opts.quiet,
+                    overrides = opts.override_list }
     if opts["no-progress"] then ropts.progress = false end
     local s = run.execute(cfg, ropts)
     if s.skipped then

@@ -10,8 +10,9 @@ return {
 DIR) and writes report/table.md and report/table.csv: one row per method and configuration, the
 configuration named by the config keys that differ between runs (seed, threads, results_dir
 and sweep.* excepted), every cell mean ± std (sample std, n - 1) over the runs that differ only
-by seed. report/plots/ gets one plot per metric (accuracy, ECE, NLL, OOD avg AUROC and FPR95)
-against the varying key --x (default: the numeric varying key with the most values).
+by seed. report/plots/ gets one plot per metric (accuracy, ECE, NLL, OOD avg AUROC and FPR95,
+groups-mean AUROC, ECE after temperature scaling) against the varying key --x (default: the
+numeric varying key with the most values).
   --out DIR     write there instead of <experiment folder>/report
   --print       also print the Markdown table]],
   run = function(args)

@@ -17,7 +17,8 @@
 --                    counts 1 + max_len tokens), members }
 -- predictor.seeds = { training seeds used }
 -- Sets come from common.sets(cfg): { name, role = "id"|"ood"|"shift", file, parts = { split... },
--- subset, hash }.
+-- subset, hash, group = "near"|"far" (OOD sets) }; common.val_set(cfg) is the ID validation
+-- split (temperature scaling).
 local core = require("hydra.core")
 local err = require("hydra.err")
 local h5 = require("hydra.h5")
@@ -131,7 +132,8 @@ function C.sets(cfg)
       table.concat(id_splits, ", "))
   end
   add(cfg.data.id, "id", idf, { "test" })
-  for _, name in ipairs(cfg.data.ood or {}) do
+  for _, o in ipairs(require("hydra.eval").ood_groups(cfg.data.ood)) do
+    local name = o.name
     local f = need_prepared(cfg, name, "OOD")
     local splits = list_splits(f)
     local split
@@ -142,6 +144,7 @@ function C.sets(cfg)
         table.concat(splits, ", "))
     end
     add(name, "ood", f, { split })
+    out[#out].group = o.group
   end
   for _, name in ipairs(cfg.data.shift or {}) do
     local f = need_prepared(cfg, name, "shift")
@@ -167,6 +170,20 @@ function C.sets(cfg)
     end
   end
   return out
+end
+
+-- The ID validation split (the split temperature scaling is fitted on; the base models select
+-- their checkpoint on it too): its first data.test_subset samples, like every test split.
+function C.val_set(cfg)
+  local idf = need_prepared(cfg, cfg.data.id, "ID")
+  local has = false
+  for _, s in ipairs(list_splits(idf)) do has = has or s == "val" end
+  if not has then
+    err.fail("run: eval.calibrate = temperature needs the 'val' split of the ID dataset, and "
+      .. "'%s' has none (set eval.calibrate: none)", idf)
+  end
+  return { name = cfg.data.id .. "-val", role = "val", file = idf, parts = { "val" },
+           subset = cfg.data.test_subset or 0, hash = stages.data_hash(idf) }
 end
 
 -- A core Dataset of a set; norm = { mean, std } (a model's) or nil (the file's /meta).
