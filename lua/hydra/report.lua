@@ -26,8 +26,6 @@ local yaml = require("hydra.yaml")
 local M = {}
 
 local split_list = fs.split_list
-  return t
-end
 
 local function basename(path)
   return (path:match("([^/]+)$") or path):gsub("%.h5$", "")
