@@ -65,9 +65,13 @@ for label in "Single" "Deep Ensembles" "MC Dropout" "Taylor" "CircAvg" "Hydra (T
     grep -q "^$label,1," "$dir/table.csv" || { echo "table.csv: no row '$label'"; fail=1; }
 done
 rows=$(grep -c '^| ' "$dir/table.md")
-[ "$rows" -eq 8 ] || { echo "table.md: $rows table lines, expected 8 (head + 7 rows)"; fail=1; }
-for col in "synood AUROC" "synshift-s1 Acc" "synshift-s3 ECE" "OOD avg AUROC"; do
+[ "$rows" -eq 32 ] || { echo "table.md: $rows table lines, expected 32 (4 blocks x 8)"; fail=1; }
+for col in "synood AUROC" "synshift-s1 Acc" "synshift-s3 ECE" "OOD avg AUROC" "ECE +TS" \
+           "NLL +TS"; do
     head -n 1 "$dir/table.md" | grep -q "$col" || { echo "table.md: no column '$col'"; fail=1; }
+done
+for block in "OOD detection by score" "Misclassification detection" "Post-hoc calibration"; do
+    grep -q "^\*\*$block" "$dir/table.md" || { echo "table.md: no block '$block'"; fail=1; }
 done
 for p in reliability ood-hist risk-coverage; do
     [ -s "$dir/plots/$p.png" ] || { echo "missing plot $p.png"; fail=1; }
