@@ -211,19 +211,23 @@ local function show(name, d)
   end
 end
 
--- recorded on main at df26bec (HYDRA_PIN_PRINT=1 ./hydra run tests/lua/run.lua test_pinned)
+-- recorded on main at df26bec (HYDRA_PIN_PRINT=1 ./hydra run tests/lua/run.lua test_pinned);
+-- re-pinned for the evaluation protocol of issue 14: new config keys (eval.calibrate) change the
+-- run-ids, the ID validation split is predicted for temperature scaling (21 prediction files, not
+-- 14), and the metrics gain attributes. Checked then: params unchanged, and with
+-- eval.calibrate=none the predictions digest is the old one (21dd9d94... image, 0d03cccf... text).
 local PIN = {
   image = {
-    id = "a82c956ce289",
+    id = "f4c75b0e74cb",
     params = "9b5c2c1f8ebbd3e298ce5165ab936ca057a1300ff972fcd35873ded09bae3e71",
-    preds = "21dd9d94694635fefef227683b6689997027a18483cac5f25a62b12a28c4dd88",
-    metrics = "7209083392999a2d419418f42b4a1e1e908ca3a0dedb40a9cea35207b8eb606f",
+    preds = "6e6141356e6e7d85b43cbbda9a88cef6a2c8ae01041af63f0bbdd28f0e21eaae",
+    metrics = "74c804c55f6ee4d8e4aa3d1c110add0b75586500f989ff1f96491ef716eb437d",
   },
   text = {
-    id = "4f9ec4580a7e",
+    id = "c4bad2aeb939",
     params = "b63dc9a73ad1112cc34b7165508501ec2264559fab094fe82b3751669b415497",
-    preds = "0d03cccf8e794e4f1895b4e97cf9c6d641ca6587985193336a88afa772f65987",
-    metrics = "d6cc4ec5190659d9a252b3d3adcaf7cc28ef67c2c0babbf9f4ad65b9f1532264",
+    preds = "71b7e8840bd5655d6b7c382f901757ff4d2e177574e5d9fb99215df28cce711a",
+    metrics = "7e0dceeb04642e9a024e9599721cf62eecaf4390175984d192729264f1018ac7",
   },
 }
 
@@ -237,7 +241,7 @@ local function compare(name, d)
   eq(d.methods, "circavg,deep_ensemble,hydra_circ,hydra_taylor,mc_dropout,single,taylor",
     name .. " every method ran")
   eq(d.n_params_files, 16, name .. " stage files with parameters or gates")
-  eq(d.n_preds, 14, name .. " prediction files")
+  eq(d.n_preds, 21, name .. " prediction files (ID test, OOD set, ID val split per method)")
 end
 
 function T.image_run_is_pinned()
