@@ -359,10 +359,10 @@ static hy_status check_batch(const hy_fused *f, const hy_batch *in, size_t B) {
  * The streams are stored member-major, so the pair (member m, sample b) owns the T rows starting
  * at row (m B + b) T of every per-row buffer (x, ln, h, mean, rstd) and of qkv / ao (rows of
  * 3D / D floats, of which 3 C_m / C_m are used in layer l), and its cls / logits row is m B + b.
- * A slice is a
- * contiguous range [p0, p1) of pairs: whole samples of whole streams, so every operation of the
- * forward -- LayerNorms, Q/K/V and output projections, attention, MLP, head -- only reads rows of
- * its own slice, and slices are independent from the embedding to the logits. The forward cuts
+ * A slice is a contiguous range [p0, p1) of pairs: whole samples of whole streams, so every
+ * operation of the forward -- LayerNorms, Q/K/V and output projections, attention, MLP, head --
+ * only reads rows of its own slice, and slices are independent from the embedding to the
+ * logits. The forward cuts
  * the M B pairs into chunks at boundaries fixed by M B and T alone (n_chunks), deals whole
  * chunks out to the threads and runs them in ONE OpenMP region with no barrier
  * (two, when the averaged embedding is computed once for all streams): no per-layer fork/join,
@@ -673,14 +673,7 @@ hy_status hy_fused_predict(hy_fused *f, const hy_dataset *ds, size_t batch_size,
     size_t first = 0, B;
     while (st == HY_OK && (B = hy_loader_next(&ld)) > 0) {
         hy_batch in;
-        memset(&in, 0, sizeof in);
-        if (ds->kind == HY_DATA_IMAGE) {
-            in.images = ld.images;
-        } else {
-            in.ids = ld.ids;
-            in.lengths = ld.lengths;
-            in.len = ld.len;
-        }
+        hy_loader_batch(&ld, &in);
         if ((st = hy_fused_forward(f, &in, B, lg)) != HY_OK) break;
         for (size_t b = 0; b < B; b++) {
             double acc[1024];

@@ -4,16 +4,17 @@
  *   Per layer: LN1 per member (one call over all streams when fuse.ln = average); Q/K/V and
  *   the output projection as a ragged grouped GEMM (group m: LN1(x_m) (B*T, D) x member m's
  *   packed qkv (D, 3 k_m HS), resp. (k_m HS -> D) added into x_m); attention over the kept heads
- *   of every member with the single model's kernel (hy_attn_forward); LN2; the MLP as ONE GEMM
- *   over the (M*B*T, D) rows of all streams per linear layer when fuse.mlp = average (fc1/fc2
- *   are the members' mean), else a grouped GEMM with each member's own MLP. Embeddings (cls,
+ *   of every member with the single model's kernel (hy_attn_forward); LN2; the MLP with one
+ *   shared weight for the rows of all streams when fuse.mlp = average (fc1/fc2 are the members'
+ *   mean; executed per chunk of rows, see below), else each member's own MLP. Embeddings (cls,
  *   pos, patch / token) and the classifier head (head.*) are per member or averaged
  *   (fuse.embed, fuse.head); the LayerNorms norm1, norm2 and the final norm follow fuse.ln.
  *   With averaged embeddings the first layer's input is computed once and copied into every
  *   stream. Execution (fused.c): the rows are split into chunks of about 256 rows --
  *   contiguous runs of (member, sample) pairs at boundaries independent of the thread count,
- *   dealt out whole to the threads, each going through every layer while it is in cache -- so the M streams are independent work that
- *   runs concurrently with no synchronisation inside the forward. Within a block, Q/K/V and
+ *   dealt out whole to the threads, each going through every layer while it is in cache -- so
+ *   the M streams are independent work that runs concurrently with no synchronisation inside
+ *   the forward. Within a block, Q/K/V and
  *   the output projection are one hy_gemm_grouped call each over the block's member segments
  *   (ragged: k_m differs per member); the merged MLP is one GEMM over the block's rows across
  *   member boundaries; per-member tensors are one GEMM per member segment.

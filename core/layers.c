@@ -163,6 +163,28 @@ void hy_softmax_forward(float *out, const float *x, size_t N, size_t K) {
     hy_prof_add(HY_PROF_LOSS, t0, 0);
 }
 
+void hy_softmax_rows(float *probs, const float *logits, size_t n, size_t k) {
+    for (size_t r = 0; r < n; r++) {
+        const float *x = logits + r * k;
+        float *p = probs + r * k;
+        float mx = -INFINITY;
+        for (size_t j = 0; j < k; j++) mx = x[j] > mx ? x[j] : mx;
+        double sum = 0;
+        for (size_t j = 0; j < k; j++) sum += exp((double)x[j] - (double)mx);
+        for (size_t j = 0; j < k; j++) p[j] = (float)(exp((double)x[j] - (double)mx) / sum);
+    }
+}
+
+double hy_logsumexp(const float *z, size_t n) {
+    double mx = -INFINITY;
+    for (size_t c = 0; c < n; c++)
+        if ((double)z[c] > mx) mx = (double)z[c];
+    if (isinf(mx) && mx < 0.0) return mx;
+    double s = 0.0;
+    for (size_t c = 0; c < n; c++) s += exp((double)z[c] - mx);
+    return mx + log(s);
+}
+
 /* ===== softmax + cross-entropy ===== */
 
 void hy_ce_forward(double *loss, float *probs, const float *logits, const int32_t *labels,
@@ -195,12 +217,11 @@ void hy_ce_backward(float *dlogits, double dloss, const float *probs, const int3
                     size_t N, size_t K, float eps) {
     uint64_t t0 = hy_prof_t0();
     /* loss = mean_n -sum_c t_c log p_c  =>  dlogit_c = (p_c - t_c) / N  (sum_c t_c = 1) */
-    double scale = N ? dloss / (double)N : 0.0;
     double off = (double)eps / (double)K;
     for (size_t n = 0; n < N; n++) {
         for (size_t k = 0; k < K; k++) {
             double t = off + ((int64_t)k == labels[n] ? 1.0 - (double)eps : 0.0);
-            dlogits[n * K + k] += (float)(scale * ((double)probs[n * K + k] - t));
+            dlogits[n * K + k] += (float)(dloss * ((double)probs[n * K + k] - t) / (double)N);
         }
     }
     hy_prof_add(HY_PROF_LOSS, t0, 0);

@@ -41,6 +41,12 @@ void hy_gelu_backward(float *dx, const float *dout, const float *x, size_t n);
 /* ===== softmax over rows ===== */
 /*   out (N, K) written; x (N, K); max starts at -INFINITY, an all -inf row gives zeros. */
 void hy_softmax_forward(float *out, const float *x, size_t N, size_t K);
+/* The double-accumulating twin, for predictions: probs (n, k) = softmax(logits (n, k)) row by
+ * row, max-shifted, sum of exp in double, each p = exp(x - max) / sum rounded once. */
+void hy_softmax_rows(float *probs, const float *logits, size_t n, size_t k);
+/* log sum_c exp(z_c) of one row z (n) in double (max-shifted); -INFINITY for an all -inf row.
+ * Metrics (NLL from logits, energy) and the circuit search's NLL / MSP use it. */
+double hy_logsumexp(const float *z, size_t n);
 
 /* ===== softmax + cross-entropy, mean over rows, label smoothing eps ===== */
 /* target_c = (1 - eps) [c == y] + eps / K.  loss = mean_n sum_c -target_c log softmax(x_n)_c.

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "layers.h"
 #include "rng.h"
 
 typedef struct keyed {
@@ -114,16 +115,6 @@ void hy_metrics_nll_probs(double *nll, const float *p, const int32_t *labels, si
     }
 }
 
-static double logsumexp_f(const float *z, size_t C) {
-    double mx = -INFINITY;
-    for (size_t c = 0; c < C; c++)
-        if ((double)z[c] > mx) mx = (double)z[c];
-    if (isinf(mx) && mx < 0.0) return mx;
-    double s = 0.0;
-    for (size_t c = 0; c < C; c++) s += exp((double)z[c] - mx);
-    return mx + log(s);
-}
-
 /* NLL_i = -[ logsumexp_m( z_{m,i,y} - logsumexp_c z_{m,i,c} ) - log M ]
  * (log-mean-exp over members of the log-softmax at the true class = log p̄_y, stably). */
 void hy_metrics_nll_logits(double *nll, const float *z, const int32_t *labels, size_t M,
@@ -134,14 +125,14 @@ void hy_metrics_nll_logits(double *nll, const float *z, const int32_t *labels, s
         double mx = -INFINITY;
         for (size_t m = 0; m < M; m++) {
             const float *row = z + (m * N + i) * C;
-            double ls = (double)row[y] - logsumexp_f(row, C);
+            double ls = (double)row[y] - hy_logsumexp(row, C);
             if (ls > mx) mx = ls;
         }
         /* pass 2: sum of exp(ls - mx) */
         double s = 0.0;
         for (size_t m = 0; m < M; m++) {
             const float *row = z + (m * N + i) * C;
-            s += exp((double)row[y] - logsumexp_f(row, C) - mx);
+            s += exp((double)row[y] - hy_logsumexp(row, C) - mx);
         }
         nll[i] = -(mx + log(s) - log((double)M));
     }
@@ -612,7 +603,7 @@ void hy_metrics_log_mean_probs(double *a, const float *z, size_t M, size_t N, si
         /* running log-sum-exp over members, class by class */
         for (size_t m = 0; m < M; m++) {
             const float *row = z + (m * N + i) * C;
-            double lse = logsumexp_f(row, C);
+            double lse = hy_logsumexp(row, C);
             for (size_t c = 0; c < C; c++) {
                 double v = (double)row[c] - lse, w = out[c];
                 if (isinf(w) && w < 0.0) out[c] = v;

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "layers.h"
 #include "metrics.h"
 
 /* ===== names ===== */
@@ -69,14 +70,7 @@ static size_t sweep_next(sweep *w, hy_batch *in) {
         w->rows[i] = w->s->idx ? w->s->idx[w->pos + i] : (int64_t)(w->pos + i);
     hy_loader_fill(&w->ld, w->rows, b);
     w->pos += b;
-    memset(in, 0, sizeof *in);
-    if (w->s->ds->kind == HY_DATA_IMAGE) {
-        in->images = w->ld.images;
-    } else {
-        in->ids = w->ld.ids;
-        in->lengths = w->ld.lengths;
-        in->len = w->ld.len;
-    }
+    hy_loader_batch(&w->ld, in);
     return b;
 }
 
@@ -161,10 +155,9 @@ static hy_status run_subset(hy_xfmr *m, const hy_subset *s, size_t bs, double *n
         if ((st = hy_xfmr_forward(m, &in, B, logits)) != HY_OK) break;
         for (size_t b = 0; b < B; b++) {
             const float *z = logits + b * K;
-            double mx = -INFINITY, sum = 0.0;
+            double mx = -INFINITY;
             for (size_t k = 0; k < K; k++) mx = (double)z[k] > mx ? (double)z[k] : mx;
-            for (size_t k = 0; k < K; k++) sum += exp((double)z[k] - mx);
-            double lse = mx + log(sum);
+            double lse = hy_logsumexp(z, K);
             if (nll) {
                 int32_t y = w.ld.labels[b];
                 if (y < 0 || (size_t)y >= K) {

@@ -4,6 +4,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "layers.h"
+
 /* ===== shared helpers ===== */
 
 hy_status hy_train_ensure_acts(hy_xfmr *m, size_t B) {
@@ -40,36 +42,11 @@ static hy_status check_data(const hy_xfmr *m, const hy_dataset *ds, int need_lab
     return HY_OK;
 }
 
-static hy_batch batch_of(const hy_loader *ld) {
-    hy_batch b;
-    memset(&b, 0, sizeof b);
-    if (ld->ds->kind == HY_DATA_IMAGE) {
-        b.images = ld->images;
-    } else {
-        b.ids = ld->ids;
-        b.lengths = ld->lengths;
-        b.len = ld->len;
-    }
-    return b;
-}
-
 static size_t argmax(const float *x, size_t k) {
     size_t best = 0;
     for (size_t j = 1; j < k; j++)
         if (x[j] > x[best]) best = j;
     return best;
-}
-
-void hy_softmax_rows(float *probs, const float *logits, size_t n, size_t k) {
-    for (size_t r = 0; r < n; r++) {
-        const float *x = logits + r * k;
-        float *p = probs + r * k;
-        float mx = -INFINITY;
-        for (size_t j = 0; j < k; j++) mx = x[j] > mx ? x[j] : mx;
-        double sum = 0;
-        for (size_t j = 0; j < k; j++) sum += exp((double)x[j] - (double)mx);
-        for (size_t j = 0; j < k; j++) p[j] = (float)(exp((double)x[j] - (double)mx) / sum);
-    }
 }
 
 /* ===== trainer ===== */
@@ -173,7 +150,8 @@ hy_status hy_trainer_run(hy_trainer *t, size_t max_steps, size_t *ran) {
         /* dropout masks are a function of (seed, global step) only */
         if (has_dropout(m))
             hy_xfmr_set_dropout(m, true, hy_hash64(&p->step, sizeof p->step, t->cfg.seed));
-        hy_batch in = batch_of(&t->loader);
+        hy_batch in;
+        hy_loader_batch(&t->loader, &in);
         if ((st = hy_xfmr_forward(m, &in, B, t->logits)) != HY_OK) break;
         double loss = 0;
         st = hy_xfmr_loss(m, t->logits, t->loader.labels, B, (float)t->cfg.label_smoothing,
@@ -232,7 +210,8 @@ static hy_status sweep(hy_xfmr *m, const hy_dataset *ds, size_t batch_size, int 
     if (!logits) st = HY_ENOMEM;
     size_t first = 0, B;
     while (st == HY_OK && (B = hy_loader_next(&ld)) > 0) {
-        hy_batch in = batch_of(&ld);
+        hy_batch in;
+        hy_loader_batch(&ld, &in);
         st = hy_xfmr_forward(m, &in, B, logits);
         if (st == HY_OK) st = visit(ctx, &ld, first, B, logits);
         first += B;

@@ -3,7 +3,8 @@
  * here; Lua decides epochs, validation and checkpoint selection. Nothing here prints: the
  * trainer fills a hy_progress the caller displays.
  * Entry points: hy_trainer_new / _release / _start_epoch / _run, hy_train_evaluate,
- * hy_train_predict, hy_train_ensure_acts, hy_softmax_rows. */
+ * hy_train_predict, hy_train_ensure_acts (the softmax of predictions is layers.h's
+ * hy_softmax_rows). */
 #ifndef HY_TRAIN_H
 #define HY_TRAIN_H
 
@@ -83,7 +84,5 @@ hy_status hy_train_evaluate(hy_xfmr *m, const hy_dataset *ds, size_t batch_size,
  * be NULL). Dropout as currently set (on = one MC sample). */
 hy_status hy_train_predict(hy_xfmr *m, const hy_dataset *ds, size_t batch_size, float *logits,
                            float *probs);
-/* probs[r] = softmax(logits[r]) for n rows of k (max-shifted, accumulated in double). */
-void hy_softmax_rows(float *probs, const float *logits, size_t n, size_t k);
 
 #endif

@@ -1,6 +1,8 @@
 /* vocab.c: see vocab.h. Sections: vocabulary (build, from words, lookup, digest), encoding. */
 #include "vocab.h"
 
+#include "corpus.h"
+
 #include <stdlib.h>
 #include <string.h>
 

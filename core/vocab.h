@@ -5,8 +5,10 @@
 #ifndef HY_VOCAB_H
 #define HY_VOCAB_H
 
-#include "corpus.h"
+#include "base.h"
 #include "tensor.h"
+
+typedef struct hy_corpus hy_corpus;   /* corpus.h */
 
 #define HY_TOK_PAD 0
 #define HY_TOK_UNK 1

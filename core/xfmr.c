@@ -76,9 +76,9 @@ hy_status hy_xfmr_config_check(const hy_xfmr_config *c) {
                            "reserved; got %zu)", HY_TOK_CLS, c->vocab_size);
     }
 #undef NEED_POS
-    if (hy_xfmr_seq_len(c) > HY_XFMR_MAX_T)
+    if (hy_xfmr_seq_len(c) > HY_ATTN_MAX_T)
         return hy_fail(HY_ECONFIG, "xfmr: sequence length %zu (with CLS) exceeds %d",
-                       hy_xfmr_seq_len(c), HY_XFMR_MAX_T);
+                       hy_xfmr_seq_len(c), HY_ATTN_MAX_T);
     if (!(c->attn_dropout >= 0.0f && c->attn_dropout < 1.0f))
         return hy_fail(HY_ECONFIG, "xfmr: attn_dropout must be in [0, 1) (got %g)",
                        (double)c->attn_dropout);
@@ -665,25 +665,14 @@ hy_status hy_xfmr_loss(const hy_xfmr *m, const float *logits, const int32_t *lab
         if (labels[b] < 0 || (size_t)labels[b] >= K)
             return hy_fail(HY_EINVAL, "xfmr: label %d of row %zu out of range [0, %zu)",
                            (int)labels[b], b + 1, K);
-    float *probs = dlogits;
-    if (!probs) {
-        probs = hy_xmalloc(B * K * sizeof *probs);
-        if (!probs) return HY_ENOMEM;
-    }
+    float *probs = hy_xmalloc(B * K * sizeof *probs);
+    if (!probs) return HY_ENOMEM;
     hy_ce_forward(loss, probs, logits, labels, B, K, label_smoothing);
     if (dlogits) {
-        uint64_t t0 = hy_prof_t0();
-        /* in place: dlogits = (probs - target) / B (what hy_ce_backward adds into zeros) */
-        double off = (double)label_smoothing / (double)K;
-        for (size_t b = 0; b < B; b++)
-            for (size_t k = 0; k < K; k++) {
-                double t = off + ((int64_t)k == labels[b] ? 1.0 - (double)label_smoothing : 0.0);
-                dlogits[b * K + k] = (float)(((double)probs[b * K + k] - t) / (double)B);
-            }
-        hy_prof_add(HY_PROF_LOSS, t0, 0);
-    } else {
-        hy_free(probs);
+        memset(dlogits, 0, B * K * sizeof *dlogits);
+        hy_ce_backward(dlogits, 1.0, probs, labels, B, K, label_smoothing);
     }
+    hy_free(probs);
     return HY_OK;
 }
 

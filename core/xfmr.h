@@ -16,17 +16,16 @@
 #include <stdint.h>
 
 #include "arena.h"
+#include "attn.h"
 #include "base.h"
 #include "rng.h"
+#include "vocab.h"
 
 /* LayerNorm epsilon of every norm in the model (timm ViT uses 1e-6). */
 #define HY_XFMR_LN_EPS 1e-6f
-/* Largest sequence length T (tokens including CLS) the attention kernel supports. */
-#define HY_XFMR_MAX_T 257
-/* Reserved token ids of the text model. ids never contain CLS: the model prepends cls_token. */
-#define HY_TOK_PAD 0
-#define HY_TOK_UNK 1
-#define HY_TOK_CLS 2
+/* The longest sequence T (tokens including CLS) is the attention kernel's HY_ATTN_MAX_T
+ * (attn.h). The reserved token ids HY_TOK_PAD / _UNK / _CLS are the vocabulary's (vocab.h); ids
+ * never contain CLS: the model prepends cls_token. */
 
 typedef enum { HY_XFMR_VIT = 0, HY_XFMR_TEXT = 1 } hy_xfmr_kind;
 

@@ -77,10 +77,10 @@ static int l_model_config_fields(lua_State *L) {
 /* pushes the hy_xfmr_cost of c at its full length with kept heads (table at arg, or none):
  * flops, params, parts = { embed|ln|attn|mlp|head = { flops =, params = } } */
 static int push_cost(lua_State *L, const hy_xfmr_config *c, int arg) {
-    size_t kept[HY_XFMR_MAX_T], *kp = NULL;   /* any depth up to that bound */
+    size_t kept[HY_ATTN_MAX_T], *kp = NULL;   /* any depth up to that bound */
     if (!lua_isnoneornil(L, arg)) {
         luaL_checktype(L, arg, LUA_TTABLE);
-        if ((size_t)luaL_len(L, arg) != c->depth || c->depth > HY_XFMR_MAX_T)
+        if ((size_t)luaL_len(L, arg) != c->depth || c->depth > HY_ATTN_MAX_T)
             return luaL_error(L, "cost: kept must list the heads of each of the %d layers",
                               (int)c->depth);
         for (size_t l = 0; l < c->depth; l++) {
