@@ -226,8 +226,9 @@ local function opener(dir, opts)
   local function log(fmt, ...)
     local line = select("#", ...) > 0 and fmt:format(...) or fmt
     if not opts.quiet then io.stdout:write(line, "\n"); io.stdout:flush() end
-    logf:write(line, "\n")
-    logf:flush()
+    local ok, why = logf:write(line, "\n")
+    if ok then ok, why = logf:flush() end
+    if not ok then err.fail("run: cannot write '%s/log.txt': %s", dir, why) end
     if opts.log then opts.log(line) end
   end
   return log, logf

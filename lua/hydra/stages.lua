@@ -394,22 +394,31 @@ function Cache:get(name, inputs, build, opts)
   self.log(tag .. ": cache miss, building")
   local t0 = core.now()
   local tmp = ("%s/%s/%s.tmp-%d%s"):format(self.dir, name, key, core.getpid(), ext)
+  -- the product's inputs, for inspection: written once the product is built, before its rename
+  local inputs_file = ("%s/%s/%s.inputs"):format(self.dir, name, key)
   local ok, e = pcall(function()
-    local f = io.open(("%s/%s/%s.inputs"):format(self.dir, name, key), "wb")
-    if f then
-      f:write(M.SALT, "\n", name, "\n", M.serialize(inputs), "\n")
-      f:close()
-    end
     build(tmp, key)
     if not exists(tmp) then
       error(("stages: stage %s wrote no product (expected '%s')"):format(name, tmp), 0)
     end
+    output.write_text(inputs_file, M.SALT .. "\n" .. name .. "\n" .. M.serialize(inputs) .. "\n",
+      "stages")
     local rok, rerr = os.rename(tmp, path)
     if not rok then err.fail("stages: cannot rename '%s' to '%s': %s", tmp, path, rerr) end
   end)
   if not ok then
     os.remove(tmp)
+    if not exists(path) then os.remove(inputs_file) end
     M.release(lock)
+    -- a core error ("h5: cannot write ...: no space left on device", "loader: ...") is about the
+    -- inputs or the machine, not a bug: one line naming the stage, no traceback. Lua runtime
+    -- errors (bugs) keep theirs.
+    if type(e) == "string" then
+      local msg = e:gsub("^[^:]*%.lua:%d+: ", "")
+      if msg ~= e and msg:match("^%l[%w_]*: ") and not msg:match("^bad argument") then
+        err.fail("%s: %s", tag, msg)
+      end
+    end
     error(e, 0)
   end
   M.release(lock)

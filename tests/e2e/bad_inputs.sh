@@ -6,8 +6,8 @@
 #   - the exit status (1 or 2 for a refused input; a signal or any other status is a crash),
 #   - every expected fragment of its message (fixed strings),
 #   - no Lua traceback and no sanitizer report (`make asan` runs this under ASan + UBSan),
-#   - no leftover: the fixture and output folders hold exactly the same files before and after,
-#     and inputs keep their content (sha256).
+#   - no leftover: the fixture and output folders hold exactly the same files (folders aside)
+#     before and after, and inputs keep their content (sha256).
 # The closing line counts inputs tried, crashes, tracebacks and leftovers. The full-disk cases
 # need `mount -t tmpfs` (root); without it they are skipped (the rest still run and count).
 set -u
@@ -29,7 +29,7 @@ tried=0 failed=0 crashes=0 tracebacks=0 leftovers=0
 
 KEEP=none
 # KEEP=NAME: NAME.dat, NAME.gp and NAME.png are a case's expected outputs
-snapshot() { (cd "$T" && find fx out disk -mindepth 1 ! -name fill ! -name "$KEEP.dat" \
+snapshot() { (cd "$T" && find fx out disk -mindepth 1 ! -type d ! -name fill ! -name "$KEEP.dat" \
                   ! -name "$KEEP.gp" ! -name "$KEEP.png" | sort
               sha256sum fx/* 2>/dev/null | sort) >"$1"; }
 
@@ -163,6 +163,9 @@ expect "cli: repeated --out" 2 "hydra predict: --out given twice" \
     "$HYDRA" predict "$FX/ck.h5" --data "$FX/data.h5" --split test --out "$OUT/a.h5" --out "$OUT/b.h5"
 expect "cli: unknown option" 2 "hydra eval: unknown option '--oud'" \
     "$HYDRA" eval --id "$FX/p.h5" --oud x --out "$OUT/r.h5"
+printf 'x = = 1\n' >"$T/syntax.lua"
+expect "cli: script with a syntax error" 1 "hydra run: $T/syntax.lua:1: unexpected symbol near '='" \
+    "$HYDRA" run "$T/syntax.lua"
 expect "cli: unknown command" 2 "unknown command 'trian' (did you mean 'train'?)" \
     "$HYDRA" trian
 expect "cli: bad HYDRA_HOME" 1 "hydra: HYDRA_HOME=/nonexist has no readable lua/hydra/main.lua" \
@@ -274,9 +277,13 @@ if mount -t tmpfs -o size=200k tmpfs "$DISK" 2>/dev/null; then
         "$HYDRA" eval --id "$FX/p.h5" --ood far="$FX/ood.h5" --out "$OUT/r.h5" --json "$DISK/r.json"
     rm -f "$OUT/r.h5"
     rm -f "$DISK/fill"; dd if=/dev/zero of="$DISK/fill" bs=1k count=184 2>/dev/null
+    mkdir -p "$DISK/cache"
     KEEP=x
     expect "disk full: plot" 1 "plot: cannot write '$DISK/x.png': No space left on device" \
         "$HYDRA" plot reliability "$FX/r.h5" --out "$DISK/x.png"
+    # a stage of hydra exp onto the full disk (the run's own folder, with its log, is elsewhere)
+    expect "disk full: exp --cache" 1 "stage base |no space left on device" \
+        "$HYDRA" exp "$FX/cfg.yaml" "results_dir=$T/res" --cache "$DISK/cache" --quiet
     # the complete .dat/.gp stay (to rerun by hand); no PNG, no temporary file
     ls -A "$DISK" | grep -qE '^x\.png$|tmp' && { echo "FAIL disk full: plot left $(ls -A "$DISK")";
         failed=$((failed + 1)); leftovers=$((leftovers + 1)); }

@@ -25,7 +25,8 @@ script). The script's return value, when an integer, is the exit status.]],
     local chunk, msg = loadfile(script)
     if not chunk then
       if not io.open(script, "r") then err.fail("hydra run: cannot open '%s'", script) end
-      error(msg, 0)
+      -- a syntax error is bad input (file:line: what), not a bug: no traceback
+      err.fail("hydra run: %s", msg)
     end
     local argt = { [0] = script }
     for i = 2, #args do argt[i - 1] = args[i] end
