@@ -129,13 +129,19 @@ static hy_tensor *check_labels_for(lua_State *L, int arg, size_t N, size_t C) {
     return y;
 }
 
-static int l_metrics_nll_probs(lua_State *L) {
+/* A per-sample metric of probs [N,C] and labels [N]: f(out [N] float64, p, y, N, C). */
+static int per_sample_of_probs(lua_State *L, void (*f)(double *, const float *, const int32_t *,
+                                                         size_t, size_t)) {
     hy_tensor *p = check_t(L, 1, HY_F32, 2, 2);
     size_t N = dim(p, 0), C = dim(p, 1);
     hy_tensor *y = check_labels_for(L, 2, N, C);
     hy_tensor *out = push_new(L, HY_F64, N, 0);
-    hy_metrics_nll_probs(out->data, p->data, y->data, N, C);
+    f(out->data, p->data, y->data, N, C);
     return 1;
+}
+
+static int l_metrics_nll_probs(lua_State *L) {
+    return per_sample_of_probs(L, hy_metrics_nll_probs);
 }
 
 static int l_metrics_nll_logits(lua_State *L) {
@@ -149,14 +155,7 @@ static int l_metrics_nll_logits(lua_State *L) {
     return 1;
 }
 
-static int l_metrics_brier(lua_State *L) {
-    hy_tensor *p = check_t(L, 1, HY_F32, 2, 2);
-    size_t N = dim(p, 0), C = dim(p, 1);
-    hy_tensor *y = check_labels_for(L, 2, N, C);
-    hy_tensor *out = push_new(L, HY_F64, N, 0);
-    hy_metrics_brier(out->data, p->data, y->data, N, C);
-    return 1;
-}
+static int l_metrics_brier(lua_State *L) { return per_sample_of_probs(L, hy_metrics_brier); }
 
 static int l_metrics_score(lua_State *L) {
     static const char *const names[] = {"msp", "entropy", "mi", "energy", "disagreement",
@@ -215,13 +214,20 @@ static size_t check_conf_correct(lua_State *L, int arg, hy_tensor **conf, hy_ten
     return dim(*conf, 0);
 }
 
+/* the per-sample inputs of the ID metrics: conf, correct, nll f64 [N], brier f64 [N] at 1..4 */
+static size_t check_id_inputs(lua_State *L, hy_tensor **conf, hy_tensor **ok, hy_tensor **nll,
+                              hy_tensor **brier) {
+    size_t N = check_conf_correct(L, 1, conf, ok);
+    *nll = check_t(L, 3, HY_F64, 1, 1);
+    *brier = check_t(L, 4, HY_F64, 1, 1);
+    check_len(L, 3, *nll, N);
+    check_len(L, 4, *brier, N);
+    return N;
+}
+
 static int l_metrics_id(lua_State *L) {
-    hy_tensor *conf, *ok;
-    size_t N = check_conf_correct(L, 1, &conf, &ok);
-    hy_tensor *nll = check_t(L, 3, HY_F64, 1, 1);
-    hy_tensor *brier = check_t(L, 4, HY_F64, 1, 1);
-    check_len(L, 3, nll, N);
-    check_len(L, 4, brier, N);
+    hy_tensor *conf, *ok, *nll, *brier;
+    size_t N = check_id_inputs(L, &conf, &ok, &nll, &brier);
     size_t nbins = opt_bins(L, 5);
     hy_id_metrics m;
     if (hy_metrics_id(&m, conf->data, ok->data, nll->data, brier->data, N, nbins) != HY_OK)
@@ -381,12 +387,8 @@ static int l_metrics_jaccard(lua_State *L) {
 }
 
 static int l_metrics_bootstrap_id(lua_State *L) {
-    hy_tensor *conf, *ok;
-    size_t N = check_conf_correct(L, 1, &conf, &ok);
-    hy_tensor *nll = check_t(L, 3, HY_F64, 1, 1);
-    hy_tensor *brier = check_t(L, 4, HY_F64, 1, 1);
-    check_len(L, 3, nll, N);
-    check_len(L, 4, brier, N);
+    hy_tensor *conf, *ok, *nll, *brier;
+    size_t N = check_id_inputs(L, &conf, &ok, &nll, &brier);
     lua_Integer B = luaL_checkinteger(L, 5);
     lua_Integer seed = luaL_checkinteger(L, 6);
     size_t nbins = opt_bins(L, 7);
