@@ -1,6 +1,7 @@
 /* ckpt.c: checkpoint save/load (schema in ckpt.h and DESIGN §2). */
 #include "ckpt.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -115,7 +116,22 @@ static hy_status read_tensor(hy_h5 *f, const char *name, const char *what, int n
     if (!same)
         return hy_fail(HY_EINVAL, "ckpt: '%s': tensor '%s' has shape %s, expected %s", f->path,
                        what, hy_shape_str(got, sizeof got, nd, sh), want);
-    return hy_h5_read_into(f, name, HY_F32, ndim, shape, buf);
+    HY_TRY(hy_h5_read_into(f, name, HY_F32, ndim, shape, buf));
+    size_t n = 1;
+    for (int i = 0; i < ndim; i++) n *= (size_t)shape[i];
+    return hy_ckpt_check_finite(f->path, what, buf, n);
+}
+
+hy_status hy_ckpt_check_finite(const char *path, const char *what, const float *buf, size_t n) {
+    /* One pass: x - x is 0 for finite x and NaN for NaN and +-inf. */
+    float acc = 0.0f;
+    for (size_t i = 0; i < n; i++) acc += buf[i] - buf[i];
+    if (acc == 0.0f) return HY_OK;
+    size_t i = 0;
+    while (i < n && isfinite(buf[i])) i++;
+    return hy_fail(HY_EINVAL, "ckpt: '%s': tensor '%s' has a non-finite value (%s) at flat "
+                   "index %zu", path, what, isnan(buf[i]) ? "nan" : buf[i] > 0 ? "inf" : "-inf",
+                   i);
 }
 
 hy_status hy_ckpt_read_params(hy_h5 *f, hy_xfmr *m) {

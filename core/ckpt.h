@@ -40,6 +40,10 @@ hy_status hy_ckpt_read_config(hy_h5 *f, hy_xfmr_config *cfg);
  * [10])"; a mis-shaped one: "ckpt: 'x.h5': tensor 'head.weight' has shape [5,64], expected
  * [10,64]". On failure the model's params may be partly overwritten. */
 hy_status hy_ckpt_read_params(hy_h5 *f, hy_xfmr *m);
+/* Fails when buf[0..n) holds a NaN or an infinity, naming the file, the tensor and the first bad
+ * element: "ckpt: 'x.h5': tensor 'head.weight' has a non-finite value (nan) at flat index 17".
+ * Every tensor of a checkpoint (and /head_gates) and of a fused model is checked on load. */
+hy_status hy_ckpt_check_finite(const char *path, const char *what, const float *buf, size_t n);
 /* Opens path, builds m (hy_xfmr_new from /config; m is overwritten and left zeroed on failure)
  * and reads params and gates. No activations are allocated. */
 hy_status hy_ckpt_load(const char *path, hy_xfmr *m);

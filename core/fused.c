@@ -292,6 +292,8 @@ hy_status hy_fused_load(hy_fused *f, const char *path) {
         int64_t sh[2] = {(int64_t)L, (int64_t)NH};
         snprintf(name, sizeof name, "/members/%zu/head_gates", m);
         st = hy_h5_read_into(&file, name, HY_F32, 2, sh, f->head_gates + m * L * NH);
+        if (st == HY_OK)
+            st = hy_ckpt_check_finite(path, name + 1, f->head_gates + m * L * NH, L * NH);
         if (st == HY_OK) st = hy_prune_check_member("fused", f->head_gates + m * L * NH, m, L, NH);
         if (st != HY_OK) goto fail;
     }
@@ -300,6 +302,7 @@ hy_status hy_fused_load(hy_fused *f, const char *path) {
         const hy_param *p = &f->table[i];
         snprintf(name, sizeof name, "/%s", p->name);
         st = hy_h5_read_into(&file, name, HY_F32, p->ndim, p->shape, f->params + p->offset);
+        if (st == HY_OK) st = hy_ckpt_check_finite(path, p->name, f->params + p->offset, p->numel);
         if (st != HY_OK) goto fail;
     }
     hy_xfmr_release(&tmp);
