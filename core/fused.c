@@ -105,8 +105,6 @@ static hy_status layout(hy_fused *f, const hy_param *ref, size_t n_slots) {
     return HY_OK;
 }
 
-/* a scratch xfmr of cfg, only for its table */
-static hy_status ref_table(const hy_xfmr_config *c, hy_xfmr *tmp) { return hy_xfmr_new(tmp, c); }
 
 void hy_fused_release(hy_fused *f) {
     if (!f) return;
@@ -258,8 +256,7 @@ hy_status hy_fused_load(hy_fused *f, const char *path) {
     memset(f, 0, sizeof *f);
     hy_h5 file;
     HY_TRY(hy_h5_open(&file, path));
-    hy_xfmr tmp;
-    memset(&tmp, 0, sizeof tmp);
+    hy_param *ref = NULL;   /* the xfmr table of the config (the slots) */
     hy_status st = HY_OK;
     int64_t M = 0;
     char name[80];
@@ -278,10 +275,15 @@ hy_status hy_fused_load(hy_fused *f, const char *path) {
                      (long long)M);
         goto fail;
     }
-    if ((st = ref_table(&f->cfg, &tmp)) != HY_OK) goto fail;
+    size_t n_ref = hy_xfmr_n_slots(&f->cfg), ref_floats = 0;
+    if (!(ref = hy_xcalloc(n_ref, sizeof *ref))) {
+        st = HY_ENOMEM;
+        goto fail;
+    }
+    hy_xfmr_table(&f->cfg, ref, &ref_floats);
     f->M = (size_t)M;
-    f->T = tmp.T;
-    f->HS = tmp.HS;
+    f->T = hy_xfmr_seq_len(&f->cfg);
+    f->HS = f->cfg.d_model / f->cfg.n_heads;
     size_t L = f->cfg.depth, NH = f->cfg.n_heads;
     f->head_gates = hy_xmalloc(f->M * L * NH * sizeof(float));
     if (!f->head_gates) {
@@ -297,7 +299,7 @@ hy_status hy_fused_load(hy_fused *f, const char *path) {
         if (st == HY_OK) st = hy_prune_check_member("fused", f->head_gates + m * L * NH, m, L, NH);
         if (st != HY_OK) goto fail;
     }
-    if ((st = layout(f, tmp.table, tmp.n_tensors)) != HY_OK) goto fail;
+    if ((st = layout(f, ref, n_ref)) != HY_OK) goto fail;
     for (size_t i = 0; i < f->n_tensors; i++) {
         const hy_param *p = &f->table[i];
         snprintf(name, sizeof name, "/%s", p->name);
@@ -305,11 +307,11 @@ hy_status hy_fused_load(hy_fused *f, const char *path) {
         if (st == HY_OK) st = hy_ckpt_check_finite(path, p->name, f->params + p->offset, p->numel);
         if (st != HY_OK) goto fail;
     }
-    hy_xfmr_release(&tmp);
+    hy_free(ref);
     hy_h5_close(&file);
     return HY_OK;
 fail:
-    hy_xfmr_release(&tmp);
+    hy_free(ref);
     hy_h5_close(&file);
     hy_fused_release(f);
     return st;

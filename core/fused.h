@@ -60,9 +60,20 @@ typedef struct hy_fused {
     float *params;        /* owned */
     /* activations (hy_fused_alloc_acts) */
     size_t B_cap;
-    float *acts;          /* owned block */
-    float *x, *ln, *mean, *rstd, *qkv, *ao, *h, *emb, *patches, *cls, *lnf, *fmean, *frstd;
-    int32_t *kvalid;
+    float *acts;          /* owned block; the pointers below point into it. Streams are
+                           * member-major: pair (m, b) owns rows (m B + b) T .. + T */
+    float *x;             /* (M, B, T, D) residual streams */
+    float *ln;            /* (M, B, T, D) LN1 / LN2 output of the current layer */
+    float *mean, *rstd;   /* (M, B, T) LayerNorm statistics */
+    float *qkv;           /* (M, B, T, 3D): layer l uses 3 k_m HS floats of each row */
+    float *ao;            /* (M, B, T, D): attention output, k_m HS floats of each row used */
+    float *h;             /* (M, B, T, DM) MLP hidden (GELU applied in place) */
+    float *emb;           /* (M, B, T-1, D) patch / token embeddings */
+    float *patches;       /* vit: (B, NP, C_in p p), shared by the members */
+    float *cls;           /* (M, B, D) x[:, 0] after the last block */
+    float *lnf;           /* (M, B, D) LN_f(cls) */
+    float *fmean, *frstd; /* (M, B) final LayerNorm statistics */
+    int32_t *kvalid;      /* (B) valid keys per sample (T for vit, 1 + length for text) */
     float *att;           /* owned: per-thread attention-probability scratch (grown on demand) */
     size_t att_cap;       /* floats in att */
 } hy_fused;

@@ -241,8 +241,7 @@ void hy_param_table_add(hy_param *tab, size_t *n, size_t *off, const char *name,
     (*n)++;
 }
 
-/* fills tab (when non-NULL) and returns the tensor count; *total gets the floats needed */
-static size_t build_table(const hy_xfmr_config *c, hy_param *tab, size_t *total) {
+size_t hy_xfmr_table(const hy_xfmr_config *c, hy_param *tab, size_t *total) {
     size_t n = 0, off = 0;
     int64_t D = (int64_t)c->d_model, DM = (int64_t)c->d_mlp, K = (int64_t)c->n_classes;
     int64_t T = (int64_t)hy_xfmr_seq_len(c);
@@ -330,7 +329,7 @@ hy_status hy_xfmr_new(hy_xfmr *m, const hy_xfmr_config *cfg) {
     m->T = hy_xfmr_seq_len(cfg);
     m->HS = cfg->d_model / cfg->n_heads;
     size_t total = 0;
-    size_t nt = build_table(cfg, NULL, &total);
+    size_t nt = hy_xfmr_table(cfg, NULL, &total);
     size_t LH = cfg->depth * cfg->n_heads;
     m->table = hy_xcalloc(nt, sizeof *m->table);
     m->params = hy_xmalloc_aligned(total * sizeof(float));
@@ -345,7 +344,7 @@ hy_status hy_xfmr_new(hy_xfmr *m, const hy_xfmr_config *cfg) {
         hy_xfmr_release(m);
         return st;
     }
-    m->n_tensors = build_table(cfg, m->table, &total);
+    m->n_tensors = hy_xfmr_table(cfg, m->table, &total);
     HY_ASSERT(m->n_tensors == hy_xfmr_n_slots(cfg));
     m->n_params = total;
     fill_tensors(m, m->params, &m->p);

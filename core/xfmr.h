@@ -175,6 +175,11 @@ typedef struct hy_param {
 void hy_param_table_add(hy_param *tab, size_t *n, size_t *off, const char *name, int ndim,
                         const int64_t *shape, bool decay);
 
+/* The parameter table of a valid config c (hy_xfmr_n_slots(c) tensors in slot order) into tab
+ * (NULL: only counts); returns the tensor count, *total gets the floats of the block (with the
+ * 64-byte alignment padding). hy_xfmr_new builds its table with it. */
+size_t hy_xfmr_table(const hy_xfmr_config *c, hy_param *tab, size_t *total);
+
 /* A view of one parameter: borrows the model's memory. */
 typedef struct hy_param_view {
     const hy_param *info;

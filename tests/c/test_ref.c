@@ -11,6 +11,7 @@
 
 #include "base.h"
 #include "check.h"
+#include "ckpt.h"
 #include "h5.h"
 #include "optim.h"
 #include "xfmr.h"
@@ -19,23 +20,6 @@ static const struct { const char *what; double atol, rtol; } TOL[] = {
     {"loss", 1e-6, 1e-5},
     {"adamw losses (5 steps, float32 vs float64)", 1e-5, 1e-4},
 };
-
-static hy_status read_config(hy_h5 *f, hy_xfmr_config *c) {
-    char *kind = NULL;
-    int64_t v[10];
-    static const char *keys[10] = {"image_size", "channels", "patch", "vocab_size", "max_len",
-                                   "d_model", "n_heads", "depth", "d_mlp", "n_classes"};
-    HY_TRY(hy_h5_get_attr_str(f, "/config", "kind", &kind));
-    memset(c, 0, sizeof *c);
-    c->kind = strcmp(kind, "vit") == 0 ? HY_XFMR_VIT : HY_XFMR_TEXT;
-    hy_free(kind);
-    for (int i = 0; i < 10; i++) HY_TRY(hy_h5_get_attr_i64(f, "/config", keys[i], &v[i]));
-    c->image_size = (size_t)v[0]; c->channels = (size_t)v[1]; c->patch = (size_t)v[2];
-    c->vocab_size = (size_t)v[3]; c->max_len = (size_t)v[4]; c->d_model = (size_t)v[5];
-    c->n_heads = (size_t)v[6]; c->depth = (size_t)v[7]; c->d_mlp = (size_t)v[8];
-    c->n_classes = (size_t)v[9];
-    return HY_OK;
-}
 
 /* reads a float32 dataset whose shape must equal want (ndim dims) */
 static int read_f32(hy_h5 *f, const char *name, int ndim, const int64_t *want, hy_tensor *t) {
@@ -68,7 +52,7 @@ static void run_fixture(const char *path) {
     CHECK_OK(hy_h5_get_attr_f64(&f, "/", "atol", &atol));
     CHECK_OK(hy_h5_get_attr_f64(&f, "/", "rtol", &rtol));
     hy_xfmr_config c;
-    CHECK_OK(read_config(&f, &c));
+    CHECK_OK(hy_ckpt_read_config(&f, &c));
     CHECK_OK(hy_xfmr_new(&m, &c));
     CHECK_OK(hy_h5_read_as(&f, "/in/labels", HY_I32, &labels));
     size_t B = (size_t)labels.shape[0], K = c.n_classes;

@@ -231,13 +231,23 @@ local PIN = {
   },
 }
 
+-- The digests are those of the release build (make; the build that produces results) on the
+-- machine they were recorded on: release compiles with ARCH = -march=native, and another vector
+-- width may round differently (re-pin there, from the commit the pins name). A debug
+-- build (make asan: -O1 and sanitizers, core.debug) compiles the float kernels differently
+-- (release vectorises attn.c and layers.c at -O3), so its bits differ: there the runs still go
+-- through every method under the sanitizers and the run-id is compared, the digests are not.
 local function compare(name, d)
   show(name, d)
   local p = PIN[name]
   eq(d.id, p.id, name .. " run-id")
-  eq(d.params, p.params, name .. " checkpoints, gates and fused parameters")
-  eq(d.preds, p.preds, name .. " predictions")
-  eq(d.metrics, p.metrics, name .. " metrics")
+  if core.debug then
+    io.stderr:write(("test_pinned: %s digests not compared (debug build)\n"):format(name))
+  else
+    eq(d.params, p.params, name .. " checkpoints, gates and fused parameters")
+    eq(d.preds, p.preds, name .. " predictions")
+    eq(d.metrics, p.metrics, name .. " metrics")
+  end
   eq(d.methods, "circavg,deep_ensemble,hydra_circ,hydra_taylor,mc_dropout,single,taylor",
     name .. " every method ran")
   eq(d.n_params_files, 16, name .. " stage files with parameters or gates")
