@@ -345,6 +345,24 @@ function T.eval_near_far_fpr95_id_and_temperature()
   check.eq(#blocks, 4, "main, scores, misclf and calibration blocks")
 end
 
+-- Generated comparisons: single-seed gaps under one AUROC point are within noise; with seeds, a
+-- gap inside the combined std is.
+function T.difference_flags_noise()
+  local d = hydra.report.difference
+  local text, noise = d(80.5, 80.0)
+  check.eq(text, "+0.50 points, within noise (single seed, under 1 point)", "small single-seed gap")
+  check.eq(noise, true, "noise flag")
+  text, noise = d(78.0, 80.0)
+  check.eq(text, "-2.00 points (single seed)", "large single-seed gap")
+  check.eq(noise, false, "not noise")
+  text, noise = d(82.0, 80.0, 3.0, 0.0)
+  check.eq(text, "+2.00 points, within noise (inside the combined std over seeds, 3.00)", "seeds")
+  check.eq(noise, true, "within the std")
+  text, noise = d(82.0, 80.0, 0.6, 0.8)
+  check.eq(text, "+2.00 points (combined std over seeds 1.00)", "outside the std")
+  check.eq(noise, false, "outside the std is not noise")
+end
+
 function T.plot_commands_write_png_dat_gp()
   local d = check.tmpdir()
   local id, ood = fixture(d)
