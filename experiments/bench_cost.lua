@@ -4,9 +4,10 @@
 -- batch 1, 32 and 256 (forward only, random images) for: Single (one full model), Deep Ensemble
 -- (3 full models one after another), the 3 pruned members one after another (each physically
 -- pruned: a one-member fused model, since the dense engine computes gated heads anyway), and the
--- fused Hydra model; params and forward FLOPs per sample of each. Targets: fused faster than the
--- members one by one (>= 1.5x at batch 1); time(Hydra)/time(Single) <= 1.1 FLOPs(Hydra)/
--- FLOPs(Single); params(Hydra) <= 1.1 params(Single).
+-- fused Hydra model; params and forward FLOPs per sample of each. Targets (DESIGN §7): fused at
+-- least as fast as the members one by one at every batch (>= 1.5x at batch 1);
+-- time(Hydra)/time(Single) <= FLOPs(Hydra)/FLOPs(Single) at every batch; params(Hydra) <= 1.1
+-- params(Single). res.checks holds each batch's ratios and whether they meet them.
 -- Method: `rounds` rounds (default 7); in each round every method is timed once, in the order
 -- Single, DE, members, Hydra, as the mean of `reps` forwards after one warm-up forward; each
 -- figure is the median over the rounds. Interleaving makes the ratios, which compare methods
@@ -122,7 +123,7 @@ local function run(opts)
       speedup_target = r.batch == 1 and 1.5 or 1.0,
       speedup_met = r.members_s / r.hydra_s >= (r.batch == 1 and 1.5 or 1.0),
       time_ratio_hydra_single = r.hydra_s / r.single_s, flop_ratio_hydra_single = fr,
-      time_within_1_1_flops = r.hydra_s / r.single_s <= 1.1 * fr,
+      time_within_flops = r.hydra_s / r.single_s <= fr,
     }
   end
   res.params_ratio_hydra_single = res.params.hydra / res.params.single
@@ -147,10 +148,10 @@ local function report(res)
   print(("params: single %d  DE %d  members %d  hydra %d (%.2fx single; target <= 1.10x)")
     :format(res.params.single, res.params.deep_ensemble, res.params.members, res.params.hydra,
       res.params_ratio_hydra_single))
-  print(("MFLOPs/sample: single %.1f  DE %.1f  members %.1f  hydra %.1f (%.2fx single; time "
-    .. "target <= %.2fx)"):format(res.flops.single / 1e6, res.flops.deep_ensemble / 1e6,
-      res.flops.members / 1e6, res.flops.hydra / 1e6, res.flops.hydra / res.flops.single,
-      1.1 * res.flops.hydra / res.flops.single))
+  print(("MFLOPs/sample: single %.1f  DE %.1f  members %.1f  hydra %.1f (%.2fx single; "
+    .. "hyd/single target <= %.2fx)"):format(res.flops.single / 1e6,
+      res.flops.deep_ensemble / 1e6, res.flops.members / 1e6, res.flops.hydra / 1e6,
+      res.flops.hydra / res.flops.single, res.flops.hydra / res.flops.single))
 end
 
 local standalone = type(arg) == "table" and type(arg[0]) == "string"

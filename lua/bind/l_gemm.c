@@ -1,6 +1,8 @@
 /* l_gemm.c: Lua binding of core/gemm (the sgemm every linear layer runs through).
  *   core.bench_sgemm(n, reps) -> best GFLOP/s of reps n x n x n sgemm calls (row-major, through
- *   hy_gemm), for the % of peak that `make bench` reports */
+ *   hy_gemm), for the % of peak that `make bench` reports
+ *   core.blas_info() -> { corename = openblas_get_corename(), config = openblas_get_config() }
+ *   (the kernels OpenBLAS picked on this CPU; recorded by `make bench`) */
 #include "bind.h"
 #include "gemm.h"
 
@@ -31,7 +33,18 @@ static int l_bench_sgemm(lua_State *L) {
     return 1;
 }
 
+static int l_blas_info(lua_State *L) {
+    const char *core = openblas_get_corename(), *config = openblas_get_config();
+    lua_createtable(L, 0, 2);
+    lua_pushstring(L, core ? core : "");
+    lua_setfield(L, -2, "corename");
+    lua_pushstring(L, config ? config : "");
+    lua_setfield(L, -2, "config");
+    return 1;
+}
+
 void l_open_gemm(lua_State *L) {
-    static const luaL_Reg fns[] = {{"bench_sgemm", l_bench_sgemm}, {NULL, NULL}};
+    static const luaL_Reg fns[] = {
+        {"bench_sgemm", l_bench_sgemm}, {"blas_info", l_blas_info}, {NULL, NULL}};
     l_setfuncs(L, fns);
 }

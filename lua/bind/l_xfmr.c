@@ -7,7 +7,8 @@
  *     dropout (= model.dropout: both rates, when they are equal), seq_len, flops, params
  *   m:init(seed) m:params_count() m:n_tensors() m:param_names() m:param(name)
  *   m:get_params() m:set_params(t) m:gates() m:set_gates(t) m:set_gate(layer, head, g)
- *   m:set_dropout(on [, seed]) m:close()    (m:save: l_ckpt.c; m:evaluate, m:predict: l_train.c)
+ *   m:set_dropout(on [, seed]) m:flops(T) m:close()
+ *   (m:save: l_ckpt.c; m:evaluate, m:predict: l_train.c)
  *   core.model_time(m, B, reps, seed) -> seconds per forward of a batch of B random images
  *     (after one warm-up), for the cost benchmark
  * A Model has __gc and __close (one idempotent release); methods of a closed one raise
@@ -175,6 +176,16 @@ static int l_model_params_count(lua_State *L) {
     return 1;
 }
 
+/* m:flops(T) -> forward FLOPs of one sample at sequence length T (tokens with CLS, in
+ * [1, max T]; all heads kept): hy_xfmr_flops, as m:config().flops is at the full T */
+static int l_model_flops(lua_State *L) {
+    hy_xfmr *m = l_checkmodel(L, 1);
+    lua_Integer T = luaL_checkinteger(L, 2);
+    luaL_argcheck(L, T >= 1 && (size_t)T <= m->T, 2, "sequence length out of range");
+    lua_pushnumber(L, hy_xfmr_flops(&m->cfg, (size_t)T));
+    return 1;
+}
+
 static int l_model_param_names(lua_State *L) {
     hy_xfmr *m = l_checkmodel(L, 1);
     lua_createtable(L, (int)m->n_tensors, 0);
@@ -295,7 +306,7 @@ void l_open_xfmr(lua_State *L) {
         {"param", l_model_param},         {"get_params", l_model_get_params},
         {"set_params", l_model_set_params}, {"gates", l_model_gates},
         {"set_gates", l_model_set_gates}, {"set_gate", l_model_set_gate},
-        {"set_dropout", l_model_set_dropout}, {"close", l_model_gc},
+        {"set_dropout", l_model_set_dropout}, {"flops", l_model_flops}, {"close", l_model_gc},
         {NULL, NULL}};
     static const luaL_Reg fns[] = {
         {"model_new", l_model_new}, {"model_time", l_model_time},

@@ -204,4 +204,29 @@ function T.cli_init_train_predict()
   ok(not core.stat(dir .. "/bad.h5"), "nothing written")
 end
 
+-- m:flops(T): forward FLOPs per sample at sequence length T (what `make bench` counts for the
+-- text model's padded batches); the full T gives m:config().flops
+function T.flops_at_sequence_length()
+  local m = core.model_new({ kind = "text", vocab_size = 50, max_len = 12, d_model = 32,
+    n_heads = 4, depth = 2, d_mlp = 64, n_classes = 3 })
+  local D, DM, L, K = 32, 64, 2, 3
+  local function want(t)
+    return L * (2 * t * D * 3 * D + 4 * t * t * D + 2 * t * D * D + 4 * t * D * DM) + 2 * D * K
+  end
+  eq(m:flops(5), want(5), "T = 5")
+  eq(m:flops(13), m:config().flops, "the full T is config().flops")
+  eq(m:flops(13), want(13), "T = 13")
+  raises("bad argument #1 to 'flops' (sequence length out of range)",
+    function() return m:flops(14) end)
+  raises("bad argument #1 to 'flops' (sequence length out of range)",
+    function() return m:flops(0) end)
+end
+
+-- core.blas_info(): the OpenBLAS build and the kernels it picked here (recorded by `make bench`)
+function T.blas_info_names_openblas()
+  local b = core.blas_info()
+  ok(type(b.corename) == "string" and #b.corename > 0, "corename " .. tostring(b.corename))
+  ok(b.config:match("^OpenBLAS %d"), "config " .. tostring(b.config))
+end
+
 return T

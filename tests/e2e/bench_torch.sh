@@ -1,0 +1,56 @@
+#!/bin/sh
+# tests/e2e/bench_torch.sh: the PyTorch side of `make bench` (tests/ref/bench_torch.py) on a
+# small spec written by hydra: a small vit and a small text model (key-padding mask, ragged
+# lengths), hydra's own parameter counts. Checks that the script accepts them (its models have
+# exactly hydra's parameter count), prints every figure as a positive number, and refuses a
+# spec whose count differs (exit 1, message naming both counts). Skips (77) when
+# /usr/bin/python3 cannot import torch (Debian's python3-torch): never a requirement.
+set -eu
+HYDRA=${HYDRA:-./hydra}
+PY=${HYDRA_BENCH_PYTHON:-/usr/bin/python3}
+if ! "$PY" -c 'import torch' >/dev/null 2>&1; then
+    echo "python3-torch not installed ($PY cannot import torch)"
+    exit 77
+fi
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/hydra-e2e-bench-XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+cat >"$tmp/spec.lua" <<'LUA'
+local core = require("hydra.core")
+local common = require("hydra.methods.common")
+local json = require("hydra.eval").json_value
+local out, extra = arg[1], tonumber(arg[2])
+local vit = { kind = "vit", image_size = 28, channels = 1, patch = 7, d_model = 32, n_heads = 4,
+  depth = 2, d_mlp = 64, n_classes = 10 }
+local text = { kind = "text", vocab_size = 50, max_len = 12, d_model = 32, n_heads = 4,
+  depth = 2, d_mlp = 64, n_classes = 3 }
+local optim = { learning_rate = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8,
+  weight_decay = 0.05, grad_clip = 1.0 }
+local spec = { threads = 1, seed = 1,
+  vit = { model = vit, params = common.model_params(core.model_new(vit)) + extra, optim = optim,
+    train_batch = 8, train_steps = 2, warmup_steps = 1, infer_batch = 16, infer_n = 40,
+    latency_n = 3 },
+  text = { model = text, params = common.model_params(core.model_new(text)), optim = optim,
+    warmup_steps = 1, train_batches = { { 3, 12, 1, 7 }, { 5, 5, 2 } }, infer_batch = 4,
+    infer_lengths = { 1, 2, 3, 4, 5, 12 }, latency_lengths = { 4, 12 } } }
+local f = assert(io.open(out, "w"))
+f:write(json(spec, 0), "\n")
+f:close()
+LUA
+"$HYDRA" run "$tmp/spec.lua" "$tmp/spec.json" 0
+OMP_WAIT_POLICY=passive "$PY" tests/ref/bench_torch.py "$tmp/spec.json" >"$tmp/out.json"
+cat >"$tmp/check.lua" <<'LUA'
+local s = assert(io.open(arg[1])):read("a")
+for _, k in ipairs({ "vit.train_samples_per_s", "vit.infer_samples_per_s", "vit.latency_ms",
+    "text.train_samples_per_s", "text.infer_samples_per_s", "text.latency_ms" }) do
+  local v = tonumber(s:match('"' .. k:gsub("%.", "%%.") .. '":%s*([-%d.eE+]+)'))
+  if not v or v <= 0 then error(k .. " missing or not positive in: " .. s, 0) end
+end
+LUA
+"$HYDRA" run "$tmp/check.lua" "$tmp/out.json"
+"$HYDRA" run "$tmp/spec.lua" "$tmp/bad.json" 1
+if "$PY" tests/ref/bench_torch.py "$tmp/bad.json" >"$tmp/bad.out" 2>"$tmp/bad.err"; then
+    echo "bench_torch.py accepted a parameter count that differs from its model's"
+    exit 1
+fi
+grep -q "bench_torch: vit has [0-9]* parameters, hydra's has [0-9]*" "$tmp/bad.err" || {
+    echo "unexpected message:"; cat "$tmp/bad.err"; exit 1; }
