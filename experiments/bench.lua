@@ -25,7 +25,6 @@
 -- text model is skipped, said so, when it is missing). Training FLOPs = 3x forward FLOPs.
 local hydra = require("hydra")
 local core = require("hydra.core")
-local common = require("hydra.methods.common")
 local json_value = require("hydra.eval").json_value
 local model = hydra.model
 
@@ -135,7 +134,7 @@ do
     text.lat = core.dataset_from_text(dids, dlens, dlabs, TEXT_LATENCY)
     text.infer_lengths = dlens:totable()
     text.latency_lengths = core.sample_slice(dlens, 1, TEXT_LATENCY):totable()
-    text.params = common.model_params(text.m)
+    text.params = text.m:config().params
     -- forward FLOPs of the exact batches (T = 1 + longest length of each batch)
     local function batch_flops(list, B)
       local s = 0
@@ -240,7 +239,7 @@ if not torch.skipped then
     return s
   end
   local spec = { threads = threads, seed = 1,
-    vit = { model = section(mc), params = common.model_params(m), optim = optim,
+    vit = { model = section(mc), params = m:config().params, optim = optim,
       train_batch = TRAIN_B, train_steps = TRAIN_STEPS, warmup_steps = 2,
       infer_batch = INFER_B, infer_n = INFER_N, latency_n = LAT_N } }
   if text.m then
@@ -299,7 +298,7 @@ end
 local cpu = cpu_info()
 local blas = core.blas_info()
 local r = {
-  model = "vit-fm", params = common.model_params(m), threads = threads, rounds = ROUNDS,
+  model = "vit-fm", params = m:config().params, threads = threads, rounds = ROUNDS,
   cpu = cpu, openblas = blas, omp_wait_policy = os.getenv("OMP_WAIT_POLICY") or "(unset)",
   load_before = load0, load_after = load1,
   fwd_mflops_per_sample = flops / 1e6,

@@ -108,7 +108,7 @@ local function run(opts)
   local res = {
     model = "vit-fm", members = M, keep_heads = KEEP, threads = core.threads(),
     fuse = { mlp = fi.mlp, ln = fi.ln, embed = fi.embed, head = fi.head },
-    params = { single = base:params_count(), deep_ensemble = M * base:params_count(),
+    params = { single = c.params, deep_ensemble = M * c.params,
                members = mp, hydra = fi.params },
     flops = { single = c.flops, deep_ensemble = M * c.flops, members = mf, hydra = fi.flops },
     tokens = math.tointeger(T), rows = rows,

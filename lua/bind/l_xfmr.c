@@ -177,12 +177,12 @@ static int l_model_params_count(lua_State *L) {
 }
 
 /* m:flops(T) -> forward FLOPs of one sample at sequence length T (tokens with CLS, in
- * [1, max T]; all heads kept): hy_xfmr_flops, as m:config().flops is at the full T */
+ * [1, max T]; all heads kept): hy_xfmr_cost at T, as m:config().flops is at the full T */
 static int l_model_flops(lua_State *L) {
     hy_xfmr *m = l_checkmodel(L, 1);
     lua_Integer T = luaL_checkinteger(L, 2);
     luaL_argcheck(L, T >= 1 && (size_t)T <= m->T, 2, "sequence length out of range");
-    lua_pushnumber(L, hy_xfmr_flops(&m->cfg, (size_t)T));
+    lua_pushnumber(L, hy_xfmr_cost(&m->cfg, (size_t)T, NULL).flops_total);
     return 1;
 }
 

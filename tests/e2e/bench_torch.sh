@@ -16,7 +16,6 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/hydra-e2e-bench-XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 cat >"$tmp/spec.lua" <<'LUA'
 local core = require("hydra.core")
-local common = require("hydra.methods.common")
 local json = require("hydra.eval").json_value
 local out, extra = arg[1], tonumber(arg[2])
 local vit = { kind = "vit", image_size = 28, channels = 1, patch = 7, d_model = 32, n_heads = 4,
@@ -26,10 +25,10 @@ local text = { kind = "text", vocab_size = 50, max_len = 12, d_model = 32, n_hea
 local optim = { learning_rate = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8,
   weight_decay = 0.05, grad_clip = 1.0 }
 local spec = { threads = 1, seed = 1,
-  vit = { model = vit, params = common.model_params(core.model_new(vit)) + extra, optim = optim,
+  vit = { model = vit, params = core.model_new(vit):config().params + extra, optim = optim,
     train_batch = 8, train_steps = 2, warmup_steps = 1, infer_batch = 16, infer_n = 40,
     latency_n = 3 },
-  text = { model = text, params = common.model_params(core.model_new(text)), optim = optim,
+  text = { model = text, params = core.model_new(text):config().params, optim = optim,
     warmup_steps = 1, train_batches = { { 3, 12, 1, 7 }, { 5, 5, 2 } }, infer_batch = 4,
     infer_lengths = { 1, 2, 3, 4, 5, 12 }, latency_lengths = { 4, 12 } } }
 local f = assert(io.open(out, "w"))
