@@ -34,6 +34,7 @@ local PYTHON = os.getenv("HYDRA_BENCH_PYTHON") or "/usr/bin/python3"
 local TORCH_SCRIPT = "tests/ref/bench_torch.py"
 local TRAIN_B, TRAIN_STEPS, INFER_B, INFER_N, LAT_N = 128, 8, 256, 2048, 200
 local TEXT_BATCHES, TEXT_LATENCY = 8, 256
+local SEED = 1   -- trainers (shuffling), the text batch draw, the PyTorch side's generator
 local threads = core.threads_init(0)
 local defaults = hydra.config.defaults()
 local MC_K, MC_RATE = defaults.mc_dropout.samples, defaults.mc_dropout.rate
@@ -86,7 +87,9 @@ local train_cfg = { epochs = 1, batch_size = TRAIN_B, warmup_epochs = 0, grad_cl
   label_smoothing = 0, augment = { random_crop = false, crop_padding = 0, hflip = false } }
 local optim_cfg = { learning_rate = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8,
   weight_decay = 0.05, schedule = "cosine", min_lr = 0 }
-local function trainer(mod, data) return core.trainer_new(mod.ud, data, train_cfg, optim_cfg, 1) end
+local function trainer(mod, data)
+  return core.trainer_new(mod.ud, data, train_cfg, optim_cfg, SEED)
+end
 
 local cfg = hydra.config.load("configs/models/vit-fm.yaml")
 local m = model.new(cfg, 1)         -- inference and latency (no trainer: dropout stays off)
@@ -119,7 +122,7 @@ do
     text.m_train = model.new(tcfg, 1)
     text.cfg = text.m:config()
     local ids, lens, labs = f:read("/train/ids"), f:read("/train/lengths"), f:read("/train/labels")
-    local perm = core.sample_permutation(lens:numel(), 1)
+    local perm = core.sample_permutation(lens:numel(), SEED)
     text.trainers, text.train_batches = {}, {}
     for b = 1, TEXT_BATCHES do
       local rows = core.sample_slice(perm, (b - 1) * TRAIN_B + 1, TRAIN_B)
@@ -238,7 +241,7 @@ if not torch.skipped then
     else s.vocab_size, s.max_len = c.vocab_size, c.max_len end
     return s
   end
-  local spec = { threads = threads, seed = 1,
+  local spec = { threads = threads, seed = SEED,
     vit = { model = section(mc), params = m:config().params, optim = optim,
       train_batch = TRAIN_B, train_steps = TRAIN_STEPS, warmup_steps = 2,
       infer_batch = INFER_B, infer_n = INFER_N, latency_n = LAT_N } }
