@@ -19,9 +19,9 @@ local core = require("hydra.core")
 local json = require("hydra.eval").json_value
 local out, extra = arg[1], tonumber(arg[2])
 local vit = { kind = "vit", image_size = 28, channels = 1, patch = 7, d_model = 32, n_heads = 4,
-  depth = 2, d_mlp = 64, n_classes = 10 }
+  depth = 2, d_mlp = 64, n_classes = 10, dropout = 0 }
 local text = { kind = "text", vocab_size = 50, max_len = 12, d_model = 32, n_heads = 4,
-  depth = 2, d_mlp = 64, n_classes = 3 }
+  depth = 2, d_mlp = 64, n_classes = 3, dropout = 0 }
 local optim = { learning_rate = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8,
   weight_decay = 0.05, grad_clip = 1.0 }
 local spec = { threads = 1, seed = 1,
