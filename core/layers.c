@@ -115,26 +115,41 @@ void hy_layernorm_backward(float *dx, float *dw, float *db, const float *dout, c
 #define INV_SQRT2 0.70710678118654752440f
 #define INV_SQRT2PI 0.39894228040143267794f
 
+/* 8 floats at a time in parallel blocks, the < 8 left over by the same scalar operations (each
+ * lane is bitwise its scalar twin, vmath.h): results do not depend on the thread count */
+static inline float gelu1(float v) { return 0.5f * v * (1.0f + hy_erf(v * INV_SQRT2)); }
+static inline hy_v8f gelu8(hy_v8f v) { return 0.5f * v * (1.0f + hy_erf8(v * INV_SQRT2)); }
+static inline float dgelu1(float v) {
+    float cdf = 0.5f * (1.0f + hy_erf(v * INV_SQRT2));
+    float pdf = INV_SQRT2PI * hy_exp(-0.5f * v * v);
+    return cdf + v * pdf;
+}
+static inline hy_v8f dgelu8(hy_v8f v) {
+    hy_v8f cdf = 0.5f * (1.0f + hy_erf8(v * INV_SQRT2));
+    hy_v8f pdf = INV_SQRT2PI * hy_exp8(-0.5f * v * v);
+    return cdf + v * pdf;
+}
+
 void hy_gelu_forward(float *out, const float *x, size_t n) {
     uint64_t t0 = hy_prof_t0();
-#pragma omp parallel for simd schedule(static) if (n > PAR_MIN)
-    for (size_t i = 0; i < n; i++) {
-        float v = x[i];
-        out[i] = 0.5f * v * (1.0f + hy_erf(v * INV_SQRT2));
-    }
+    size_t nb = n / 8;
+#pragma omp parallel for schedule(static) if (n > PAR_MIN)
+    for (size_t b = 0; b < nb; b++) hy_v8_store(out + 8 * b, gelu8(hy_v8_load(x + 8 * b)));
+    for (size_t i = 8 * nb; i < n; i++) out[i] = gelu1(x[i]);
     hy_prof_add(HY_PROF_GELU, t0, 0);
 }
 
 void hy_gelu_backward(float *dx, const float *dout, const float *x, size_t n) {
-    uint64_t t0 = hy_prof_t0();
     /* d/dx [x Phi(x)] = Phi(x) + x phi(x) */
-#pragma omp parallel for simd schedule(static) if (n > PAR_MIN)
-    for (size_t i = 0; i < n; i++) {
-        float v = x[i];
-        float cdf = 0.5f * (1.0f + hy_erf(v * INV_SQRT2));
-        float pdf = INV_SQRT2PI * hy_exp(-0.5f * v * v);
-        dx[i] += dout[i] * (cdf + v * pdf);
+    uint64_t t0 = hy_prof_t0();
+    size_t nb = n / 8;
+#pragma omp parallel for schedule(static) if (n > PAR_MIN)
+    for (size_t b = 0; b < nb; b++) {
+        size_t i = 8 * b;
+        hy_v8f d = hy_v8_load(dx + i) + hy_v8_load(dout + i) * dgelu8(hy_v8_load(x + i));
+        hy_v8_store(dx + i, d);
     }
+    for (size_t i = 8 * nb; i < n; i++) dx[i] += dout[i] * dgelu1(x[i]);
     hy_prof_add(HY_PROF_GELU, t0, 0);
 }
 
@@ -229,16 +244,48 @@ void hy_ce_backward(float *dlogits, double dloss, const float *probs, const int3
 
 /* ===== dropout ===== */
 
+/* the drop threshold on 24 random bits: P(bits < thr) = thr / 2^24 = p rounded up to 2^-24 */
+static uint32_t drop_threshold(float p) { return (uint32_t)ceil((double)p * 16777216.0); }
+
 void hy_dropout_mask(float *mask, const hy_rng *stream, size_t rows, size_t cols, float p) {
     uint64_t t0 = hy_prof_t0();
+    HY_ASSERT(cols <= UINT32_MAX);
     float keep = 1.0f / (1.0f - p);
+    uint32_t thr = drop_threshold(p);
 #pragma omp parallel for schedule(static) if (rows * cols > PAR_MIN)
     for (size_t r = 0; r < rows; r++) {
-        hy_rng g = hy_rng_split(stream, (uint64_t)r);
+        uint64_t k = hy_rng_split_key(stream, (uint64_t)r);
         float *m = mask + r * cols;
-        for (size_t c = 0; c < cols; c++) m[c] = hy_rng_uniform(&g) < p ? 0.0f : keep;
+#pragma omp simd
+        for (size_t c = 0; c < cols; c++)
+            m[c] = hy_ctr_bits24(k, (uint32_t)c) < thr ? 0.0f : keep;
     }
     hy_prof_add(HY_PROF_DROPOUT, t0, 0);
+}
+
+void hy_dropout_apply(float *out, const float *x, const float *res, const hy_rng *stream,
+                      size_t rows, size_t cols, float p) {
+    uint64_t t0 = hy_prof_t0();
+    HY_ASSERT(cols <= UINT32_MAX);
+    float keep = 1.0f / (1.0f - p);
+    uint32_t thr = drop_threshold(p);
+#pragma omp parallel for schedule(static) if (rows * cols > PAR_MIN)
+    for (size_t r = 0; r < rows; r++) {
+        uint64_t k = hy_rng_split_key(stream, (uint64_t)r);
+        const float *xr = x + r * cols;
+        float *o = out + r * cols;
+        if (res) {
+            const float *rr = res + r * cols;
+#pragma omp simd
+            for (size_t c = 0; c < cols; c++)
+                o[c] = rr[c] + xr[c] * (hy_ctr_bits24(k, (uint32_t)c) < thr ? 0.0f : keep);
+        } else {
+#pragma omp simd
+            for (size_t c = 0; c < cols; c++)
+                o[c] = xr[c] * (hy_ctr_bits24(k, (uint32_t)c) < thr ? 0.0f : keep);
+        }
+    }
+    hy_prof_add(res ? HY_PROF_RESID : HY_PROF_DROPOUT, t0, 0);
 }
 
 void hy_dropout_forward(float *out, const float *x, const float *mask, size_t n) {

@@ -57,10 +57,19 @@ void hy_ce_forward(double *loss, float *probs, const float *logits, const int32_
 void hy_ce_backward(float *dlogits, double dloss, const float *probs, const int32_t *labels,
                     size_t N, size_t K, float eps);
 
-/* ===== dropout with a kept mask ===== */
-/* mask (rows, cols) written: 0 with probability p, else 1/(1-p). Row r draws from
- * hy_rng_split(stream, r), so masks do not depend on the thread count. p in [0, 1). */
+/* ===== dropout ===== */
+/* Element (r, c) of a (rows, cols) site is dropped iff hy_ctr_bits24(k_r, c) < ceil(p 2^24),
+ * k_r = hy_rng_split_key(stream, r) (rng.h): probability p (rounded up to a multiple of 2^-24);
+ * kept elements are scaled by 1/(1-p). The mask is a pure function of (stream, r, c): it does not
+ * depend on the thread count, vectorises, and is drawn again in backward instead of stored.
+ * p in [0, 1); cols < 2^32. */
+/*   mask (rows, cols) written: 0 or 1/(1-p) (the mask itself, for tests and references). */
 void hy_dropout_mask(float *mask, const hy_rng *stream, size_t rows, size_t cols, float p);
+/*   out (rows, cols) written = x * mask, or res + x * mask when res != NULL; out may alias x or
+ *   res. Also the backward of dropout (dx = dout * mask: the same product). */
+void hy_dropout_apply(float *out, const float *x, const float *res, const hy_rng *stream,
+                      size_t rows, size_t cols, float p);
+/* With a stored mask (mask from hy_dropout_mask): */
 /*   out (n) written = x * mask; out may alias x. */
 void hy_dropout_forward(float *out, const float *x, const float *mask, size_t n);
 /*   dx (n) += dout * mask. */

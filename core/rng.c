@@ -17,12 +17,8 @@ void hy_rng_seed(hy_rng *r, uint64_t seed) {
 }
 
 hy_rng hy_rng_split(const hy_rng *parent, uint64_t key) {
-    uint64_t x = parent->key ^ 0x6a09e667f3bcc909ULL;
-    uint64_t a = splitmix64(&x);
-    x = a ^ (key * 0xd1342543de82ef95ULL + 0x2545f4914f6cdd1dULL);
-    uint64_t child = splitmix64(&x);
     hy_rng r;
-    hy_rng_seed(&r, child);
+    hy_rng_seed(&r, hy_rng_split_key(parent, key));
     return r;
 }
 

@@ -206,6 +206,80 @@ static void test_dropout(void) {
     free(m1); free(m2);
 }
 
+/* the counter-based masks: hy_dropout_apply is exactly x * mask (+ res) with hy_dropout_mask's
+ * mask, the mask is the scalar definition of layers.h, and its draws look independent: the
+ * dropped fraction, pairs of neighbours in a row and in a column, other streams */
+static void test_dropout_counter(void) {
+    size_t rows = 200, cols = 300, n = rows * cols;
+    float p = 0.3f, keep = 1.0f / (1.0f - p);
+    float *mk = malloc(n * sizeof *mk), *x = malloc(n * sizeof *x), *res = malloc(n * sizeof *res);
+    float *y = malloc(n * sizeof *y), *m2 = malloc(n * sizeof *m2);
+    hy_rng s, s2;
+    hy_rng_seed(&s, check_seed() + 3);
+    hy_rng_seed(&s2, check_seed() + 4);
+    hy_dropout_mask(mk, &s, rows, cols, p);
+    uint32_t thr = (uint32_t)ceil((double)p * 16777216.0);
+    size_t bad = 0, zeros = 0, zz_row = 0, zz_col = 0, same = 0;
+    for (size_t r = 0; r < rows; r++) {
+        uint64_t k = hy_rng_split_key(&s, r);
+        CHECK(k == hy_rng_split(&s, r).key, "split_key differs from split");
+        for (size_t c = 0; c < cols; c++) {
+            float want = hy_ctr_bits24(k, (uint32_t)c) < thr ? 0.0f : keep;
+            bad += mk[r * cols + c] != want;
+        }
+    }
+    CHECK(bad == 0, "%zu mask elements differ from the definition", bad);
+    hy_dropout_mask(m2, &s2, rows, cols, p);
+    for (size_t r = 0; r < rows; r++)
+        for (size_t c = 0; c < cols; c++) {
+            size_t i = r * cols + c;
+            zeros += mk[i] == 0.0f;
+            if (c + 1 < cols) zz_row += mk[i] == 0.0f && mk[i + 1] == 0.0f;
+            if (r + 1 < rows) zz_col += mk[i] == 0.0f && mk[i + cols] == 0.0f;
+            same += (mk[i] == 0.0f) == (m2[i] == 0.0f);
+        }
+    /* binomial standard deviations: ~0.002 for the fractions below */
+    double f = (double)zeros / (double)n;
+    double frow = (double)zz_row / (double)(rows * (cols - 1));
+    double fcol = (double)zz_col / (double)((rows - 1) * cols);
+    double fsame = (double)same / (double)n;
+    double pp = (double)p;
+    CHECK(fabs(f - pp) < 0.01, "dropped fraction %.4f, want %.2f", f, pp);
+    CHECK(fabs(frow - pp * pp) < 0.01, "row neighbours both dropped %.4f, want %.4f", frow,
+          pp * pp);
+    CHECK(fabs(fcol - pp * pp) < 0.01, "column neighbours both dropped %.4f, want %.4f", fcol,
+          pp * pp);
+    CHECK(fabs(fsame - (pp * pp + (1 - pp) * (1 - pp))) < 0.01,
+          "two streams agree on %.4f of the elements, want %.4f", fsame,
+          pp * pp + (1 - pp) * (1 - pp));
+    for (size_t i = 0; i < n; i++) {
+        x[i] = (float)hy_rng_normal(&rng);
+        res[i] = (float)hy_rng_normal(&rng);
+    }
+    hy_dropout_apply(y, x, NULL, &s, rows, cols, p);
+    bad = 0;
+    for (size_t i = 0; i < n; i++) bad += y[i] != x[i] * mk[i];
+    CHECK(bad == 0, "apply: %zu elements differ from x * mask", bad);
+    hy_dropout_apply(y, x, res, &s, rows, cols, p);
+    bad = 0;
+    for (size_t i = 0; i < n; i++) bad += y[i] != res[i] + x[i] * mk[i];
+    CHECK(bad == 0, "apply with res: %zu elements differ from res + x * mask", bad);
+    /* in place, and the same with 2 threads */
+    memcpy(m2, x, n * sizeof *x);
+#ifdef _OPENMP
+    int nt = omp_get_max_threads();
+    omp_set_num_threads(2);
+#endif
+    hy_dropout_apply(m2, m2, res, &s, rows, cols, p);
+#ifdef _OPENMP
+    omp_set_num_threads(nt);
+#endif
+    CHECK(memcmp(m2, y, n * sizeof *y) == 0, "in place / 2 threads differ");
+    hy_dropout_apply(y, x, NULL, &s, rows, cols, 0.0f);
+    CHECK(memcmp(y, x, n * sizeof *x) == 0, "p = 0 is the identity");
+    free(mk); free(x); free(res); free(y); free(m2);
+}
+
 int main(void) {
     hy_rng_seed(&rng, check_seed());
     RUN(test_vmath);
@@ -217,5 +291,6 @@ int main(void) {
     RUN(test_patches_and_assemble);
     RUN(test_tokembed);
     RUN(test_dropout);
+    RUN(test_dropout_counter);
     return check_exit("test_layers");
 }
