@@ -1,11 +1,14 @@
 /* attn.c: see attn.h. One (b, h) pair per task. The head's q, k, v are copied into aligned
  * buffers padded to HSP = HS rounded up to 8, and k (and v for backward) also transposed with T
- * padded to TP = T rounded up to 8, so every inner loop is a whole number of 8-float vectors
- * (GCC vector extensions: explicit, so it vectorises at -O2 and on any x86-64, and lowers to
- * SSE pairs, AVX or AVX-512 lanes as the flags allow). Padded lanes are zeros, masked and padded
- * keys get -inf scores and so exactly 0 probability. exp is the vector twin of hy_exp
- * (vmath.h). No BLAS: per-head 17x17x16 products lose to call overhead (DESIGN §7).
- * Reductions over lanes run in a fixed order: results do not depend on the thread count. */
+ * padded to TP = T rounded up to 8, so every product is a whole number of 8-float vectors
+ * (GCC vector extensions, vmath.h: explicit, so it vectorises at -O2 and on any x86-64, and
+ * lowers to SSE pairs, AVX or AVX-512 lanes as the flags allow). Padded lanes are zeros, masked
+ * and padded keys get -inf scores and so exactly 0 probability. exp is hy_exp8 (vmath.h).
+ * Every product of the head -- scores Q K^T, A V, and in backward dO V^T, dS K, dS^T Q, A^T dY --
+ * goes through one register-tiled micro-kernel (mm: 4 rows x 2 vectors of accumulators, each
+ * B vector loaded once for 4 rows), with each output element summed in index order, so a
+ * result never depends on the tiling or on the thread count. No BLAS: per-head 17x17x16
+ * products lose to call overhead (DESIGN §7). */
 #include "attn.h"
 
 #include <math.h>
@@ -13,24 +16,22 @@
 
 #include "base.h"
 #include "prof.h"
+#include "vmath.h"
 
-/* the v8f helpers are static (inlined), so the AVX-vs-SSE argument-passing ABI note is moot */
-#pragma GCC diagnostic ignored "-Wpsabi"
-typedef float v8f __attribute__((vector_size(32)));
-typedef int32_t v8i __attribute__((vector_size(32)));
-typedef uint32_t v8u __attribute__((vector_size(32)));
+typedef hy_v8f v8f;
+typedef hy_v8i v8i;
+#define vsplat hy_v8_splat
+#define vsel hy_v8_sel
 
-/* largest head size / padded length the stack buffers hold, in 8-float vectors */
+/* largest head size / padded length the buffers hold, in 8-float vectors */
 #define MAX_HB 8                                   /* HS <= 64 */
 #define MAX_TB ((HY_ATTN_MAX_T + 7) / 8)           /* T <= 257 */
+#define MAX_TP (MAX_TB * 8)
 /* Work (B*NH*T*T*HS multiply-adds per product) below which the heads run on the calling
  * thread: waking a passive OpenMP team costs tens of microseconds, more than a batch-1
  * attention of vit-fm (8 x 17 x 17 x 16) takes on one core. */
 #define PAR_MIN_WORK ((size_t)1 << 18)
 
-static inline v8f vsplat(float x) { return (v8f){x, x, x, x, x, x, x, x}; }
-/* m ? a : b lane-wise (m from a comparison: all ones or zero) */
-static inline v8f vsel(v8i m, v8f a, v8f b) { return (v8f)(((v8i)a & m) | ((v8i)b & ~m)); }
 static inline float hmax8(v8f v) {
     float m = v[0];
     for (int i = 1; i < 8; i++) m = v[i] > m ? v[i] : m;
@@ -40,80 +41,122 @@ static inline float hsum8(v8f v) {
     return ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]));
 }
 
-/* lane-wise hy_exp (vmath.h): the same operations on 8 lanes */
-static inline v8f vexp(v8f x) {
-    const v8f lo = vsplat(-87.33654f), hi = vsplat(88.72283f), magic = vsplat(12582912.0f);
-    v8i under = x < lo;
-    v8f xc = vsel(under, lo, x);
-    xc = vsel(xc > hi, hi, xc);
-    v8f t = xc * 1.44269504088896341f + magic;
-    v8f nf = t - magic;
-    v8u n = (v8u)t - 0x4B400000u;            /* unsigned: NaN lanes must not overflow (UB) */
-    v8f r = xc - nf * 0.693359375f;
-    r = r - nf * -2.12194440e-4f;
-    v8f p = vsplat(1.9875691500e-4f);
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * r * r + r + 1.0f;
-    v8f scale = (v8f)((n + 127u) << 23);
-    return vsel(under, vsplat(0.0f), p * scale);
+/* ===== the micro-kernel =====
+ * C[r][v] = sum_{c < K} A[r lda + c] * Bv[c ldb + v] for r < rows, v < nv (vectors): A scalars
+ * with row stride lda (floats), Bv and C rows of vectors with strides ldb, ldc (vectors).
+ * Each element is acc = 0, then acc += a * b for c = 0, 1, ... (the same in every tile shape). */
+static void mm(v8f *C, size_t ldc, const float *A, size_t lda, const v8f *Bv, size_t ldb,
+               size_t rows, size_t K, size_t nv) {
+    size_t r = 0;
+    for (; r + 4 <= rows; r += 4) {
+        const float *a0 = A + r * lda, *a1 = a0 + lda, *a2 = a1 + lda, *a3 = a2 + lda;
+        v8f *c0 = C + r * ldc;
+        size_t v = 0;
+        for (; v + 2 <= nv; v += 2) {
+            v8f s00 = vsplat(0.0f), s01 = s00, s10 = s00, s11 = s00, s20 = s00, s21 = s00,
+                s30 = s00, s31 = s00;
+            for (size_t c = 0; c < K; c++) {
+                v8f b0 = Bv[c * ldb + v], b1 = Bv[c * ldb + v + 1];
+                s00 += a0[c] * b0; s01 += a0[c] * b1;
+                s10 += a1[c] * b0; s11 += a1[c] * b1;
+                s20 += a2[c] * b0; s21 += a2[c] * b1;
+                s30 += a3[c] * b0; s31 += a3[c] * b1;
+            }
+            c0[v] = s00; c0[v + 1] = s01;
+            c0[ldc + v] = s10; c0[ldc + v + 1] = s11;
+            c0[2 * ldc + v] = s20; c0[2 * ldc + v + 1] = s21;
+            c0[3 * ldc + v] = s30; c0[3 * ldc + v + 1] = s31;
+        }
+        if (v < nv) {
+            v8f s0 = vsplat(0.0f), s1 = s0, s2 = s0, s3 = s0;
+            for (size_t c = 0; c < K; c++) {
+                v8f b0 = Bv[c * ldb + v];
+                s0 += a0[c] * b0;
+                s1 += a1[c] * b0;
+                s2 += a2[c] * b0;
+                s3 += a3[c] * b0;
+            }
+            c0[v] = s0; c0[ldc + v] = s1; c0[2 * ldc + v] = s2; c0[3 * ldc + v] = s3;
+        }
+    }
+    for (; r < rows; r++) {
+        const float *a0 = A + r * lda;
+        v8f *c0 = C + r * ldc;
+        size_t v = 0;
+        for (; v + 2 <= nv; v += 2) {
+            v8f s0 = vsplat(0.0f), s1 = s0;
+            for (size_t c = 0; c < K; c++) {
+                s0 += a0[c] * Bv[c * ldb + v];
+                s1 += a0[c] * Bv[c * ldb + v + 1];
+            }
+            c0[v] = s0;
+            c0[v + 1] = s1;
+        }
+        if (v < nv) {
+            v8f s0 = vsplat(0.0f);
+            for (size_t c = 0; c < K; c++) s0 += a0[c] * Bv[c * ldb + v];
+            c0[v] = s0;
+        }
+    }
 }
 
-/* per-(b,h) working set, padded and aligned */
+/* per-(b,h) working set, padded and aligned. Row-major matrices of vectors: q, k, v, y, dy
+ * [T][MAX_HB]; kt, vt [d][MAX_TB] (kt[d][jb] lanes = k[jb*8 .. jb*8+7][d]); s, at, dst
+ * [T][MAX_TB] (probabilities / score gradients, and transposes) */
 typedef struct head {
     v8f q[HY_ATTN_MAX_T][MAX_HB], k[HY_ATTN_MAX_T][MAX_HB], v[HY_ATTN_MAX_T][MAX_HB];
-    v8f kt[MAX_HB * 8][MAX_TB];     /* kt[d][jb] lanes = k[jb*8 .. jb*8+7][d] */
+    v8f kt[MAX_HB * 8][MAX_TB];
+    v8f s[HY_ATTN_MAX_T][MAX_TB];
+    v8f y[HY_ATTN_MAX_T][MAX_HB];
     v8f madd[MAX_TB];               /* 0 for valid keys, -inf for masked and padded lanes */
 } head;
 
-/* per-thread working sets (~0.3 and ~0.5 MB: too big for comfort on OpenMP thread stacks);
- * each task overwrites what it reads, so nothing carries over between tasks */
+/* backward's extra buffers */
 typedef struct bwd_ws {
     head w;
     v8f vt[MAX_HB * 8][MAX_TB];
+    v8f go[HY_ATTN_MAX_T][MAX_HB], dy[HY_ATTN_MAX_T][MAX_HB];
+    v8f at[HY_ATTN_MAX_T][MAX_TB], dst[HY_ATTN_MAX_T][MAX_TB];
     v8f dk[HY_ATTN_MAX_T][MAX_HB], dv[HY_ATTN_MAX_T][MAX_HB];
 } bwd_ws;
+/* per-thread working sets (~0.6 and ~1.6 MB at the largest T: too big for OpenMP thread
+ * stacks); each task overwrites what it reads, so nothing carries over between tasks */
 static _Thread_local head fwd_ws;
 static _Thread_local bwd_ws bwd_wsp;
 
+/* q (times qscale), k, v of head (b, h) into w; kt always, vt when non-NULL */
 static void load_head(head *w, v8f (*vt)[MAX_TB], const float *qkv, size_t b, size_t h,
-                      size_t T, size_t C, size_t HS, size_t nk) {
+                      size_t T, size_t C, size_t HS, size_t nk, float qscale) {
     size_t HB = (HS + 7) / 8, TB = (T + 7) / 8;
     const float *base = qkv + b * T * 3 * C + h * HS;
     for (size_t j = 0; j < T; j++) {
         float *q = (float *)w->q[j], *k = (float *)w->k[j], *v = (float *)w->v[j];
         const float *r = base + j * 3 * C;
         for (size_t d = 0; d < HS; d++) {   /* loops, not memcpy: HS is tiny */
-            q[d] = r[d];
+            q[d] = r[d] * qscale;
             k[d] = r[C + d];
             v[d] = r[2 * C + d];
         }
         for (size_t d = HS; d < HB * 8; d++) q[d] = k[d] = v[d] = 0.0f;
     }
     for (size_t d = 0; d < HS; d++) {
-        float *kt = (float *)w->kt[d], *vtd = vt ? (float *)vt[d] : NULL;
-        for (size_t j = 0; j < TB * 8; j++) {
-            kt[j] = j < T ? ((float *)w->k[j])[d] : 0.0f;
-            if (vtd) vtd[j] = j < T ? ((float *)w->v[j])[d] : 0.0f;
+        float *kt = (float *)w->kt[d];
+        for (size_t j = 0; j < T; j++) kt[j] = ((float *)w->k[j])[d];
+        for (size_t j = T; j < TB * 8; j++) kt[j] = 0.0f;
+        if (vt) {
+            float *vtd = (float *)vt[d];
+            for (size_t j = 0; j < T; j++) vtd[j] = ((float *)w->v[j])[d];
+            for (size_t j = T; j < TB * 8; j++) vtd[j] = 0.0f;
         }
     }
     float *ma = (float *)w->madd;
     for (size_t j = 0; j < TB * 8; j++) ma[j] = j < nk ? 0.0f : -INFINITY;
 }
 
-/* s (TB vectors) = softmax over the valid keys of scale * q_i K^T; 0 elsewhere */
-static void softmax_row(v8f *s, const head *w, size_t i, size_t HS, size_t TB, float scale) {
-    const float *q = (const float *)w->q[i];
-    for (size_t jb = 0; jb < TB; jb++) s[jb] = w->madd[jb];
-    /* pass 1: scores, one head dim at a time over all lanes */
-    for (size_t d = 0; d < HS; d++) {
-        float qd = q[d] * scale;
-        for (size_t jb = 0; jb < TB; jb++) s[jb] += qd * w->kt[d][jb];
-    }
-    /* pass 2: max from -inf; an all -inf row gives zeros, not NaN */
+/* s (TB vectors, the row's scores) = softmax over the valid keys (+ madd); 0 elsewhere */
+static void softmax_row(v8f *s, const v8f *madd, size_t TB) {
+    for (size_t jb = 0; jb < TB; jb++) s[jb] += madd[jb];
+    /* max from -inf; an all -inf row gives zeros, not NaN */
     v8f m = s[0];
     for (size_t jb = 1; jb < TB; jb++) m = vsel(s[jb] > m, s[jb], m);
     float mx = hmax8(m);
@@ -121,10 +164,10 @@ static void softmax_row(v8f *s, const head *w, size_t i, size_t HS, size_t TB, f
         for (size_t jb = 0; jb < TB; jb++) s[jb] = vsplat(0.0f);
         return;
     }
-    /* pass 3: exponentials and their sum; pass 4: normalise */
+    /* exponentials and their sum; normalise */
     v8f acc = vsplat(0.0f);
     for (size_t jb = 0; jb < TB; jb++) {
-        s[jb] = vexp(s[jb] - mx);
+        s[jb] = hy_exp8(s[jb] - mx);
         acc += s[jb];
     }
     float inv = 1.0f / hsum8(acc);
@@ -142,26 +185,26 @@ void hy_attn_forward(float *out, float *att, const float *qkv, const float *gate
     uint64_t t0 = hy_prof_t0();
 #pragma omp parallel for schedule(static) if (BH > 1 && BH * T * T * HS > PAR_MIN_WORK)
     for (size_t bh = 0; bh < BH; bh++) {
-        head *wp = &fwd_ws;
-        v8f s[MAX_TB], y[MAX_HB];
+        head *w = &fwd_ws;
         size_t b = bh / NH, h = bh % NH;
         size_t nk = kvalid ? (size_t)kvalid[b] : T;
         float g = gate[h];
-        load_head(wp, NULL, qkv, b, h, T, C, HS, nk);
+        load_head(w, NULL, qkv, b, h, T, C, HS, nk, scale);
+        /* scores (scale q) K^T, then softmax row by row; att rows keep the probabilities */
+        mm(&w->s[0][0], MAX_TB, (const float *)w->q, MAX_HB * 8, &w->kt[0][0], MAX_TB, T, HS,
+           TB);
         for (size_t i = 0; i < T; i++) {
-            softmax_row(s, wp, i, HS, TB, scale);
-            const float *sf = (const float *)s;
+            softmax_row(w->s[i], w->madd, TB);
+            const float *sf = (const float *)w->s[i];
             float *arow = att + (bh * T + i) * T;
             for (size_t j = 0; j < T; j++) arow[j] = sf[j];
-            /* y = a V over the valid keys; out = gate * y */
-            const float *a = (const float *)s;
-            for (size_t hb = 0; hb < HB; hb++) y[hb] = vsplat(0.0f);
-            for (size_t j = 0; j < nk; j++)
-                for (size_t hb = 0; hb < HB; hb++) y[hb] += a[j] * wp->v[j][hb];
-            for (size_t hb = 0; hb < HB; hb++) y[hb] *= g;
-            const float *yf = (const float *)y;
+        }
+        /* y = A V over the valid keys; out = gate * y */
+        mm(&w->y[0][0], MAX_HB, (const float *)w->s, MAX_TP, &w->v[0][0], MAX_HB, T, nk, HB);
+        for (size_t i = 0; i < T; i++) {
+            const float *yf = (const float *)w->y[i];
             float *orow = out + (b * T + i) * C + h * HS;
-            for (size_t d = 0; d < HS; d++) orow[d] = yf[d];
+            for (size_t d = 0; d < HS; d++) orow[d] = g * yf[d];
         }
     }
     hy_prof_add(HY_PROF_ATTN, t0, 0);
@@ -172,7 +215,7 @@ void hy_attn_forward(float *out, float *att, const float *qkv, const float *gate
 void hy_attn_backward(float *dqkv, float *dgate, const float *dout, const float *qkv,
                       const float *att, const float *gate, const int32_t *kvalid,
                       float *scratch, size_t B, size_t T, size_t C, size_t NH) {
-    size_t HS = C / NH, HB = (HS + 7) / 8, TB = (T + 7) / 8;
+    size_t HS = C / NH, HB = (HS + 7) / 8, TB = (T + 7) / 8, TP = TB * 8;
     HY_ASSERT(HS * NH == C && HB <= MAX_HB && T <= HY_ATTN_MAX_T && T >= 1);
     float scale = 1.0f / sqrtf((float)HS);
     size_t BH = B * NH;
@@ -180,62 +223,65 @@ void hy_attn_backward(float *dqkv, float *dgate, const float *dout, const float 
 #pragma omp parallel for schedule(static) if (BH > 1 && BH * T * T * HS > PAR_MIN_WORK)
     for (size_t bh = 0; bh < BH; bh++) {
         bwd_ws *ws = &bwd_wsp;
-        head *wp = &ws->w;
-        v8f (*vt)[MAX_TB] = ws->vt, (*dk)[MAX_HB] = ws->dk, (*dv)[MAX_HB] = ws->dv;
-        v8f av[MAX_TB], da[MAX_TB], y[MAX_HB], go[MAX_HB], dy[MAX_HB], dq[MAX_HB];
+        head *w = &ws->w;
         size_t b = bh / NH, h = bh % NH;
         size_t nk = kvalid ? (size_t)kvalid[b] : T;
         float g = gate[h];
-        load_head(wp, g == 0.0f ? NULL : vt, qkv, b, h, T, C, HS, nk);
-        for (size_t j = 0; j < nk; j++)
-            for (size_t hb = 0; hb < HB; hb++) dk[j][hb] = dv[j][hb] = vsplat(0.0f);
-        float dg = 0.0f;
+        load_head(w, ws->vt, qkv, b, h, T, C, HS, nk, 1.0f);
+        /* A (saved probabilities) into s, padded with zeros, and its transpose into at;
+         * dout's head slice into go */
         for (size_t i = 0; i < T; i++) {
-            float *a = (float *)av, *gof = (float *)go;
             const float *arow = att + (bh * T + i) * T, *grow = dout + (b * T + i) * C + h * HS;
-            av[TB - 1] = vsplat(0.0f);
-            for (size_t j = 0; j < T; j++) a[j] = arow[j];
-            go[HB - 1] = vsplat(0.0f);
+            float *a = (float *)w->s[i], *gof = (float *)ws->go[i];
+            for (size_t j = 0; j < T; j++) {
+                a[j] = arow[j];
+                ((float *)ws->at[j])[i] = arow[j];
+            }
+            for (size_t j = T; j < TP; j++) a[j] = 0.0f;
             for (size_t d = 0; d < HS; d++) gof[d] = grow[d];
-            /* y = a V (ungated head output, recomputed); out = g * y => dgate += dout . y */
-            for (size_t hb = 0; hb < HB; hb++) y[hb] = vsplat(0.0f);
-            for (size_t j = 0; j < nk; j++)
-                for (size_t hb = 0; hb < HB; hb++) y[hb] += a[j] * wp->v[j][hb];
-            v8f p = vsplat(0.0f);
-            for (size_t hb = 0; hb < HB; hb++) p += go[hb] * y[hb];
-            dg += hsum8(p);
-            if (g == 0.0f) continue;     /* pruned head: no q/k/v gradient at all */
-            /* dy = g * dout;  da_j = dy . v_j (all lanes from vt);  dv_j += a_j dy */
-            for (size_t hb = 0; hb < HB; hb++) dy[hb] = g * go[hb];
-            for (size_t jb = 0; jb < TB; jb++) da[jb] = vsplat(0.0f);
-            const float *dyf = (const float *)dy;
-            for (size_t d = 0; d < HS; d++)
-                for (size_t jb = 0; jb < TB; jb++) da[jb] += dyf[d] * vt[d][jb];
-            for (size_t j = 0; j < nk; j++)
-                for (size_t hb = 0; hb < HB; hb++) dv[j][hb] += a[j] * dy[hb];
-            /* softmax backward: ds_j = a_j (da_j - sum_k a_k da_k) * scale (masked: a_j = 0) */
+            for (size_t d = HS; d < HB * 8; d++) gof[d] = 0.0f;
+        }
+        /* P = dout_h V^T (all key lanes from vt): with out = g * y, y = A V,
+         * dgate = sum_i dout_i . y_i = sum_ij a_ij P_ij and dA = g P */
+        v8f (*P)[MAX_TB] = ws->dst;   /* P first, then (below) the transpose of dS */
+        mm(&P[0][0], MAX_TB, (const float *)ws->go, MAX_HB * 8, &ws->vt[0][0], MAX_TB, T, HS, TB);
+        v8f dgv = vsplat(0.0f);
+        for (size_t i = 0; i < T; i++)
+            for (size_t jb = 0; jb < TB; jb++) dgv += w->s[i][jb] * P[i][jb];
+        scratch[bh] = hsum8(dgv);
+        if (g == 0.0f) continue;     /* pruned head: no q/k/v gradient at all */
+        /* softmax backward: ds_ij = a_ij (da_ij - sum_k a_ik da_ik) * scale (masked: a = 0);
+         * the dS rows overwrite P's */
+        for (size_t i = 0; i < T; i++) {
             v8f tv = vsplat(0.0f);
-            for (size_t jb = 0; jb < TB; jb++) tv += av[jb] * da[jb];
+            for (size_t jb = 0; jb < TB; jb++) {
+                P[i][jb] = g * P[i][jb];
+                tv += w->s[i][jb] * P[i][jb];
+            }
             float t = hsum8(tv);
-            for (size_t jb = 0; jb < TB; jb++) da[jb] = av[jb] * (da[jb] - t) * scale;
-            /* s_ij = scale q_i . k_j:  dq_i = sum_j ds_j k_j;  dk_j += ds_j q_i */
-            const float *ds = (const float *)da;
-            for (size_t hb = 0; hb < HB; hb++) dq[hb] = vsplat(0.0f);
-            for (size_t j = 0; j < nk; j++)
-                for (size_t hb = 0; hb < HB; hb++) {
-                    dq[hb] += ds[j] * wp->k[j][hb];
-                    dk[j][hb] += ds[j] * wp->q[i][hb];
-                }
+            for (size_t jb = 0; jb < TB; jb++) P[i][jb] = w->s[i][jb] * (P[i][jb] - t) * scale;
+        }
+        /* dy = g * dout_h; dV = A^T dy over the valid keys */
+        for (size_t i = 0; i < T; i++)
+            for (size_t hb = 0; hb < HB; hb++) ws->dy[i][hb] = g * ws->go[i][hb];
+        mm(&ws->dv[0][0], MAX_HB, (const float *)ws->at, MAX_TP, &ws->dy[0][0], MAX_HB, nk, T,
+           HB);
+        /* s_ij = scale q_i . k_j:  dQ = dS K;  dK = dS^T Q */
+        mm(&w->y[0][0], MAX_HB, (const float *)P, MAX_TP, &w->k[0][0], MAX_HB, T, nk, HB);
+        for (size_t i = 0; i < T; i++) {   /* dS^T into at (A^T is no longer needed) */
+            const float *dsr = (const float *)P[i];
+            for (size_t j = 0; j < nk; j++) ((float *)ws->at[j])[i] = dsr[j];
+        }
+        mm(&ws->dk[0][0], MAX_HB, (const float *)ws->at, MAX_TP, &w->q[0][0], MAX_HB, nk, T,
+           HB);
+        for (size_t i = 0; i < T; i++) {
             float *dqr = dqkv + (b * T + i) * 3 * C + h * HS;
-            const float *dqf = (const float *)dq;
+            const float *dqf = (const float *)w->y[i];
             for (size_t d = 0; d < HS; d++) dqr[d] += dqf[d];
         }
-        scratch[bh] = dg;
-        if (g == 0.0f) continue;
-        /* add the head's dk, dv into dqkv */
         for (size_t j = 0; j < nk; j++) {
             float *base = dqkv + (b * T + j) * 3 * C + h * HS;
-            const float *dkf = (const float *)dk[j], *dvf = (const float *)dv[j];
+            const float *dkf = (const float *)ws->dk[j], *dvf = (const float *)ws->dv[j];
             for (size_t d = 0; d < HS; d++) {
                 base[C + d] += dkf[d];
                 base[2 * C + d] += dvf[d];
