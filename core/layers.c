@@ -27,11 +27,27 @@ void hy_linear_forward(float *out, const float *in, const float *w, const float 
             Dout);
 }
 
-void hy_linear_backward(float *din, float *dw, float *db, const float *dout, const float *in,
-                        const float *w, size_t N, size_t Din, size_t Dout) {
+void hy_linear_forward_res(float *out, const float *in, const float *w, const float *b,
+                           const float *res, size_t N, size_t Din, size_t Dout) {
+    /* pass 1: out = res + b (one pass that also is the residual add), then out += in W^T */
+    uint64_t t0 = hy_prof_t0();
+#pragma omp parallel for schedule(static) if (N * Dout > PAR_MIN)
+    for (size_t n = 0; n < N; n++) {
+        float *o = out + n * Dout;
+        const float *r = res + n * Dout;
+#pragma omp simd
+        for (size_t j = 0; j < Dout; j++) o[j] = r[j] + b[j];
+    }
+    hy_prof_add(HY_PROF_RESID, t0, 0);
+    hy_gemm(CblasNoTrans, CblasTrans, N, Dout, Din, 1.0f, in, Din, w, Din, 1.0f, out, Dout);
+}
+
+/* din = beta din + dout W (beta 0: written, 1: added) and the weight grads */
+static void linear_backward(float *din, float beta, float *dw, float *db, const float *dout,
+                            const float *in, const float *w, size_t N, size_t Din, size_t Dout) {
     /* out = in W^T + b  =>  din += dout W;  dW += dout^T in;  db += sum_n dout[n] */
     if (din)
-        hy_gemm(CblasNoTrans, CblasNoTrans, N, Din, Dout, 1.0f, dout, Dout, w, Din, 1.0f, din, Din);
+        hy_gemm(CblasNoTrans, CblasNoTrans, N, Din, Dout, 1.0f, dout, Dout, w, Din, beta, din, Din);
     hy_gemm(CblasTrans, CblasNoTrans, Dout, Din, N, 1.0f, dout, Dout, in, Din, 1.0f, dw, Din);
     if (db) {
         uint64_t t0 = hy_prof_t0();
@@ -42,6 +58,16 @@ void hy_linear_backward(float *din, float *dw, float *db, const float *dout, con
         }
         hy_prof_add(HY_PROF_BIAS, t0, 0);
     }
+}
+
+void hy_linear_backward(float *din, float *dw, float *db, const float *dout, const float *in,
+                        const float *w, size_t N, size_t Din, size_t Dout) {
+    linear_backward(din, 1.0f, dw, db, dout, in, w, N, Din, Dout);
+}
+
+void hy_linear_backward_set(float *din, float *dw, float *db, const float *dout,
+                            const float *in, const float *w, size_t N, size_t Din, size_t Dout) {
+    linear_backward(din, 0.0f, dw, db, dout, in, w, N, Din, Dout);
 }
 
 /* ===== layernorm ===== */
@@ -150,6 +176,18 @@ void hy_gelu_backward(float *dx, const float *dout, const float *x, size_t n) {
         hy_v8_store(dx + i, d);
     }
     for (size_t i = 8 * nb; i < n; i++) dx[i] += dout[i] * dgelu1(x[i]);
+    hy_prof_add(HY_PROF_GELU, t0, 0);
+}
+
+void hy_gelu_backward_set(float *dx, const float *dout, const float *x, size_t n) {
+    uint64_t t0 = hy_prof_t0();
+    size_t nb = n / 8;
+#pragma omp parallel for schedule(static) if (n > PAR_MIN)
+    for (size_t b = 0; b < nb; b++) {
+        size_t i = 8 * b;
+        hy_v8_store(dx + i, hy_v8_load(dout + i) * dgelu8(hy_v8_load(x + i)));
+    }
+    for (size_t i = 8 * nb; i < n; i++) dx[i] = dout[i] * dgelu1(x[i]);
     hy_prof_add(HY_PROF_GELU, t0, 0);
 }
 

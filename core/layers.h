@@ -21,6 +21,13 @@ void hy_linear_forward(float *out, const float *in, const float *w, const float 
  *   db (Dout) += column sums of dout (skipped when NULL); dout (N, Dout). */
 void hy_linear_backward(float *din, float *dw, float *db, const float *dout, const float *in,
                         const float *w, size_t N, size_t Din, size_t Dout);
+/*   the same with din (N, Din) written = dout W (no zeroing needed; din must not be NULL). */
+void hy_linear_backward_set(float *din, float *dw, float *db, const float *dout,
+                            const float *in, const float *w, size_t N, size_t Din, size_t Dout);
+/*   out (N, Dout) written = res + in W^T + b, the residual add fused in (res is copied with the
+ *   bias before the GEMM adds into it: beta = 1); res may be out; b must not be NULL. */
+void hy_linear_forward_res(float *out, const float *in, const float *w, const float *b,
+                           const float *res, size_t N, size_t Din, size_t Dout);
 
 /* ===== layernorm over the last axis, eps given ===== */
 /*   out (N, D) written; mean, rstd (N) written (saved); x (N, D); w, b (D). out may alias x. */
@@ -37,6 +44,8 @@ void hy_gelu_forward(float *out, const float *x, size_t n);
 /*   dx (n) += dout * gelu'(x). dx may alias dout (then it holds dout + dout*gelu'; callers that
  *   want dout*gelu' alone pass a zeroed dx). */
 void hy_gelu_backward(float *dx, const float *dout, const float *x, size_t n);
+/*   dx (n) written = dout * gelu'(x); dx may alias dout. */
+void hy_gelu_backward_set(float *dx, const float *dout, const float *x, size_t n);
 
 /* ===== softmax over rows ===== */
 /*   out (N, K) written; x (N, K); max starts at -INFINITY, an all -inf row gives zeros. */

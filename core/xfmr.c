@@ -31,9 +31,6 @@ struct hy_xfmr_acts {
     float *ln2_rstd;      /* (L, B, T) */
     float *h;             /* (L, B, T, DM) fc1 output (pre-GELU) */
     float *hg;            /* (L, B, T, DM) drop(GELU(h)) */
-    float *m_attn;        /* (L, B, T, D) dropout mask after proj; NULL when attn_dropout is 0 */
-    float *m_h;           /* (L, B, T, DM) dropout mask after GELU; NULL when mlp_dropout is 0 */
-    float *m_out;         /* (L, B, T, D) dropout mask after fc2; NULL when mlp_dropout is 0 */
     float *cls;           /* (B, D) x[L][:, 0] */
     float *lnf;           /* (B, D) LN_f(cls) */
     float *lnf_mean;      /* (B) */
@@ -415,7 +412,6 @@ void hy_xfmr_init(hy_xfmr *m, uint64_t seed) {
 
 typedef struct plan {
     size_t sD, sQ, sA, sH, sR, sB, emb, patches, total_f, ints;
-    bool d_attn, d_mlp;
 } plan;
 
 static plan make_plan(const hy_xfmr_config *c, size_t B) {
@@ -432,14 +428,11 @@ static plan make_plan(const hy_xfmr_config *c, size_t B) {
     p.sB = R16(B * D);
     p.emb = R16(B * (T - 1) * D);
     p.patches = c->kind == HY_XFMR_VIT ? R16(B * (T - 1) * c->channels * c->patch * c->patch) : 0;
-    p.d_attn = c->attn_dropout > 0.0f;
-    p.d_mlp = c->mlp_dropout > 0.0f;
     p.total_f = (L + 1) * p.sD                               /* x */
               + L * (p.sD + 2 * p.sR)                        /* ln1 */
               + L * (p.sQ + p.sA + p.sD + p.sD)              /* qkv att ao xm */
               + L * (p.sD + 2 * p.sR)                        /* ln2 */
               + L * 2 * p.sH                                 /* h hg */
-              + (p.d_attn ? L * p.sD : 0) + (p.d_mlp ? L * (p.sH + p.sD) : 0)
               + 2 * p.sB + 2 * R16(B)                        /* cls lnf mean rstd */
               + p.emb + p.patches;
     p.ints = R16(B * (T - 1)) + R16(B);
@@ -447,13 +440,13 @@ static plan make_plan(const hy_xfmr_config *c, size_t B) {
     return p;
 }
 
-/* backward scratch: dres, dln, dao, dtmp (B,T,D); dqkv (B,T,3D); dhg, dh (B,T,DM);
+/* backward scratch: dres, dln, dao, dtmp (B,T,D); dqkv (B,T,3D); dhg (B,T,DM);
  * dlnf, dcls (B,D); demb (B,T-1,D); attention partials (B*NH) */
 static size_t scratch_bytes(const hy_xfmr_config *c, size_t B) {
     size_t T = hy_xfmr_seq_len(c), D = c->d_model;
     size_t n = 4 * hy_arena_need(B * T * D * sizeof(float)) +
                hy_arena_need(B * T * 3 * D * sizeof(float)) +
-               2 * hy_arena_need(B * T * c->d_mlp * sizeof(float)) +
+               hy_arena_need(B * T * c->d_mlp * sizeof(float)) +
                2 * hy_arena_need(B * D * sizeof(float)) +
                hy_arena_need(B * (T - 1) * D * sizeof(float)) +
                hy_arena_need(B * c->n_heads * sizeof(float));
@@ -500,11 +493,6 @@ hy_status hy_xfmr_alloc_acts(hy_xfmr *m, size_t B_cap) {
     TAKE(a->ln2_rstd, L * p.sR);
     TAKE(a->h, L * p.sH);
     TAKE(a->hg, L * p.sH);
-    if (p.d_attn) TAKE(a->m_attn, L * p.sD);
-    if (p.d_mlp) {
-        TAKE(a->m_h, L * p.sH);
-        TAKE(a->m_out, L * p.sD);
-    }
     TAKE(a->cls, p.sB);
     TAKE(a->lnf, p.sB);
     TAKE(a->lnf_mean, (B_cap + 15) / 16 * 16);
@@ -520,14 +508,6 @@ hy_status hy_xfmr_alloc_acts(hy_xfmr *m, size_t B_cap) {
 }
 
 /* ===== forward ===== */
-
-/* y += x over n floats (the residual adds), in parallel when it pays */
-static void add_into(float *y, const float *x, size_t n) {
-    uint64_t t0 = hy_prof_t0();
-#pragma omp parallel for simd schedule(static) if (n > 65536)
-    for (size_t i = 0; i < n; i++) y[i] += x[i];
-    hy_prof_add(HY_PROF_RESID, t0, 0);
-}
 
 /* p[0, n) = 0 (backward temporaries), timed as a copy */
 static void zero(float *p, size_t n) { HY_PROF(HY_PROF_COPY, memset(p, 0, n * sizeof *p)); }
@@ -608,34 +588,27 @@ hy_status hy_xfmr_forward(hy_xfmr *m, const hy_batch *in, size_t B, float *logit
                              w->norm1_w, w->norm1_b, BT, D, HY_XFMR_LN_EPS);
         hy_linear_forward(qkv, ln1, w->qkv_w, w->qkv_b, BT, D, 3 * D);
         hy_attn_forward(ao, att, qkv, m->gates + l * NH, kv, B, T, D, NH);
-        hy_linear_forward(xm, ao, w->proj_w, w->proj_b, BT, D, D);
-        if (drop && a->m_attn) {
+        if (drop && c->attn_dropout > 0.0f) {
+            /* xm = proj(ao), then xm = x + xm * mask in one pass */
             hy_rng r = site_rng(&fwd_rng, l, 0);
-            float *mk = a->m_attn + l * a->sD;
-            hy_dropout_mask(mk, &r, BT, D, c->attn_dropout);
-            hy_dropout_forward(xm, xm, mk, BT * D);
+            hy_linear_forward(xm, ao, w->proj_w, w->proj_b, BT, D, D);
+            hy_dropout_apply(xm, xm, x, &r, BT, D, c->attn_dropout);
+        } else {
+            hy_linear_forward_res(xm, ao, w->proj_w, w->proj_b, x, BT, D, D);
         }
-        add_into(xm, x, BT * D);
         /* MLP: xo = xm + drop(fc2(drop(GELU(fc1(LN2(xm)))))) */
         hy_layernorm_forward(ln2, a->ln2_mean + l * a->sR, a->ln2_rstd + l * a->sR, xm,
                              w->norm2_w, w->norm2_b, BT, D, HY_XFMR_LN_EPS);
         hy_linear_forward(h, ln2, w->fc1_w, w->fc1_b, BT, D, DM);
         hy_gelu_forward(hg, h, BT * DM);
-        bool dm = drop && a->m_h;
-        if (dm) {
-            hy_rng r = site_rng(&fwd_rng, l, 1);
-            float *mk = a->m_h + l * a->sH;
-            hy_dropout_mask(mk, &r, BT, DM, c->mlp_dropout);
-            hy_dropout_forward(hg, hg, mk, BT * DM);
+        if (drop && c->mlp_dropout > 0.0f) {
+            hy_rng r1 = site_rng(&fwd_rng, l, 1), r2 = site_rng(&fwd_rng, l, 2);
+            hy_dropout_apply(hg, hg, NULL, &r1, BT, DM, c->mlp_dropout);
+            hy_linear_forward(xo, hg, w->fc2_w, w->fc2_b, BT, DM, D);
+            hy_dropout_apply(xo, xo, xm, &r2, BT, D, c->mlp_dropout);
+        } else {
+            hy_linear_forward_res(xo, hg, w->fc2_w, w->fc2_b, xm, BT, DM, D);
         }
-        hy_linear_forward(xo, hg, w->fc2_w, w->fc2_b, BT, DM, D);
-        if (dm) {
-            hy_rng r = site_rng(&fwd_rng, l, 2);
-            float *mk = a->m_out + l * a->sD;
-            hy_dropout_mask(mk, &r, BT, D, c->mlp_dropout);
-            hy_dropout_forward(xo, xo, mk, BT * D);
-        }
-        add_into(xo, xm, BT * D);
     }
 
     /* head: logits = head(LN_f(x_L[:, 0])) */
@@ -649,6 +622,7 @@ hy_status hy_xfmr_forward(hy_xfmr *m, const hy_batch *in, size_t B, float *logit
     m->last_T = T;
     m->have_fwd = true;
     m->last_drop = drop;
+    if (drop) m->last_drop_rng = fwd_rng;
     return HY_OK;
 }
 
@@ -687,14 +661,13 @@ hy_status hy_xfmr_backward(hy_xfmr *m, const float *dlogits) {
     bool drop = m->last_drop;
     hy_arena *ar = &m->scratch;
     hy_arena_reset(ar);
-    float *dres, *dln, *dao, *dtmp, *dqkv, *dhg, *dh, *dlnf, *dcls, *demb, *part;
+    float *dres, *dln, *dao, *dtmp, *dqkv, *dhg, *dlnf, *dcls, *demb, *part;
     HY_TRY(hy_arena_floats(ar, BT * D, &dres));
     HY_TRY(hy_arena_floats(ar, BT * D, &dln));
     HY_TRY(hy_arena_floats(ar, BT * D, &dao));
     HY_TRY(hy_arena_floats(ar, BT * D, &dtmp));
     HY_TRY(hy_arena_floats(ar, BT * 3 * D, &dqkv));
     HY_TRY(hy_arena_floats(ar, BT * DM, &dhg));
-    HY_TRY(hy_arena_floats(ar, BT * DM, &dh));
     HY_TRY(hy_arena_floats(ar, B * D, &dlnf));
     HY_TRY(hy_arena_floats(ar, B * D, &dcls));
     HY_TRY(hy_arena_floats(ar, B * (T - 1) * D, &demb));
@@ -718,46 +691,39 @@ hy_status hy_xfmr_backward(hy_xfmr *m, const float *dlogits) {
         float *ln1 = a->ln1 + l * a->sD, *qkv = a->qkv + l * a->sQ, *att = a->att + l * a->sA;
         float *ao = a->ao + l * a->sD, *xm = a->xm + l * a->sD, *ln2 = a->ln2 + l * a->sD;
         float *h = a->h + l * a->sH, *hg = a->hg + l * a->sH;
-        /* xo = xm + drop(fc2(hg)): dres is dxo; the fc2 branch sees dres * mask */
+        /* xo = xm + drop(fc2(hg)): dres is dxo; the fc2 branch sees dres * mask (the masks are
+         * drawn again from the forward's streams) */
+        bool dm = drop && c->mlp_dropout > 0.0f;
         const float *dbranch = dres;
-        if (drop && a->m_out) {
-            zero(dtmp, BT * D);
-            hy_dropout_backward(dtmp, dres, a->m_out + l * a->sD, BT * D);
+        if (dm) {
+            hy_rng r2 = site_rng(&m->last_drop_rng, l, 2);
+            hy_dropout_apply(dtmp, dres, NULL, &r2, BT, D, c->mlp_dropout);
             dbranch = dtmp;
         }
-        zero(dhg, BT * DM);
-        hy_linear_backward(dhg, gw->fc2_w, gw->fc2_b, dbranch, hg,
-                           w->fc2_w, BT, DM, D);
-        /* hg = drop(GELU(h)) */
-        if (drop && a->m_h) {
-            const float *mk = a->m_h + l * a->sH;
-            HY_PROF(HY_PROF_DROPOUT, for (size_t i = 0; i < BT * DM; i++) dhg[i] *= mk[i]);
+        hy_linear_backward_set(dhg, gw->fc2_w, gw->fc2_b, dbranch, hg, w->fc2_w, BT, DM, D);
+        /* hg = drop(GELU(h)): dh = (dhg * mask) GELU'(h), in place in dhg */
+        if (dm) {
+            hy_rng r1 = site_rng(&m->last_drop_rng, l, 1);
+            hy_dropout_apply(dhg, dhg, NULL, &r1, BT, DM, c->mlp_dropout);
         }
-        zero(dh, BT * DM);
-        hy_gelu_backward(dh, dhg, h, BT * DM);
-        zero(dln, BT * D);
-        hy_linear_backward(dln, gw->fc1_w, gw->fc1_b, dh, ln2,
-                           w->fc1_w, BT, D, DM);
+        hy_gelu_backward_set(dhg, dhg, h, BT * DM);
+        hy_linear_backward_set(dln, gw->fc1_w, gw->fc1_b, dhg, ln2, w->fc1_w, BT, D, DM);
         /* ln2 = LN2(xm); dres += LN2 backward, so dres becomes dxm */
         hy_layernorm_backward(dres, gw->norm2_w, gw->norm2_b, dln, xm,
                               a->ln2_mean + l * a->sR, a->ln2_rstd + l * a->sR,
                               w->norm2_w, BT, D);
         /* xm = x + drop(proj(ao)) */
         dbranch = dres;
-        if (drop && a->m_attn) {
-            zero(dtmp, BT * D);
-            hy_dropout_backward(dtmp, dres, a->m_attn + l * a->sD, BT * D);
+        if (drop && c->attn_dropout > 0.0f) {
+            hy_rng r0 = site_rng(&m->last_drop_rng, l, 0);
+            hy_dropout_apply(dtmp, dres, NULL, &r0, BT, D, c->attn_dropout);
             dbranch = dtmp;
         }
-        zero(dao, BT * D);
-        hy_linear_backward(dao, gw->proj_w, gw->proj_b, dbranch, ao,
-                           w->proj_w, BT, D, D);
+        hy_linear_backward_set(dao, gw->proj_w, gw->proj_b, dbranch, ao, w->proj_w, BT, D, D);
         zero(dqkv, BT * 3 * D);
         hy_attn_backward(dqkv, m->dgates + l * NH, dao, qkv, att, m->gates + l * NH, kv, part, B,
                          T, D, NH);
-        zero(dln, BT * D);
-        hy_linear_backward(dln, gw->qkv_w, gw->qkv_b, dqkv, ln1,
-                           w->qkv_w, BT, D, 3 * D);
+        hy_linear_backward_set(dln, gw->qkv_w, gw->qkv_b, dqkv, ln1, w->qkv_w, BT, D, 3 * D);
         hy_layernorm_backward(dres, gw->norm1_w, gw->norm1_b, dln, x,
                               a->ln1_mean + l * a->sR, a->ln1_rstd + l * a->sR,
                               w->norm1_w, BT, D);

@@ -258,6 +258,7 @@ typedef struct hy_xfmr {
     size_t last_B, last_T;
     bool have_fwd;
     bool last_drop;      /* the last forward applied dropout masks */
+    hy_rng last_drop_rng; /* its dropout stream: backward draws the same masks again */
 } hy_xfmr;
 
 /* Builds a model: checks cfg, allocates params and grads (zeroed), the name table, gates (all 1)
