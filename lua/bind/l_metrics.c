@@ -157,6 +157,7 @@ static int l_metrics_nll_logits(lua_State *L) {
 
 static int l_metrics_brier(lua_State *L) { return per_sample_of_probs(L, hy_metrics_brier); }
 
+/* the names of eval.score, `hydra eval --score` and result.h5 (hydra.metrics.SCORES) */
 static int l_metrics_score(lua_State *L) {
     static const char *const names[] = {"msp", "entropy", "mi", "energy", "disagreement",
                                         "maxlogit", NULL};

@@ -17,6 +17,8 @@ local M = {}
 M.BINS = 15
 M.EPS = 1e-12        -- NLL clamp when no logits are available: -log(max(p̄_y, EPS))
 M.SUM_TOL = 1e-4     -- |sum_c p_c - 1| allowed in prediction files
+-- the OOD scores, by the one name eval.score, `hydra eval --score`, result.h5 (/scores/<s>) and
+-- the binding (core.metrics_score) use
 M.SCORES = { "msp", "maxlogit", "entropy", "mi", "energy", "disagreement" }
 M.ID_METRICS = { "acc", "nll", "brier", "ece", "aece", "mce", "aurc" }
 M.OOD_METRICS = { "auroc", "fpr95", "fpr95_id", "aupr_out", "aupr_in" }

@@ -159,7 +159,8 @@ local function join(list)
 end
 
 -- Writes GATES.h5: /gates [M,L,H], /scores [M,L,H], /overlap [M,M] and attributes (on /)
--- method, objectives, keep (per member, ';'-separated), seed, members, plus attrs.
+-- method (prune.method), objectives, keep (per member, ';'-separated: hydra.keep_heads or
+-- hydra.diversity.keep_counts), seed, members (hydra.members), plus attrs.
 function M.write_gates(path, res, attrs)
   local h5 = require("hydra.h5")
   local f <close> = h5.create(path)
