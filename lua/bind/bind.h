@@ -106,6 +106,6 @@ void l_open_prune(lua_State *L);
 void l_open_fused(lua_State *L);
 void l_open_proc(lua_State *L);
 void l_open_spawn(lua_State *L);
-void l_open_bench(lua_State *L);
+void l_open_prof(lua_State *L);
 
 #endif

@@ -128,6 +128,6 @@ int luaopen_hydra_core(lua_State *L) {
     l_open_fused(L);
     l_open_proc(L);
     l_open_spawn(L);
-    l_open_bench(L);
+    l_open_prof(L);
     return 1;
 }

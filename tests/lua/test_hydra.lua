@@ -295,4 +295,58 @@ function T.gate_errors()
   end)
 end
 
+-- One /meta writer for checkpoints and fused files (lua/bind/l_h5.c): strings, integers,
+-- floats and booleans (as 0 / 1) both ways; a bad value raises before any file exists.
+function T.meta_writer_shared()
+  local d = check.tmpdir()
+  local m = model.load(base())
+  local f = fuse.build({ m }, config.defaults().fuse)
+  local meta = { note = "x", n = 7, r = 0.25, flag = true, off = false }
+  m.ud:save(d .. "/m.h5", meta)
+  f.ud:save(d .. "/f.h5", meta)
+  for _, p in ipairs({ d .. "/m.h5", d .. "/f.h5" }) do
+    local g <close> = h5.open(p)
+    local a = g:attrs("/meta")
+    eq(a.note, "x", p); eq(a.n, 7, p); eq(a.r, 0.25, p); eq(a.flag, 1, p); eq(a.off, 0, p)
+  end
+  raises("model: meta 'bad' must be a string, a number or a boolean (got table)",
+    function() m.ud:save(d .. "/m2.h5", { bad = {} }) end)
+  raises("fused: meta 'bad' must be a string, a number or a boolean (got table)",
+    function() f.ud:save(d .. "/f2.h5", { bad = {} }) end)
+  raises("fused: meta keys must be strings", function() f.ud:save(d .. "/f2.h5", { 1 }) end)
+  eq(core.stat(d .. "/m2.h5"), nil, "nothing written"); eq(core.stat(d .. "/f2.h5"), nil)
+end
+
+-- Bindings read the resolved sections by their YAML keys, and name the key when it is wrong.
+function T.bindings_name_config_keys()
+  local cfg = cfg_with()
+  local m = model.load(base())
+  local tr = config.copy(cfg.train)
+  tr.augment.hflip = nil
+  raises("train.augment.hflip must be a boolean (got nil)", function()
+    return core.trainer_new(m.ud, model.dataset(dir() .. "/tiny.h5", "train"), tr, cfg.optim, 0)
+  end)
+  local ft = config.copy(cfg.finetune)
+  raises("finetune.warmup_epochs must be a number (got nil)", function()
+    return core.trainer_new(m.ud, model.dataset(dir() .. "/tiny.h5", "train"), cfg.train,
+      cfg.optim, 0, ft)
+  end)
+  local mc = config.copy(cfg.model)
+  mc.dropout = "0.1"
+  raises("model.dropout must be a number (got string)", function() return core.model_new(mc) end)
+  local pc = config.copy(cfg.prune)
+  pc.circuit_batch_size, pc.method = nil, "circuit"
+  local c = m:config()
+  local keep = prune.keep_table(cfg, c.depth, c.n_heads)
+  raises("prune.circuit_batch_size must be a non-negative integer (got nil)", function()
+    return core.prune_members(m.ud, pc, cfg.hydra, { keep = keep,
+      objectives = { "acc", "acc", "acc" }, seed = 0 })
+  end)
+  raises("prune: keep must list the heads kept by each of the hydra.members = 3 members "
+    .. "(hydra.keep_heads)", function()
+    return core.prune_members(m.ud, cfg.prune, cfg.hydra, { keep = { { 1, 1 } },
+      objectives = { "acc" }, seed = 0 })
+  end)
+end
+
 return T

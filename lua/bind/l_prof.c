@@ -1,5 +1,5 @@
-/* l_bench.c: the per-kernel time breakdown of the real engine (core/prof.h), for `make bench`
- * (experiments/bench.lua):
+/* l_prof.c: Lua binding of core/prof, the per-kernel time breakdown of the real engine, for
+ * `make bench` (experiments/bench.lua):
  *   core.prof_enable(on)   switches the kernel timers on or off (off by default)
  *   core.prof_reset()      zeroes every class
  *   core.prof_read()  ->   array in class order of { name=, ms=, calls=, gflop= } accumulated
@@ -40,7 +40,7 @@ static int l_prof_read(lua_State *L) {
     return 1;
 }
 
-void l_open_bench(lua_State *L) {
+void l_open_prof(lua_State *L) {
     static const luaL_Reg fns[] = {{"prof_enable", l_prof_enable}, {"prof_reset", l_prof_reset},
                                    {"prof_read", l_prof_read}, {NULL, NULL}};
     l_setfuncs(L, fns);
