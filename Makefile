@@ -5,7 +5,8 @@ PKGS := lua5.4 yaml-0.1 hdf5 openblas zlib freetype2 libpng
 # Debian packages hydra needs (make deps installs the missing ones).
 DEB_PKGS := build-essential pkg-config liblua5.4-dev libopenblas-dev libhdf5-dev hdf5-tools \
             libyaml-dev zlib1g-dev libfreetype-dev libpng-dev gnuplot-nox fonts-dejavu-core \
-            fonts-freefont-ttf fonts-liberation dataset-fashion-mnist fortunes fortunes-min
+            fonts-freefont-ttf fonts-liberation dataset-fashion-mnist fortunes fortunes-min \
+            clang-14 libclang-rt-14-dev libomp-14-dev
 # Packages needed for a single file: the file is extracted from the downloaded .deb.
 DEB_EXTRACT := opencv-doc weka
 
@@ -82,9 +83,33 @@ demo: all
 	./hydra repro quickstart
 repro: all
 	./hydra repro all --profile paper
+# libFuzzer targets (tests/fuzz/fuzz_*.c, one per parser; not part of `make test`): the core is
+# rebuilt with clang-14 under ASan + UBSan with fuzzer coverage in build/fuzz, then each target
+# runs FUZZ_SECONDS from its seed corpus (tests/fuzz/run.sh); a crash, leak or timeout fails.
+FUZZ_CC ?= clang-14
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?= config idx text ckpt
+FUZZ_B := build/fuzz
+FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
+FUZZ_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L -ffp-contract=off -fopenmp -g -O1 -fno-omit-frame-pointer \
+               -Wno-pass-failed -fsanitize=fuzzer-no-link $(FUZZ_SAN) $(DEPS_CFLAGS) -Icore -Itests/fuzz
+FUZZ_CORE_O := $(patsubst %.c,$(FUZZ_B)/%.o,$(wildcard core/*.c))
+FUZZ_BINS := $(patsubst %,$(FUZZ_B)/fuzz_%,$(FUZZ_TARGETS))
+$(FUZZ_B)/%.o: %.c Makefile
+	@mkdir -p $(@D)
+	@echo "  FUZZCC $<"
+	@$(FUZZ_CC) $(FUZZ_CFLAGS) -c $< -o $@
+$(FUZZ_B)/libhydra.a: $(FUZZ_CORE_O)
+	@rm -f $@
+	$(AR) rcs $@ $^
+$(FUZZ_B)/fuzz_%: $(FUZZ_B)/tests/fuzz/fuzz_%.o $(FUZZ_B)/libhydra.a
+	$(FUZZ_CC) -fsanitize=fuzzer $(FUZZ_SAN) -fopenmp $^ $(DEPS_LIBS) -o $@
+fuzz-build: $(FUZZ_BINS)
+fuzz: fuzz-build
+	sh tests/fuzz/run.sh $(FUZZ_B) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 deps:
 	@sh .ci/deps.sh $(DEB_PKGS) -- $(DEB_EXTRACT)
 clean:
 	rm -rf build hydra
-.PHONY: all test asan bench demo repro deps clean
+.PHONY: all test asan bench demo repro deps clean fuzz fuzz-build
 -include $(shell find build -name '*.d' 2>/dev/null)

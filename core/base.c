@@ -109,6 +109,15 @@ char *hy_xstrdup(const char *s) {
     return p;
 }
 
+hy_status hy_size_mul(size_t *out, const char *what, size_t a, size_t b, size_t c) {
+    size_t ab;
+    if (__builtin_mul_overflow(a, b, &ab) || __builtin_mul_overflow(ab, c, out)) {
+        *out = 0;
+        return hy_fail(HY_EINVAL, "%s: %zu x %zu x %zu overflows the size range", what, a, b, c);
+    }
+    return HY_OK;
+}
+
 void hy_free(void *p) { free(p); }
 uint64_t hy_alloc_count(void) { return alloc_count; }
 

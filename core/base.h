@@ -45,6 +45,9 @@ void *hy_xmalloc_aligned(size_t n);
 void *hy_xrealloc(void *p, size_t n);
 char *hy_xstrdup(const char *s);
 void hy_free(void *p);
+/* *out = a * b * c, or fails (HY_EINVAL) when the product does not fit size_t, naming what it
+ * sizes: "train: logits for batch 4611686018427387904 x 10 classes x 4 bytes overflow". */
+hy_status hy_size_mul(size_t *out, const char *what, size_t a, size_t b, size_t c);
 /* Number of allocations made through hy_x* so far (used by failure-injection tests). */
 uint64_t hy_alloc_count(void);
 

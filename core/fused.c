@@ -667,6 +667,7 @@ hy_status hy_fused_forward(hy_fused *f, const hy_batch *in, size_t B, float *log
 hy_status hy_fused_predict(hy_fused *f, const hy_dataset *ds, size_t batch_size,
                            float *member_logits, float *probs, float *member_probs) {
     if (batch_size == 0) return hy_fail(HY_EINVAL, "fused: batch_size must be >= 1 (got 0)");
+    if (ds->n && batch_size > ds->n) batch_size = ds->n;     /* the same single batch */
     if (f->B_cap < batch_size || !f->acts) HY_TRY(hy_fused_alloc_acts(f, batch_size));
     size_t M = f->M, K = f->cfg.n_classes, N = ds->n;
     hy_loader ld;

@@ -64,6 +64,9 @@ static void swap_bytes(uint8_t *p, size_t count, size_t width) {
         }
 }
 
+/* Bodies up to this size are read straight into the tensor; larger ones grow with the data. */
+#define DIRECT_BYTES ((uint64_t)64 << 20)
+
 static int host_is_little(void) {
     const uint16_t one = 1;
     return *(const uint8_t *)&one == 1;
@@ -120,9 +123,36 @@ hy_status hy_idx_read(const char *path, hy_tensor *out) {
         total *= d;
     }
     uint64_t hdr = 4 + 4 * (uint64_t)nd;
-    st = hy_tensor_alloc(out, dt, nd, shape);
-    if (st != HY_OK) goto done;
-    n = gz_read_full(gz, out->data, (size_t)total, path, hdr);
+    if (total <= DIRECT_BYTES) {
+        st = hy_tensor_alloc(out, dt, nd, shape);
+        if (st != HY_OK) goto done;
+        n = gz_read_full(gz, out->data, (size_t)total, path, hdr);
+    } else {
+        /* The header's size is only a claim: a short or hostile file (12 bytes saying 6 GB)
+         * must not make us allocate it. Larger bodies are read into a buffer that grows with
+         * the data, then copied. */
+        size_t cap = DIRECT_BYTES, got = 0;
+        uint8_t *buf = hy_xmalloc(cap);
+        if (!buf) { st = HY_ENOMEM; goto done; }
+        for (;;) {
+            n = gz_read_full(gz, buf + got, cap - got, path, hdr + got);
+            if (n < 0) break;
+            got += (size_t)n;
+            if (got < cap || got == total) break;
+            size_t ncap = (uint64_t)cap * 2 > total ? (size_t)total : cap * 2;
+            uint8_t *nb = hy_xrealloc(buf, ncap);
+            if (!nb) { hy_free(buf); st = HY_ENOMEM; goto done; }
+            buf = nb;
+            cap = ncap;
+        }
+        if (n >= 0 && got == total) {
+            st = hy_tensor_alloc(out, dt, nd, shape);
+            if (st == HY_OK) memcpy(out->data, buf, got);
+        }
+        hy_free(buf);
+        if (st != HY_OK) goto done;
+        if (n >= 0) n = (int64_t)got;
+    }
     if (n < 0) { st = HY_EIO; goto done; }
     if ((uint64_t)n < total) {
         st = hy_fail(HY_EIO, "idx: '%s': truncated at byte %llu (header says %llu bytes)", path,

@@ -2,6 +2,7 @@
 #include "loader.h"
 
 #include <stdio.h>
+#include <math.h>
 #include <string.h>
 
 #include "h5.h"
@@ -53,7 +54,9 @@ hy_status hy_dataset_from_images(hy_dataset *d, const hy_tensor *images, const h
     d->w = (size_t)images->shape[2];
     d->mean = mean;
     d->std = std;
-    d->images = hy_xmalloc_aligned(n * hw + 1);
+    size_t bytes;
+    HY_TRY(hy_size_mul(&bytes, "loader: images", n, hw, 1));
+    d->images = hy_xmalloc_aligned(bytes + 1);
     d->labels = hy_xmalloc(n * sizeof(int32_t) + 1);
     if (!d->images || !d->labels) { hy_dataset_release(d); return HY_ENOMEM; }
     if (n) memcpy(d->images, images->data, n * hw);
@@ -92,7 +95,9 @@ hy_status hy_dataset_from_text(hy_dataset *d, const hy_tensor *ids, const hy_ten
     }
     d->kind = HY_DATA_TEXT;
     d->max_len = L;
-    d->ids = hy_xmalloc_aligned(n * L * sizeof(int32_t) + 1);
+    size_t bytes;
+    HY_TRY(hy_size_mul(&bytes, "loader: token ids", n, L, sizeof(int32_t)));
+    d->ids = hy_xmalloc_aligned(bytes + 1);
     d->lengths = hy_xmalloc(n * sizeof(int32_t) + 1);
     d->labels = hy_xmalloc(n * sizeof(int32_t) + 1);
     if (!d->ids || !d->lengths || !d->labels) { hy_dataset_release(d); return HY_ENOMEM; }
@@ -126,6 +131,12 @@ hy_status hy_dataset_load(hy_dataset *d, const char *path, const char *split, si
         if (mean_std) {
             ms[0] = mean_std[0];
             ms[1] = mean_std[1];
+            if (!(ms[1] > 0) || !isfinite(ms[1]) || !isfinite(ms[0])) {
+                st = hy_fail(HY_EINVAL, "loader: the normalisation given for '%s:/%s' (from the "
+                             "checkpoint's /meta data_mean, data_std) is mean %g, std %g; std "
+                             "must be finite and > 0", path, split, ms[0], ms[1]);
+                goto done;
+            }
         } else {
             int hm = hy_h5_attr_exists(&f, "/meta", "mean");
             int hs = hy_h5_attr_exists(&f, "/meta", "std");
@@ -157,6 +168,7 @@ hy_status hy_dataset_load(hy_dataset *d, const char *path, const char *split, si
         st = hy_dataset_from_text(d, &a, &c, &b, subset);
     }
     if (st != HY_OK) hy_fail_prefix(st, "%s:/%s", path, split);
+    else snprintf(d->origin, sizeof d->origin, "%s:/%s", path, split);
 done:
     hy_tensor_release(&a);
     hy_tensor_release(&b);
@@ -185,7 +197,13 @@ hy_status hy_loader_new(hy_loader *ld, const hy_dataset *ds, size_t batch_size, 
     if (aug && aug->random_crop && (aug->crop_padding < 0 || (size_t)aug->crop_padding > ds->h))
         return hy_fail(HY_EINVAL, "loader: crop_padding must be in [0, %zu] (got %d)", ds->h,
                        aug->crop_padding);
-    size_t B = batch_size;
+    /* a batch larger than the data is the whole data (the same single batch) */
+    size_t B = batch_size < ds->n ? batch_size : (ds->n ? ds->n : 1);
+    size_t ibytes = 0, tbytes = 0;
+    if (ds->kind == HY_DATA_IMAGE)
+        HY_TRY(hy_size_mul(&ibytes, "loader: batch images", B, ds->h * ds->w, sizeof(float)));
+    else
+        HY_TRY(hy_size_mul(&tbytes, "loader: batch token ids", B, ds->max_len, sizeof(int32_t)));
     ld->ds = ds;
     ld->batch_size = B;
     ld->shuffle = shuffle;
@@ -195,9 +213,9 @@ hy_status hy_loader_new(hy_loader *ld, const hy_dataset *ds, size_t batch_size, 
     ld->labels = hy_xmalloc(B * sizeof(int32_t));
     ld->index = hy_xmalloc(B * sizeof(int64_t));
     if (ds->kind == HY_DATA_IMAGE) {
-        ld->images = hy_xmalloc_aligned(B * ds->h * ds->w * sizeof(float));
+        ld->images = hy_xmalloc_aligned(ibytes);
     } else {
-        ld->ids = hy_xmalloc_aligned(B * ds->max_len * sizeof(int32_t));
+        ld->ids = hy_xmalloc_aligned(tbytes);
         ld->lengths = hy_xmalloc(B * sizeof(int32_t));
     }
     if (!ld->order || !ld->labels || !ld->index ||

@@ -25,6 +25,7 @@ typedef struct hy_dataset {
     int32_t *lengths;        /* [n] tokens per sample, 1..L (text) */
     int32_t *labels;         /* [n] class or -1 (OOD) */
     double mean, std;        /* image normalisation */
+    char origin[256];        /* "file.h5:/split" for messages (hy_dataset_load), else "" */
 } hy_dataset;
 
 /* Copies the first `subset` samples (0 = all) of images uint8 [N,H,W] and labels [N] (any

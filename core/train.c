@@ -30,14 +30,17 @@ static hy_status check_data(const hy_xfmr *m, const hy_dataset *ds, int need_lab
             return hy_fail(HY_EINVAL, "train: the model takes text but the data is images");
         for (size_t i = 0; i < ds->n; i++)
             if ((size_t)ds->lengths[i] > c->max_len)
-                return hy_fail(HY_EINVAL, "train: sample %zu has %d tokens, more than the "
-                               "model's max_len %zu", i + 1, (int)ds->lengths[i], c->max_len);
+                return hy_fail(HY_EINVAL, "train: %s: row %zu (0-based) has %d tokens, more "
+                               "than the model's max_len %zu",
+                               ds->origin[0] ? ds->origin : "the data", i,
+                               (int)ds->lengths[i], c->max_len);
     }
     if (need_labels)
         for (size_t i = 0; i < ds->n; i++)
             if (ds->labels[i] < 0 || (size_t)ds->labels[i] >= c->n_classes)
-                return hy_fail(HY_EINVAL, "train: label %d of sample %zu outside [0, %zu) "
-                               "(model.n_classes %zu)", (int)ds->labels[i], i + 1,
+                return hy_fail(HY_EINVAL, "train: %s: label %d at row %zu (0-based) outside "
+                               "[0, %zu) (model.n_classes %zu)",
+                               ds->origin[0] ? ds->origin : "the data", (int)ds->labels[i], i,
                                c->n_classes, c->n_classes);
     return HY_OK;
 }
@@ -81,13 +84,18 @@ hy_status hy_trainer_new(hy_trainer *t, hy_xfmr *m, const hy_dataset *ds,
     hy_status st = hy_adamw_new(&t->opt, &cfg->optim, m->n_params, seg, m->n_tensors);
     hy_free(seg);
     if (st != HY_OK) return st;
-    st = hy_loader_new(&t->loader, ds, cfg->batch_size, 1, aug, cfg->seed);
+    /* a batch larger than the training split is the whole split (the same single batch) */
+    size_t B = cfg->batch_size < ds->n ? cfg->batch_size : ds->n, lbytes;
+    st = hy_loader_new(&t->loader, ds, B, 1, aug, cfg->seed);
     if (st != HY_OK) goto fail;
     size_t K = m->cfg.n_classes;
-    t->logits = hy_xmalloc_aligned(cfg->batch_size * K * sizeof(float));
-    t->dlogits = hy_xmalloc_aligned(cfg->batch_size * K * sizeof(float));
+    st = hy_size_mul(&lbytes, "train: logits (train.batch_size x n_classes x 4 bytes)", B, K,
+                     sizeof(float));
+    if (st != HY_OK) goto fail;
+    t->logits = hy_xmalloc_aligned(lbytes);
+    t->dlogits = hy_xmalloc_aligned(lbytes);
     if (!t->logits || !t->dlogits) { st = HY_ENOMEM; goto fail; }
-    st = hy_train_ensure_acts(m, cfg->batch_size);
+    st = hy_train_ensure_acts(m, B);
     if (st != HY_OK) goto fail;
 
     t->model = m;
@@ -201,12 +209,16 @@ typedef hy_status (*visit_fn)(void *ctx, const hy_loader *ld, size_t first, size
 static hy_status sweep(hy_xfmr *m, const hy_dataset *ds, size_t batch_size, int need_labels,
                        visit_fn visit, void *ctx) {
     if (batch_size < 1) return hy_fail(HY_EINVAL, "train: eval batch size must be >= 1 (got 0)");
+    if (ds->n && batch_size > ds->n) batch_size = ds->n;     /* the same single batch */
     HY_TRY(check_data(m, ds, need_labels));
     HY_TRY(hy_train_ensure_acts(m, batch_size));
     hy_loader ld;
     HY_TRY(hy_loader_new(&ld, ds, batch_size, 0, NULL, 0));
     hy_status st = HY_OK;
-    float *logits = hy_xmalloc_aligned(batch_size * m->cfg.n_classes * sizeof(float));
+    size_t lbytes;
+    HY_TRY(hy_size_mul(&lbytes, "train: logits (eval batch size x n_classes x 4 bytes)",
+                       batch_size, m->cfg.n_classes, sizeof(float)));
+    float *logits = hy_xmalloc_aligned(lbytes);
     if (!logits) st = HY_ENOMEM;
     size_t first = 0, B;
     while (st == HY_OK && (B = hy_loader_next(&ld)) > 0) {

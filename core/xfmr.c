@@ -462,6 +462,14 @@ hy_status hy_xfmr_alloc_acts(hy_xfmr *m, size_t B_cap) {
     free_acts(m);
     if (B_cap == 0) return hy_fail(HY_EINVAL, "xfmr: activation batch size must be > 0");
     const hy_xfmr_config *c = &m->cfg;
+    {   /* every size in make_plan / scratch_bytes is at most B_cap times its value for one
+         * sample: bound B_cap so that none of them overflows */
+        plan p1 = make_plan(c, 1);
+        size_t one = (p1.total_f + p1.ints) * sizeof(float) + scratch_bytes(c, 1);
+        if (B_cap > SIZE_MAX / 2 / one)
+            return hy_fail(HY_EINVAL, "xfmr: activations for a batch of %zu samples (%zu bytes "
+                           "each) overflow the size range", B_cap, one);
+    }
     plan p = make_plan(c, B_cap);
     size_t L = c->depth;
     hy_xfmr_acts *a = hy_xcalloc(1, sizeof *a);

@@ -39,8 +39,8 @@ return {
   ["data.shift_subset"] = { ge = 0 },
 
   ["train.epochs"] = { ge = 0 },
-  ["train.batch_size"] = { ge = 1 },
-  ["train.eval_batch_size"] = { ge = 1 },
+  ["train.batch_size"] = { ge = 1, le = 1048576 },        -- 2^20: sizes stay far from overflow
+  ["train.eval_batch_size"] = { ge = 1, le = 1048576 },
   ["train.warmup_epochs"] = { ge = 0 },
   ["train.grad_clip"] = { ge = 0 },
   ["train.label_smoothing"] = { ge = 0, lt = 1 },

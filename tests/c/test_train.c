@@ -186,7 +186,7 @@ static void test_config_errors(void) {
     tc = train_cfg(1, 10);
     d.labels[7] = 12;
     CHECK_FAIL(hy_trainer_new(&t, &m, &d, &tc, NULL), HY_EINVAL,
-               "train: label 12 of sample 8 outside [0, 10) (model.n_classes 10)");
+               "train: the data: label 12 at row 7 (0-based) outside [0, 10) (model.n_classes 10)");
     d.labels[7] = 1;
     d.h = 20;
     CHECK_FAIL(hy_trainer_new(&t, &m, &d, &tc, NULL), HY_EINVAL,

@@ -7,6 +7,8 @@
 #   - thread counts above HY_MAX_THREADS (1024): the config key, 2^32 + 1 (no int truncation),
 #     sweep --threads, HYDRA_THREADS;
 #   - config files over 64 MiB: /dev/zero as a config and as an include;
+#   - batch sizes near 2^62 (train.batch_size, predict --batch-size): refused naming the key; a
+#     batch larger than the data trains (it is the whole data);
 # The disk-full cases need `mount -t tmpfs` (root); without it they are skipped and the script
 # exits 77 after running the others.
 set -u
@@ -88,6 +90,26 @@ expect "HYDRA_THREADS=5000" "HYDRA_THREADS must be an integer in [1, 1024] (got 
 expect "config /dev/zero" "'/dev/zero' is larger than 64 MiB" "$HYDRA" config --check /dev/zero
 printf 'include: /dev/zero\n' >"$T/inc.yaml"
 expect "include: /dev/zero" "'/dev/zero' is larger than 64 MiB" "$HYDRA" config --check "$T/inc.yaml"
+
+# ===== batch sizes =====
+# shellcheck disable=SC2086
+expect "train.batch_size=2^62+16" "train.batch_size|1048576" \
+    "$HYDRA" train $TRAIN train.batch_size=4611686018427387920 --quiet --out "$T/x.h5"
+# shellcheck disable=SC2086
+expect "train.eval_batch_size=2^63-1" "train.eval_batch_size|1048576" \
+    "$HYDRA" train $TRAIN train.eval_batch_size=9223372036854775807 --quiet --out "$T/x.h5"
+"$HYDRA" model init configs/models/vit-fm-tiny.yaml --out "$T/m0.h5" >/dev/null || exit 1
+expect "predict --batch-size 2^62" "--batch-size must be in [1, 1048576]" \
+    "$HYDRA" predict "$T/m0.h5" --data "$DATA" --split test --batch-size 4611686018427387904 \
+    --out "$T/p0.h5"
+cases=$((cases + 1))
+# shellcheck disable=SC2086
+if "$HYDRA" train $TRAIN train.batch_size=1048576 train.eval_batch_size=1048576 --quiet \
+    --out "$T/big.h5" >"$T/out" 2>&1; then
+    echo "ok   batch 2^20 on 64 samples: trains (one batch of the whole split)"
+else
+    echo "FAIL batch 2^20 on 64 samples"; sed 's/^/    /' "$T/out" | head; fails=$((fails + 1))
+fi
 
 # ===== disk full =====
 mkdir -p "$FULL"

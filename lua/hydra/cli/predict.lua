@@ -32,7 +32,9 @@ model (hydra fuse) gives /probs = mean of the member softmaxes, /logits = mean m
     if K < 0 then err.usage("hydra predict: --mc-samples must be >= 1 (got %d)", K) end
     local defaults = require("hydra.config").defaults()
     local B = opts["batch-size"] or defaults.train.eval_batch_size
-    if B < 1 then err.usage("hydra predict: --batch-size must be >= 1 (got %d)", B) end
+    if B < 1 or B > 1048576 then
+      err.usage("hydra predict: --batch-size must be in [1, 1048576] (got %d)", B)
+    end
     local seed = opts.seed or defaults.seed
     local core = require("hydra.core")
     local model = require("hydra.model")
