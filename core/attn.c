@@ -119,7 +119,7 @@ typedef struct bwd_ws {
     v8f at[HY_ATTN_MAX_T][MAX_TB], dst[HY_ATTN_MAX_T][MAX_TB];
     v8f dk[HY_ATTN_MAX_T][MAX_HB], dv[HY_ATTN_MAX_T][MAX_HB];
 } bwd_ws;
-/* per-thread working sets (~0.6 and ~1.6 MB at the largest T: too big for OpenMP thread
+/* per-thread working sets (~0.6 and ~1.5 MB at the largest T: too big for OpenMP thread
  * stacks); each task overwrites what it reads, so nothing carries over between tasks */
 static _Thread_local head fwd_ws;
 static _Thread_local bwd_ws bwd_wsp;
