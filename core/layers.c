@@ -165,30 +165,31 @@ void hy_gelu_forward(float *out, const float *x, size_t n) {
     hy_prof_add(HY_PROF_GELU, t0, 0);
 }
 
-void hy_gelu_backward(float *dx, const float *dout, const float *x, size_t n) {
-    /* d/dx [x Phi(x)] = Phi(x) + x phi(x) */
+/* d/dx [x Phi(x)] = Phi(x) + x phi(x); dx = dout * GELU'(x), added into dx when add */
+static inline void gelu_backward(float *dx, const float *dout, const float *x, size_t n,
+                                 int add) {
     uint64_t t0 = hy_prof_t0();
     size_t nb = n / 8;
 #pragma omp parallel for schedule(static) if (n > PAR_MIN)
     for (size_t b = 0; b < nb; b++) {
         size_t i = 8 * b;
-        hy_v8f d = hy_v8_load(dx + i) + hy_v8_load(dout + i) * dgelu8(hy_v8_load(x + i));
+        hy_v8f d = hy_v8_load(dout + i) * dgelu8(hy_v8_load(x + i));
+        if (add) d = hy_v8_load(dx + i) + d;
         hy_v8_store(dx + i, d);
     }
-    for (size_t i = 8 * nb; i < n; i++) dx[i] += dout[i] * dgelu1(x[i]);
+    for (size_t i = 8 * nb; i < n; i++) {
+        float d = dout[i] * dgelu1(x[i]);
+        dx[i] = add ? dx[i] + d : d;
+    }
     hy_prof_add(HY_PROF_GELU, t0, 0);
 }
 
+void hy_gelu_backward(float *dx, const float *dout, const float *x, size_t n) {
+    gelu_backward(dx, dout, x, n, 1);
+}
+
 void hy_gelu_backward_set(float *dx, const float *dout, const float *x, size_t n) {
-    uint64_t t0 = hy_prof_t0();
-    size_t nb = n / 8;
-#pragma omp parallel for schedule(static) if (n > PAR_MIN)
-    for (size_t b = 0; b < nb; b++) {
-        size_t i = 8 * b;
-        hy_v8_store(dx + i, hy_v8_load(dout + i) * dgelu8(hy_v8_load(x + i)));
-    }
-    for (size_t i = 8 * nb; i < n; i++) dx[i] = dout[i] * dgelu1(x[i]);
-    hy_prof_add(HY_PROF_GELU, t0, 0);
+    gelu_backward(dx, dout, x, n, 0);
 }
 
 /* ===== softmax ===== */

@@ -39,13 +39,7 @@ local threads = core.threads_init(0)
 local defaults = hydra.config.defaults()
 local MC_K, MC_RATE = defaults.mc_dropout.samples, defaults.mc_dropout.rate
 
-local function median(xs)
-  local s = {}
-  for i, x in ipairs(xs) do s[i] = x end
-  table.sort(s)
-  local n = #s
-  return n % 2 == 1 and s[(n + 1) // 2] or (s[n // 2] + s[n // 2 + 1]) / 2
-end
+local median = require("hydra.metrics").median
 
 -- wall seconds of fn() (every hydra figure of this file goes through it)
 local function seconds(fn)

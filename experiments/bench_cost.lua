@@ -21,13 +21,7 @@
 local hydra = require("hydra")
 local core = require("hydra.core")
 
-local function median(xs)
-  local s = {}
-  for i, x in ipairs(xs) do s[i] = x end
-  table.sort(s)
-  local n = #s
-  return n % 2 == 1 and s[(n + 1) // 2] or (s[n // 2] + s[n // 2 + 1]) / 2
-end
+local median = require("hydra.metrics").median
 
 local function loadavg()
   local f = io.open("/proc/loadavg", "r")

@@ -32,6 +32,8 @@ int l_raise(lua_State *L);
 size_t l_checkindex(lua_State *L, int arg, size_t n);
 /* Sets fields of the table at the top of the stack. */
 void l_setfuncs(lua_State *L, const luaL_Reg *fns);
+/* n standard-normal floats from seed: the input images of the timing functions (m:time, f:time). */
+void l_random_images(float *x, size_t n, uint64_t seed);
 /* Registers class `name`: a metatable whose __index is a table of methods (none when NULL), with
  * __gc = gc and __close = close (each left out when NULL). Leaves the stack as it was. */
 void l_newclass(lua_State *L, const char *name, const luaL_Reg *methods, lua_CFunction gc,

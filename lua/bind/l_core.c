@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "bind.h"
+#include "rng.h"
 
 int l_raise(lua_State *L) { return luaL_error(L, "%s", hy_errmsg()); }
 
@@ -15,6 +16,12 @@ size_t l_checkindex(lua_State *L, int arg, size_t n) {
 }
 
 void l_setfuncs(lua_State *L, const luaL_Reg *fns) { luaL_setfuncs(L, fns, 0); }
+
+void l_random_images(float *x, size_t n, uint64_t seed) {
+    hy_rng r;
+    hy_rng_seed(&r, seed);
+    for (size_t i = 0; i < n; i++) x[i] = (float)hy_rng_normal(&r);
+}
 
 void l_newclass(lua_State *L, const char *name, const luaL_Reg *methods, lua_CFunction gc,
                 lua_CFunction close) {

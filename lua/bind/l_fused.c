@@ -138,12 +138,6 @@ static int l_fused_gates(lua_State *L) {
 
 /* ===== timing (cost benchmark) ===== */
 
-static void random_images(float *x, size_t n, uint64_t seed) {
-    hy_rng r;
-    hy_rng_seed(&r, seed);
-    for (size_t i = 0; i < n; i++) x[i] = (float)hy_rng_normal(&r);
-}
-
 static int l_fused_time(lua_State *L) {
     hy_fused *f = check_fused(L, 1);
     lua_Integer B = luaL_checkinteger(L, 2), reps = luaL_checkinteger(L, 3);
@@ -153,7 +147,7 @@ static int l_fused_time(lua_State *L) {
     size_t n = (size_t)B * f->cfg.channels * f->cfg.image_size * f->cfg.image_size;
     float *img = lua_newuserdatauv(L, n * sizeof(float), 0);
     float *lg = lua_newuserdatauv(L, (size_t)B * f->M * f->cfg.n_classes * sizeof(float), 0);
-    random_images(img, n, seed);
+    l_random_images(img, n, seed);
     if (f->B_cap < (size_t)B && hy_fused_alloc_acts(f, (size_t)B) != HY_OK) return l_raise(L);
     hy_batch in = {.images = img};
     if (hy_fused_forward(f, &in, (size_t)B, lg) != HY_OK) return l_raise(L);

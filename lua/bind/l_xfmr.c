@@ -17,7 +17,6 @@
 #include <string.h>
 
 #include "bind.h"
-#include "rng.h"
 
 typedef struct l_model { hy_xfmr m; } l_model;
 
@@ -271,12 +270,6 @@ static int l_model_set_dropout(lua_State *L) {
 
 /* ===== timing (cost benchmark) ===== */
 
-static void random_images(float *x, size_t n, uint64_t seed) {
-    hy_rng r;
-    hy_rng_seed(&r, seed);
-    for (size_t i = 0; i < n; i++) x[i] = (float)hy_rng_normal(&r);
-}
-
 static int l_model_time(lua_State *L) {
     hy_xfmr *m = l_checkmodel(L, 1);
     lua_Integer B = luaL_checkinteger(L, 2), reps = luaL_checkinteger(L, 3);
@@ -286,7 +279,7 @@ static int l_model_time(lua_State *L) {
     size_t n = (size_t)B * m->cfg.channels * m->cfg.image_size * m->cfg.image_size;
     float *img = lua_newuserdatauv(L, n * sizeof(float), 0);
     float *lg = lua_newuserdatauv(L, (size_t)B * m->cfg.n_classes * sizeof(float), 0);
-    random_images(img, n, seed);
+    l_random_images(img, n, seed);
     if ((m->B_cap < (size_t)B || !m->acts) && hy_xfmr_alloc_acts(m, (size_t)B) != HY_OK)
         return l_raise(L);
     hy_batch in = {.images = img};

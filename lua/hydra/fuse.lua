@@ -36,8 +36,7 @@ function M.load(path)
   local f <close> = h5.open(path)
   local norm
   if f:exists("/meta") then
-    local a = f:attrs("/meta")
-    if a.data_mean and a.data_std then norm = { a.data_mean, a.data_std } end
+    norm = require("hydra.model").checked_norm(path, f:attrs("/meta"))
   end
   return wrap(ud, norm)
 end

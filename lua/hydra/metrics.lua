@@ -7,6 +7,7 @@
 --   metrics.temperature_fit(a, labels)  -> T, mean NLL at T   (temperature scaling, DESIGN §4)
 --   metrics.calibrated(set, a, T)       -> per-sample arrays of softmax(log p̄ / T)
 --   metrics.reliability / risk_coverage / histogram / range / jaccard / bootstrap_*
+--   metrics.median(xs)                  median of a Lua list of numbers (benchmark rounds)
 -- A "set" is { probs = float32 [N,C], labels = int32 [N] or nil, member_probs = [M,N,C] or nil,
 -- logits = [N,C] or nil, member_logits = [M,N,C] or nil }. Conventions: DESIGN §4 and
 -- results/README.md (p̄ = mean of member softmaxes, OOD positive, higher score = more OOD).
@@ -171,6 +172,15 @@ end
 
 function M.bootstrap_ood(s_id, s_ood, B, seed)
   return core.metrics_bootstrap_ood(s_id, s_ood, B, seed)
+end
+
+-- median of a list of numbers (the list is not changed)
+function M.median(xs)
+  local s = {}
+  for i, x in ipairs(xs) do s[i] = x end
+  table.sort(s)
+  local n = #s
+  return n % 2 == 1 and s[(n + 1) // 2] or (s[n // 2] + s[n // 2 + 1]) / 2
 end
 
 return M

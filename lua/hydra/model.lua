@@ -131,12 +131,28 @@ function M.new(cfg, seed)
 end
 
 -- A model from a checkpoint; its /meta attributes are in m.meta.
+-- The input normalisation a checkpoint or fused file records (/meta data_mean, data_std), or
+-- nil when it records none; an unusable one is an error naming the file (not the dataset).
+function M.checked_norm(path, meta)
+  local mean, std = meta.data_mean, meta.data_std
+  if mean == nil and std == nil then return nil end
+  local function finite(x)
+    return type(x) == "number" and x == x and x > -math.huge and x < math.huge
+  end
+  if not finite(mean) or not finite(std) or std <= 0 then
+    error(("%s:/meta: data_mean must be finite and data_std finite and > 0 (got %s, %s)")
+      :format(path, tostring(mean), tostring(std)), 0)
+  end
+  return { mean, std }
+end
+
 function M.load(path)
   local ud = core.model_load(path)
   local meta = {}
   local h5 = require("hydra.h5")
   local f <close> = h5.open(path)
   if f:exists("/meta") then meta = f:attrs("/meta") end
+  M.checked_norm(path, meta)
   return wrap(ud, meta)
 end
 

@@ -104,6 +104,12 @@ YAML
 "$HYDRA" eval --id "$FX/p.h5" --ood far="$FX/ood.h5" --out "$FX/r.h5" >>"$T/log" 2>&1 &&
 "$HYDRA" eval --id "$FX/evil.h5" --ood far="$FX/ood.h5" --out "$FX/evil_r.h5" >>"$T/log" 2>&1 || {
     cat "$T/log"; echo "bad_inputs: cannot build the fixtures"; exit 1; }
+# a checkpoint whose recorded input normalisation is unusable (/meta data_std = 0)
+cat >"$T/std0.lua" <<'LUA'
+require("hydra").model.load(arg[1]):save(arg[2], { data_mean = 0.5, data_std = 0 })
+LUA
+"$HYDRA" run "$T/std0.lua" "$FX/ck.h5" "$FX/std0.h5" >"$T/log" 2>&1 || {
+    cat "$T/log"; echo "bad_inputs: cannot build the fixtures"; exit 1; }
 head -c 5000 "$FX/ck.h5" >"$FX/trunc.h5"
 head -c 3000 /dev/urandom >"$FX/random.h5"
 printf 'x\n' >"$FX/afile"
@@ -177,6 +183,9 @@ expect "cli: --cache is a file" 1 "stages: cannot create folder '$FX/afile': it 
 rm -rf "$OUT"/* "$OUT"/.[!.]* 2>/dev/null
 
 # ===== 3. outputs that would destroy inputs, unwritable outputs =====
+expect "ckpt: data_std 0 blames the checkpoint" 1 \
+    "$FX/std0.h5:/meta: data_mean must be finite and data_std finite and > 0 (got 0.5, 0)" \
+    "$HYDRA" predict "$FX/std0.h5" --data "$FX/data.h5" --split test --out "$OUT/p.h5"
 expect "out: predict onto its checkpoint" 1 "hydra predict: --out '$FX/ck.h5' is the input CKPT.h5" \
     "$HYDRA" predict "$FX/ck.h5" --data "$FX/data.h5" --split test --out "$FX/ck.h5"
 expect "out: predict onto its dataset" 1 "--out '$FX/../fx/data.h5' is the input --data '$FX/data.h5'" \
