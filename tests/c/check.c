@@ -123,3 +123,18 @@ int check_exit(const char *name) {
     fflush(stdout);
     return check_tests_failed == 0 ? 0 : 1;
 }
+
+hy_xfmr_config check_tiny_vit(void) {
+    hy_xfmr_config c;
+    memset(&c, 0, sizeof c);
+    c.kind = HY_XFMR_VIT;
+    c.image_size = 8;
+    c.channels = 1;
+    c.patch = 4;
+    c.d_model = 16;
+    c.n_heads = 2;
+    c.depth = 2;
+    c.d_mlp = 32;
+    c.n_classes = 3;
+    return c;
+}

@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "xfmr.h"
+
 extern int check_failures;     /* failed CHECKs in the current test */
 extern int check_tests_passed;
 extern int check_tests_failed;
@@ -42,6 +44,9 @@ int check_close_d(const char *what, const double *got, const double *want, size_
 uint64_t check_seed(void);
 /* A fresh temporary directory (removed at exit with its contents). */
 const char *check_tmpdir(void);
+/* A tiny ViT for unit tests: 8x8x1 images, patch 4, d 16, 2 heads, depth 2, mlp 32, 3 classes,
+ * no dropout (tests set what they need on top). */
+hy_xfmr_config check_tiny_vit(void);
 /* Prints "<name>: N passed, N failed"; returns 0 when everything passed, else 1. */
 int check_exit(const char *name);
 

@@ -8,21 +8,6 @@
 #include "ckpt.h"
 #include "fused.h"
 
-static hy_xfmr_config small_vit(void) {
-    hy_xfmr_config c;
-    memset(&c, 0, sizeof c);
-    c.kind = HY_XFMR_VIT;
-    c.image_size = 8;
-    c.channels = 1;
-    c.patch = 4;
-    c.d_model = 16;
-    c.n_heads = 2;
-    c.depth = 2;
-    c.d_mlp = 32;
-    c.n_classes = 3;
-    return c;
-}
-
 /* The flat offset of tensor `name` in m's parameter block (SIZE_MAX when absent). */
 static size_t offset_of(const hy_param *table, size_t n, const char *name) {
     for (size_t i = 0; i < n; i++)
@@ -31,7 +16,7 @@ static size_t offset_of(const hy_param *table, size_t n, const char *name) {
 }
 
 static void test_checkpoint(void) {
-    hy_xfmr_config c = small_vit();
+    hy_xfmr_config c = check_tiny_vit();
     hy_xfmr a, b;
     CHECK_OK(hy_xfmr_new(&a, &c));
     hy_xfmr_init(&a, check_seed());
@@ -72,7 +57,7 @@ static void test_checkpoint(void) {
 }
 
 static void test_fused(void) {
-    hy_xfmr_config c = small_vit();
+    hy_xfmr_config c = check_tiny_vit();
     hy_xfmr a;
     CHECK_OK(hy_xfmr_new(&a, &c));
     hy_xfmr_init(&a, check_seed());

@@ -11,17 +11,7 @@
 #include "xfmr.h"
 
 static hy_xfmr_config vit_cfg(void) {
-    hy_xfmr_config c;
-    memset(&c, 0, sizeof c);
-    c.kind = HY_XFMR_VIT;
-    c.image_size = 8;
-    c.channels = 1;
-    c.patch = 4;
-    c.d_model = 16;
-    c.n_heads = 2;
-    c.depth = 2;
-    c.d_mlp = 32;
-    c.n_classes = 3;
+    hy_xfmr_config c = check_tiny_vit();
     c.mlp_dropout = 0.1f;
     return c;
 }
