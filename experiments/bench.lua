@@ -207,7 +207,7 @@ end
 
 -- ===== PyTorch side (tests/ref/bench_torch.py, one process per round) =====
 
-local function shell_quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
+local shell_quote = require("hydra.fs").shell_quote
 
 local torch = { skipped = nil }
 do

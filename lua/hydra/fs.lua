@@ -4,6 +4,7 @@
 --   fs.normalize(path)    -> path with "." parts and "x/.." pairs removed ("." when empty)
 --   fs.read_file(path)    -> the whole file as a string, nil when it cannot be opened
 --   fs.split_list(s)      -> the comma-separated names of s ("a,b" -> { "a", "b" }; nil -> {})
+--   fs.shell_quote(s)     -> s as one single-quoted POSIX shell word (inert: no expansion)
 local M = {}
 
 function M.dirname(path)
@@ -39,6 +40,10 @@ function M.split_list(s)
   local t = {}
   for name in (s or ""):gmatch("[^,]+") do t[#t + 1] = name end
   return t
+end
+
+function M.shell_quote(s)
+  return "'" .. tostring(s):gsub("'", "'\\''") .. "'"
 end
 
 return M

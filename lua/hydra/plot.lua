@@ -29,7 +29,7 @@ local M = {}
 -- most histogram bins of ood_hist (opts.bins); more only costs memory, never shows
 M.MAX_BINS = 10000
 
-local function shell_quote(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
+local shell_quote = require("hydra.fs").shell_quote
 -- s as a gnuplot single-quoted string. Gnuplot processes neither backslashes nor backquotes in
 -- single quotes and reads '' as one quote, so only a line break could escape the string: every
 -- control character is refused (err.fail naming the text).

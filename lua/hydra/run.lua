@@ -70,6 +70,7 @@
 local core = require("hydra.core")
 local config = require("hydra.config")
 local err = require("hydra.err")
+local fs = require("hydra.fs")
 local h5 = require("hydra.h5")
 local output = require("hydra.output")
 local stages = require("hydra.stages")
@@ -133,7 +134,7 @@ end
 
 local function git_hash()
   local home = rawget(_G, "HYDRA_HOME") or "."
-  local p = io.popen(("git -C '%s' rev-parse HEAD 2>/dev/null"):format(home:gsub("'", "'\\''")))
+  local p = io.popen(("git -C %s rev-parse HEAD 2>/dev/null"):format(fs.shell_quote(home)))
   if not p then return "unknown" end
   local out = p:read("a") or ""
   p:close()
@@ -146,8 +147,8 @@ M.git_hash = git_hash
 -- -1 when unknown (not a git checkout).
 local function git_dirty()
   local home = rawget(_G, "HYDRA_HOME") or "."
-  local p = io.popen(("git -C '%s' status --porcelain --untracked-files=no 2>/dev/null; "
-    .. "echo \"rc=$?\""):format(home:gsub("'", "'\\''")))
+  local p = io.popen(("git -C %s status --porcelain --untracked-files=no 2>/dev/null; "
+    .. "echo \"rc=$?\""):format(fs.shell_quote(home)))
   if not p then return -1 end
   local out = p:read("a") or ""
   p:close()
@@ -437,7 +438,7 @@ end
 
 -- ===== reading =====
 
-local split_list = require("hydra.fs").split_list
+local split_list = fs.split_list
 
 -- One method's metrics under group g of an open result file, shaped like report.load's table,
 -- plus group, name (the method's name; method is its label) and cost.

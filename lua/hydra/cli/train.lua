@@ -5,13 +5,10 @@ local err = require("hydra.err")
 
 local USAGE = "hydra train CONFIG.yaml [key=value ...] --out CKPT.h5 [--seed S] [--quiet]"
 
+-- the short commit hash recorded in the checkpoint's /meta (hydra.run.git_hash, 12 digits)
 local function git_hash()
-  local home = rawget(_G, "HYDRA_HOME") or "."
-  local p = io.popen(("git -C '%s' rev-parse --short=12 HEAD 2>/dev/null"):format(home))
-  if not p then return "unknown" end
-  local h = p:read("l")
-  p:close()
-  return h and h ~= "" and h or "unknown"
+  local h = require("hydra.run").git_hash()
+  return h == "unknown" and h or h:sub(1, 12)
 end
 
 return {
