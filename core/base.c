@@ -3,6 +3,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "base.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -154,24 +155,43 @@ double hy_now(void) {
 void openblas_set_num_threads(int num_threads);
 static int n_threads = 1;
 
+/* An environment variable holding a thread count: 0 when unset or empty, -1 when malformed. */
+static long long env_count(const char *name) {
+    const char *s = getenv(name);
+    if (!s || !*s) return 0;
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno != 0 || *end != '\0' || v < 1) return -1;
+    return v;
+}
+
+hy_status hy_threads_default(int64_t *n) {
+    long long v = env_count("HYDRA_THREADS");
+    if (v < 0 || v > HY_MAX_THREADS)
+        return hy_fail(HY_EINVAL, "HYDRA_THREADS must be an integer in [1, %d] (got '%s')",
+                       HY_MAX_THREADS, getenv("HYDRA_THREADS"));
+    if (v == 0) {
+        /* a Slurm task's allocation (set by --cpus-per-task); capped like the cores */
+        v = env_count("SLURM_CPUS_PER_TASK");
+        if (v < 0)
+            return hy_fail(HY_EINVAL, "SLURM_CPUS_PER_TASK must be an integer >= 1 (got '%s')",
+                           getenv("SLURM_CPUS_PER_TASK"));
+        if (v > HY_MAX_THREADS) v = HY_MAX_THREADS;
+    }
+    if (v == 0) {
+        long c = sysconf(_SC_NPROCESSORS_ONLN);
+        v = c < 1 ? 1 : c > HY_MAX_THREADS ? HY_MAX_THREADS : c;
+    }
+    *n = (int64_t)v;
+    return HY_OK;
+}
+
 hy_status hy_threads_init(int64_t n) {
     if (n > HY_MAX_THREADS)
         return hy_fail(HY_EINVAL, "threads: %lld is above the limit of %d threads",
                        (long long)n, HY_MAX_THREADS);
-    if (n <= 0) {
-        const char *s = getenv("HYDRA_THREADS");
-        if (s && *s) {
-            char *end = NULL;
-            long long v = strtoll(s, &end, 10);
-            if (*end != '\0' || v < 1 || v > HY_MAX_THREADS)
-                return hy_fail(HY_EINVAL, "HYDRA_THREADS must be an integer in [1, %d] (got '%s')",
-                               HY_MAX_THREADS, s);
-            n = v;
-        } else {
-            long c = sysconf(_SC_NPROCESSORS_ONLN);
-            n = c < 1 ? 1 : c > HY_MAX_THREADS ? HY_MAX_THREADS : c;
-        }
-    }
+    if (n <= 0) HY_TRY(hy_threads_default(&n));
     n_threads = (int)n;
 #ifdef _OPENMP
     omp_set_num_threads(n_threads);

@@ -72,11 +72,15 @@ void hy_log(hy_log_level lv, const char *fmt, ...) HY_PRINTF(2, 3);
 double hy_now(void);
 
 /* Threads: hy_threads_init sets OpenMP and OpenBLAS thread counts once (n <= 0: HYDRA_THREADS,
- * else the number of cores, at most HY_MAX_THREADS); hy_threads() returns the count in force.
+ * else SLURM_CPUS_PER_TASK (a Slurm task's allocation), else the number of cores; the last two
+ * at most HY_MAX_THREADS); hy_threads() returns the count in force.
  * Fails, changing nothing, when n > HY_MAX_THREADS ("threads: 100000 is above the limit of 1024
- * threads") or HYDRA_THREADS is set but not an integer in [1, HY_MAX_THREADS]. */
+ * threads"), HYDRA_THREADS is set but not an integer in [1, HY_MAX_THREADS], or
+ * SLURM_CPUS_PER_TASK is set but not an integer >= 1. */
 #define HY_MAX_THREADS 1024
 hy_status hy_threads_init(int64_t n);
+/* The count hy_threads_init(0) uses, into *n; fails like it on a bad environment. */
+hy_status hy_threads_default(int64_t *n);
 int hy_threads(void);
 
 #endif

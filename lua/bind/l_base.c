@@ -1,7 +1,8 @@
 /* l_base.c: Lua binding of core/base (clock, threads, allocation counter, build facts).
  *   core.now() -> monotonic seconds
- *   core.threads_init(n) -> count   sets OpenMP + OpenBLAS threads once (n <= 0: HYDRA_THREADS
- *                                   or every core);  core.threads() -> the count in force
+ *   core.threads_init(n) -> count   sets OpenMP + OpenBLAS threads once (n <= 0: HYDRA_THREADS,
+ *                                   else SLURM_CPUS_PER_TASK, else every core);
+ *   core.threads() -> the count in force;  core.threads_default() -> what n <= 0 would use
  *   core.alloc_count() -> allocations made through hy_x* so far (failure-injection tests)
  *   core.version (string)  core.debug (built with HY_DEBUG, make MODE=asan: HYDRA_FAIL_ALLOC=N
  *   is honoured) */
@@ -23,6 +24,13 @@ static int l_threads(lua_State *L) {
     return 1;
 }
 
+static int l_threads_default(lua_State *L) {
+    int64_t n = 0;
+    if (hy_threads_default(&n) != HY_OK) return l_raise(L);
+    lua_pushinteger(L, (lua_Integer)n);
+    return 1;
+}
+
 static int l_alloc_count(lua_State *L) {
     lua_pushinteger(L, (lua_Integer)hy_alloc_count());
     return 1;
@@ -31,7 +39,8 @@ static int l_alloc_count(lua_State *L) {
 void l_open_base(lua_State *L) {
     static const luaL_Reg fns[] = {
         {"now", l_now},         {"threads_init", l_threads_init},
-        {"threads", l_threads}, {"alloc_count", l_alloc_count},
+        {"threads", l_threads}, {"threads_default", l_threads_default},
+        {"alloc_count", l_alloc_count},
         {NULL, NULL}};
     l_setfuncs(L, fns);
     lua_pushliteral(L, HY_VERSION);

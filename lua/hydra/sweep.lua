@@ -39,6 +39,8 @@
 --                 complete (points of the sweep complete after the run) }
 --   sweep.run_point(s, index, opts) -> run summary   (in this process; used by the worker)
 --   sweep.shard(text) -> { i, n }    parses "i/n" (0 <= i < n) or "auto" (Slurm array / MPI env)
+--   sweep.budget(s, opts) -> threads  the thread budget: opts.threads, the config's threads, else
+--                                    HYDRA_THREADS, SLURM_CPUS_PER_TASK, every core
 -- Workers: `hydra sweep FILE --point I --expect RUN-ID [same options]`, started with
 -- fork + exec, each in its own process group with HYDRA_THREADS / OMP_NUM_THREADS /
 -- OPENBLAS_NUM_THREADS set to its share of the thread budget (jobs x threads <= budget), stdout
@@ -355,19 +357,32 @@ end
 -- ===== points =====
 
 -- "i/n" -> { i, n }; "auto" reads SLURM_ARRAY_TASK_ID/COUNT, OMPI_COMM_WORLD_RANK/SIZE or
--- PMI_RANK/SIZE.
-function M.shard(text)
+-- PMI_RANK/SIZE (getenv: a function(name) standing in for os.getenv, for tests).
+-- A Slurm array's task ids are MIN, MIN+STEP, ..., MAX (any base, any step; a `%` limit changes
+-- none of them): task id t is shard (t - MIN) / STEP of COUNT. Without MIN/STEP (old Slurm) the
+-- ids are taken as 0..COUNT-1. An irregular list (--array=1,3,4) has no such map: refused.
+function M.shard(text, getenv)
+  getenv = getenv or os.getenv
   if text == "auto" then
-    local pairs_ = { { "SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_COUNT" },
-                     { "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE" },
-                     { "PMI_RANK", "PMI_SIZE" } }
-    for _, e in ipairs(pairs_) do
-      local i, n = tonumber(os.getenv(e[1]) or ""), tonumber(os.getenv(e[2]) or "")
-      if i and n then
-        local min = tonumber(os.getenv("SLURM_ARRAY_TASK_MIN") or "")
-        if e[1] == "SLURM_ARRAY_TASK_ID" and min then i = i - min end
-        return M.shard(("%d/%d"):format(i, n))
+    local function num(k) return math.tointeger(tonumber(getenv(k) or "")) end
+    local id, count = num("SLURM_ARRAY_TASK_ID"), num("SLURM_ARRAY_TASK_COUNT")
+    if id and count then
+      local min, max, step = num("SLURM_ARRAY_TASK_MIN"), num("SLURM_ARRAY_TASK_MAX"),
+        num("SLURM_ARRAY_TASK_STEP")
+      min, step = min or 0, (step and step > 0) and step or 1
+      max = max or (min + step * (count - 1))
+      if (id - min) % step ~= 0 or max ~= min + step * (count - 1) or id < min or id > max then
+        err.usage("hydra sweep: --shard auto: the Slurm array's task ids are not evenly spaced "
+          .. "(SLURM_ARRAY_TASK_ID %d, MIN %d, MAX %d, STEP %d, COUNT %d); use an array like "
+          .. "0-N or 0-N:S, or --shard $SLURM_ARRAY_TASK_ID/N with your own ids", id, min, max,
+          step, count)
       end
+      return M.shard(("%d/%d"):format((id - min) // step, count))
+    end
+    local mpi = { { "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE" }, { "PMI_RANK", "PMI_SIZE" } }
+    for _, e in ipairs(mpi) do
+      local i, n = num(e[1]), num(e[2])
+      if i and n then return M.shard(("%d/%d"):format(i, n)) end
     end
     err.usage("hydra sweep: --shard auto found no SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT, "
       .. "OMPI_COMM_WORLD_RANK/SIZE or PMI_RANK/SIZE in the environment")
@@ -549,16 +564,15 @@ local function tail(path, n)
   return table.concat(lines, "\n")
 end
 
--- The thread budget: opts.threads, else the base config's `threads`, else HYDRA_THREADS, else
--- every core.
+-- The thread budget: opts.threads, else the base config's `threads`, else what threads = 0
+-- means (HYDRA_THREADS, else SLURM_CPUS_PER_TASK, else every core: core.threads_default).
 local function budget(sw, opts)
   if opts.threads and opts.threads > 0 then return opts.threads end
   local t = sw.points[1].cfg.threads
   if t and t > 0 then return t end
-  local env = math.tointeger(tonumber(os.getenv("HYDRA_THREADS") or ""))
-  if env and env > 0 then return env end
-  return core.ncpu()
+  return err.wrap(nil, core.threads_default)
 end
+M.budget = budget
 
 -- The worker's command line for point pt.
 local function worker_argv(sw, pt, exe, threads)

@@ -187,6 +187,43 @@ static void test_threads_limit(void) {
     CHECK_OK(hy_threads_init(before));
 }
 
+/* Regression (a sweep task on a 1-CPU Slurm allocation ran one thread per core): with
+ * SLURM_CPUS_PER_TASK set and no HYDRA_THREADS, the default thread count is the allocation's;
+ * HYDRA_THREADS and an explicit count still win; a malformed value is an error naming it. */
+static void test_threads_slurm_cpus_per_task(void) {
+    int before = hy_threads();
+    const char *env = getenv("HYDRA_THREADS");
+    char *saved = env ? strdup(env) : NULL;
+    const char *senv = getenv("SLURM_CPUS_PER_TASK");
+    char *ssaved = senv ? strdup(senv) : NULL;
+    unsetenv("HYDRA_THREADS");
+    setenv("SLURM_CPUS_PER_TASK", "3", 1);
+    int64_t n = 0;
+    CHECK_OK(hy_threads_default(&n));
+    CHECK(n == 3, "SLURM_CPUS_PER_TASK=3 gives a default of %lld", (long long)n);
+    CHECK_OK(hy_threads_init(0));
+    CHECK(hy_threads() == 3, "SLURM_CPUS_PER_TASK=3 gives %d threads", hy_threads());
+    CHECK_OK(hy_threads_init(2));
+    CHECK(hy_threads() == 2, "an explicit count wins over SLURM_CPUS_PER_TASK (%d)", hy_threads());
+    setenv("HYDRA_THREADS", "1", 1);
+    CHECK_OK(hy_threads_init(0));
+    CHECK(hy_threads() == 1, "HYDRA_THREADS wins over SLURM_CPUS_PER_TASK (%d)", hy_threads());
+    unsetenv("HYDRA_THREADS");
+    setenv("SLURM_CPUS_PER_TASK", "2000", 1);
+    CHECK_OK(hy_threads_init(0));
+    CHECK(hy_threads() == HY_MAX_THREADS, "a larger allocation is capped (%d)", hy_threads());
+    setenv("SLURM_CPUS_PER_TASK", "two", 1);
+    CHECK_FAIL(hy_threads_init(0), HY_EINVAL,
+               "SLURM_CPUS_PER_TASK must be an integer >= 1 (got 'two')");
+    if (saved) setenv("HYDRA_THREADS", saved, 1);
+    else unsetenv("HYDRA_THREADS");
+    if (ssaved) setenv("SLURM_CPUS_PER_TASK", ssaved, 1);
+    else unsetenv("SLURM_CPUS_PER_TASK");
+    free(saved);
+    free(ssaved);
+    CHECK_OK(hy_threads_init(before));
+}
+
 int main(void) {
     RUN(test_fail_and_prefix);
     RUN(test_alloc_aligned);
@@ -197,5 +234,6 @@ int main(void) {
     RUN(test_hash);
     RUN(test_tensor);
     RUN(test_threads_limit);
+    RUN(test_threads_slurm_cpus_per_task);
     return check_exit("test_base");
 }

@@ -192,6 +192,75 @@ function T.shards_partition_the_points()
     function() return hydra.sweep.shard("x") end)
 end
 
+-- Regression: a step array (`sbatch --array=0-2:2`: tasks 0 and 2, SLURM_ARRAY_TASK_COUNT 2)
+-- made task 2 fail with "got '2/2'" and half the points never ran. Every array form (0-based,
+-- 1-based, step, `%` limit, which leaves the variables alone) maps its tasks onto the shards
+-- 0..COUNT-1, each exactly once; an irregular list is refused with a message that says why.
+function T.shard_auto_maps_every_slurm_array_onto_the_shards()
+  local function env_of(t) return function(k) return t[k] end end
+  local function shards(min, max, step, count)
+    local got = {}
+    for id = min, max, step do
+      local sh = hydra.sweep.shard("auto", env_of({ SLURM_ARRAY_TASK_ID = tostring(id),
+        SLURM_ARRAY_TASK_MIN = tostring(min), SLURM_ARRAY_TASK_MAX = tostring(max),
+        SLURM_ARRAY_TASK_STEP = tostring(step), SLURM_ARRAY_TASK_COUNT = tostring(count) }))
+      check.eq(sh.n, count, ("array %d-%d:%d: n"):format(min, max, step))
+      check.ok(not got[sh.i], ("array %d-%d:%d: shard %d once"):format(min, max, step, sh.i))
+      got[sh.i] = true
+    end
+    for i = 0, count - 1 do
+      check.ok(got[i], ("array %d-%d:%d: shard %d/%d has a task"):format(min, max, step, i, count))
+    end
+  end
+  shards(0, 2, 2, 2)     -- --array=0-2:2 (the reported case)
+  shards(0, 3, 1, 4)     -- --array=0-3
+  shards(1, 4, 1, 4)     -- --array=1-4
+  shards(1, 10, 3, 4)    -- --array=1-10:3 -> 1, 4, 7, 10
+  shards(5, 5, 1, 1)     -- --array=5
+  -- older Slurm without MIN/STEP: 0-based ids
+  local sh = hydra.sweep.shard("auto", env_of({ SLURM_ARRAY_TASK_ID = "1",
+                                                SLURM_ARRAY_TASK_COUNT = "3" }))
+  check.same(sh, { i = 1, n = 3 }, "id/count only")
+  -- --array=1,3,4: MIN 1, MAX 4, COUNT 3 fit no step
+  check.raises("hydra sweep: --shard auto: the Slurm array's task ids are not evenly spaced "
+    .. "(SLURM_ARRAY_TASK_ID 3, MIN 1, MAX 4, STEP 1, COUNT 3); use an array like 0-N or "
+    .. "0-N:S, or --shard $SLURM_ARRAY_TASK_ID/N with your own ids",
+    function() return hydra.sweep.shard("auto", env_of({ SLURM_ARRAY_TASK_ID = "3",
+      SLURM_ARRAY_TASK_MIN = "1", SLURM_ARRAY_TASK_MAX = "4", SLURM_ARRAY_TASK_STEP = "1",
+      SLURM_ARRAY_TASK_COUNT = "3" })) end)
+  sh = hydra.sweep.shard("auto", env_of({ OMPI_COMM_WORLD_RANK = "2", OMPI_COMM_WORLD_SIZE = "4" }))
+  check.same(sh, { i = 2, n = 4 }, "MPI rank/size")
+end
+
+-- Regression: a sweep task on a Slurm allocation of N CPUs ran one thread per core of the node
+-- (the budget ignored SLURM_CPUS_PER_TASK). HYDRA_THREADS and the config's threads still win.
+function T.thread_budget_follows_slurm_cpus_per_task()
+  local d = setup()
+  local path = put(d, "s.yaml", "base: base.yaml\ngrid: {seed: [0, 1]}\n")
+  local script = put(d, "budget.lua", ("local hydra = require('hydra')\n"
+    .. "local sw = hydra.sweep.load(%q, { overrides = arg[1] and { arg[1] } or nil })\n"
+    .. "print(hydra.sweep.budget(sw, {}), require('hydra.core').threads_init(0))\n"):format(path))
+  local exe = os.getenv("HYDRA") or "./hydra"
+  -- runs the script without the test suite's HYDRA_THREADS=1, with env; returns both counts
+  local function counts(env, extra)
+    local out = d .. "/out.txt"
+    local ok = os.execute(("env -u HYDRA_THREADS %s %s run %s %s >%s 2>&1"):format(env, exe,
+      script, extra or "", out))
+    local text = check.read_file(out)
+    check.ok(ok, "exit status; output: " .. text)
+    local b, t = text:match("^(%d+)%s+(%d+)")
+    return tonumber(b), tonumber(t)
+  end
+  local b, t = counts("SLURM_CPUS_PER_TASK=3")
+  check.eq(b, 3, "sweep budget under SLURM_CPUS_PER_TASK=3")
+  check.eq(t, 3, "threads of a run under SLURM_CPUS_PER_TASK=3")
+  b, t = counts("SLURM_CPUS_PER_TASK=3 HYDRA_THREADS=1")
+  check.eq(b, 1, "HYDRA_THREADS wins (budget)")
+  check.eq(t, 1, "HYDRA_THREADS wins (run)")
+  b = counts("SLURM_CPUS_PER_TASK=3", "threads=2")
+  check.eq(b, 2, "the config's threads win")
+end
+
 function T.worker_command_line()
   local d = setup()
   local path = put(d, "s.yaml", "base: base.yaml\nprofiles: {quick: quick.yaml}\n"

@@ -16,12 +16,13 @@ results/<experiment>/<run-id>/ (run-id from the resolved config's hash).
   --jobs N        worker processes (default: the config's sweep.jobs); each worker gets
                   T/N threads (HYDRA_THREADS), so jobs x threads <= T
   --threads T     the thread budget of the whole sweep (default: the config's threads, else
-                  HYDRA_THREADS, else every core)
+                  HYDRA_THREADS, else SLURM_CPUS_PER_TASK, else every core)
   --profile P     the size layer from the sweep file's profiles: (default quick), merged
                   before the base config
   --seeds K       adds (or replaces) the seed axis: seed = 0..K-1, outermost
   --shard i/n     run only the points whose index (from 0) is i mod n (Slurm array task, MPI
-                  rank); `auto` reads SLURM_ARRAY_TASK_ID/COUNT or the MPI rank/size
+                  rank); `auto` reads the Slurm array's task id (any base, step or %
+                  limit: task MIN + k*STEP is shard k of COUNT) or the MPI rank/size
   --list          print the points (index, run-id, status, overrides) and exit
   --no-report     do not write the aggregated report at the end
   key=value       overrides applied to every point, after the grid
