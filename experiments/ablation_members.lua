@@ -4,8 +4,9 @@
 -- keeps 4 of 8 heads per layer and is fine-tuned 1 epoch; the members are fused into one model.
 -- The sweep (configs/sweeps/ablation_members.yaml) varies hydra.members; the base model stage is
 -- shared, so it is trained once (with table_image). The gates stage is keyed by the whole
--- hydra.* block, so each M searches and fine-tunes its own M members (member m's gates do not
--- depend on M when keep_counts is empty, but they are not shared across M). We report accuracy,
+-- hydra.* block, so each M runs its own search, but member m's gates do not depend on M (when
+-- keep_counts is empty) and the member stage is keyed by the gate row: M = 1..6 fine-tunes 6
+-- members per method, not 21. We report accuracy,
 -- ECE and OOD-avg AUROC / FPR95 against M (report/plots/*-vs-hydra.members.png), mean ± std over seeds with --seeds K.
 local hydra = require("hydra")
 

@@ -214,6 +214,56 @@ function T.pruned_methods_pack_their_heads()
     "stages of Taylor then Hydra (Taylor)")
 end
 
+-- Members are keyed by their own gate row: a search for M + 1 members finds the first M rows
+-- of a search for M (member m's search does not depend on M), so it fine-tunes one new member;
+-- two searches that give other rows share nothing.
+function T.members_are_keyed_by_their_gate_row()
+  local cache = check.tmpdir()
+  local function built_members(members, extra)
+    local ov = { ["hydra.members"] = tostring(members) }
+    for k, v in pairs(extra or {}) do ov[k] = v end
+    local ctx = quiet_ctx(tiny_cfg(ov), cache)
+    require("hydra.methods.hydra_circ").build(ctx)
+    local n, hit = 0, 0
+    for _, r in ipairs(ctx.cache.records) do
+      if r.name == "member" then
+        if r.status == "built" then n = n + 1 else hit = hit + 1 end
+      end
+    end
+    return n, hit, ctx
+  end
+  local n2, h2 = built_members(2)
+  eq(n2, 2, "M = 2: two members fine-tuned")
+  eq(h2, 0, "M = 2: nothing cached before")
+  local n3, h3, ctx3 = built_members(3)
+  eq(n3, 1, "M = 3: only member 3 is fine-tuned")
+  eq(h3, 2, "M = 3: members 1 and 2 come from the M = 2 run")
+  -- the cached members are the ones the M = 3 search asks for: their gates are its rows 1, 2
+  local gpath
+  for _, r in ipairs(ctx3.cache.records) do if r.name == "gates" then gpath = r.path end end
+  local gf <close> = hydra.h5.open(gpath)
+  local g3 = gf:read("/gates", "float32")
+  local k = 0
+  for _, r in ipairs(ctx3.cache.records) do
+    if r.name == "member" then
+      k = k + 1
+      check.same(hydra.model.load(r.path):gates():totable(), g3:row(k):totable(),
+        "member " .. k .. " checkpoint holds gate row " .. k)
+    end
+  end
+  local n1, h1 = built_members(1)
+  eq(n1 + h1, 1, "M = 1: one member")
+  eq(h1, 1, "M = 1: member 1 reused")
+  -- another fine-tuning setting: every member is new
+  local nl = built_members(2, { ["finetune.learning_rate"] = "0.0002" })
+  eq(nl, 2, "another finetune.learning_rate fine-tunes again")
+  -- the key input is the row itself (0/1 digits per layer)
+  local row = common.gate_row(core.from_table("float32", { { { 1, 0, 1, 1 }, { 0, 0, 1, 0 } } }), 1)
+  check.same(row, { "1011", "0010" }, "gate row key")
+  check.same(common.gate_row(core.from_table("float32", { { { 1, 0.5 } } }), 1), { "1,0.5" },
+    "a non-binary gate")
+end
+
 function T.run_writes_a_complete_folder_and_reuses_it()
   local root = check.tmpdir()
   local cache = root .. "/cache"

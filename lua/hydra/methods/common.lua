@@ -397,11 +397,16 @@ end
 -- Member `m` (1-based) of the gates, fine-tuned from the base weights with its gates fixed
 -- (hydra.finetune.member, as `hydra finetune`); finetune.epochs 0 keeps the gated base
 -- weights. Returns the member checkpoint path and key.
+-- The stage is keyed by the member's own gate row [L,H] (C.gate_row), not by the gates stage:
+-- fine-tuning depends on the base, that row and the finetune/train/optim settings only (never
+-- on the member's index or on how many members were searched), so every method and every M
+-- whose search gives the same row shares one fine-tuned member (M = 1..6: 6 members, not 21).
+-- The checkpoint's /meta member and gates_stage name the search that built it first.
 function C.member(ctx, base_path, base_key, gates_key, gates, m)
   local cfg = ctx.cfg
   local inputs = {
-    base = base_key, gates = gates_key, member = m, finetune = cfg.finetune, train = cfg.train,
-    optim = cfg.optim, seed = cfg.seed,
+    base = base_key, gate_row = C.gate_row(gates, m), finetune = cfg.finetune,
+    train = cfg.train, optim = cfg.optim, seed = cfg.seed,
     data = { id = stages.data_hash(C.data_file(cfg, cfg.data.id)),
              train_subset = cfg.data.train_subset, val_subset = cfg.data.test_subset },
   }
@@ -418,6 +423,22 @@ function C.member(ctx, base_path, base_key, gates_key, gates, m)
       gates_key
     mod:save(tmp, meta)
   end)
+end
+
+-- Row m of gates [M,L,H] as a list of L strings of H digits ("1101..."; a gate that is
+-- neither 0 nor 1 is written with %.17g between commas), the member stage's key input.
+function C.gate_row(gates, m)
+  local out = {}
+  for l, row in ipairs(gates:row(m):totable()) do
+    local binary = true
+    for _, g in ipairs(row) do binary = binary and (g == 0 or g == 1) end
+    local parts = {}
+    for h, g in ipairs(row) do
+      parts[h] = binary and (g == 1 and "1" or "0") or ("%.17g"):format(g)
+    end
+    out[l] = table.concat(parts, binary and "" or ",")
+  end
+  return out
 end
 
 -- Fuses member checkpoints (fuse.* modes of cfg); returns the fused file path and key.
