@@ -20,6 +20,7 @@
 #include "layers.h"
 #include "loader.h"
 #include "metrics.h"
+#include "mlm.h"
 #include "optim.h"
 #include "prune.h"
 #include "rng.h"

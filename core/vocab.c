@@ -9,7 +9,8 @@
 #include "hash.h"
 #include "rng.h"
 
-const char *const hy_tok_reserved[HY_TOK_NRESERVED] = {"[PAD]", "[UNK]", "[CLS]"};
+const char *const hy_tok_reserved[HY_TOK_NRESERVED] = {"[PAD]", "[UNK]", "[CLS]",
+                                                        "[MASK]"};
 
 /* ===== vocabulary ===== */
 

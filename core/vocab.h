@@ -1,6 +1,7 @@
 /* vocab.h: the vocabulary of a text set and the encoding of a corpus into token ids.
- * Ids: PAD 0, UNK 1, CLS 2 (the reserved words; the model, xfmr.h, reads PAD and CLS), then
- * words by descending training count (ties bytewise ascending). hy_text_encode -> ids int32
+ * Ids: PAD 0, UNK 1, CLS 2, MASK 3 (the reserved words; the model, xfmr.h, reads PAD and CLS;
+ * masked-language-model pretraining, mlm.h, writes MASK), then words by descending training
+ * count (ties bytewise ascending). hy_text_encode -> ids int32
  * [N,L], lengths int32 [N]. */
 #ifndef HY_VOCAB_H
 #define HY_VOCAB_H
@@ -13,9 +14,10 @@ typedef struct hy_corpus hy_corpus;   /* corpus.h */
 #define HY_TOK_PAD 0
 #define HY_TOK_UNK 1
 #define HY_TOK_CLS 2
-#define HY_TOK_NRESERVED 3
-/* The reserved words at ids 0..2: "[PAD]", "[UNK]", "[CLS]" (never produced by the tokeniser,
- * which lowercases and splits brackets off). */
+#define HY_TOK_MASK 3
+#define HY_TOK_NRESERVED 4
+/* The reserved words at ids 0..3: "[PAD]", "[UNK]", "[CLS]", "[MASK]" (never produced by the
+ * tokeniser, which lowercases and splits brackets off). Words start at id HY_TOK_NRESERVED. */
 extern const char *const hy_tok_reserved[HY_TOK_NRESERVED];
 
 /* Words (owned, one block), their ids = positions, and a hash index. */
@@ -28,12 +30,12 @@ typedef struct hy_vocab {
     size_t nslots;         /* power of two >= 2n */
 } hy_vocab;
 
-/* Builds the vocabulary of c's normalised text: the 3 reserved words, then every word seen
+/* Builds the vocabulary of c's normalised text: the 4 reserved words, then every word seen
  * >= min_count times (min_count >= 1) by descending count, ties bytewise ascending, cut at
- * max_size words in all (0: no cap; else >= 4). v overwritten. */
+ * max_size words in all (0: no cap; else >= 5). v overwritten. */
 hy_status hy_vocab_build(hy_vocab *v, const hy_corpus *c, int64_t min_count, int64_t max_size);
 /* A vocabulary from a word list (e.g. read back from /vocab). Checks the reserved words at ids
- * 0..2, that no word is empty or holds a blank, and that no word repeats. */
+ * 0..3, that no word is empty or holds a blank, and that no word repeats. */
 hy_status hy_vocab_from_words(hy_vocab *v, const char *const *words, size_t n);
 void hy_vocab_release(hy_vocab *v);
 const char *hy_vocab_word(const hy_vocab *v, size_t id);

@@ -660,6 +660,15 @@ hy_status hy_xfmr_loss(const hy_xfmr *m, const float *logits, const int32_t *lab
 /* ===== backward ===== */
 
 hy_status hy_xfmr_backward(hy_xfmr *m, const float *dlogits) {
+    return hy_xfmr_backward_hidden(m, dlogits, NULL);
+}
+
+const float *hy_xfmr_hidden(const hy_xfmr *m) {
+    if (!m->have_fwd) return NULL;
+    return m->acts->x + m->cfg.depth * m->acts->sD;
+}
+
+hy_status hy_xfmr_backward_hidden(hy_xfmr *m, const float *dlogits, const float *dhidden) {
     if (!m->have_fwd)
         return hy_fail(HY_EINVAL, "xfmr: backward without a forward (run hy_xfmr_forward first)");
     const hy_xfmr_config *c = &m->cfg;
@@ -681,16 +690,25 @@ hy_status hy_xfmr_backward(hy_xfmr *m, const float *dlogits) {
     HY_TRY(hy_arena_floats(ar, B * (T - 1) * D, &demb));
     HY_TRY(hy_arena_floats(ar, B * NH, &part));
 
-    /* head: logits = lnf W^T + b; lnf = LN_f(cls) */
-    zero(dlnf, B * D);
-    zero(dcls, B * D);
-    hy_linear_backward(dlnf, m->g.head_w, m->g.head_b, dlogits, a->lnf, m->p.head_w, B, D, K);
-    hy_layernorm_backward(dcls, m->g.norm_w, m->g.norm_b, dlnf, a->cls, a->lnf_mean,
-                          a->lnf_rstd, m->p.norm_w, B, D);
-    /* cls = x_L[:, 0]: only the CLS rows get gradient */
-    zero(dres, BT * D);
-    HY_PROF(HY_PROF_COPY, for (size_t b = 0; b < B; b++)
-                              memcpy(dres + b * T * D, dcls + b * D, D * sizeof(float)));
+    /* dres = dL/dx_L: dhidden (or 0), plus the classifier head's gradient on the CLS rows */
+    if (dhidden) HY_PROF(HY_PROF_COPY, memcpy(dres, dhidden, BT * D * sizeof(float)));
+    else zero(dres, BT * D);
+    if (dlogits) {
+        /* head: logits = lnf W^T + b; lnf = LN_f(cls) */
+        zero(dlnf, B * D);
+        zero(dcls, B * D);
+        hy_linear_backward(dlnf, m->g.head_w, m->g.head_b, dlogits, a->lnf, m->p.head_w, B, D,
+                           K);
+        hy_layernorm_backward(dcls, m->g.norm_w, m->g.norm_b, dlnf, a->cls, a->lnf_mean,
+                              a->lnf_rstd, m->p.norm_w, B, D);
+        /* cls = x_L[:, 0]: only the CLS rows get this gradient (0 + g is exact: without
+         * dhidden the result is bitwise the plain copy) */
+        HY_PROF(HY_PROF_COPY, for (size_t b = 0; b < B; b++) {
+            float *dr = dres + b * T * D;
+            const float *dc = dcls + b * D;
+            for (size_t i = 0; i < D; i++) dr[i] += dc[i];
+        });
+    }
     const int32_t *kv = c->kind == HY_XFMR_VIT ? NULL : a->kvalid;
 
     for (size_t l = L; l-- > 0;) {

@@ -304,6 +304,14 @@ hy_status hy_xfmr_loss(const hy_xfmr *m, const float *logits, const int32_t *lab
  * in its q/k/v rows of qkv.weight/bias and its columns of proj.weight (its dgate is still
  * computed). HY_EINVAL when no forward was run since alloc_acts; uses the scratch arena. */
 hy_status hy_xfmr_backward(hy_xfmr *m, const float *dlogits);
+/* The same with a gradient on the last residual stream: dhidden (B, T, D) of that forward (T =
+ * its sequence length with CLS; NULL = none) is added to dL/dx_L before the blocks' backward,
+ * and dlogits may be NULL (no classifier-head gradient: masked-language-model pretraining,
+ * mlm.h). hy_xfmr_backward(m, d) is hy_xfmr_backward_hidden(m, d, NULL). */
+hy_status hy_xfmr_backward_hidden(hy_xfmr *m, const float *dlogits, const float *dhidden);
+/* x_L (last_B, last_T, D) of the last forward: the final residual stream before LN_f (row
+ * b * T + t; t = 0 is CLS); NULL when no forward was run. Borrowed from the activations. */
+const float *hy_xfmr_hidden(const hy_xfmr *m);
 /* grads = 0 and dgates = 0. */
 void hy_xfmr_zero_grad(hy_xfmr *m);
 

@@ -31,7 +31,8 @@
 -- The framework writes /meta attributes name, role, kind, licence, description, seed, options,
 -- sources (one line per input: "name<TAB>source<TAB>sha256"), hydra_version, recipe_sha256, then
 -- renames the file into datasets/prepared/NAME.h5 (atomic). A prepared file is up to date when its
--- recipe_sha256 (hash of the recipe text, the options and the input checksums) matches; `prepare`
+-- recipe_sha256 (hash of the recipe text, the options, the input checksums, the dependencies'
+-- recipe_sha256 and, for text sets, the reserved token words) matches; `prepare`
 -- skips up-to-date sets unless forced.
 --
 -- Locations: recipes in $HYDRA_HOME/datasets (HYDRA_RECIPES_DIR overrides), prepared files in
@@ -283,11 +284,6 @@ local function resolve_options(r, overrides)
   return o
 end
 
-local function recipe_hash(r, options)
-  local parts = { read_text(r.file) or "", options_string(options), tostring(r.seed) }
-  for _, inp in ipairs(r.inputs) do parts[#parts + 1] = inp.name .. "=" .. inp.sha256:lower() end
-  return core.hash_string(table.concat(parts, "\n"), "sha256")
-end
 
 -- Reads the /meta attributes of a prepared file (nil when it is missing or unreadable).
 local function read_meta(path)
@@ -297,6 +293,22 @@ local function read_meta(path)
     return g:attrs("/meta")
   end)
   return ok and res or nil
+end
+
+-- deps: { name = prepared path } of r.depends: a dependency's own recipe_sha256 is part of the
+-- hash, so a re-prepared dependency (e.g. sst2's vocabulary) makes its dependents stale too; a
+-- text set's hash also holds the reserved token words (core/vocab.h), which fix every word id.
+local function recipe_hash(r, options, deps)
+  local parts = { read_text(r.file) or "", options_string(options), tostring(r.seed) }
+  for _, inp in ipairs(r.inputs) do parts[#parts + 1] = inp.name .. "=" .. inp.sha256:lower() end
+  if r.kind == "text" then
+    parts[#parts + 1] = "reserved " .. table.concat(core.text_reserved, " ")
+  end
+  for _, dep in ipairs(r.depends) do
+    local m = deps and deps[dep] and read_meta(deps[dep]) or {}
+    parts[#parts + 1] = "depends " .. dep .. "=" .. tostring(m.recipe_sha256)
+  end
+  return core.hash_string(table.concat(parts, "\n"), "sha256")
 end
 
 -- Splits of a prepared file: sorted list of { name = "train", n = 55000 } (a split is a group
@@ -396,7 +408,7 @@ function M.prepare(name, opts, stack)
   stack[#stack] = nil
 
   local paths = M.verify_inputs(r, opts)
-  local hash = recipe_hash(r, options)
+  local hash = recipe_hash(r, options, deps)
   if not opts.force then
     local meta = read_meta(final)
     if meta and meta.recipe_sha256 == hash then

@@ -22,10 +22,11 @@ M.MAX_LEN = 64
 -- so the UNK embedding is trained on the words seen once; no size cap.
 M.MIN_COUNT = 2
 M.MAX_SIZE = 0
-M.RESERVED = core.text_reserved            -- { "[PAD]", "[UNK]", "[CLS]" } = ids 0, 1, 2
+M.RESERVED = core.text_reserved   -- { "[PAD]", "[UNK]", "[CLS]", "[MASK]" } = ids 0, 1, 2, 3
 M.NORMALIZATION = core.text_normalization
 M.TOKENS_NOTE = "ids hold word ids only (PAD 0 after lengths, UNK 1); the CLS token (id 2, "
-  .. "[CLS]) is not stored: the model prepends its own cls token"
+  .. "[CLS]) is not stored: the model prepends its own cls token; [MASK] (id 3) occurs only in "
+  .. "masked-language-model pretraining batches"
 
 local function clean(fn, ...)
   return err.wrap(nil, fn, ...)
@@ -84,6 +85,7 @@ function M.meta(ctx, vocab, extra)
   ctx.meta("pad_id", 0)
   ctx.meta("unk_id", 1)
   ctx.meta("cls_id", 2)
+  ctx.meta("mask_id", 3)
   -- sorted: attribute creation order is part of the file's bytes (byte-identical re-prepares)
   local keys = {}
   for k in pairs(extra or {}) do keys[#keys + 1] = k end

@@ -52,12 +52,12 @@ static void mask_apply(double *x, const hy_rng *fwd, size_t key, size_t rows, si
     free(mk);
 }
 
-void ref_xfmr_forward(const hy_xfmr *m, const hy_batch *in, size_t B, bool dropout,
-                      uint64_t step, double *logits) {
+void ref_xfmr_hidden(const hy_xfmr *m, const hy_batch *in, size_t B, bool dropout,
+                     uint64_t step, double *x) {
     const hy_xfmr_config *c = &m->cfg;
-    size_t D = c->d_model, DM = c->d_mlp, NH = c->n_heads, HS = D / NH, K = c->n_classes;
+    size_t D = c->d_model, DM = c->d_mlp, NH = c->n_heads, HS = D / NH;
     size_t T = c->kind == HY_XFMR_VIT ? m->T : 1 + in->len, BT = B * T;
-    double *x = calloc(BT * D, sizeof *x), *t1 = calloc(BT * D, sizeof *t1);
+    double *t1 = calloc(BT * D, sizeof *t1);
     double *qkv = calloc(BT * 3 * D, sizeof *qkv), *ao = calloc(BT * D, sizeof *ao);
     double *h = calloc(BT * DM, sizeof *h), *row = calloc(T, sizeof *row);
     hy_rng fwd;
@@ -128,10 +128,20 @@ void ref_xfmr_forward(const hy_xfmr *m, const hy_batch *in, size_t B, bool dropo
         if (dropout && c->mlp_dropout > 0) mask_apply(t1, &fwd, l * 4 + 2, BT, D, c->mlp_dropout);
         for (size_t i = 0; i < BT * D; i++) x[i] += t1[i];
     }
+    free(t1); free(qkv); free(ao); free(h); free(row);
+}
+
+void ref_xfmr_forward(const hy_xfmr *m, const hy_batch *in, size_t B, bool dropout,
+                      uint64_t step, double *logits) {
+    const hy_xfmr_config *c = &m->cfg;
+    size_t D = c->d_model, K = c->n_classes;
+    size_t T = c->kind == HY_XFMR_VIT ? m->T : 1 + in->len;
+    double *x = calloc(B * T * D, sizeof *x);
+    ref_xfmr_hidden(m, in, B, dropout, step, x);
     /* head on the CLS rows */
     double *cl = calloc(B * D, sizeof *cl), *cn = calloc(B * D, sizeof *cn);
     for (size_t b = 0; b < B; b++) memcpy(cl + b * D, x + b * T * D, D * sizeof *cl);
     ln(cn, cl, P(m, "norm.weight"), P(m, "norm.bias"), B, D);
     lin(logits, cn, P(m, "head.weight"), P(m, "head.bias"), B, D, K);
-    free(x); free(t1); free(qkv); free(ao); free(h); free(row); free(cl); free(cn);
+    free(x); free(cl); free(cn);
 }

@@ -8,6 +8,9 @@
 
 #include "xfmr.h"
 
+/* x (B, T, D) written: the last residual stream x_L (before LN_f), T = the forward's length. */
+void ref_xfmr_hidden(const hy_xfmr *m, const hy_batch *in, size_t B, bool dropout,
+                     uint64_t step, double *x);
 /* logits (B, K) written. Allocates its own temporaries (test code). */
 void ref_xfmr_forward(const hy_xfmr *m, const hy_batch *in, size_t B, bool dropout,
                       uint64_t step, double *logits);

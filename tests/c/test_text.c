@@ -256,44 +256,47 @@ static void test_vocab_order(void) {
     add(&c, "b a d e", 1);
     hy_vocab v;
     CHECK_OK(hy_vocab_build(&v, &c, 1, 0));
-    const char *want[] = {"[PAD]", "[UNK]", "[CLS]", "a", "b", "c", "d", "e"};
-    CHECK(v.n == 8, "vocab size %zu", v.n);
-    for (size_t i = 0; i < 8 && i < v.n; i++)
+    const char *want[] = {"[PAD]", "[UNK]", "[CLS]", "[MASK]", "a", "b", "c", "d", "e"};
+    CHECK(v.n == 9, "vocab size %zu", v.n);
+    for (size_t i = 0; i < 9 && i < v.n; i++)
         CHECK(strcmp(hy_vocab_word(&v, i), want[i]) == 0, "word %zu is '%s', want '%s'", i,
               hy_vocab_word(&v, i), want[i]);
-    CHECK(v.n == 8 && v.counts[3] == 3 && v.counts[4] == 2 && v.counts[7] == 1, "counts");
-    CHECK(hy_vocab_lookup(&v, "c", 1) == 5 && hy_vocab_lookup(&v, "zz", 2) == -1, "lookup");
+    CHECK(v.n == 9 && v.counts[4] == 3 && v.counts[5] == 2 && v.counts[8] == 1, "counts");
+    CHECK(hy_vocab_lookup(&v, "c", 1) == 6 && hy_vocab_lookup(&v, "zz", 2) == -1, "lookup");
     hy_vocab_release(&v);
     CHECK_OK(hy_vocab_build(&v, &c, 2, 0));              /* min_count */
-    CHECK(v.n == 5 && strcmp(hy_vocab_word(&v, 4), "b") == 0, "min_count 2: %zu words", v.n);
+    CHECK(v.n == 6 && strcmp(hy_vocab_word(&v, 5), "b") == 0, "min_count 2: %zu words", v.n);
     hy_vocab_release(&v);
-    CHECK_OK(hy_vocab_build(&v, &c, 1, 6));              /* max_size counts the reserved ids */
-    CHECK(v.n == 6 && strcmp(hy_vocab_word(&v, 5), "c") == 0, "max_size 6: %zu words", v.n);
+    CHECK_OK(hy_vocab_build(&v, &c, 1, 7));              /* max_size counts the reserved ids */
+    CHECK(v.n == 7 && strcmp(hy_vocab_word(&v, 6), "c") == 0, "max_size 7: %zu words", v.n);
     char hex[65];
     hy_vocab_release(&v);
-    CHECK_OK(hy_vocab_build(&v, &c, 2, 5));
-    hy_vocab_sha256(&v, hex);                            /* sha256("[PAD]\n[UNK]\n[CLS]\na\nb\n") */
-    CHECK(strcmp(hex, "765d5209614d86fe0e9f238d5d0f3eda2f774abfdde29cddf89f75dd6041ec97") == 0,
+    CHECK_OK(hy_vocab_build(&v, &c, 2, 6));
+    hy_vocab_sha256(&v, hex);                 /* sha256("[PAD]\n[UNK]\n[CLS]\n[MASK]\na\nb\n") */
+    CHECK(strcmp(hex, "28e114565f71f5e5033e1c53f78ebaa37dac18f9ee6df9cde432307e3f56b733") == 0,
           "vocab sha256 %s", hex);
     hy_vocab_release(&v);
     CHECK_FAIL(hy_vocab_build(&v, &c, 0, 0), HY_EINVAL,
                "text: vocabulary min_count must be >= 1, got 0");
-    CHECK_FAIL(hy_vocab_build(&v, &c, 1, 3), HY_EINVAL,
-               "text: vocabulary max_size must be 0 (no cap) or >= 4, got 3");
+    CHECK_FAIL(hy_vocab_build(&v, &c, 1, 4), HY_EINVAL,
+               "text: vocabulary max_size must be 0 (no cap) or >= 5, got 4");
 
-    const char *ok[] = {"[PAD]", "[UNK]", "[CLS]", "x", "y"};
-    CHECK_OK(hy_vocab_from_words(&v, ok, 5));
-    CHECK(hy_vocab_lookup(&v, "y", 1) == 4, "from_words lookup");
+    const char *ok[] = {"[PAD]", "[UNK]", "[CLS]", "[MASK]", "x", "y"};
+    CHECK_OK(hy_vocab_from_words(&v, ok, 6));
+    CHECK(hy_vocab_lookup(&v, "y", 1) == 5, "from_words lookup");
     hy_vocab_release(&v);
-    const char *dup[] = {"[PAD]", "[UNK]", "[CLS]", "x", "x"};
-    CHECK_FAIL(hy_vocab_from_words(&v, dup, 5), HY_EINVAL,
-               "text: vocabulary word 'x' repeats (ids 3 and 4)");
-    const char *noreserved[] = {"[PAD]", "x", "[CLS]"};
-    CHECK_FAIL(hy_vocab_from_words(&v, noreserved, 3), HY_EINVAL,
+    const char *dup[] = {"[PAD]", "[UNK]", "[CLS]", "[MASK]", "x", "x"};
+    CHECK_FAIL(hy_vocab_from_words(&v, dup, 6), HY_EINVAL,
+               "text: vocabulary word 'x' repeats (ids 4 and 5)");
+    const char *nomask[] = {"[PAD]", "[UNK]", "[CLS]", "the", "x"};   /* a 3-reserved file */
+    CHECK_FAIL(hy_vocab_from_words(&v, nomask, 5), HY_EINVAL,
+               "text: vocabulary word 3 is 'the' (expected '[MASK]')");
+    const char *noreserved[] = {"[PAD]", "x", "[CLS]", "[MASK]"};
+    CHECK_FAIL(hy_vocab_from_words(&v, noreserved, 4), HY_EINVAL,
                "text: vocabulary word 1 is 'x' (expected '[UNK]')");
-    const char *blank[] = {"[PAD]", "[UNK]", "[CLS]", "a b"};
-    CHECK_FAIL(hy_vocab_from_words(&v, blank, 4), HY_EINVAL,
-               "text: vocabulary word 3 'a b' is empty or holds a blank");
+    const char *blank[] = {"[PAD]", "[UNK]", "[CLS]", "[MASK]", "a b"};
+    CHECK_FAIL(hy_vocab_from_words(&v, blank, 5), HY_EINVAL,
+               "text: vocabulary word 4 'a b' is empty or holds a blank");
     hy_corpus_release(&c);
 }
 
@@ -302,7 +305,7 @@ static void test_encode(void) {
     add(&tr, "the film is good", 1);
     add(&tr, "the film is bad", 0);
     hy_vocab v;
-    CHECK_OK(hy_vocab_build(&v, &tr, 1, 0));   /* [PAD] [UNK] [CLS] film is the bad good */
+    CHECK_OK(hy_vocab_build(&v, &tr, 1, 0));   /* [PAD] [UNK] [CLS] [MASK] film is the bad good */
     add(&te, "The film is GREAT!", 1);
     add(&te, "", 0);
     add(&te, "bad bad bad bad bad bad", 0);
@@ -310,7 +313,7 @@ static void test_encode(void) {
     hy_text_stats st;
     CHECK_OK(hy_text_encode(&ids, &len, &v, &te, 4, &st));
     CHECK(ids.dtype == HY_I32 && ids.ndim == 2 && ids.shape[0] == 3 && ids.shape[1] == 4, "shape");
-    const int32_t want[12] = {5, 3, 4, 1, 0, 0, 0, 0, 6, 6, 6, 6};
+    const int32_t want[12] = {6, 4, 5, 1, 0, 0, 0, 0, 7, 7, 7, 7};
     const int32_t wlen[3] = {4, 0, 4};
     CHECK(memcmp(ids.data, want, sizeof want) == 0, "ids");
     CHECK(memcmp(len.data, wlen, sizeof wlen) == 0, "lengths");
@@ -323,7 +326,7 @@ static void test_encode(void) {
     hy_tensor_release(&len2);
     CHECK_OK(hy_text_encode(&ids2, &len2, &v, &te, 8, NULL));
     int32_t *r = ids2.data;
-    CHECK(r[16] == 6 && r[21] == 6 && r[22] == 0 && ((int32_t *)len2.data)[2] == 6, "max_len 8");
+    CHECK(r[16] == 7 && r[21] == 7 && r[22] == 0 && ((int32_t *)len2.data)[2] == 6, "max_len 8");
     hy_tensor_release(&ids2);
     hy_tensor_release(&len2);
     CHECK_FAIL(hy_text_encode(&ids2, &len2, &v, &te, 0, NULL), HY_EINVAL,
