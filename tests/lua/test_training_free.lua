@@ -1,0 +1,160 @@
+-- tests/lua/test_training_free.lua: the training-free setting (finetune.epochs: 0, DESIGN §3.4,
+-- experiments/table_training_free.lua): Taylor, CircAvg, Hydra (Taylor) and Hydra (Circ) built
+-- from the trained Single with no gradient step change no weight of it (bitwise; members differ
+-- only in their head gates), so the fused model's merged MLP is exactly the Single's; and the
+-- learned error predictors (methods vilu, confidnet) on a very small synthetic configuration.
+local check = require("check")
+local hydra = require("hydra")
+local core = require("hydra.core")
+local common = require("hydra.methods.common")
+local eq, ok = check.eq, check.ok
+
+local T = {}
+
+local data_cache
+local function data_dir()
+  if data_cache then return data_cache end
+  local d = check.tmpdir()
+  hydra.model.write_synthetic(d .. "/tiny.h5", { train = 96, val = 48, test = 40, seed = 2 })
+  hydra.model.write_synthetic(d .. "/tinyood.h5", { train = 8, val = 8, test = 24, seed = 5,
+                                                    classes = 3 })
+  hydra.model.write_synthetic(d .. "/tinyoodval.h5", { train = 8, val = 24, test = 8, seed = 6,
+                                                       classes = 3 })
+  data_cache = d
+  return d
+end
+
+local function tiny_cfg(extra)
+  local ov = {
+    ["data.dir"] = data_dir(), ["data.ood"] = "[tinyood]", ["data.ood_val"] = "tinyoodval",
+    ["data.test_subset"] = "0",
+    ["model.d_model"] = "16", ["model.n_heads"] = "4", ["model.depth"] = "2",
+    ["model.d_mlp"] = "32", ["train.epochs"] = "1", ["train.batch_size"] = "32",
+    ["train.eval_batch_size"] = "32", ["prune.calib_size"] = "32", ["hydra.keep_heads"] = "2",
+    ["hydra.members"] = "3", ["finetune.epochs"] = "0",
+  }
+  for k, v in pairs(extra or {}) do ov[k] = v end
+  return hydra.config.load("configs/data/tiny.yaml", ov)
+end
+
+local function quiet_ctx(cfg, cache_dir)
+  return { cfg = cfg, progress = false, log = function() end,
+           cache = hydra.stages.new({ dir = cache_dir, log = function() end }) }
+end
+
+-- Number of elements of two float32 tensors that differ (float32 -> Lua float is exact and
+-- injective up to the sign of zero and NaN payloads, so == on the converted values is bitwise
+-- but for those; -0 vs +0 is counted as a difference through 1/x).
+local function differ(a, b)
+  local x, y = a:flat(), b:flat()
+  if #x ~= #y then return math.huge end
+  local n = 0
+  for i = 1, #x do
+    if x[i] ~= y[i] or (x[i] == 0 and 1 / x[i] ~= 1 / y[i]) then n = n + 1 end
+  end
+  return n
+end
+
+local function is_attn(name) return name:match("%.attn%.") ~= nil end
+
+-- The pruned pipeline of a method, stage by stage (common.pruned_method's steps): base path,
+-- gates [M,L,H], member checkpoint paths, fused file path.
+local function pipeline(ctx, variant)
+  local base, bkey = common.base_model(ctx)
+  local _, gkey, gates = common.gates(ctx, base, bkey, variant)
+  local paths, keys = {}, {}
+  for m = 1, gates:size(1) do
+    paths[m], keys[m] = common.member(ctx, base, bkey, gkey, gates, m)
+  end
+  return base, gates, paths, (common.fused(ctx, paths, keys))
+end
+
+local VARIANTS = {
+  taylor = { method = "taylor", single = true },
+  circavg = { method = "circuit", objective = "avg", single = true },
+  hydra_taylor = { method = "taylor" },
+  hydra_circ = { method = "circuit" },
+}
+
+-- Every weight of every member checkpoint and every non-attention weight of the fused file (the
+-- merged MLP under /shared, each member's LayerNorms, embedding and head under /members/m)
+-- bitwise the Single's; returns the count of differing tensors and a description of the first.
+local function changed_weights(cfg, name, cache)
+  local ctx = quiet_ctx(cfg, cache)
+  local base_path, gates, members, fused = pipeline(ctx, VARIANTS[name])
+  local base = hydra.model.load(base_path)
+  local bad, first = 0, nil
+  local function note(what) bad = bad + 1; first = first or what end
+  for m, p in ipairs(members) do
+    local mm = hydra.model.load(p)
+    for _, pn in ipairs(base:param_names()) do
+      if differ(mm:param(pn), base:param(pn)) > 0 then note(("member %d %s"):format(m, pn)) end
+    end
+    -- the member is the Single with member m's gates and nothing else
+    if differ(mm:gates(), gates:row(m)) > 0 then note(("member %d gates"):format(m)) end
+    mm:close()
+  end
+  local f <close> = hydra.h5.open(fused)
+  for _, pn in ipairs(base:param_names()) do
+    if not is_attn(pn) then
+      local shared = "/shared/" .. pn
+      if f:exists(shared) then
+        if differ(f:read(shared, "float32"), base:param(pn)) > 0 then note(shared) end
+      else
+        for m = 0, #members - 1 do
+          local g = ("/members/%d/%s"):format(m, pn)
+          ok(f:exists(g), name .. ": the fused file has " .. g)
+          if differ(f:read(g, "float32"), base:param(pn)) > 0 then note(g) end
+        end
+      end
+    end
+  end
+  ok(f:exists("/shared/blocks.0.mlp.fc1.weight") or cfg.fuse.mlp == "member",
+    name .. ": merged MLP under /shared")
+  base:close()
+  return bad, first, gates
+end
+
+function T.training_free_methods_change_no_weight_of_the_single()
+  local cache = check.tmpdir()
+  local cfg = tiny_cfg()
+  for _, name in ipairs({ "taylor", "circavg", "hydra_taylor", "hydra_circ" }) do
+    local bad, first, gates = changed_weights(cfg, name, cache)
+    eq(bad, 0, name .. ": tensors changed by the training-free pipeline (first: "
+      .. tostring(first) .. ")")
+    -- pruning happened: every member gates off heads
+    local kept = 0
+    for _, v in ipairs(gates:flat()) do kept = kept + v end
+    eq(kept, gates:size(1) * 2 * 2, name .. ": 2 of 4 heads kept per layer and member")
+  end
+end
+
+function T.members_keep_identical_mlps_when_not_merged()
+  -- fuse.mlp: member keeps one MLP per member: with finetune.epochs 0 they are all the Single's
+  local cache = check.tmpdir()
+  local cfg = tiny_cfg({ ["fuse.mlp"] = "member" })
+  local ctx = quiet_ctx(cfg, cache)
+  local _, _, members, fused = pipeline(ctx, VARIANTS.hydra_circ)
+  local f <close> = hydra.h5.open(fused)
+  ok(not f:exists("/shared/blocks.0.mlp.fc1.weight"), "per-member MLPs")
+  for l = 0, 1 do
+    for _, w in ipairs({ "fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias" }) do
+      local ref = f:read(("/members/0/blocks.%d.mlp.%s"):format(l, w), "float32")
+      for m = 1, #members - 1 do
+        eq(differ(f:read(("/members/%d/blocks.%d.mlp.%s"):format(m, l, w), "float32"), ref), 0,
+          ("member %d blocks.%d.mlp.%s equals member 1's"):format(m + 1, l, w))
+      end
+    end
+  end
+end
+
+function T.one_finetuning_epoch_does_change_the_weights()
+  -- the check above can fail: one epoch of fine-tuning moves the MLP of every member
+  local bad, first = changed_weights(tiny_cfg({ ["finetune.epochs"] = "1",
+    ["finetune.learning_rate"] = "1.0e-2" }), "hydra_taylor", check.tmpdir())
+  ok(bad > 0, "fine-tuned members differ from the Single")
+  ok(first:match("mlp") or first:match("norm") or first:match("embed") or first:match("head")
+    or first:match("cls") or first:match("pos") or first:match("attn"), "named: " .. first)
+end
+
+return T
