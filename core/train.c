@@ -266,6 +266,8 @@ hy_status hy_train_evaluate(hy_xfmr *m, const hy_dataset *ds, size_t batch_size,
 typedef struct pred_ctx {
     size_t K;
     float *logits, *probs;
+    const hy_xfmr *m;
+    float *features;      /* (N, D) or NULL */
 } pred_ctx;
 
 static hy_status pred_visit(void *vctx, const hy_loader *ld, size_t first, size_t B,
@@ -274,12 +276,23 @@ static hy_status pred_visit(void *vctx, const hy_loader *ld, size_t first, size_
     pred_ctx *c = vctx;
     if (c->logits) memcpy(c->logits + first * c->K, logits, B * c->K * sizeof(float));
     if (c->probs) hy_softmax_rows(c->probs + first * c->K, logits, B, c->K);
+    if (c->features) {
+        size_t D = c->m->cfg.d_model;
+        memcpy(c->features + first * D, hy_xfmr_features(c->m), B * D * sizeof(float));
+    }
     return HY_OK;
 }
 
 hy_status hy_train_predict(hy_xfmr *m, const hy_dataset *ds, size_t batch_size, float *logits,
                            float *probs) {
     if (ds->n == 0) return HY_OK;
-    pred_ctx c = {m->cfg.n_classes, logits, probs};
+    pred_ctx c = {m->cfg.n_classes, logits, probs, m, NULL};
+    return sweep(m, ds, batch_size, 0, pred_visit, &c);
+}
+
+hy_status hy_train_features(hy_xfmr *m, const hy_dataset *ds, size_t batch_size, float *features,
+                            float *logits) {
+    if (ds->n == 0) return HY_OK;
+    pred_ctx c = {m->cfg.n_classes, logits, NULL, m, features};
     return sweep(m, ds, batch_size, 0, pred_visit, &c);
 }

@@ -636,6 +636,10 @@ hy_status hy_xfmr_forward(hy_xfmr *m, const hy_batch *in, size_t B, float *logit
 
 /* ===== loss ===== */
 
+const float *hy_xfmr_features(const hy_xfmr *m) {
+    return m->have_fwd ? m->acts->lnf : NULL;
+}
+
 hy_status hy_xfmr_loss(const hy_xfmr *m, const float *logits, const int32_t *labels, size_t B,
                        float label_smoothing, double *loss, float *dlogits) {
     size_t K = m->cfg.n_classes;

@@ -5,7 +5,7 @@
  * Entry points: the config schema (HY_XFMR_CONFIG_FIELDS, hy_xfmr_fields), hy_xfmr_config_check,
  * the parameter layout (slots: hy_xfmr_slot, hy_xfmr_head_slot; hy_param_table_add), the cost
  * (hy_xfmr_cost), hy_xfmr_new / hy_xfmr_release, hy_xfmr_init, hy_xfmr_alloc_acts,
- * hy_xfmr_forward, hy_xfmr_loss, hy_xfmr_backward, hy_xfmr_zero_grad, gates, the parameter table
+ * hy_xfmr_forward, hy_xfmr_features, hy_xfmr_loss, hy_xfmr_backward, hy_xfmr_zero_grad, gates, the parameter table
  * and its named views (hy_xfmr_tensors). Dimension letters: see hydra.h. Layer/head numbers are
  * 0-based in this C API; messages print them 1-based. */
 #ifndef HY_XFMR_H
@@ -291,6 +291,12 @@ hy_status hy_xfmr_check_inputs(const hy_xfmr_config *c, const hy_batch *in, size
  * [1, B_cap], the text lengths/ids ranges ("xfmr: token id 9000 out of range [0, 8000) (row 2,
  * position 5)"); fails HY_EINVAL without touching logits. */
 hy_status hy_xfmr_forward(hy_xfmr *m, const hy_batch *in, size_t B, float *logits);
+
+/* The features of the last forward: LN_f(x[:, 0]), the CLS row after the final LayerNorm (the
+ * head's input), (last_B, D) row-major, borrowed from the activations (valid until the next
+ * forward or hy_xfmr_alloc_acts). NULL when no forward was run since hy_xfmr_alloc_acts. The
+ * learned uncertainty heads (vilu.h) read them through hy_train_features. */
+const float *hy_xfmr_features(const hy_xfmr *m);
 
 /* Mean softmax cross-entropy over B rows with optional label smoothing eps in [0, 1):
  * target = (1-eps) one-hot + eps/K. Writes *loss (double) and, when dlogits != NULL,

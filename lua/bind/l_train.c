@@ -1,5 +1,7 @@
 /* l_train.c: Lua binding of core/train (training loop, evaluation, prediction).
  *   m:evaluate(ds, B) -> nll, acc      m:predict(ds, B [, logits, probs]) -> logits, probs
+ *   m:features(ds, B) -> features [N,D] (the CLS row after the final LayerNorm: the classifier's
+ *     input, hy_xfmr_features), logits [N,K]
  *     (B: the caller's batch size, train.eval_batch_size in the pipeline)
  *   core.trainer_new(m, ds, train, optim, seed [, finetune]) -> hydra.Trainer
  *     t:start_epoch(e) (1-based), t:run(n) -> ran, t:progress() -> table, t:close()
@@ -53,6 +55,18 @@ static int l_model_predict(lua_State *L) {
     hy_tensor *lg = out_tensor(L, 4, (int64_t)d->n, (int64_t)m->cfg.n_classes);
     hy_tensor *pr = out_tensor(L, 5, (int64_t)d->n, (int64_t)m->cfg.n_classes);
     if (hy_train_predict(m, d, (size_t)B, lg->data, pr->data) != HY_OK) return l_raise(L);
+    return 2;
+}
+
+/* m:features(ds, B) -> features [N,D], logits [N,K] */
+static int l_model_features(lua_State *L) {
+    hy_xfmr *m = l_checkmodel(L, 1);
+    hy_dataset *d = l_checkdataset(L, 2);
+    lua_Integer B = luaL_checkinteger(L, 3);
+    luaL_argcheck(L, B >= 1, 3, "batch size must be >= 1");
+    hy_tensor *ft = out_tensor(L, 4, (int64_t)d->n, (int64_t)m->cfg.d_model);
+    hy_tensor *lg = out_tensor(L, 5, (int64_t)d->n, (int64_t)m->cfg.n_classes);
+    if (hy_train_features(m, d, (size_t)B, ft->data, lg->data) != HY_OK) return l_raise(L);
     return 2;
 }
 
@@ -166,7 +180,8 @@ static int l_trainer_progress(lua_State *L) {
 
 void l_open_train(lua_State *L) {
     static const luaL_Reg model_methods[] = {
-        {"evaluate", l_model_evaluate}, {"predict", l_model_predict}, {NULL, NULL}};
+        {"evaluate", l_model_evaluate}, {"predict", l_model_predict},
+        {"features", l_model_features}, {NULL, NULL}};
     static const luaL_Reg methods[] = {
         {"start_epoch", l_trainer_start_epoch}, {"run", l_trainer_run},
         {"progress", l_trainer_progress}, {"close", l_trainer_gc}, {NULL, NULL}};

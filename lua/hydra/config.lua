@@ -659,6 +659,15 @@ end
 -- A key marked id_neutral in the schema (added after run-ids were published) that holds its
 -- default: left out of the text hash() hashes, hence of every run-id, so earlier ids stay valid.
 local function neutral(child, v)
+  if child.section then
+    -- a section every key of which is neutral (one added whole after run-ids were published)
+    if type(v) ~= "table" then return v == nil end
+    for k in pairs(v) do if not child.keys[k] then return false end end
+    for _, k in ipairs(child.order) do
+      if not neutral(child.keys[k], v[k]) then return false end
+    end
+    return true
+  end
   return child.id_neutral and v == child.default
 end
 

@@ -84,6 +84,16 @@ return {
   ["mc_dropout.samples"] = { ge = 1 },
   ["mc_dropout.rate"] = { ge = 0, lt = 1 },
 
+  ["vilu.input"] = { enum = { "vilu", "features" }, id_neutral = true },
+  ["vilu.loss"] = { enum = { "bce", "tcp" }, id_neutral = true },
+  ["vilu.split"] = { enum = { "val", "train" }, id_neutral = true },
+  ["vilu.rows"] = { ge = 0, id_neutral = true },
+  ["vilu.hidden"] = { ge = 1, le = 65536, id_neutral = true },
+  ["vilu.epochs"] = { ge = 1, id_neutral = true },
+  ["vilu.batch_size"] = { ge = 1, le = 1048576, id_neutral = true },
+  ["vilu.learning_rate"] = { gt = 0, id_neutral = true },
+  ["vilu.weight_decay"] = { ge = 0, id_neutral = true },
+
   ["eval.score"] = { enum = { "msp", "maxlogit", "entropy", "mi", "energy", "disagreement" } },
   ["eval.calibrate"] = { enum = { "none", "temperature" } },
   ["eval.ece_bins"] = { ge = 1 },

@@ -71,7 +71,7 @@ function T.unknown_key_with_suggestion()
     .. "weight_decay, schedule, min_lr)")
   load_fails("ece_bins: 10\n", "%s:1:1: unknown key 'ece_bins' (did you mean 'eval.ece_bins'?)")
   load_fails("learning_rate: 0.1\n", "%s:1:1: unknown key 'learning_rate' (did you mean "
-    .. "'optim.learning_rate' or 'finetune.learning_rate'?)")
+    .. "'optim.learning_rate' or 'finetune.learning_rate' or 'vilu.learning_rate'?)")
   load_fails("train:\n  include: x.yaml\n",
     "%s:2:3: unknown key 'include' in 'train' (known: epochs, batch_size, eval_batch_size, "
     .. "warmup_epochs, grad_clip, label_smoothing, augment, select_best)")
@@ -236,7 +236,7 @@ function T.cli_overrides()
   fails("command line: optim.lerning_rate=0.1: unknown key 'lerning_rate' in 'optim' "
     .. "(did you mean 'learning_rate'?)", { "optim.lerning_rate=0.1" })
   fails("command line: epochs=3: unknown key 'epochs' (did you mean 'train.epochs' or "
-    .. "'finetune.epochs'?)", { "epochs=3" })
+    .. "'finetune.epochs' or 'vilu.epochs'?)", { "epochs=3" })
   fails("command line: optim.learning_rate=-0.1 must be > 0 (got -0.1)",
     { "optim.learning_rate=-0.1" })
   fails("command line: data.ood=[mnist,3]: data.ood[2]: expected string, got integer 3",
@@ -365,6 +365,7 @@ function T.hash_stability()
   -- the canonical YAML without the id_neutral keys at their default (config_schema.lua)
   local text = config.to_yaml(a):gsub("\n  circuit_batch_size: 64\n", "\n")
     :gsub("\n  warmup_epochs: ~\n", "\n")
+    :gsub("\nvilu:\n.-\n\n", "\n")   -- a section of id_neutral keys, all at their default
   check.eq(config.hash(a), core.hash64(text), "hash of the canonical YAML")
   -- insertion order of a table does not matter
   local c = {}

@@ -157,4 +157,16 @@ function T.one_finetuning_epoch_does_change_the_weights()
     or first:match("cls") or first:match("pos") or first:match("attn"), "named: " .. first)
 end
 
+function T.the_vilu_section_leaves_run_ids_alone_at_its_defaults()
+  -- every vilu.* key is id_neutral: at the defaults the section is left out of the config hash
+  -- (run-ids published before it stay valid); any changed key changes the hash
+  local a = hydra.config.load(nil, { "seed=3" })
+  ok(hydra.config.to_yaml(a):find("\nvilu:\n", 1, true), "to_yaml writes the section")
+  local text = hydra.config.to_yaml(a):gsub("\nvilu:\n.-\n\n", "\n")
+    :gsub("\n  circuit_batch_size: 64\n", "\n"):gsub("\n  warmup_epochs: ~\n", "\n")
+  eq(hydra.config.hash(a), core.hash64(text), "hash without the vilu section")
+  ok(hydra.config.hash(hydra.config.load(nil, { "seed=3", "vilu.epochs=5" }))
+    ~= hydra.config.hash(a), "a changed vilu key changes the hash")
+end
+
 return T
