@@ -261,6 +261,31 @@ function T.thread_budget_follows_slurm_cpus_per_task()
   check.eq(b, 2, "the config's threads win")
 end
 
+function T.slurm_launcher_options_and_arrays()
+  local ls = require("hydra.launcher_slurm")
+  check.eq(ls.ranges({ 0, 1, 2, 3, 5, 7, 8, 9 }), "0-3,5,7-9", "ranges")
+  check.eq(ls.ranges({ 4 }), "4", "one task")
+  check.raises("hydra sweep: --slurm-time expects a Slurm time limit (MM, HH:MM:SS, D-HH:MM), "
+    .. "got '1 hour'", function() return ls.check_options({ time = "1 hour" }) end)
+  check.raises("hydra sweep: --slurm-partition expects a partition name (letters, digits, '_', "
+    .. "'-', '.', ','), got 'a;rm -rf'",
+    function() return ls.check_options({ partition = "a;rm -rf" }) end)
+  check.raises("hydra sweep: --slurm-cpus expects an integer in [1, 1024], got 0",
+    function() return ls.check_options({ cpus = 0 }) end)
+  local d = setup()
+  local path = put(d, "s.yaml", "base: base.yaml\ngrid: {seed: [0, 1]}\n")
+  local code, _, errs = check.hydra(("sweep %s --wait"):format(path))
+  check.eq(code, 2, "--wait without the launcher")
+  check.eq(errs, "hydra: hydra sweep: --wait needs --launcher slurm\n", "message")
+  code, _, errs = check.hydra(("sweep %s --launcher slurm --shard 0/2"):format(path))
+  check.eq(code, 2, "--shard with the launcher")
+  check.ok(errs:find("--launcher slurm makes its own shards", 1, true), errs)
+  code, _, errs = check.hydra(("sweep %s --report-only"):format(path))
+  check.eq(code, 1, "--report-only with missing points")
+  check.eq(errs, "hydra: hydra sweep: 2 of 2 points are not complete (0, 1); no report written; "
+    .. "rerun the sweep to finish them\n", "report-only message")
+end
+
 function T.worker_command_line()
   local d = setup()
   local path = put(d, "s.yaml", "base: base.yaml\nprofiles: {quick: quick.yaml}\n"
