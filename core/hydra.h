@@ -21,6 +21,7 @@
 #include "loader.h"
 #include "metrics.h"
 #include "mlm.h"
+#include "mimo.h"
 #include "optim.h"
 #include "prune.h"
 #include "rng.h"

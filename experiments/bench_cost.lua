@@ -4,7 +4,8 @@
 -- batch 1, 32 and 256 (forward only, random images) for: Single (one full model), Deep Ensemble
 -- (3 full models one after another), the 3 pruned members one after another (each physically
 -- pruned: a one-member fused model, since the dense engine computes gated heads anyway), and the
--- fused Hydra model; params and forward FLOPs per sample of each. Targets (DESIGN §7): fused at
+-- fused Hydra model, and the fused Packed-Ensembles model (3 members of width 80, every fuse.* =
+-- member); params and forward FLOPs per sample of each. Targets (DESIGN §7): fused at
 -- least as fast as the members one by one at every batch (>= 1.5x at batch 1);
 -- time(Hydra)/time(Single) <= FLOPs(Hydra)/FLOPs(Single) at every batch; params(Hydra) <= 1.1
 -- params(Single). res.checks holds each batch's ratios and whether they meet them.
@@ -61,6 +62,15 @@ local function run(opts)
   local fused = hydra.fuse.build(members, hydra.config.defaults().fuse)
   local singles = {}
   for m = 1, M do singles[m] = hydra.fuse.build({ members[m] }, hydra.config.defaults().fuse) end
+  -- Packed-Ensembles (M = 3, alpha = 2): 3 narrow members (lua/hydra/methods/packed_ensemble.lua)
+  -- fused with every fuse.* = member: one pass over the ragged grouped GEMMs
+  local pe_cfg = hydra.config.load("configs/models/vit-fm.yaml",
+    { ["packed_ensemble.members"] = tostring(M) })
+  pe_cfg.model = require("hydra.methods.packed_ensemble").member_model(pe_cfg)
+  local pe_members = {}
+  for m = 1, M do pe_members[m] = hydra.model.new(pe_cfg, 200 + m) end
+  local packed = hydra.fuse.build(pe_members,
+    { mlp = "member", ln = "member", embed = "member", head = "member" })
   local T = 1 + (c.image_size // c.patch) ^ 2
   local rounds = opts.rounds or 7
   local methods = {
@@ -76,6 +86,8 @@ local function run(opts)
       return s
     end },
     { key = "hydra_s", time = function(b, k) return core.fused_time(fused.ud, b, k, 1) end },
+    { key = "packed_ensemble_s",
+      time = function(b, k) return core.fused_time(packed.ud, b, k, 1) end },
   }
   local load0 = loadavg()
   local rows = {}
@@ -93,7 +105,7 @@ local function run(opts)
     rows[#rows + 1] = r
   end
   local load1 = loadavg()
-  local fi = fused:info()
+  local fi, pi = fused:info(), packed:info()
   local mp, mf = 0, 0
   for m = 1, M do
     local si = singles[m]:info()
@@ -103,8 +115,9 @@ local function run(opts)
     model = "vit-fm", members = M, keep_heads = KEEP, threads = core.threads(),
     fuse = { mlp = fi.mlp, ln = fi.ln, embed = fi.embed, head = fi.head },
     params = { single = c.params, deep_ensemble = M * c.params,
-               members = mp, hydra = fi.params },
-    flops = { single = c.flops, deep_ensemble = M * c.flops, members = mf, hydra = fi.flops },
+               members = mp, hydra = fi.params, packed_ensemble = pi.params },
+    flops = { single = c.flops, deep_ensemble = M * c.flops, members = mf, hydra = fi.flops,
+              packed_ensemble = pi.flops },
     tokens = math.tointeger(T), rows = rows,
     omp_wait_policy = os.getenv("OMP_WAIT_POLICY") or "(unset)",
     load_before = load0, load_after = load1,
@@ -139,6 +152,10 @@ local function report(res)
       1e3 * r.deep_ensemble_s, 1e3 * r.members_s, 1e3 * r.hydra_s, ck.speedup_vs_members,
       ck.time_ratio_hydra_single))
   end
+  for _, r in ipairs(res.rows) do
+    print(("packed ensemble (fused, M=3, alpha 2) batch %d: %.3f ms (%.2fx single)"):format(
+      r.batch, 1e3 * r.packed_ensemble_s, r.packed_ensemble_s / r.single_s))
+  end
   print(("params: single %d  DE %d  members %d  hydra %d (%.2fx single; target <= 1.10x)")
     :format(res.params.single, res.params.deep_ensemble, res.params.members, res.params.hydra,
       res.params_ratio_hydra_single))
@@ -146,6 +163,9 @@ local function report(res)
     .. "hyd/single target <= %.2fx)"):format(res.flops.single / 1e6,
       res.flops.deep_ensemble / 1e6, res.flops.members / 1e6, res.flops.hydra / 1e6,
       res.flops.hydra / res.flops.single, res.flops.hydra / res.flops.single))
+  print(("packed ensemble: %d params (%.2fx single), %.1f MFLOPs/sample (%.2fx single)"):format(
+    res.params.packed_ensemble, res.params.packed_ensemble / res.params.single,
+    res.flops.packed_ensemble / 1e6, res.flops.packed_ensemble / res.flops.single))
 end
 
 local standalone = type(arg) == "table" and type(arg[0]) == "string"

@@ -35,6 +35,8 @@ local methods = {
     flops = res.flops.members },
   { key = "hydra_s", name = "Hydra (fused, 3 members)", params = res.params.hydra,
     flops = res.flops.hydra },
+  { key = "packed_ensemble_s", name = "Packed-Ensembles (fused, M = 3, alpha = 2)",
+    params = res.params.packed_ensemble, flops = res.flops.packed_ensemble },
 }
 local head = "| Method | Params (M) | MFLOPs / sample | FLOPs vs Single |"
 local rule = "|---|---:|---:|---:|"

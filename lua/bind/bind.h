@@ -75,6 +75,18 @@ hy_dataset *l_checkdataset(lua_State *L, int arg);
 /* Pushes a new, empty (zeroed) hydra.Dataset box. */
 hy_dataset *l_pushdataset(lua_State *L);
 
+/* ===== l_train.c ===== */
+
+/* Reads the resolved train (stack index tr), optim (op) and, when ft != 0, finetune sections by
+ * their YAML keys into *c and *aug, as core.trainer_new does (raises on a missing key or a bad
+ * optim.schedule); seed: the run's seed. */
+struct hy_train_config;
+void l_read_train_config(lua_State *L, int tr, int op, int ft, lua_Integer seed,
+                         struct hy_train_config *c, hy_augment *aug);
+/* Pushes a trainer's progress table (t:progress(): epoch, step, loss, acc, seconds, ...). */
+struct hy_progress;
+void l_pushprogress(lua_State *L, const struct hy_progress *p);
+
 /* ===== l_h5.c ===== */
 
 /* Pushes a new, closed hydra.H5File box; open it with hy_h5_create / hy_h5_open. Its __gc closes
@@ -107,6 +119,7 @@ void l_open_gemm(lua_State *L);
 void l_open_prune(lua_State *L);
 void l_open_fused(lua_State *L);
 void l_open_vilu(lua_State *L);
+void l_open_mimo(lua_State *L);
 void l_open_proc(lua_State *L);
 void l_open_spawn(lua_State *L);
 void l_open_prof(lua_State *L);

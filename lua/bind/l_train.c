@@ -85,24 +85,20 @@ static l_trainer *check_trainer(lua_State *L, int arg) {
  * seed. A fine-tuning trainer (finetune given) reads finetune.epochs, finetune.warmup_epochs and
  * finetune.learning_rate in place of train.epochs, train.warmup_epochs and optim.learning_rate
  * (finetune.warmup_epochs resolved: hydra.finetune fills in the rule of its null default). */
-static int l_trainer_new(lua_State *L) {
-    hy_xfmr *m = l_checkmodel(L, 1);
-    hy_dataset *d = l_checkdataset(L, 2);
-    luaL_checktype(L, 3, LUA_TTABLE);
-    luaL_checktype(L, 4, LUA_TTABLE);
-    lua_Integer seed = luaL_checkinteger(L, 5);
-    int ft = !lua_isnoneornil(L, 6);
-    if (ft) luaL_checktype(L, 6, LUA_TTABLE);
-    int tr = 3, op = 4;
+void l_read_train_config(lua_State *L, int tr, int op, int ft, lua_Integer seed,
+                         hy_train_config *out, hy_augment *aug_out) {
+    luaL_checktype(L, tr, LUA_TTABLE);
+    luaL_checktype(L, op, LUA_TTABLE);
+    if (ft) luaL_checktype(L, ft, LUA_TTABLE);
     hy_train_config c;
     memset(&c, 0, sizeof c);
-    c.epochs = ft ? l_cfgsize(L, 6, "finetune.epochs") : l_cfgsize(L, tr, "train.epochs");
+    c.epochs = ft ? l_cfgsize(L, ft, "finetune.epochs") : l_cfgsize(L, tr, "train.epochs");
     c.batch_size = l_cfgsize(L, tr, "train.batch_size");
-    c.warmup_epochs = ft ? l_cfgnum(L, 6, "finetune.warmup_epochs")
+    c.warmup_epochs = ft ? l_cfgnum(L, ft, "finetune.warmup_epochs")
                          : l_cfgnum(L, tr, "train.warmup_epochs");
     c.grad_clip = l_cfgnum(L, tr, "train.grad_clip");
     c.label_smoothing = l_cfgnum(L, tr, "train.label_smoothing");
-    c.optim.learning_rate = ft ? l_cfgnum(L, 6, "finetune.learning_rate")
+    c.optim.learning_rate = ft ? l_cfgnum(L, ft, "finetune.learning_rate")
                                : l_cfgnum(L, op, "optim.learning_rate");
     c.optim.beta1 = l_cfgnum(L, op, "optim.beta1");
     c.optim.beta2 = l_cfgnum(L, op, "optim.beta2");
@@ -110,11 +106,22 @@ static int l_trainer_new(lua_State *L) {
     c.optim.weight_decay = l_cfgnum(L, op, "optim.weight_decay");
     c.min_lr = l_cfgnum(L, op, "optim.min_lr");
     c.seed = (uint64_t)seed;
-    if (hy_sched_parse(l_cfgstr(L, op, "optim.schedule"), &c.schedule) != HY_OK)
-        return l_raise(L);
+    if (hy_sched_parse(l_cfgstr(L, op, "optim.schedule"), &c.schedule) != HY_OK) l_raise(L);
     hy_augment aug = {l_cfgbool(L, tr, "train.augment.random_crop"),
                       (int)l_cfgsize(L, tr, "train.augment.crop_padding"),
                       l_cfgbool(L, tr, "train.augment.hflip")};
+    *out = c;
+    *aug_out = aug;
+}
+
+static int l_trainer_new(lua_State *L) {
+    hy_xfmr *m = l_checkmodel(L, 1);
+    hy_dataset *d = l_checkdataset(L, 2);
+    lua_Integer seed = luaL_checkinteger(L, 5);
+    int ft = !lua_isnoneornil(L, 6);
+    hy_train_config c;
+    hy_augment aug;
+    l_read_train_config(L, 3, 4, ft ? 6 : 0, seed, &c, &aug);
 
     l_trainer *u = lua_newuserdatauv(L, sizeof *u, 2);
     memset(u, 0, sizeof *u);
@@ -154,9 +161,7 @@ static int l_trainer_run(lua_State *L) {
     return 1;
 }
 
-static int l_trainer_progress(lua_State *L) {
-    l_trainer *u = check_trainer(L, 1);
-    const hy_progress *p = &u->t.prog;
+void l_pushprogress(lua_State *L, const hy_progress *p) {
     lua_newtable(L);
 #define SETN(k, v) (lua_pushnumber(L, (lua_Number)(v)), lua_setfield(L, -2, k))
 #define SETI(k, v) (lua_pushinteger(L, (lua_Integer)(v)), lua_setfield(L, -2, k))
@@ -175,6 +180,10 @@ static int l_trainer_progress(lua_State *L) {
     SETN("samples_per_s", p->epoch_seconds > 0 ? (double)p->epoch_seen / p->epoch_seconds : 0.0);
 #undef SETN
 #undef SETI
+}
+
+static int l_trainer_progress(lua_State *L) {
+    l_pushprogress(L, &check_trainer(L, 1)->t.prog);
     return 1;
 }
 

@@ -441,15 +441,21 @@ function C.gate_row(gates, m)
   return out
 end
 
--- Fuses member checkpoints (fuse.* modes of cfg); returns the fused file path and key.
-function C.fused(ctx, member_paths, member_keys)
+-- Fuses member checkpoints (fuse.* modes of cfg, or the fuse section fc when given); returns
+-- the fused file path and key. meta: extra /meta attributes of the fused file (e.g. the method).
+function C.fused(ctx, member_paths, member_keys, fc, meta)
   local cfg = ctx.cfg
-  return ctx.cache:get("fused", { members = member_keys, fuse = cfg.fuse }, function(tmp, key)
+  fc = fc or cfg.fuse
+  local inputs = { members = member_keys, fuse = fc }
+  if meta then inputs.meta = meta end
+  return ctx.cache:get("fused", inputs, function(tmp, key)
     local fuse = require("hydra.fuse")
     local models = {}
     for i, p in ipairs(member_paths) do models[i] = model.load(p) end
-    local f = fuse.build(models, cfg.fuse)
-    f:save(tmp, { stage = "fused", stage_key = key, members = #models })
+    local f = fuse.build(models, fc)
+    local m = { stage = "fused", stage_key = key, members = #models }
+    for k, v in pairs(meta or {}) do m[k] = v end
+    f:save(tmp, m)
     f:close()
   end)
 end
