@@ -83,11 +83,11 @@ return {
   ["deep_ensemble.members"] = { ge = 1 },
   ["mc_dropout.samples"] = { ge = 1 },
   ["mc_dropout.rate"] = { ge = 0, lt = 1 },
-  ["packed_ensemble.members"] = { ge = 1, le = 64 },   -- the fused model's member bound
-  ["packed_ensemble.alpha"] = { gt = 0 },
-  ["mimo.members"] = { ge = 1, le = 64 },
-  ["mimo.input_repetition"] = { ge = 0, le = 1 },
-  ["mimo.batch_repetition"] = { ge = 1, le = 64 },
+  ["packed_ensemble.members"] = { ge = 1, le = 64, id_neutral = true },   -- the fused bound
+  ["packed_ensemble.alpha"] = { gt = 0, id_neutral = true },
+  ["mimo.members"] = { ge = 1, le = 64, id_neutral = true },
+  ["mimo.input_repetition"] = { ge = 0, le = 1, id_neutral = true },
+  ["mimo.batch_repetition"] = { ge = 1, le = 64, id_neutral = true },
 
   ["vilu.input"] = { enum = { "vilu", "features" }, id_neutral = true },
   ["vilu.loss"] = { enum = { "bce", "tcp" }, id_neutral = true },

@@ -350,6 +350,8 @@ function T.id_neutral_keys()
     ~= config.hash(a), "changed value")
   check.ok(config.hash(config.load(nil, { "seed=3", "finetune.warmup_epochs=0.5" }))
     ~= config.hash(a), "null default set")
+  check.ok(config.hash(config.load(nil, { "seed=3", "mimo.members=2" }))
+    ~= config.hash(a), "a section of id_neutral keys counts once one is changed")
   local pc = config.identity(a.prune, "prune")
   check.eq(pc.circuit_batch_size, nil, "identity drops the default")
   check.eq(pc.batch_size, a.prune.batch_size, "identity keeps the others")
@@ -366,6 +368,7 @@ function T.hash_stability()
   local text = config.to_yaml(a):gsub("\n  circuit_batch_size: 64\n", "\n")
     :gsub("\n  warmup_epochs: ~\n", "\n")
     :gsub("\nvilu:\n.-\n\n", "\n")   -- a section of id_neutral keys, all at their default
+    :gsub("\npacked_ensemble:\n.-\n\n", "\n"):gsub("\nmimo:\n.-\n\n", "\n")
   check.eq(config.hash(a), core.hash64(text), "hash of the canonical YAML")
   -- insertion order of a table does not matter
   local c = {}

@@ -426,7 +426,7 @@ function T.run_rejects_bad_method_lists()
       { quiet = true, cache_dir = root .. "/cache", progress = false })
   end
   raises("run: unknown method 'nope' in methods (known: circavg, deep_ensemble, hydra_circ, "
-    .. "hydra_taylor, mc_dropout, single, taylor)", function() return go("[single, nope]") end)
+    .. "hydra_taylor, mc_dropout, packed_ensemble, single, taylor)", function() return go("[single, nope]") end)
   raises("run: method 'single' is listed twice in methods", function()
     return go("[single, single]")
   end)
