@@ -291,8 +291,8 @@ hy_status hy_train_predict(hy_xfmr *m, const hy_dataset *ds, size_t batch_size, 
 }
 
 hy_status hy_train_features(hy_xfmr *m, const hy_dataset *ds, size_t batch_size, float *features,
-                            float *logits) {
+                            float *logits, float *probs) {
     if (ds->n == 0) return HY_OK;
-    pred_ctx c = {m->cfg.n_classes, logits, NULL, m, features};
+    pred_ctx c = {m->cfg.n_classes, logits, probs, m, features};
     return sweep(m, ds, batch_size, 0, pred_visit, &c);
 }

@@ -85,9 +85,9 @@ hy_status hy_train_evaluate(hy_xfmr *m, const hy_dataset *ds, size_t batch_size,
 hy_status hy_train_predict(hy_xfmr *m, const hy_dataset *ds, size_t batch_size, float *logits,
                            float *probs);
 
-/* Forward over every sample of ds in order: features [N,D] (hy_xfmr_features: the CLS row
- * after the final LayerNorm) and logits [N,K] (either may be NULL). Dropout as currently set. */
+/* hy_train_predict that also writes features [N,D] (hy_xfmr_features: the CLS row after the
+ * final LayerNorm) from the same forward; any output may be NULL. */
 hy_status hy_train_features(hy_xfmr *m, const hy_dataset *ds, size_t batch_size, float *features,
-                            float *logits);
+                            float *logits, float *probs);
 
 #endif

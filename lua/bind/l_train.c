@@ -1,7 +1,7 @@
 /* l_train.c: Lua binding of core/train (training loop, evaluation, prediction).
  *   m:evaluate(ds, B) -> nll, acc      m:predict(ds, B [, logits, probs]) -> logits, probs
  *   m:features(ds, B) -> features [N,D] (the CLS row after the final LayerNorm: the classifier's
- *     input, hy_xfmr_features), logits [N,K]
+ *     input, hy_xfmr_features), logits [N,K], probs [N,K] (m:predict's, from the same forward)
  *     (B: the caller's batch size, train.eval_batch_size in the pipeline)
  *   core.trainer_new(m, ds, train, optim, seed [, finetune]) -> hydra.Trainer
  *     t:start_epoch(e) (1-based), t:run(n) -> ran, t:progress() -> table, t:close()
@@ -58,7 +58,7 @@ static int l_model_predict(lua_State *L) {
     return 2;
 }
 
-/* m:features(ds, B) -> features [N,D], logits [N,K] */
+/* m:features(ds, B) -> features [N,D], logits [N,K], probs [N,K] */
 static int l_model_features(lua_State *L) {
     hy_xfmr *m = l_checkmodel(L, 1);
     hy_dataset *d = l_checkdataset(L, 2);
@@ -66,8 +66,10 @@ static int l_model_features(lua_State *L) {
     luaL_argcheck(L, B >= 1, 3, "batch size must be >= 1");
     hy_tensor *ft = out_tensor(L, 4, (int64_t)d->n, (int64_t)m->cfg.d_model);
     hy_tensor *lg = out_tensor(L, 5, (int64_t)d->n, (int64_t)m->cfg.n_classes);
-    if (hy_train_features(m, d, (size_t)B, ft->data, lg->data) != HY_OK) return l_raise(L);
-    return 2;
+    hy_tensor *pr = out_tensor(L, 6, (int64_t)d->n, (int64_t)m->cfg.n_classes);
+    if (hy_train_features(m, d, (size_t)B, ft->data, lg->data, pr->data) != HY_OK)
+        return l_raise(L);
+    return 3;
 }
 
 static l_trainer *check_trainer(lua_State *L, int arg) {

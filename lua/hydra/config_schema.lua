@@ -99,7 +99,8 @@ return {
   ["vilu.learning_rate"] = { gt = 0, id_neutral = true },
   ["vilu.weight_decay"] = { ge = 0, id_neutral = true },
 
-  ["eval.score"] = { enum = { "msp", "maxlogit", "entropy", "mi", "energy", "disagreement" } },
+  ["eval.score"] = { enum = { "msp", "maxlogit", "entropy", "mi", "energy", "disagreement",
+                              "learned" } },
   ["eval.calibrate"] = { enum = { "none", "temperature" } },
   ["eval.ece_bins"] = { ge = 1 },
   ["eval.bootstrap"] = { ge = 0, le = 100000 },

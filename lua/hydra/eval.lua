@@ -38,7 +38,8 @@ local function basename(path)
 end
 
 -- Reads and validates one prediction file.
--- Returns { path, probs, labels?, member_probs?, logits?, member_logits?, attrs, method, N, C, M }.
+-- Returns { path, probs, labels?, member_probs?, logits?, member_logits?, uncertainty?, attrs,
+-- method, N, C, M }.
 function M.load(path, role)
   if not core.stat(path) then err.fail("eval: cannot open '%s': no such file", path) end
   local g <close> = err.wrap("eval", h5.open, path)
@@ -103,6 +104,14 @@ function M.load(path, role)
         err.fail("eval: '%s' %s", path, core_msg(e))
       end
     end
+  end
+  -- a learned uncertainty score (methods vilu, confidnet): score "learned"
+  local u = read("/uncertainty", "float32")
+  if u then
+    need_shape("/uncertainty", u, { N })
+    ok, e = pcall(metrics.check_finite, u, "/uncertainty")
+    if not ok then err.fail("eval: '%s' %s", path, core_msg(e)) end
+    set.uncertainty = read("/uncertainty", "float64")   -- scores are float64 (metrics.score)
   end
   set.method = set.attrs.method or basename(path)
   return set
@@ -219,6 +228,13 @@ local function misclf_of(ps)
   return by
 end
 
+-- Why score sc has no values (the learned score is absent from every file but a learned head's).
+local function unavailable_why(res, sc)
+  return res.unavailable[sc] or (sc == "learned" and ("no /uncertainty in '%s' (only a learned "
+    .. "uncertainty head's predictions have it: methods vilu, confidnet)"):format(res.id_file))
+    or "no values"
+end
+
 -- Runs every metric. See the header for spec; returns the result table.
 -- spec.ood entries may carry group = "near" | "far" (default "far"); spec.calib (a labelled
 -- prediction file of the ID validation split) turns on temperature scaling.
@@ -249,7 +265,7 @@ function M.evaluate(spec)
   if mis then
     res.misclf = mis
     if not mis[score] then
-      err.fail("eval: score '%s' is unavailable: %s", score, res.unavailable[score])
+      err.fail("eval: score '%s' is unavailable: %s", score, unavailable_why(res, score))
     end
     for _, k in ipairs(metrics.MISCLF_METRICS) do res.metrics["misclf_" .. k] = mis[score][k] end
     for sc, m in pairs(mis) do
@@ -286,7 +302,7 @@ function M.evaluate(spec)
     end
     local primary = entry.by_score[score]
     if not primary then
-      err.fail("eval: score '%s' is unavailable: %s", score, res.unavailable[score])
+      err.fail("eval: score '%s' is unavailable: %s", score, unavailable_why(res, score))
     end
     for _, k in ipairs(metrics.OOD_METRICS) do entry[k] = primary[k] end
     if spec.bootstrap then
@@ -357,7 +373,7 @@ end
 
 -- The raw prediction arrays of a set (what the prediction file held), so that a result file
 -- alone can recompute every metric (results/README.md, "Run folders").
-local RAW = { "probs", "logits", "member_probs", "member_logits" }
+local RAW = { "probs", "logits", "member_probs", "member_logits", "uncertainty" }
 
 local function write_ps(f, prefix, ps, labels, raw)
   f:write(prefix .. "/conf", ps.conf)

@@ -9,7 +9,7 @@
 --   metrics.reliability / risk_coverage / histogram / range / jaccard / bootstrap_*
 --   metrics.median(xs)                  median of a Lua list of numbers (benchmark rounds)
 -- A "set" is { probs = float32 [N,C], labels = int32 [N] or nil, member_probs = [M,N,C] or nil,
--- logits = [N,C] or nil, member_logits = [M,N,C] or nil }. Conventions: DESIGN §4 and
+-- logits = [N,C] or nil, member_logits = [M,N,C] or nil, uncertainty = float64 [N] or nil }. Conventions: DESIGN §4 and
 -- results/README.md (p̄ = mean of member softmaxes, OOD positive, higher score = more OOD).
 local core = require("hydra.core")
 
@@ -20,7 +20,8 @@ M.EPS = 1e-12        -- NLL clamp when no logits are available: -log(max(p̄_y, 
 M.SUM_TOL = 1e-4     -- |sum_c p_c - 1| allowed in prediction files
 -- the OOD scores, by the one name eval.score, `hydra eval --score`, result.h5 (/scores/<s>) and
 -- the binding (core.metrics_score) use
-M.SCORES = { "msp", "maxlogit", "entropy", "mi", "energy", "disagreement" }
+-- ("learned": a trained uncertainty head's score, the /uncertainty array of a prediction file)
+M.SCORES = { "msp", "maxlogit", "entropy", "mi", "energy", "disagreement", "learned" }
 M.ID_METRICS = { "acc", "nll", "brier", "ece", "aece", "mce", "aurc" }
 M.OOD_METRICS = { "auroc", "fpr95", "fpr95_id", "aupr_out", "aupr_in" }
 M.MISCLF_METRICS = { "auroc", "aupr", "fpr95" }
@@ -38,7 +39,8 @@ M.CONVENTIONS = table.concat({
   "AURC: conf descending (ties by index), mean over k = 1..N of the error rate of the top k.",
   "OOD is the positive class; scores are higher = more OOD: MSP -max p̄, max-logit",
   "-mean_m max_c z_m, entropy H(p̄), MI H(p̄) - mean_m H(p_m) (0 for M = 1), energy",
-  "-logsumexp(mean member logits), disagreement = fraction of member pairs whose argmaxes differ.",
+  "-logsumexp(mean member logits), disagreement = fraction of member pairs whose argmaxes differ,",
+  "learned = a trained uncertainty head's output (/uncertainty; methods vilu, confidnet).",
   "AUROC: Mann-Whitney, ties counted half. AUPR-Out/AUPR-In: step-wise average precision",
   "(one threshold per distinct score) with OOD (resp. ID, negated score) positive.",
   "FPR95 (ours, the paper's): fraction of ID with s >= t, t = the ceil(0.95 n_ood)-th largest",
@@ -106,6 +108,8 @@ function M.per_sample(set)
     ps.unavailable.energy = "no /logits or /member_logits"
     ps.unavailable.maxlogit = "no /logits or /member_logits"
   end
+  -- only a learned head's files have it: its absence is not listed as unavailable
+  if set.uncertainty then ps.scores.learned = set.uncertainty end
   return ps
 end
 

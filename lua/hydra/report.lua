@@ -153,8 +153,8 @@ M.TITLES = { acc = "Acc ↑", ece = "ECE ↓", nll = "NLL ↓", brier = "Brier �
 
 -- Table labels of the OOD scores (results/README.md).
 M.SCORE_LABELS = { msp = "MSP", maxlogit = "Max-logit", entropy = "Entropy", mi = "MI",
-                   energy = "Energy", disagreement = "Disagreement" }
-M.SCORE_ORDER = { "msp", "maxlogit", "entropy", "mi", "energy", "disagreement" }
+                   energy = "Energy", disagreement = "Disagreement", learned = "Learned" }
+M.SCORE_ORDER = { "msp", "maxlogit", "entropy", "mi", "energy", "disagreement", "learned" }
 -- The blocks of a table, in print order, with their headings (report.markdown prints each
 -- block that has a value).
 M.BLOCKS = {
@@ -338,6 +338,7 @@ local function caption(results, with_ci, opts)
     msp = "MSP s = -max p̄", entropy = "entropy H(p̄)", maxlogit = "max-logit -mean_m max z_m",
     mi = "mutual information H(p̄) - mean_m H(p_m)",
     energy = "energy -logsumexp(mean logits)", disagreement = "member disagreement",
+    learned = "learned (the method's trained uncertainty head)",
   }
   local st = {}
   for i, s in ipairs(scores) do st[i] = score_text[s] or s end

@@ -23,7 +23,8 @@
 --          files with corruption/severity splits become one shift set per severity,
 --          "<name>-s<k>", concatenating every corruption at that severity), with data.test_subset
 --          applied to every set (per split; shift splits use data.shift_subset when > 0);
---       4. evaluates with hydra.eval (score eval.score, eval.bootstrap) into
+--       4. evaluates with hydra.eval (score eval.score, or the method's own: describe().score;
+--          eval.bootstrap) into
 --          dir/methods/<method>.h5 (a normal `hydra eval` result: `hydra plot` / `hydra report`
 --          accept it);
 --       5. writes dir/table.md, dir/table.csv (methods x metrics; hydra.report), dir/plots/
@@ -85,7 +86,7 @@ M.ID_EXCLUDE = { "results_dir", "threads", "sweep" }
 -- eval.score names: the hydra.metrics score names (the same words in configs, `hydra eval
 -- --score`, result.h5 and the tables)
 local SCORE = { msp = "msp", maxlogit = "maxlogit", entropy = "entropy", mi = "mi",
-                energy = "energy", disagreement = "disagreement" }
+                energy = "energy", disagreement = "disagreement", learned = "learned" }
 
 local function shallow_without(cfg, keys)
   local c = {}
@@ -291,12 +292,13 @@ local function execute_locked(cfg, opts, summary)
     end
     local methods = cfg.methods or {}
     if #methods == 0 then err.fail("run: methods is empty (nothing to run)") end
-    local mods, seen, need_ood_val = {}, {}, false
+    local mods, descs, seen, need_ood_val = {}, {}, {}, false
     for i, name in ipairs(methods) do
       if seen[name] then err.fail("run: method '%s' is listed twice in methods", name) end
       seen[name] = true
       mods[i] = method_module(name)
       local d = mods[i].describe(cfg)
+      descs[i] = d
       if d.needs and d.needs.ood_val then need_ood_val = true end
     end
     local sets = common.sets(cfg)
@@ -335,7 +337,8 @@ local function execute_locked(cfg, opts, summary)
         elseif s.role == "shift" then shifts[#shifts + 1] = { name = s.name, path = paths[s.name] } end
       end
       local res = eval.evaluate({
-        id = paths[sets[1].name], ood = oods, shift = shifts, score = score, calib = calib,
+        id = paths[sets[1].name], ood = oods, shift = shifts, calib = calib,
+        score = descs[i].score or score,   -- a learned head's own score (methods/common.lua)
         bootstrap = cfg.eval.bootstrap > 0 and cfg.eval.bootstrap or nil,
         seed = cfg.eval.bootstrap_seed or cfg.seed,
         command = ("hydra exp (run %s, method %s)"):format(summary.id, name),

@@ -264,9 +264,13 @@ static void test_features_are_the_head_input(void) {
     CHECK_OK(hy_dataset_from_images(&ds, &im, &lb, 0.3, 0.3, 0));
     float *feat = malloc(N * D * sizeof *feat), *lg = malloc(N * K * sizeof *lg);
     float *lg2 = malloc(N * K * sizeof *lg2), *re = malloc(N * K * sizeof *re);
-    CHECK_OK(hy_train_features(&m, &ds, 2, feat, lg));
-    CHECK_OK(hy_train_predict(&m, &ds, 2, lg2, NULL));
+    float *pr = malloc(N * K * sizeof *pr), *pr2 = malloc(N * K * sizeof *pr2);
+    CHECK_OK(hy_train_features(&m, &ds, 2, feat, lg, pr));
+    CHECK_OK(hy_train_predict(&m, &ds, 2, lg2, pr2));
     CHECK(memcmp(lg, lg2, N * K * sizeof *lg) == 0, "the same logits as hy_train_predict");
+    CHECK(memcmp(pr, pr2, N * K * sizeof *pr) == 0, "the same probs as hy_train_predict");
+    free(pr);
+    free(pr2);
     hy_linear_forward(re, feat, m.p.head_w, m.p.head_b, N, D, K);
     check_close("head(features)", re, lg, N * K, 1e-6, 1e-6);
     CHECK(hy_xfmr_features(&m) != NULL, "after a forward");

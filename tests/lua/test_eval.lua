@@ -200,7 +200,8 @@ function T.eval_bad_inputs()
   run_fails(("eval --id %s --ood %s --out %s/r.h5"):format(id, ood, d), 2,
     ("hydra eval: --ood expects NAME=PREDS.h5, got '%s'"):format(ood))
   run_fails(("eval --id %s --out %s/r.h5 --score nope"):format(id, d), 1,
-    "eval: unknown score 'nope' (known: msp, maxlogit, entropy, mi, energy, disagreement)")
+    "eval: unknown score 'nope' (known: msp, maxlogit, entropy, mi, energy, disagreement, "
+    .. "learned)")
   run_fails(("eval --id %s --ood far=%s --out %s/r.h5 --score maxlogit"):format(id, ood, d), 1,
     ("eval: score 'maxlogit' is unavailable: no /logits or /member_logits in '%s'"):format(id))
   run_fails(("eval --id %s"):format(id), 2, "hydra eval: --out is required")

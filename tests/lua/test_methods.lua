@@ -425,8 +425,9 @@ function T.run_rejects_bad_method_lists()
     return hydra.run.execute(tiny_cfg({ results_dir = root, methods = methods }),
       { quiet = true, cache_dir = root .. "/cache", progress = false })
   end
-  raises("run: unknown method 'nope' in methods (known: circavg, deep_ensemble, hydra_circ, "
-    .. "hydra_taylor, mc_dropout, packed_ensemble, single, taylor)", function() return go("[single, nope]") end)
+  raises("run: unknown method 'nope' in methods (known: circavg, confidnet, deep_ensemble, "
+    .. "hydra_circ, hydra_taylor, mc_dropout, packed_ensemble, single, taylor, vilu)",
+    function() return go("[single, nope]") end)
   raises("run: method 'single' is listed twice in methods", function()
     return go("[single, single]")
   end)

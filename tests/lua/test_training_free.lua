@@ -27,7 +27,7 @@ end
 local function tiny_cfg(extra)
   local ov = {
     ["data.dir"] = data_dir(), ["data.ood"] = "[tinyood]", ["data.ood_val"] = "tinyoodval",
-    ["data.test_subset"] = "0",
+    ["data.test_subset"] = "0", ["data.shift"] = "[]",
     ["model.d_model"] = "16", ["model.n_heads"] = "4", ["model.depth"] = "2",
     ["model.d_mlp"] = "32", ["train.epochs"] = "1", ["train.batch_size"] = "32",
     ["train.eval_batch_size"] = "32", ["prune.calib_size"] = "32", ["hydra.keep_heads"] = "2",
@@ -155,6 +155,59 @@ function T.one_finetuning_epoch_does_change_the_weights()
   ok(bad > 0, "fine-tuned members differ from the Single")
   ok(first:match("mlp") or first:match("norm") or first:match("embed") or first:match("head")
     or first:match("cls") or first:match("pos") or first:match("attn"), "named: " .. first)
+end
+
+function T.learned_heads_run_with_their_own_score()
+  local cache, results = check.tmpdir(), check.tmpdir()
+  local cfg = tiny_cfg({ ["vilu.epochs"] = "5", ["vilu.hidden"] = "8", ["results_dir"] = results,
+                         ["experiment"] = "tf" })
+  cfg.methods = { "single", "vilu", "confidnet" }
+  local s = hydra.run.execute(cfg, { quiet = true, progress = false, cache_dir = cache })
+  local r = hydra.run.load(s.result)
+  local by = {}
+  for _, res in ipairs(r.results) do by[res.name] = res end
+  eq(by.single.score, "msp", "the Single keeps eval.score")
+  eq(by.vilu.score, "learned", "vilu is evaluated with its head's score")
+  eq(by.confidnet.score, "learned", "confidnet too")
+  -- the heads change no prediction of the Single: same accuracy, ECE, NLL
+  for _, k in ipairs({ "acc", "ece", "nll", "brier" }) do
+    eq(by.vilu.metrics[k], by.single.metrics[k], "vilu " .. k .. " is the Single's")
+    eq(by.confidnet.metrics[k], by.single.metrics[k], "confidnet " .. k .. " is the Single's")
+  end
+  ok(by.vilu.metrics.misclf_auroc_learned ~= nil, "failure prediction with the learned score")
+  eq(by.vilu.metrics.misclf_auroc, by.vilu.metrics.misclf_auroc_learned, "headline = learned")
+  ok(by.vilu.metrics.misclf_auroc ~= by.single.metrics.misclf_auroc, "not the MSP's")
+  ok(by.vilu.by_score_summary.learned.avg.auroc ~= nil, "OOD detection with the learned score")
+  ok(by.single.by_score_summary.learned == nil, "the Single has no learned score")
+  ok(by.vilu.cost.params > by.single.cost.params, "the head's parameters counted")
+  -- the stored uncertainty is the head's score of the Single's features
+  local g <close> = hydra.h5.open(s.dir .. "/methods/vilu.h5")
+  eq(g:read("/id/scores/learned"):size(1), 40, "per-sample learned scores of the ID test set")
+  -- a second run with another score reuses the trained heads (stage "uhead")
+  local cfg2 = tiny_cfg({ ["vilu.epochs"] = "5", ["vilu.hidden"] = "8", ["results_dir"] = results,
+                          ["experiment"] = "tf2", ["eval.score"] = "energy" })
+  cfg2.methods = { "vilu" }
+  local stages_log = {}
+  local s2 = hydra.run.execute(cfg2, { quiet = true, progress = false, cache_dir = cache,
+                                       log = function(line) stages_log[#stages_log + 1] = line end })
+  eq(s2.stages.built, 0, "every stage reused (" .. table.concat(stages_log, " | ") .. ")")
+  eq(hydra.run.load(s2.result).results[1].score, "learned", "eval.score does not apply to vilu")
+  -- eval.score = learned on a method without a head: a clean error naming the file
+  local cfg3 = tiny_cfg({ ["results_dir"] = results, ["experiment"] = "tf3",
+                          ["eval.score"] = "learned" })
+  cfg3.methods = { "single" }
+  check.raises_has("eval: score 'learned' is unavailable: no /uncertainty in '", function()
+    hydra.run.execute(cfg3, { quiet = true, progress = false, cache_dir = cache })
+  end)
+end
+
+function T.a_head_needs_errors_to_learn_from()
+  -- a config whose training rows hold no error: a clean one-line error naming the fix
+  local cfg = tiny_cfg({ ["vilu.rows"] = "1" })
+  local ctx = quiet_ctx(cfg, check.tmpdir())
+  check.raises_has("a learned error predictor needs both outcomes", function()
+    require("hydra.methods.vilu").build(ctx)
+  end)
 end
 
 function T.the_vilu_section_leaves_run_ids_alone_at_its_defaults()

@@ -4,7 +4,9 @@
 --
 -- THE METHOD INTERFACE (every lua/hydra/methods/<name>.lua returns such a table):
 --   M.name, M.label                      "hydra_taylor", "Hydra (Taylor)"
---   M.describe(cfg) -> { name, label, members, seeds = {...}, needs = { ood_val = bool } }
+--   M.describe(cfg) -> { name, label, members, seeds = {...}, needs = { ood_val = bool },
+--                        score = nil or the score the method is evaluated with instead of
+--                        eval.score ("learned": the learned heads vilu, confidnet) }
 --   M.build(ctx) -> predictor            builds (or finds in the stage cache) everything the
 --                                        method needs
 -- ctx = { cfg = resolved config, cache = hydra.stages cache, log = function(fmt, ...),
@@ -225,7 +227,8 @@ Predictor.__index = Predictor
 C.Predictor = Predictor
 
 -- spec = { ctx, name, key_inputs (identity for the preds stage), members (count),
---          run = function(ds, B) -> { probs, logits, labels, member_probs?, member_logits? },
+--          run = function(ds, B) -> { probs, logits, labels, member_probs?, member_logits?,
+--                                     uncertainty? (float32 [N], a learned score) },
 --          dataset = function(set) -> core Dataset (normalised for the method's models),
 --          cost = { params, flops, members }, seeds }
 function C.predictor(spec)
@@ -245,6 +248,7 @@ function Predictor:predict(set)
     f:write("/labels", p.labels)
     if p.member_probs then f:write("/member_probs", p.member_probs) end
     if p.member_logits then f:write("/member_logits", p.member_logits) end
+    if p.uncertainty then f:write("/uncertainty", p.uncertainty) end
     f:set_attr("/", "method", self.name)
     f:set_attr("/", "dataset", set.name)
     f:set_attr("/", "data", set.file)
@@ -506,6 +510,57 @@ function C.pruned_module(name, label, variant)
   end
   function M.build(ctx)
     return C.pruned_method(ctx, name, variant)
+  end
+  return M
+end
+
+-- ===== learned uncertainty heads (vilu, confidnet) =====
+
+-- The method table of a learned uncertainty head on the frozen Single (hydra.vilu, core/vilu.h):
+-- the base model's stage, then stage "uhead" (the head trained on the ID split vilu.split,
+-- keyed by the base model, the kind, every vilu.* setting, the seed and the ID data), then a
+-- predictor whose files add /uncertainty = the head's score; the method is evaluated with score
+-- "learned" whatever eval.score is. Cost: the Single's plus the head's.
+function C.head_module(name, label)
+  local M = { name = name, label = label }
+  function M.describe(cfg)
+    return { name = name, label = label, members = 1, seeds = { cfg.seed },
+             needs = { ood_val = false }, score = "learned" }
+  end
+  function M.build(ctx)
+    local cfg = ctx.cfg
+    local vilu = require("hydra.vilu")
+    local kind = vilu.KINDS[name]
+    local base_path, base_key = C.base_model(ctx, cfg.seed, cfg.model.dropout)
+    local vc = deep_copy(cfg.vilu)
+    vc.input, vc.loss = kind.input(cfg), kind.loss(cfg)
+    local inputs = { base = base_key, kind = name, vilu = vc, seed = cfg.seed,
+                     batch = cfg.train.eval_batch_size,
+                     data = { id = stages.data_hash(C.data_file(cfg, cfg.data.id)) } }
+    local path, key = ctx.cache:get("uhead", inputs, function(tmp, key)
+      local m = model.load(base_path)
+      local t0 = core.now()
+      local head, info = vilu.fit(m, cfg, name)
+      ctx.log("  %s: trained on %d rows of the ID %s split (%d misclassified by the Single), "
+        .. "input %s, loss %s, %d epochs: final training loss %.4f (%.1f s)", label, info.rows,
+        info.split, info.n_err, vc.input, vc.loss, cfg.vilu.epochs, info.loss, core.now() - t0)
+      head:save(tmp, { stage = "uhead", stage_key = key, base_stage = base_key, kind = name,
+                       split = info.split, rows = info.rows, n_err = info.n_err,
+                       final_loss = info.loss, seed = cfg.seed })
+      head:close()
+    end)
+    local m = model.load(base_path)
+    local head = core.vilu_load(path)
+    local hp, hf = vilu.cost(head)
+    local mc = m:config()
+    return C.predictor({
+      ctx = ctx, name = name,
+      key_inputs = { kind = "uhead", models = { base_key }, head = key },
+      dataset = function(set) return C.dataset(set, m.norm) end,
+      run = function(ds, B) return vilu.predict(head, m, ds, B) end,
+      cost = { params = mc.params + hp, flops = mc.flops + hf, members = 1 },
+      seeds = { cfg.seed },
+    })
   end
   return M
 end
