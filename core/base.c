@@ -196,7 +196,9 @@ hy_status hy_threads_init(int64_t n) {
 #ifdef _OPENMP
     omp_set_num_threads(n_threads);
 #endif
-    openblas_set_num_threads(n_threads);
+    /* OpenBLAS single-threaded: hy_gemm shares out fixed tiles among hydra's own threads, so
+     * that a product's bits never depend on the thread count (gemm.h) */
+    openblas_set_num_threads(1);
     return HY_OK;
 }
 

@@ -71,9 +71,10 @@ void hy_log(hy_log_level lv, const char *fmt, ...) HY_PRINTF(2, 3);
 /* Monotonic wall-clock time in seconds. */
 double hy_now(void);
 
-/* Threads: hy_threads_init sets OpenMP and OpenBLAS thread counts once (n <= 0: HYDRA_THREADS,
- * else SLURM_CPUS_PER_TASK (a Slurm task's allocation), else the number of cores; the last two
- * at most HY_MAX_THREADS); hy_threads() returns the count in force.
+/* Threads: hy_threads_init sets the OpenMP thread count once (n <= 0: HYDRA_THREADS, else
+ * SLURM_CPUS_PER_TASK (a Slurm task's allocation), else the number of cores; the last two at
+ * most HY_MAX_THREADS) and OpenBLAS to 1 thread (hy_gemm parallelises over fixed tiles
+ * itself, gemm.h); hy_threads() returns the count in force.
  * Fails, changing nothing, when n > HY_MAX_THREADS ("threads: 100000 is above the limit of 1024
  * threads"), HYDRA_THREADS is set but not an integer in [1, HY_MAX_THREADS], or
  * SLURM_CPUS_PER_TASK is set but not an integer >= 1. */

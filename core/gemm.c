@@ -1,7 +1,11 @@
-/* gemm.c: see gemm.h. Row-major cblas_sgemm with size_t sizes checked to fit blasint. */
+/* gemm.c: see gemm.h. Row-major cblas_sgemm with size_t sizes checked to fit blasint, in tiles
+ * fixed by the shape, shared out among hydra's threads. */
 #include "gemm.h"
 
 #include <limits.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "prof.h"
 
@@ -10,24 +14,110 @@ static blasint bi(size_t v) {
     return (blasint)v;
 }
 
-void hy_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, size_t M, size_t N, size_t K, float alpha,
-             const float *A, size_t lda, const float *B, size_t ldb, float beta, float *C,
-             size_t ldc) {
+/* Tiles: rows in multiples of 16 near TILE_ROWS (equal-sized row tiles); when that gives
+ * fewer than TILES_WANT tiles, the columns are cut too (tiles at least TILE_MIN_COLS wide).
+ * Every tile re-packs its share of B (OpenBLAS packs per call): rows of 128 keep that under a
+ * few per cent of the product. */
+#ifndef HY_GEMM_TILE_ROWS
+#define HY_GEMM_TILE_ROWS 128
+#endif
+#define TILE_ROWS ((size_t)HY_GEMM_TILE_ROWS)
+#define TILE_MIN_COLS ((size_t)32)
+#define TILES_WANT ((size_t)8)
+#define TILE_MIN_WORK ((double)(1u << 21))
+
+static size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
+static size_t round16(size_t v) { return (v + 15) / 16 * 16; }
+
+void hy_gemm_tiling(size_t M, size_t N, size_t K, size_t *rows, size_t *cols) {
+    *rows = M ? M : 1;
+    *cols = N ? N : 1;
+    if ((double)M * (double)N * (double)K < TILE_MIN_WORK) return;
+    size_t nm = ceil_div(M, TILE_ROWS);
+    if (nm > 1) *rows = round16(ceil_div(M, nm));
+    nm = ceil_div(M, *rows);
+    if (nm < TILES_WANT) {
+        size_t nc = ceil_div(TILES_WANT, nm), most = N / TILE_MIN_COLS;
+        if (nc > most) nc = most;
+        if (nc > 1) *cols = round16(ceil_div(N, nc));
+    }
+}
+
+static void sgemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, size_t M, size_t N, size_t K,
+                  float alpha, const float *A, size_t lda, const float *B, size_t ldb, float beta,
+                  float *C, size_t ldc) {
+    cblas_sgemm(CblasRowMajor, ta, tb, bi(M), bi(N), bi(K), alpha, A, bi(lda ? lda : 1), B,
+                bi(ldb ? ldb : 1), beta, C, bi(ldc ? ldc : 1));
+}
+
+/* one tile: rows [r0, r1), columns [c0, c1) of C; ns[0..2] += pre, product, post times when
+ * timing */
+static void tile(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, size_t r0, size_t r1, size_t c0,
+                 size_t c1, size_t K, float alpha, const float *A, size_t lda, const float *B,
+                 size_t ldb, float beta, float *C, size_t ldc, const hy_gemm_epi *e,
+                 uint64_t ns[3]) {
+    uint64_t t = hy_prof_t0(), u;
+    if (e && e->pre) {
+        e->pre(e, r0, r1, c0, c1);
+        if (hy_prof_on) { u = hy_prof_clock(); ns[0] += u - t; t = u; }
+    }
+    const float *a = ta == CblasNoTrans ? A + r0 * lda : A + r0;
+    const float *b = tb == CblasNoTrans ? B + c0 : B + c0 * ldb;
+    if (K == 0) {
+        /* C = beta * C (BLAS may skip the scaling when K == 0) */
+        for (size_t i = r0; i < r1; i++)
+            for (size_t j = c0; j < c1; j++)
+                C[i * ldc + j] = beta == 0.0f ? 0.0f : beta * C[i * ldc + j];
+    } else {
+        sgemm(ta, tb, r1 - r0, c1 - c0, K, alpha, a, lda, b, ldb, beta, C + r0 * ldc + c0, ldc);
+    }
+    if (hy_prof_on) { u = hy_prof_clock(); ns[1] += u - t; t = u; }
+    if (e && e->post) {
+        e->post(e, r0, r1, c0, c1);
+        if (hy_prof_on) ns[2] += hy_prof_clock() - t;
+    }
+}
+
+void hy_gemm_ex(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, size_t M, size_t N, size_t K,
+                float alpha, const float *A, size_t lda, const float *B, size_t ldb, float beta,
+                float *C, size_t ldc, const hy_gemm_epi *e) {
     HY_ASSERT(ldc >= N);
     HY_ASSERT(lda >= (ta == CblasNoTrans ? K : M));
     HY_ASSERT(ldb >= (tb == CblasNoTrans ? N : K));
     if (M == 0 || N == 0) return;
-    if (K == 0) {
-        /* pass 1 only: C = beta * C (BLAS may skip the scaling when K == 0) */
-        for (size_t i = 0; i < M; i++)
-            for (size_t j = 0; j < N; j++)
-                C[i * ldc + j] = beta == 0.0f ? 0.0f : beta * C[i * ldc + j];
-        return;
-    }
     uint64_t t0 = hy_prof_t0();
-    cblas_sgemm(CblasRowMajor, ta, tb, bi(M), bi(N), bi(K), alpha, A, bi(lda ? lda : 1), B,
-                bi(ldb ? ldb : 1), beta, C, bi(ldc ? ldc : 1));
-    hy_prof_add(HY_PROF_GEMM, t0, 2 * (uint64_t)M * N * K);
+    size_t rt, ct;
+    hy_gemm_tiling(M, N, K, &rt, &ct);
+    size_t nmt = ceil_div(M, rt), nct = ceil_div(N, ct), nt = nmt * nct;
+#ifdef _OPENMP
+    if (omp_get_level() > 0) nt = 1, rt = M, ct = N, nmt = nct = 1;   /* the caller's threads */
+#endif
+    uint64_t p0 = 0, p1 = 0, p2 = 0;
+#pragma omp parallel for schedule(dynamic, 1) reduction(+ : p0, p1, p2) if (nt > 1)
+    for (size_t i = 0; i < nt; i++) {
+        size_t r0 = i / nct * rt, c0 = i % nct * ct;
+        size_t r1 = r0 + rt < M ? r0 + rt : M, c1 = c0 + ct < N ? c0 + ct : N;
+        uint64_t ns[3] = {0, 0, 0};
+        tile(ta, tb, r0, r1, c0, c1, K, alpha, A, lda, B, ldb, beta, C, ldc, e, ns);
+        p0 += ns[0];
+        p1 += ns[1];
+        p2 += ns[2];
+    }
+    if (hy_prof_on) {
+        /* the call's wall time, shared out by the classes' CPU times over the tiles */
+        double wall = (double)(hy_prof_clock() - t0), cpu = (double)(p0 + p1 + p2);
+        double f = cpu > 0 ? wall / cpu : 0;
+        hy_prof_record_ns(HY_PROF_GEMM, (uint64_t)((double)p1 * f), 2 * (uint64_t)M * N * K);
+        if (e && e->pre) hy_prof_record_ns((hy_prof_kind)e->pre_kind, (uint64_t)((double)p0 * f), 0);
+        if (e && e->post)
+            hy_prof_record_ns((hy_prof_kind)e->post_kind, (uint64_t)((double)p2 * f), 0);
+    }
+}
+
+void hy_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, size_t M, size_t N, size_t K, float alpha,
+             const float *A, size_t lda, const float *B, size_t ldb, float beta, float *C,
+             size_t ldc) {
+    hy_gemm_ex(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, NULL);
 }
 
 /* op(X) dims of a stored rows x cols matrix */

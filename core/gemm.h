@@ -11,6 +11,13 @@
 #include "base.h"
 
 /* C = alpha * op(A) op(B) + beta * C, all row-major.
+ * Threads: C is cut into tiles whose sizes depend on M, N, K alone (hy_gemm_tiling), never on
+ * the thread count; each tile is one single-threaded OpenBLAS call (OpenBLAS runs at 1 thread:
+ * hy_threads_init), and the tiles are shared out among hydra's OpenMP threads. A result is
+ * then bitwise the same with any number of threads (OpenBLAS's own threading is not: its
+ * Haswell/Zen kernels round differently at 2 threads). Inside an OpenMP parallel region
+ * (omp_get_level() > 0: the fused model's slices) the product is one call on the calling
+ * thread, the caller's threads being the parallelism.
  *   op(A) (M, K): A is (M, K) with lda >= K when ta == CblasNoTrans, else (K, M) with lda >= M
  *   op(B) (K, N): B is (K, N) with ldb >= N when tb == CblasNoTrans, else (N, K) with ldb >= K
  *   C     (M, N): ldc >= N; written when beta == 0 (C may hold NaN then), scaled+added otherwise
@@ -18,6 +25,29 @@
 void hy_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, size_t M, size_t N, size_t K, float alpha,
              const float *A, size_t lda, const float *B, size_t ldb, float beta, float *C,
              size_t ldc);
+
+/* The tiling of an M x N (x K) product: tiles of *rows x *cols (the last ones smaller); 1 x 1
+ * tile (rows = M, cols = N) below 2^21 multiply-adds. A pure function of the shape. */
+void hy_gemm_tiling(size_t M, size_t N, size_t K, size_t *rows, size_t *cols);
+
+/* Per-tile hooks of hy_gemm_ex, called on the thread that computes the tile, with the tile's
+ * rows [r0, r1) and columns [c0, c1) of C: pre before the tile's product (e.g. C = bias, then
+ * beta = 1), post after it (e.g. an activation of the fresh tile while it is in cache). Their
+ * time goes to classes pre_kind / post_kind of the per-kernel breakdown (prof.h), the product's
+ * to HY_PROF_GEMM. A hook must not open an OpenMP region or call hy_gemm. */
+typedef struct hy_gemm_epi {
+    void (*pre)(const struct hy_gemm_epi *e, size_t r0, size_t r1, size_t c0, size_t c1);
+    void (*post)(const struct hy_gemm_epi *e, size_t r0, size_t r1, size_t c0, size_t c1);
+    int pre_kind, post_kind;          /* hy_prof_kind */
+    const float *u, *v;               /* the hooks' operands and sizes (meaning theirs) */
+    float *w, *x;
+    size_t ld, n;
+} hy_gemm_epi;
+
+/* hy_gemm with per-tile hooks (epi may be NULL: hy_gemm). */
+void hy_gemm_ex(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, size_t M, size_t N, size_t K,
+                float alpha, const float *A, size_t lda, const float *B, size_t ldb, float beta,
+                float *C, size_t ldc, const hy_gemm_epi *epi);
 
 /* One product of a grouped GEMM: C = alpha * op(A) op(B) + beta * C with the *stored* shapes
  * given, so that mismatches can be reported. ld* = 0 means tightly packed (ld = cols). */

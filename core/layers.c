@@ -14,63 +14,133 @@
 #define PAR_MIN 32768
 
 /* ===== linear ===== */
+/* The bias (and residual) are written into each GEMM tile just before its product (beta = 1),
+ * GELU / GELU' applied to each tile just after it, and the bias gradient summed for each row
+ * range of dW, on the thread that computes the tile (gemm.h hooks): no separate pass over the
+ * activations, one OpenMP team. Every element sees exactly the operations of separate passes,
+ * so the hooks change no bit. Hook operands: w = C (ld its row stride), u = bias, v = residual
+ * or the GELU input, x = GELU output. */
+
+static void gelu_span(float *out, const float *x, size_t n);
+static void dgelu_span(float *dx, const float *x, size_t n);
+
+/* C tile = bias */
+static void pre_bias(const hy_gemm_epi *e, size_t r0, size_t r1, size_t c0, size_t c1) {
+    for (size_t r = r0; r < r1; r++)
+        memcpy(e->w + r * e->ld + c0, e->u + c0, (c1 - c0) * sizeof(float));
+}
+/* C tile = res + bias */
+static void pre_res_bias(const hy_gemm_epi *e, size_t r0, size_t r1, size_t c0, size_t c1) {
+    for (size_t r = r0; r < r1; r++) {
+        float *o = e->w + r * e->ld;
+        const float *rr = e->v + r * e->ld, *b = e->u;
+#pragma omp simd
+        for (size_t j = c0; j < c1; j++) o[j] = rr[j] + b[j];
+    }
+}
+/* GELU output tile = GELU(C tile) */
+static void post_gelu(const hy_gemm_epi *e, size_t r0, size_t r1, size_t c0, size_t c1) {
+    for (size_t r = r0; r < r1; r++)
+        gelu_span(e->x + r * e->ld + c0, e->w + r * e->ld + c0, c1 - c0);
+}
+/* C tile *= GELU'(v tile) */
+static void post_dgelu(const hy_gemm_epi *e, size_t r0, size_t r1, size_t c0, size_t c1) {
+    for (size_t r = r0; r < r1; r++)
+        dgelu_span(e->w + r * e->ld + c0, e->v + r * e->ld + c0, c1 - c0);
+}
+/* db (w) rows [r0, r1) += column sums of dout (u: n rows of ld), rows in order: once per row
+ * range of dW (its tiles of column 0) */
+static void post_bias_grad(const hy_gemm_epi *e, size_t r0, size_t r1, size_t c0, size_t c1) {
+    (void)c1;
+    if (c0 != 0) return;
+    for (size_t n = 0; n < e->n; n++) {
+        const float *d = e->u + n * e->ld;
+        float *db = e->w;
+#pragma omp simd
+        for (size_t o = r0; o < r1; o++) db[o] += d[o];
+    }
+}
+
+/* out = [res +] in W^T [+ b]; gelu_out = GELU(out) when non-NULL */
+static void linear_fwd(float *out, float *gelu_out, const float *in, const float *w,
+                       const float *b, const float *res, size_t N, size_t Din, size_t Dout) {
+    hy_gemm_epi e = {0};
+    e.pre = b ? (res ? pre_res_bias : pre_bias) : NULL;
+    e.pre_kind = res ? HY_PROF_RESID : HY_PROF_BIAS;
+    e.post = gelu_out ? post_gelu : NULL;
+    e.post_kind = HY_PROF_GELU;
+    e.u = b;
+    e.v = res;
+    e.w = out;
+    e.x = gelu_out;
+    e.ld = Dout;
+    hy_gemm_ex(CblasNoTrans, CblasTrans, N, Dout, Din, 1.0f, in, Din, w, Din, b ? 1.0f : 0.0f,
+               out, Dout, &e);
+}
 
 void hy_linear_forward(float *out, const float *in, const float *w, const float *b, size_t N,
                        size_t Din, size_t Dout) {
-    /* pass 1: out = b (broadcast), then out += in W^T */
-    if (b) {
-        uint64_t t0 = hy_prof_t0();
-        for (size_t n = 0; n < N; n++) memcpy(out + n * Dout, b, Dout * sizeof *out);
-        hy_prof_add(HY_PROF_BIAS, t0, 0);
-    }
-    hy_gemm(CblasNoTrans, CblasTrans, N, Dout, Din, 1.0f, in, Din, w, Din, b ? 1.0f : 0.0f, out,
-            Dout);
+    linear_fwd(out, NULL, in, w, b, NULL, N, Din, Dout);
 }
 
 void hy_linear_forward_res(float *out, const float *in, const float *w, const float *b,
                            const float *res, size_t N, size_t Din, size_t Dout) {
-    /* pass 1: out = res + b (one pass that also is the residual add), then out += in W^T */
-    uint64_t t0 = hy_prof_t0();
-#pragma omp parallel for schedule(static) if (N * Dout > PAR_MIN)
-    for (size_t n = 0; n < N; n++) {
-        float *o = out + n * Dout;
-        const float *r = res + n * Dout;
-#pragma omp simd
-        for (size_t j = 0; j < Dout; j++) o[j] = r[j] + b[j];
-    }
-    hy_prof_add(HY_PROF_RESID, t0, 0);
-    hy_gemm(CblasNoTrans, CblasTrans, N, Dout, Din, 1.0f, in, Din, w, Din, 1.0f, out, Dout);
+    HY_ASSERT(b != NULL);
+    linear_fwd(out, NULL, in, w, b, res, N, Din, Dout);
 }
 
-/* din = beta din + dout W (beta 0: written, 1: added) and the weight grads */
-static void linear_backward(float *din, float beta, float *dw, float *db, const float *dout,
-                            const float *in, const float *w, size_t N, size_t Din, size_t Dout) {
+void hy_linear_gelu_forward(float *out, float *gelu_out, const float *in, const float *w,
+                            const float *b, size_t N, size_t Din, size_t Dout) {
+    linear_fwd(out, gelu_out, in, w, b, NULL, N, Din, Dout);
+}
+
+/* din = beta din + dout W (beta 0: written, 1: added), times GELU'(hpre) when hpre != NULL
+ * (beta 0 only); the weight grads */
+static void linear_backward(float *din, float beta, const float *hpre, float *dw, float *db,
+                            const float *dout, const float *in, const float *w, size_t N,
+                            size_t Din, size_t Dout) {
     /* out = in W^T + b  =>  din += dout W;  dW += dout^T in;  db += sum_n dout[n] */
-    if (din)
-        hy_gemm(CblasNoTrans, CblasNoTrans, N, Din, Dout, 1.0f, dout, Dout, w, Din, beta, din, Din);
-    hy_gemm(CblasTrans, CblasNoTrans, Dout, Din, N, 1.0f, dout, Dout, in, Din, 1.0f, dw, Din);
-    if (db) {
-        uint64_t t0 = hy_prof_t0();
-        for (size_t n = 0; n < N; n++) {
-            const float *d = dout + n * Dout;
-#pragma omp simd
-            for (size_t o = 0; o < Dout; o++) db[o] += d[o];
-        }
-        hy_prof_add(HY_PROF_BIAS, t0, 0);
+    if (din) {
+        hy_gemm_epi e = {0};
+        e.post = hpre ? post_dgelu : NULL;
+        e.post_kind = HY_PROF_GELU;
+        e.v = hpre;
+        e.w = din;
+        e.ld = Din;
+        hy_gemm_ex(CblasNoTrans, CblasNoTrans, N, Din, Dout, 1.0f, dout, Dout, w, Din, beta, din,
+                   Din, &e);
     }
+    hy_gemm_epi g = {0};
+    g.post = db ? post_bias_grad : NULL;
+    g.post_kind = HY_PROF_BIAS;
+    g.u = dout;
+    g.w = db;
+    g.ld = Dout;
+    g.n = N;
+    hy_gemm_ex(CblasTrans, CblasNoTrans, Dout, Din, N, 1.0f, dout, Dout, in, Din, 1.0f, dw, Din,
+               &g);
 }
 
 void hy_linear_backward(float *din, float *dw, float *db, const float *dout, const float *in,
                         const float *w, size_t N, size_t Din, size_t Dout) {
-    linear_backward(din, 1.0f, dw, db, dout, in, w, N, Din, Dout);
+    linear_backward(din, 1.0f, NULL, dw, db, dout, in, w, N, Din, Dout);
 }
 
 void hy_linear_backward_set(float *din, float *dw, float *db, const float *dout,
                             const float *in, const float *w, size_t N, size_t Din, size_t Dout) {
-    linear_backward(din, 0.0f, dw, db, dout, in, w, N, Din, Dout);
+    linear_backward(din, 0.0f, NULL, dw, db, dout, in, w, N, Din, Dout);
+}
+
+void hy_linear_backward_gelu_set(float *din, float *dw, float *db, const float *dout,
+                                 const float *in, const float *w, const float *hpre, size_t N,
+                                 size_t Din, size_t Dout) {
+    linear_backward(din, 0.0f, hpre, dw, db, dout, in, w, N, Din, Dout);
 }
 
 /* ===== layernorm ===== */
+
+/* columns per block of the weight-gradient sums */
+#define LN_COLS 32
 
 void hy_layernorm_forward(float *out, float *mean, float *rstd, const float *x, const float *w,
                           const float *b, size_t N, size_t D, float eps) {
@@ -123,14 +193,20 @@ void hy_layernorm_backward(float *dx, float *dw, float *db, const float *dout, c
             d[i] += r * (g[i] * w[i] - s1 - xh * s2);
         }
     }
-    /* weight grads: rows in order (deterministic) */
-    for (size_t n = 0; n < N; n++) {
-        const float *xr = x + n * D, *g = dout + n * D;
-        float m = mean[n], r = rstd[n];
+    /* weight grads: blocks of columns in parallel, each summing the rows in order (the same
+     * bits as one serial loop, whatever the thread count) */
+    size_t ncb = (D + LN_COLS - 1) / LN_COLS;
+#pragma omp parallel for schedule(static) if (N * D > PAR_MIN && ncb > 1)
+    for (size_t cb = 0; cb < ncb; cb++) {
+        size_t i0 = cb * LN_COLS, i1 = i0 + LN_COLS < D ? i0 + LN_COLS : D;
+        for (size_t n = 0; n < N; n++) {
+            const float *xr = x + n * D, *g = dout + n * D;
+            float m = mean[n], r = rstd[n];
 #pragma omp simd
-        for (size_t i = 0; i < D; i++) {
-            dw[i] += g[i] * (xr[i] - m) * r;
-            db[i] += g[i];
+            for (size_t i = i0; i < i1; i++) {
+                dw[i] += g[i] * (xr[i] - m) * r;
+                db[i] += g[i];
+            }
         }
     }
     hy_prof_add(HY_PROF_LN, t0, 0);
@@ -154,6 +230,23 @@ static inline hy_v8f dgelu8(hy_v8f v) {
     hy_v8f cdf = 0.5f * (1.0f + hy_erf8(v * INV_SQRT2));
     hy_v8f pdf = INV_SQRT2PI * hy_exp8(-0.5f * v * v);
     return cdf + v * pdf;
+}
+
+/* out = GELU(x) over n floats, 8 at a time then the scalar tail (each lane is bitwise its scalar
+ * twin: the split never matters) */
+static void gelu_span(float *out, const float *x, size_t n) {
+    size_t nb = n / 8;
+    for (size_t b = 0; b < nb; b++) hy_v8_store(out + 8 * b, gelu8(hy_v8_load(x + 8 * b)));
+    for (size_t i = 8 * nb; i < n; i++) out[i] = gelu1(x[i]);
+}
+/* dx *= GELU'(x) over n floats */
+static void dgelu_span(float *dx, const float *x, size_t n) {
+    size_t nb = n / 8;
+    for (size_t b = 0; b < nb; b++) {
+        size_t i = 8 * b;
+        hy_v8_store(dx + i, hy_v8_load(dx + i) * dgelu8(hy_v8_load(x + i)));
+    }
+    for (size_t i = 8 * nb; i < n; i++) dx[i] = dx[i] * dgelu1(x[i]);
 }
 
 void hy_gelu_forward(float *out, const float *x, size_t n) {

@@ -29,6 +29,16 @@ void hy_linear_backward_set(float *din, float *dw, float *db, const float *dout,
 void hy_linear_forward_res(float *out, const float *in, const float *w, const float *b,
                            const float *res, size_t N, size_t Din, size_t Dout);
 
+/*   out (N, Dout) written = in W^T + b, and gelu_out (N, Dout) written = GELU(out) (the MLP's
+ *   fc1 + GELU in one pass over each GEMM tile); b must not be NULL; the two must not alias. */
+void hy_linear_gelu_forward(float *out, float *gelu_out, const float *in, const float *w,
+                            const float *b, size_t N, size_t Din, size_t Dout);
+/*   hy_linear_backward_set with din (N, Din) written = (dout W) * GELU'(hpre) (hpre (N, Din):
+ *   the pre-activation whose GELU was this layer's input), the GELU backward fused in. */
+void hy_linear_backward_gelu_set(float *din, float *dw, float *db, const float *dout,
+                                 const float *in, const float *w, const float *hpre, size_t N,
+                                 size_t Din, size_t Dout);
+
 /* ===== layernorm over the last axis, eps given ===== */
 /*   out (N, D) written; mean, rstd (N) written (saved); x (N, D); w, b (D). out may alias x. */
 void hy_layernorm_forward(float *out, float *mean, float *rstd, const float *x, const float *w,

@@ -33,8 +33,11 @@ uint64_t hy_prof_clock(void) {
 }
 
 void hy_prof_record(hy_prof_kind k, uint64_t t0, uint64_t flops) {
-    uint64_t dt = hy_prof_clock() - t0;
-    __atomic_fetch_add(&acc[k].ns, dt, __ATOMIC_RELAXED);
+    hy_prof_record_ns(k, hy_prof_clock() - t0, flops);
+}
+
+void hy_prof_record_ns(hy_prof_kind k, uint64_t ns, uint64_t flops) {
+    __atomic_fetch_add(&acc[k].ns, ns, __ATOMIC_RELAXED);
     __atomic_fetch_add(&acc[k].calls, 1, __ATOMIC_RELAXED);
     if (flops) __atomic_fetch_add(&acc[k].flops, flops, __ATOMIC_RELAXED);
 }

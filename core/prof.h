@@ -46,6 +46,8 @@ const char *hy_prof_name(hy_prof_kind k);
 
 uint64_t hy_prof_clock(void);   /* monotonic ns */
 void hy_prof_record(hy_prof_kind k, uint64_t t0, uint64_t flops);
+/* adds ns (a duration measured by the caller) and one call to class k */
+void hy_prof_record_ns(hy_prof_kind k, uint64_t ns, uint64_t flops);
 
 static inline uint64_t hy_prof_t0(void) { return hy_prof_on ? hy_prof_clock() : 0; }
 static inline void hy_prof_add(hy_prof_kind k, uint64_t t0, uint64_t flops) {

@@ -607,8 +607,7 @@ hy_status hy_xfmr_forward(hy_xfmr *m, const hy_batch *in, size_t B, float *logit
         /* MLP: xo = xm + drop(fc2(drop(GELU(fc1(LN2(xm)))))) */
         hy_layernorm_forward(ln2, a->ln2_mean + l * a->sR, a->ln2_rstd + l * a->sR, xm,
                              w->norm2_w, w->norm2_b, BT, D, HY_XFMR_LN_EPS);
-        hy_linear_forward(h, ln2, w->fc1_w, w->fc1_b, BT, D, DM);
-        hy_gelu_forward(hg, h, BT * DM);
+        hy_linear_gelu_forward(h, hg, ln2, w->fc1_w, w->fc1_b, BT, D, DM);
         if (drop && c->mlp_dropout > 0.0f) {
             hy_rng r1 = site_rng(&fwd_rng, l, 1), r2 = site_rng(&fwd_rng, l, 2);
             hy_dropout_apply(hg, hg, NULL, &r1, BT, DM, c->mlp_dropout);
@@ -730,13 +729,17 @@ hy_status hy_xfmr_backward_hidden(hy_xfmr *m, const float *dlogits, const float 
             hy_dropout_apply(dtmp, dres, NULL, &r2, BT, D, c->mlp_dropout);
             dbranch = dtmp;
         }
-        hy_linear_backward_set(dhg, gw->fc2_w, gw->fc2_b, dbranch, hg, w->fc2_w, BT, DM, D);
-        /* hg = drop(GELU(h)): dh = (dhg * mask) GELU'(h), in place in dhg */
+        /* hg = drop(GELU(h)): dh = (dhg * mask) GELU'(h), in place in dhg (GELU' fused into
+         * the fc2 backward GEMM without dropout) */
         if (dm) {
+            hy_linear_backward_set(dhg, gw->fc2_w, gw->fc2_b, dbranch, hg, w->fc2_w, BT, DM, D);
             hy_rng r1 = site_rng(&m->last_drop_rng, l, 1);
             hy_dropout_apply(dhg, dhg, NULL, &r1, BT, DM, c->mlp_dropout);
+            hy_gelu_backward_set(dhg, dhg, h, BT * DM);
+        } else {
+            hy_linear_backward_gelu_set(dhg, gw->fc2_w, gw->fc2_b, dbranch, hg, w->fc2_w, h, BT,
+                                        DM, D);
         }
-        hy_gelu_backward_set(dhg, dhg, h, BT * DM);
         hy_linear_backward_set(dln, gw->fc1_w, gw->fc1_b, dhg, ln2, w->fc1_w, BT, D, DM);
         /* ln2 = LN2(xm); dres += LN2 backward, so dres becomes dxm */
         hy_layernorm_backward(dres, gw->norm2_w, gw->norm2_b, dln, xm,

@@ -1,5 +1,6 @@
 /* test_gemm.c: hy_gemm against the double twin (every transpose pair, padded leading dims,
- * alpha/beta, K = 0) and hy_gemm_grouped (ragged groups; validation messages; nothing written
+ * alpha/beta, K = 0; shapes cut into row tiles, column tiles or both), bitwise the same at 1, 2
+ * and 3 threads, its per-tile hooks covering every element of C once, and hy_gemm_grouped (ragged groups; validation messages; nothing written
  * when one group is bad). */
 #include <math.h>
 #include <stdlib.h>
@@ -57,6 +58,81 @@ static void test_gemm_vs_ref(void) {
                 one_gemm(ta, tb, shapes[s][0], shapes[s][1], shapes[s][2], 3, 0.5f, 1.0f);
                 one_gemm(ta, tb, shapes[s][0], shapes[s][1], shapes[s][2], 1, -1.5f, 0.25f);
             }
+}
+
+/* shapes above the tiling threshold: row tiles, column tiles, both; tiled products agree with
+ * the twin and are bitwise the same with 1, 2 and 3 threads */
+static void test_gemm_tiled(void) {
+    static const size_t shapes[][3] = {{300, 200, 64}, {96, 520, 400}, {1000, 48, 50}};
+    size_t rt, ct;
+    hy_gemm_tiling(300, 200, 64, &rt, &ct);
+    CHECK(rt < 300, "300x200x64 is cut into row tiles (rows %zu)", rt);
+    hy_gemm_tiling(96, 520, 400, &rt, &ct);
+    CHECK(rt == 96 && ct < 520 && ct % 16 == 0, "96x520x400: column tiles (%zu x %zu)", rt, ct);
+    hy_gemm_tiling(17, 384, 128, &rt, &ct);
+    CHECK(rt == 17 && ct == 384, "a batch-1 product is one tile (%zu x %zu)", rt, ct);
+    int threads0 = hy_threads();
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++)
+            for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+                size_t M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+                hy_threads_init(2);
+                one_gemm(ta, tb, M, N, K, 1, 0.5f, 1.0f);
+                size_t ar = ta ? K : M, ac = ta ? M : K, br = tb ? N : K, bc = tb ? K : N;
+                float *A = rand_vec(ar * ac), *B = rand_vec(br * bc), *C[3];
+                for (int nt = 1; nt <= 3; nt++) {
+                    hy_threads_init(nt);
+                    C[nt - 1] = rand_vec(M * N);
+                    hy_gemm(ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N,
+                            K, 1.0f, A, ac, B, bc, 0.0f, C[nt - 1], N);
+                }
+                CHECK(memcmp(C[0], C[1], M * N * sizeof(float)) == 0 &&
+                      memcmp(C[0], C[2], M * N * sizeof(float)) == 0,
+                      "ta=%d tb=%d %zux%zux%zu: 1, 2, 3 threads differ", ta, tb, M, N, K);
+                free(A); free(B); free(C[0]); free(C[1]); free(C[2]);
+            }
+    hy_threads_init(threads0);
+}
+
+/* pre counts each element's visits in w, post checks the product is there (C = 0 + A B) */
+static void pre_count(const hy_gemm_epi *e, size_t r0, size_t r1, size_t c0, size_t c1) {
+    for (size_t r = r0; r < r1; r++)
+        for (size_t c = c0; c < c1; c++) {
+            e->x[r * e->ld + c] += 1.0f;
+            e->w[r * e->ld + c] = 0.0f;
+        }
+}
+static void post_count(const hy_gemm_epi *e, size_t r0, size_t r1, size_t c0, size_t c1) {
+    for (size_t r = r0; r < r1; r++)
+        for (size_t c = c0; c < c1; c++) e->x[r * e->ld + c] += 2.0f * (e->w[r * e->ld + c] != 0.0f);
+}
+
+static void test_gemm_hooks_cover_once(void) {
+    static const size_t shapes[][3] = {{300, 200, 64}, {96, 520, 400}, {5, 7, 3}};
+    int threads0 = hy_threads();
+    hy_threads_init(2);
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        size_t M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+        float *A = malloc(M * K * sizeof *A), *B = malloc(K * N * sizeof *B);
+        float *C = malloc(M * N * sizeof *C), *cnt = calloc(M * N, sizeof *cnt);
+        for (size_t i = 0; i < M * K; i++) A[i] = 1.0f;
+        for (size_t i = 0; i < K * N; i++) B[i] = 1.0f;
+        for (size_t i = 0; i < M * N; i++) C[i] = NAN;
+        hy_gemm_epi e = {0};
+        e.pre = pre_count;
+        e.post = post_count;
+        e.pre_kind = e.post_kind = 0;
+        e.w = C;
+        e.x = cnt;
+        e.ld = N;
+        hy_gemm_ex(CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, A, K, B, N, 1.0f, C, N, &e);
+        size_t bad = 0;
+        for (size_t i = 0; i < M * N; i++) bad += cnt[i] != 3.0f || C[i] != (float)K;
+        CHECK(bad == 0, "%zux%zux%zu: %zu elements not hooked exactly once before and after "
+              "their product", M, N, K, bad);
+        free(A); free(B); free(C); free(cnt);
+    }
+    hy_threads_init(threads0);
 }
 
 static void test_gemm_beta0_ignores_nan(void) {
@@ -144,6 +220,8 @@ static void test_grouped_validation(void) {
 int main(void) {
     hy_rng_seed(&rng, check_seed());
     RUN(test_gemm_vs_ref);
+    RUN(test_gemm_tiled);
+    RUN(test_gemm_hooks_cover_once);
     RUN(test_gemm_beta0_ignores_nan);
     RUN(test_grouped_ragged);
     RUN(test_grouped_validation);

@@ -72,6 +72,39 @@ static void test_linear(void) {
     free(x); free(w); free(b); free(out); free(want);
 }
 
+/* fc1 + GELU and fc2's backward + GELU' in one pass over each GEMM tile: bitwise the separate
+ * passes, at shapes cut into several tiles (an odd width for the scalar tails); the bias
+ * gradient is the plain column sum in row order */
+static void test_linear_gelu_fused(void) {
+    size_t N = 301, Din = 64, Dout = 203;
+    float *x = rand_vec(N * Din, 1), *w = rand_vec(Dout * Din, 0.5f), *b = rand_vec(Dout, 1);
+    float *h1 = malloc(N * Dout * sizeof *h1), *g1 = malloc(N * Dout * sizeof *g1);
+    float *h2 = malloc(N * Dout * sizeof *h2), *g2 = malloc(N * Dout * sizeof *g2);
+    hy_linear_gelu_forward(h1, g1, x, w, b, N, Din, Dout);
+    hy_linear_forward(h2, x, w, b, N, Din, Dout);
+    hy_gelu_forward(g2, h2, N * Dout);
+    CHECK(memcmp(h1, h2, N * Dout * sizeof *h1) == 0 && memcmp(g1, g2, N * Dout * sizeof *g1) == 0,
+          "fused fc1 + GELU differs from the separate passes");
+    /* backward of out = hg W2^T + b2 (hg = GELU(h1), W2 (Dout2, Dout)): dh = (dout W2) GELU'(h1) */
+    size_t D2 = 48;
+    float *w2 = rand_vec(D2 * Dout, 0.5f), *dout = rand_vec(N * D2, 1);
+    float *dh1 = malloc(N * Dout * sizeof *dh1), *dh2 = malloc(N * Dout * sizeof *dh2);
+    float *dw1 = calloc(D2 * Dout, sizeof *dw1), *dw2 = calloc(D2 * Dout, sizeof *dw2);
+    float *db1 = calloc(D2, sizeof *db1), *db2 = calloc(D2, sizeof *db2);
+    float *dbw = calloc(D2, sizeof *dbw);
+    hy_linear_backward_gelu_set(dh1, dw1, db1, dout, g1, w2, h1, N, Dout, D2);
+    hy_linear_backward_set(dh2, dw2, db2, dout, g1, w2, N, Dout, D2);
+    hy_gelu_backward_set(dh2, dh2, h1, N * Dout);
+    for (size_t n = 0; n < N; n++)
+        for (size_t o = 0; o < D2; o++) dbw[o] += dout[n * D2 + o];
+    CHECK(memcmp(dh1, dh2, N * Dout * sizeof *dh1) == 0, "fused GELU' differs from its pass");
+    CHECK(memcmp(dw1, dw2, D2 * Dout * sizeof *dw1) == 0, "dW differs");
+    CHECK(memcmp(db1, dbw, D2 * sizeof *db1) == 0 && memcmp(db2, dbw, D2 * sizeof *db2) == 0,
+          "the bias gradient is not the column sum in row order");
+    free(x); free(w); free(b); free(h1); free(g1); free(h2); free(g2); free(w2); free(dout);
+    free(dh1); free(dh2); free(dw1); free(dw2); free(db1); free(db2); free(dbw);
+}
+
 static void test_layernorm(void) {
     size_t N = 41, D = 128;
     float *x = rand_vec(N * D, 3), *w = rand_vec(D, 1), *b = rand_vec(D, 1);
@@ -284,6 +317,7 @@ int main(void) {
     hy_rng_seed(&rng, check_seed());
     RUN(test_vmath);
     RUN(test_linear);
+    RUN(test_linear_gelu_fused);
     RUN(test_layernorm);
     RUN(test_gelu);
     RUN(test_softmax);

@@ -1,5 +1,5 @@
 /* test_train.c: the training loop learns the synthetic task, same seed + threads gives
- * bitwise-identical parameters, a non-finite loss stops with a message naming the step,
+ * bitwise-identical parameters, and so do 1 and 2 threads (training and predictions), a non-finite loss stops with a message naming the step,
  * evaluate/predict agree with the forward, and config errors. */
 #include <math.h>
 #include <stdio.h>
@@ -138,6 +138,52 @@ static void test_bitwise_determinism(void) {
     hy_dataset_release(&d);
 }
 
+/* A model big enough that OpenBLAS would thread its GEMMs (M N K above its threshold):
+ * trains a few steps with nt threads, then predicts; params and logits returned (owned). */
+static void train_predict_threads(const hy_dataset *d, int nt, float **params, size_t *n,
+                                  float **logits) {
+    hy_threads_init(nt);
+    hy_xfmr_config c = tiny_vit(0.1f);
+    c.d_model = 64;
+    c.d_mlp = 256;
+    hy_xfmr m;
+    CHECK_OK(hy_xfmr_new(&m, &c));
+    hy_xfmr_init(&m, 4);
+    hy_train_config tc = train_cfg(1, 48);
+    hy_trainer t;
+    CHECK_OK(hy_trainer_new(&t, &m, d, &tc, NULL));
+    run_epochs(&t, 1, 100);
+    hy_trainer_release(&t);
+    *params = hy_xmalloc(m.n_params * sizeof(float));
+    memcpy(*params, m.params, m.n_params * sizeof(float));
+    *n = m.n_params;
+    *logits = hy_xmalloc(d->n * 10 * sizeof(float));
+    float *probs = hy_xmalloc(d->n * 10 * sizeof(float));
+    CHECK_OK(hy_train_predict(&m, d, 64, *logits, probs));
+    hy_free(probs);
+    hy_xfmr_release(&m);
+}
+
+static void test_threads_bitwise(void) {
+    int threads0 = hy_threads();
+    hy_dataset d;
+    synth(&d, 192, 6);
+    float *p1, *p2, *l1, *l2;
+    size_t n1, n2;
+    train_predict_threads(&d, 1, &p1, &n1, &l1);
+    train_predict_threads(&d, 2, &p2, &n2, &l2);
+    CHECK(n1 == n2 && memcmp(p1, p2, n1 * sizeof(float)) == 0,
+          "parameters after training differ between 1 and 2 threads");
+    CHECK(memcmp(l1, l2, d.n * 10 * sizeof(float)) == 0,
+          "predicted logits differ between 1 and 2 threads");
+    hy_free(p1);
+    hy_free(p2);
+    hy_free(l1);
+    hy_free(l2);
+    hy_dataset_release(&d);
+    hy_threads_init(threads0);
+}
+
 static void test_non_finite_loss_names_step(void) {
     hy_dataset d;
     synth(&d, 40, 4);
@@ -199,6 +245,7 @@ static void test_config_errors(void) {
 int main(void) {
     RUN(test_learns_synthetic_task);
     RUN(test_bitwise_determinism);
+    RUN(test_threads_bitwise);
     RUN(test_non_finite_loss_names_step);
     RUN(test_config_errors);
     return check_exit("test_train");
