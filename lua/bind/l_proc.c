@@ -1,23 +1,30 @@
 /* l_proc.c: process and file-system helpers (POSIX, no core module) for the stage cache, runs
- * and scripts: folders, file status, exclusive lock files, process liveness, sleeping, names.
+ * and scripts: folders, file status, flock locks, process liveness, sleeping, names.
  *   core.listdir(path) -> sorted array of names (without . and ..); raises on error
  *   core.stat(path) -> "file" | "dir" | "other", size, mtime, dev, ino   or nil when it does not
  *                                  exist (follows links; the same dev and ino = the same file)
  *   core.mkdir_p(path)           creates path and its parents (like mkdir -p); raises on error
  *   core.getpid() -> integer     core.isatty(fd) -> boolean (fd 0, 1 or 2)
- *   core.lock_create(path, text) -> true | false, why   O_CREAT|O_EXCL create + write text; false
- *                                                       with "exists" when the file is there,
- *                                                       else with the system's message
+ *   core.flock_open(path, text) -> lock, old | false, why   opens (creating) path, takes an
+ *                                  exclusive flock(2) without blocking, then replaces its content
+ *                                  (returned as old, at most 256 bytes) by text; false with "busy" (another open file holds it),
+ *                                  "moved" (path was removed or replaced meanwhile: try again) or
+ *                                  the system's message. The lock is held while the returned
+ *                                  object lives: lock:close() (also __close, __gc) releases it;
+ *                                  the kernel releases it when the process dies. The descriptor
+ *                                  is close-on-exec, so spawned workers never inherit it.
  *   core.pid_alive(pid)          -> boolean             kill(pid, 0): true unless ESRCH
  *   core.sleep(seconds)                                 nanosleep (0 <= seconds <= 3600)
  *   core.hostname()              -> string */
 #define _POSIX_C_SOURCE 200809L
+#define _DEFAULT_SOURCE
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
@@ -104,41 +111,89 @@ static int l_isatty(lua_State *L) {
     return 1;
 }
 
-static int l_lock_create(lua_State *L) {
+#define L_LOCK "hydra.Lock"
+
+/* A held flock: the open descriptor (-1 once released). */
+typedef struct l_lock {
+    int fd;
+} l_lock;
+
+static int l_lock_close(lua_State *L) {
+    l_lock *u = luaL_checkudata(L, 1, L_LOCK);
+    if (u->fd >= 0) close(u->fd);   /* closing the last descriptor drops the flock */
+    u->fd = -1;
+    return 0;
+}
+
+static int l_flock_open(lua_State *L) {
     const char *path = luaL_checkstring(L, 1);
     size_t n;
     const char *text = luaL_checklstring(L, 2, &n);
-    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
-    if (fd < 0) {
-        int e = errno;
+    l_lock *u = lua_newuserdatauv(L, sizeof *u, 0);   /* box first: GC closes what goes in */
+    u->fd = -1;
+    luaL_setmetatable(L, L_LOCK);
+    const char *why = NULL;
+    int e = 0;
+    u->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (u->fd < 0) {
+        e = errno;
+        why = "cannot open lock";
+        goto fail;
+    }
+    while (flock(u->fd, LOCK_EX | LOCK_NB) != 0) {
+        if (errno == EINTR) continue;
+        e = errno;
+        if (e == EWOULDBLOCK) {
+            close(u->fd);
+            u->fd = -1;
+            lua_pushboolean(L, 0);
+            lua_pushliteral(L, "busy");
+            return 2;
+        }
+        why = "cannot lock (the filesystem must support flock(2) locks)";
+        goto fail;
+    }
+    /* the holder before us may have removed the file after we opened it: the lock is ours only
+     * while path still names the file we locked */
+    struct stat a, b;
+    if (fstat(u->fd, &a) != 0 || stat(path, &b) != 0 || a.st_dev != b.st_dev ||
+        a.st_ino != b.st_ino) {
+        close(u->fd);
+        u->fd = -1;
         lua_pushboolean(L, 0);
-        if (e == EEXIST) lua_pushliteral(L, "exists");
-        else lua_pushfstring(L, "cannot create lock '%s': %s", path, strerror(e));
+        lua_pushliteral(L, "moved");
         return 2;
+    }
+    /* what an earlier holder that died without releasing left there (a release removes the
+     * file first, so a fresh lock file is empty) */
+    char old[256];
+    ssize_t got;
+    do got = pread(u->fd, old, sizeof old, 0); while (got < 0 && errno == EINTR);
+    if (got < 0) got = 0;
+    lua_pushlstring(L, old, (size_t)got);
+    if (ftruncate(u->fd, 0) != 0) {
+        e = errno;
+        why = "cannot write lock";
+        goto fail;
     }
     size_t off = 0;
     while (off < n) {
-        ssize_t w = write(fd, text + off, n - off);
+        ssize_t w = pwrite(u->fd, text + off, n - off, (off_t)off);
         if (w < 0) {
             if (errno == EINTR) continue;
-            int e = errno;
-            close(fd);
-            unlink(path);
-            lua_pushboolean(L, 0);
-            lua_pushfstring(L, "cannot write lock '%s': %s", path, strerror(e));
-            return 2;
+            e = errno;
+            why = "cannot write lock";
+            goto fail;
         }
         off += (size_t)w;
     }
-    if (close(fd) != 0) {
-        int e = errno;
-        unlink(path);
-        lua_pushboolean(L, 0);
-        lua_pushfstring(L, "cannot write lock '%s': %s", path, strerror(e));
-        return 2;
-    }
-    lua_pushboolean(L, 1);
-    return 1;
+    return 2;
+fail:
+    if (u->fd >= 0) close(u->fd);
+    u->fd = -1;
+    lua_pushboolean(L, 0);
+    lua_pushfstring(L, "%s '%s': %s", why, path, strerror(e));
+    return 2;
 }
 
 static int l_pid_alive(lua_State *L) {
@@ -171,8 +226,10 @@ void l_open_proc(lua_State *L) {
     static const luaL_Reg fns[] = {
         {"listdir", l_listdir},         {"stat", l_stat},           {"mkdir_p", l_mkdir_p},
         {"getpid", l_getpid},           {"isatty", l_isatty},
-        {"lock_create", l_lock_create}, {"pid_alive", l_pid_alive}, {"sleep", l_sleep},
-        {"hostname", l_hostname},       {NULL, NULL}};
+        {"pid_alive", l_pid_alive},     {"sleep", l_sleep},
+        {"hostname", l_hostname},       {"flock_open", l_flock_open}, {NULL, NULL}};
+    static const luaL_Reg lock_methods[] = {{"close", l_lock_close}, {NULL, NULL}};
     l_newclass(L, L_DIR, NULL, l_dir_gc, NULL);
+    l_newclass(L, L_LOCK, lock_methods, l_lock_close, l_lock_close);
     l_setfuncs(L, fns);
 }

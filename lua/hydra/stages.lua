@@ -21,17 +21,20 @@
 -- for inspection). A stage is complete iff its product exists; products are written to a
 -- temporary name in the same folder and renamed into place, so a killed build leaves no product.
 --
--- Concurrency: before building, a worker creates <key><ext>.lock with O_EXCL holding
--- "<pid> <host> <start> <boot-id>": start is the owner's start time (field 22 of
--- /proc/<pid>/stat, clock ticks since boot) and boot-id /proc/sys/kernel/random/boot_id, so a
--- pid reused by another process (after a restart, or in a new container) is told apart. Another
--- worker needing the same stage waits (polling) until the product appears or the lock goes away.
--- A lock is stale, and is taken over (under a second O_EXCL ".break" lock, so two waiters never
--- both take it over), when its host is this one and: its boot id differs (a reboot), or no
--- process has its pid, or the process with its pid started at another time; an older lock
--- without start time ("<pid> <host>") is stale when its pid is gone or that process started
--- after the lock was written; an empty or unparsable lock is stale after 30 s. Locks of other
--- hosts are waited on (shared file systems).
+-- Concurrency: before building, a worker takes an exclusive flock(2) on <key><ext>.lock (created
+-- when missing) and writes "<pid> <host> <start> <boot-id>" into it (start: field 22 of
+-- /proc/<pid>/stat; boot-id: /proc/sys/kernel/random/boot_id); the record only names the owner
+-- in messages. Another worker needing the same stage waits (polling) until the product appears
+-- or it gets the lock. The lock is the kernel's, not the file's: it is released when its holder
+-- releases it, exits or is killed (SIGKILL, a Slurm time limit), so there is no stale lock to
+-- guess at, on this host or another: a lock file nobody holds (left by a killed worker, or by an
+-- older hydra that used O_EXCL records) is simply taken, and logged as taken over. Filesystems
+-- (configs/sweeps/README.md "Locks"): local ones; NFSv3 (with lockd, not mounted nolock or
+-- local_lock=flock|all) and NFSv4, where the client sends flock as a whole-file lock to the
+-- server, and a dead node's locks go when its lease expires (NFSv4, ~90 s) or it reboots
+-- (NFSv3); Lustre mounted with -o flock (with localflock two nodes may build one stage at
+-- once: products are still renamed into place whole, so only work is duplicated; with noflock
+-- the lock fails with an error naming it).
 -- While holding a stage's lock, the temporary files of earlier builders of the same key (killed
 -- ones: "<key>.tmp-<pid><ext>" of a build and ".<key>.tmp-<pid><ext>.tmp-<pid>-<n>" of its HDF5
 -- commit) are removed: only the lock holder writes them, so any not of this process is stale.
@@ -52,7 +55,6 @@ local output = require("hydra.output")
 local M = {}
 
 M.SALT = "hydra-stages-1"
-M.STALE_EMPTY_S = 30
 
 local Cache = {}
 Cache.__index = Cache
@@ -218,57 +220,6 @@ local function lock_owner(path)
   return { pid = pid, host = host, start = opt(start), boot = opt(boot) }, s
 end
 
--- Seconds since the epoch at which process pid started, from /proc/stat's btime and USER_HZ
--- (100 on Linux, fixed by its ABI); nil when unknown.
-local function started_at(pid)
-  local start = tonumber(M.proc_start(pid) or "")
-  local stat = read_all("/proc/stat")
-  local btime = stat and tonumber(stat:match("\nbtime (%d+)"))
-  if not start or not btime then return nil end
-  return btime + start / 100
-end
-
--- True when the lock at path is stale (see the file header); o from lock_owner.
-local function is_stale(path, o)
-  if o then
-    if o.host ~= core.hostname() then return false end
-    local boot = M.boot_id()
-    if o.boot and boot and o.boot ~= boot then return true end
-    if o.pid == core.getpid() and (not o.start or o.start == M.proc_start(o.pid)) then
-      return not held[path]
-    end
-    if not core.pid_alive(o.pid) then return true end
-    local now_start = M.proc_start(o.pid)
-    if o.start then return now_start ~= nil and now_start ~= o.start end
-    -- a lock without start time: stale when the live process is younger than the lock
-    local t = started_at(o.pid)
-    local _, _, mtime = core.stat(path)
-    return t ~= nil and mtime ~= nil and t > mtime + 1
-  end
-  local _, _, mtime = core.stat(path)
-  return mtime ~= nil and os.time() - mtime > M.STALE_EMPTY_S
-end
-
--- Removes a stale lock (content `text`) unless someone changed it meanwhile; true when removed.
-local function break_stale(path, text, log)
-  local brk = path .. ".break"
-  local ok, why = core.lock_create(brk, my_owner())
-  if not ok then
-    if why ~= "exists" then err.fail("stages: %s", why) end
-    if is_stale(brk, (lock_owner(brk))) then os.remove(brk) end
-    return false
-  end
-  local removed = false
-  local _, now = lock_owner(path)
-  if now == text then
-    os.remove(path)
-    removed = true
-    if log then log(("taking over stale lock %s (%s)"):format(path, (text:gsub("%s+$", "")))) end
-  end
-  os.remove(brk)
-  return removed
-end
-
 -- Acquires the lock file `path`. opts.done(): a probe called while waiting; when it returns true
 -- the wait ends without the lock (returns false). opts.log(line), opts.poll (s, default 0.2),
 -- opts.what (text for the waiting line). Returns true when the lock is held.
@@ -281,33 +232,39 @@ function M.acquire(path, opts)
   local announced = false
   while true do
     if opts.done and opts.done() then return false end
-    local ok, why = core.lock_create(path, my_owner())
-    if ok then
-      held[path] = true
+    local lock, why = core.flock_open(path, my_owner())
+    if lock then
+      held[path] = lock
+      local before = why   -- the record of a holder that died without releasing, or ""
+      if before:match("%S") and opts.log then
+        opts.log(("taking over stale lock %s (%s: no process holds it)"):format(path,
+          (before:gsub("%s+$", ""))))
+      end
       return true
     end
-    if why ~= "exists" then err.fail("stages: %s", why) end
-    local o, text = lock_owner(path)
-    if text ~= nil then
-      if is_stale(path, o) then
-        break_stale(path, text, opts.log)
-      else
-        if not announced and opts.log then
-          opts.log(("%swaiting for pid %s (%s) to finish (lock %s)"):format(
-            opts.what and (opts.what .. ": ") or "", tostring(o and o.pid or "?"),
-            tostring(o and o.host or "?"), path))
-          announced = true
-        end
-        core.sleep(poll)
+    if why == "busy" then
+      if not announced and opts.log then
+        local o = lock_owner(path)
+        opts.log(("%swaiting for pid %s (%s) to finish (lock %s)"):format(
+          opts.what and (opts.what .. ": ") or "", tostring(o and o.pid or "?"),
+          tostring(o and o.host or "?"), path))
+        announced = true
       end
+      core.sleep(poll)
+    elseif why ~= "moved" then
+      err.fail("stages: %s", why)
     end
   end
 end
 
+-- Releases a lock taken by acquire: removes the file while still holding it (a waiter that
+-- opened the old file then sees it "moved" and opens the new one), then drops the lock.
 function M.release(path)
-  if held[path] then
+  local lock = held[path]
+  if lock then
     held[path] = nil
     os.remove(path)
+    lock:close()
   end
 end
 
