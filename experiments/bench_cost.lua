@@ -5,7 +5,8 @@
 -- (3 full models one after another), the 3 pruned members one after another (each physically
 -- pruned: a one-member fused model, since the dense engine computes gated heads anyway), and the
 -- fused Hydra model, and the fused Packed-Ensembles model (3 members of width 80, every fuse.* =
--- member); params and forward FLOPs per sample of each. Targets (DESIGN §7): fused at
+-- member), and MIMO (one model, 3 input slots, 3 heads); params and forward FLOPs per sample of
+-- each. Targets (DESIGN §7): fused at
 -- least as fast as the members one by one at every batch (>= 1.5x at batch 1);
 -- time(Hydra)/time(Single) <= FLOPs(Hydra)/FLOPs(Single) at every batch; params(Hydra) <= 1.1
 -- params(Single). res.checks holds each batch's ratios and whether they meet them.
@@ -71,6 +72,12 @@ local function run(opts)
   for m = 1, M do pe_members[m] = hydra.model.new(pe_cfg, 200 + m) end
   local packed = hydra.fuse.build(pe_members,
     { mlp = "member", ln = "member", embed = "member", head = "member" })
+  -- MIMO (M = 3): one model with 3 input channels and 3 x 10 outputs (lua/hydra/methods/mimo.lua)
+  local mimo_cfg = hydra.config.load("configs/models/vit-fm.yaml",
+    { ["mimo.members"] = tostring(M) })
+  mimo_cfg.model = require("hydra.methods.mimo").model_config(mimo_cfg)
+  local mimo = hydra.model.new(mimo_cfg, 300)
+  local mimo_c = mimo:config()
   local T = 1 + (c.image_size // c.patch) ^ 2
   local rounds = opts.rounds or 7
   local methods = {
@@ -88,6 +95,7 @@ local function run(opts)
     { key = "hydra_s", time = function(b, k) return core.fused_time(fused.ud, b, k, 1) end },
     { key = "packed_ensemble_s",
       time = function(b, k) return core.fused_time(packed.ud, b, k, 1) end },
+    { key = "mimo_s", time = function(b, k) return core.model_time(mimo.ud, b, k, 1) end },
   }
   local load0 = loadavg()
   local rows = {}
@@ -115,9 +123,10 @@ local function run(opts)
     model = "vit-fm", members = M, keep_heads = KEEP, threads = core.threads(),
     fuse = { mlp = fi.mlp, ln = fi.ln, embed = fi.embed, head = fi.head },
     params = { single = c.params, deep_ensemble = M * c.params,
-               members = mp, hydra = fi.params, packed_ensemble = pi.params },
+               members = mp, hydra = fi.params, packed_ensemble = pi.params,
+               mimo = mimo_c.params },
     flops = { single = c.flops, deep_ensemble = M * c.flops, members = mf, hydra = fi.flops,
-              packed_ensemble = pi.flops },
+              packed_ensemble = pi.flops, mimo = mimo_c.flops },
     tokens = math.tointeger(T), rows = rows,
     omp_wait_policy = os.getenv("OMP_WAIT_POLICY") or "(unset)",
     load_before = load0, load_after = load1,
@@ -155,6 +164,8 @@ local function report(res)
   for _, r in ipairs(res.rows) do
     print(("packed ensemble (fused, M=3, alpha 2) batch %d: %.3f ms (%.2fx single)"):format(
       r.batch, 1e3 * r.packed_ensemble_s, r.packed_ensemble_s / r.single_s))
+    print(("MIMO (M=3, one forward) batch %d: %.3f ms (%.2fx single)"):format(
+      r.batch, 1e3 * r.mimo_s, r.mimo_s / r.single_s))
   end
   print(("params: single %d  DE %d  members %d  hydra %d (%.2fx single; target <= 1.10x)")
     :format(res.params.single, res.params.deep_ensemble, res.params.members, res.params.hydra,
@@ -166,6 +177,9 @@ local function report(res)
   print(("packed ensemble: %d params (%.2fx single), %.1f MFLOPs/sample (%.2fx single)"):format(
     res.params.packed_ensemble, res.params.packed_ensemble / res.params.single,
     res.flops.packed_ensemble / 1e6, res.flops.packed_ensemble / res.flops.single))
+  print(("MIMO: %d params (%.2fx single), %.1f MFLOPs/sample (%.2fx single)"):format(
+    res.params.mimo, res.params.mimo / res.params.single, res.flops.mimo / 1e6,
+    res.flops.mimo / res.flops.single))
 end
 
 local standalone = type(arg) == "table" and type(arg[0]) == "string"

@@ -37,6 +37,8 @@ local methods = {
     flops = res.flops.hydra },
   { key = "packed_ensemble_s", name = "Packed-Ensembles (fused, M = 3, alpha = 2)",
     params = res.params.packed_ensemble, flops = res.flops.packed_ensemble },
+  { key = "mimo_s", name = "MIMO (one model, M = 3)", params = res.params.mimo,
+    flops = res.flops.mimo },
 }
 local head = "| Method | Params (M) | MFLOPs / sample | FLOPs vs Single |"
 local rule = "|---|---:|---:|---:|"

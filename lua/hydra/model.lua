@@ -23,7 +23,9 @@
 -- terminal), log (function(line) receiving one summary line per epoch), tty (force the mode),
 -- finetune (the resolved finetune section, its warmup_epochs filled in: a fine-tuning run, whose
 -- finetune.epochs, finetune.warmup_epochs and finetune.learning_rate replace train.epochs,
--- train.warmup_epochs and optim.learning_rate; hydra.finetune passes it).
+-- train.warmup_epochs and optim.learning_rate; hydra.finetune passes it), trainer_new (a
+-- function with core.trainer_new's arguments returning such a trainer, e.g. MIMO's) and
+-- evaluate (function(ud, val_ds, B) -> nll, acc for the epoch selection; default ud:evaluate).
 -- Every setting is read from cfg by its YAML key (the binding reads train.*, optim.*, seed);
 -- nothing here or in the binding has a default of its own (configs/defaults.yaml has them all).
 --
@@ -215,8 +217,9 @@ function Model:train(data, cfg, opts)
     train_ds, val_ds = data.train, data.val
     if train_ds:kind() == "image" then self.norm = { train_ds:mean_std() } end
   end
-  local trainer <close> = core.trainer_new(self.ud, train_ds, tc, cfg.optim,
-    math.tointeger(cfg.seed), ft)
+  local trainer <close> = (opts.trainer_new or core.trainer_new)(self.ud, train_ds, tc,
+    cfg.optim, math.tointeger(cfg.seed), ft)
+  local evaluate = opts.evaluate or function(ud, ds, b) return ud:evaluate(ds, b) end
   local select = tc.select_best
   local show = opts.progress ~= false
   local bar = show and require("hydra.progress").new({ epochs = epochs, tty = opts.tty }) or nil
@@ -235,7 +238,7 @@ function Model:train(data, cfg, opts)
     local rec = { epoch = e, train_loss = p.loss, train_acc = p.acc, seconds = p.seconds,
                   samples_per_s = p.samples_per_s }
     if val_ds and val_ds:size() > 0 then
-      rec.val_nll, rec.val_acc = self.ud:evaluate(val_ds, eval_b)
+      rec.val_nll, rec.val_acc = evaluate(self.ud, val_ds, eval_b)
     end
     hist.epochs[e] = rec
     local better

@@ -426,7 +426,7 @@ function T.run_rejects_bad_method_lists()
       { quiet = true, cache_dir = root .. "/cache", progress = false })
   end
   raises("run: unknown method 'nope' in methods (known: circavg, confidnet, deep_ensemble, "
-    .. "hydra_circ, hydra_taylor, mc_dropout, packed_ensemble, single, taylor, vilu)",
+    .. "hydra_circ, hydra_taylor, mc_dropout, mimo, packed_ensemble, single, taylor, vilu)",
     function() return go("[single, nope]") end)
   raises("run: method 'single' is listed twice in methods", function()
     return go("[single, single]")
