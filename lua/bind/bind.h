@@ -120,6 +120,7 @@ void l_open_prune(lua_State *L);
 void l_open_fused(lua_State *L);
 void l_open_vilu(lua_State *L);
 void l_open_mimo(lua_State *L);
+void l_open_hvp(lua_State *L);
 void l_open_proc(lua_State *L);
 void l_open_spawn(lua_State *L);
 void l_open_prof(lua_State *L);

@@ -135,6 +135,7 @@ int luaopen_hydra_core(lua_State *L) {
     l_open_fused(L);
     l_open_vilu(L);
     l_open_mimo(L);
+    l_open_hvp(L);
     l_open_proc(L);
     l_open_spawn(L);
     l_open_prof(L);
