@@ -70,6 +70,9 @@ return {
   ["hydra.diversity.keep_counts"] = { type = "list<integer>", ge = 1 },
   ["hydra.diversity.overlap_penalty"] = { ge = 0, le = 1 },
 
+  ["prop1.rows"] = { ge = 0, id_neutral = true },
+  ["prop1.hvp_step"] = { gt = 0, lt = 1, id_neutral = true },
+
   ["finetune.epochs"] = { ge = 0 },
   ["finetune.learning_rate"] = { gt = 0 },
   ["finetune.warmup_epochs"] = { type = "number", ge = 0, id_neutral = true },

@@ -352,6 +352,10 @@ function T.id_neutral_keys()
     ~= config.hash(a), "null default set")
   check.ok(config.hash(config.load(nil, { "seed=3", "mimo.members=2" }))
     ~= config.hash(a), "a section of id_neutral keys counts once one is changed")
+  check.ok(config.hash(config.load(nil, { "seed=3", "prop1.rows=500" })) ~= config.hash(a),
+    "a changed key of a section of id_neutral keys only")
+  check.eq(config.hash(config.load(nil, { "seed=3", "prop1.hvp_step=0.001" })), config.hash(a),
+    "that section at its defaults")
   local pc = config.identity(a.prune, "prune")
   check.eq(pc.circuit_batch_size, nil, "identity drops the default")
   check.eq(pc.batch_size, a.prune.batch_size, "identity keeps the others")
@@ -369,6 +373,7 @@ function T.hash_stability()
     :gsub("\n  warmup_epochs: ~\n", "\n")
     :gsub("\nvilu:\n.-\n\n", "\n")   -- a section of id_neutral keys, all at their default
     :gsub("\npacked_ensemble:\n.-\n\n", "\n"):gsub("\nmimo:\n.-\n\n", "\n")
+    :gsub("\nprop1:\n.-\n\n", "\n")   -- the same for prop1
   check.eq(config.hash(a), core.hash64(text), "hash of the canonical YAML")
   -- insertion order of a table does not matter
   local c = {}
