@@ -20,7 +20,7 @@
 -- Writes results/prop1/report/{table.md, prop1.csv, plots/*.png}.
 local hydra = require("hydra")
 local common = require("hydra.methods.common")
-local core = require("hydra.core")
+local core = hydra.core
 local h5 = hydra.h5
 local output = hydra.output
 
