@@ -52,6 +52,19 @@ static size_t argmax(const float *x, size_t k) {
     return best;
 }
 
+/* probs (B, K) = the mean over the M members of the softmaxes of logits (M*B, K), member-major
+ * (p̄, DESIGN §4); M = 1: the softmax */
+static void mean_probs(float *probs, float *tmp, const float *logits, size_t M, size_t B,
+                       size_t K) {
+    hy_softmax_rows(probs, logits, B, K);
+    if (M == 1) return;
+    for (size_t mm = 1; mm < M; mm++) {
+        hy_softmax_rows(tmp, logits + mm * B * K, B, K);
+        for (size_t i = 0; i < B * K; i++) probs[i] += tmp[i];
+    }
+    for (size_t i = 0; i < B * K; i++) probs[i] /= (float)M;
+}
+
 /* ===== trainer ===== */
 
 hy_status hy_trainer_new(hy_trainer *t, hy_xfmr *m, const hy_dataset *ds,
@@ -91,6 +104,9 @@ hy_status hy_trainer_new(hy_trainer *t, hy_xfmr *m, const hy_dataset *ds,
     size_t K = m->cfg.n_classes;
     st = hy_size_mul(&lbytes, "train: logits (train.batch_size x n_classes x 4 bytes)", B, K,
                      sizeof(float));
+    if (st == HY_OK)   /* an ensemble's logits: one row per member and sample */
+        st = hy_size_mul(&lbytes, "train: logits (members x batch x n_classes x 4 bytes)",
+                         lbytes, hy_xfmr_members(m) > 1 ? 2 * hy_xfmr_members(m) : 1, 1);
     if (st != HY_OK) goto fail;
     t->logits = hy_xmalloc_aligned(lbytes);
     t->dlogits = hy_xmalloc_aligned(lbytes);
@@ -183,8 +199,12 @@ hy_status hy_trainer_run(hy_trainer *t, size_t max_steps, size_t *ran) {
         double lr = hy_sched_lr(&t->sched, p->step);
         hy_adamw_step(&t->opt, m->params, m->grads, lr);
 
+        size_t M = hy_xfmr_members(m);
+        if (M > 1)   /* the ensemble's prediction: p̄ (dlogits' second half is free) */
+            mean_probs(t->dlogits, t->dlogits + M * B * K, t->logits, M, B, K);
+        const float *pred = M > 1 ? t->dlogits : t->logits;
         for (size_t i = 0; i < B; i++)
-            p->epoch_correct += argmax(t->logits + i * K, K) == (size_t)t->loader.labels[i];
+            p->epoch_correct += argmax(pred + i * K, K) == (size_t)t->loader.labels[i];
         p->epoch_seen += B;
         p->epoch_loss_sum += loss * (double)B;
         p->loss = loss;
@@ -218,6 +238,8 @@ static hy_status sweep(hy_xfmr *m, const hy_dataset *ds, size_t batch_size, int 
     size_t lbytes;
     HY_TRY(hy_size_mul(&lbytes, "train: logits (eval batch size x n_classes x 4 bytes)",
                        batch_size, m->cfg.n_classes, sizeof(float)));
+    HY_TRY(hy_size_mul(&lbytes, "train: logits (members x eval batch x n_classes x 4 bytes)",
+                       lbytes, hy_xfmr_members(m), 1));
     float *logits = hy_xmalloc_aligned(lbytes);
     if (!logits) st = HY_ENOMEM;
     size_t first = 0, B;
@@ -237,13 +259,26 @@ typedef struct eval_ctx {
     const hy_xfmr *m;
     double nll_sum;
     size_t correct, n;
+    float *probs;         /* ensembles: [2, B, K] p̄ and a temporary */
 } eval_ctx;
 
 static hy_status eval_visit(void *vctx, const hy_loader *ld, size_t first, size_t B,
                             const float *logits) {
     (void)first;
     eval_ctx *c = vctx;
-    const size_t K = c->m->cfg.n_classes;
+    const size_t K = c->m->cfg.n_classes, M = hy_xfmr_members(c->m);
+    if (M > 1) {   /* an ensemble: NLL and accuracy of p̄ (DESIGN §4) */
+        mean_probs(c->probs, c->probs + B * K, logits, M, B, K);
+        for (size_t i = 0; i < B; i++) {
+            if (ld->labels[i] < 0 || (size_t)ld->labels[i] >= K)
+                return hy_fail(HY_EINVAL, "train: label %d of row %zu out of range [0, %zu)",
+                               (int)ld->labels[i], first + i + 1, K);
+            c->nll_sum -= log((double)c->probs[i * K + (size_t)ld->labels[i]]);
+            c->correct += argmax(c->probs + i * K, K) == (size_t)ld->labels[i];
+        }
+        c->n += B;
+        return HY_OK;
+    }
     double loss;
     HY_TRY(hy_xfmr_loss(c->m, logits, ld->labels, B, 0.0f, &loss, NULL));
     c->nll_sum += loss * (double)B;
@@ -256,15 +291,22 @@ static hy_status eval_visit(void *vctx, const hy_loader *ld, size_t first, size_
 hy_status hy_train_evaluate(hy_xfmr *m, const hy_dataset *ds, size_t batch_size, double *nll,
                             double *acc) {
     if (ds->n == 0) return hy_fail(HY_EINVAL, "train: cannot evaluate on an empty split");
-    eval_ctx c = {m, 0, 0, 0};
-    HY_TRY(sweep(m, ds, batch_size, 1, eval_visit, &c));
+    eval_ctx c = {m, 0, 0, 0, NULL};
+    if (hy_xfmr_members(m) > 1) {
+        size_t B = batch_size < ds->n ? batch_size : ds->n;
+        c.probs = hy_xmalloc(2 * B * m->cfg.n_classes * sizeof(float));
+        if (!c.probs) return HY_ENOMEM;
+    }
+    hy_status st = sweep(m, ds, batch_size, 1, eval_visit, &c);
+    hy_free(c.probs);
+    HY_TRY(st);
     *nll = c.nll_sum / (double)c.n;
     *acc = (double)c.correct / (double)c.n;
     return HY_OK;
 }
 
 typedef struct pred_ctx {
-    size_t K;
+    size_t K, M, N;
     float *logits, *probs;
     const hy_xfmr *m;
     float *features;      /* (N, D) or NULL */
@@ -274,8 +316,12 @@ static hy_status pred_visit(void *vctx, const hy_loader *ld, size_t first, size_
                             const float *logits) {
     (void)ld;
     pred_ctx *c = vctx;
-    if (c->logits) memcpy(c->logits + first * c->K, logits, B * c->K * sizeof(float));
-    if (c->probs) hy_softmax_rows(c->probs + first * c->K, logits, B, c->K);
+    for (size_t mm = 0; mm < c->M; mm++) {   /* member mm's rows go to [mm, first.., :] */
+        size_t o = (mm * c->N + first) * c->K;
+        const float *lg = logits + mm * B * c->K;
+        if (c->logits) memcpy(c->logits + o, lg, B * c->K * sizeof(float));
+        if (c->probs) hy_softmax_rows(c->probs + o, lg, B, c->K);
+    }
     if (c->features) {
         size_t D = c->m->cfg.d_model;
         memcpy(c->features + first * D, hy_xfmr_features(c->m), B * D * sizeof(float));
@@ -286,13 +332,15 @@ static hy_status pred_visit(void *vctx, const hy_loader *ld, size_t first, size_
 hy_status hy_train_predict(hy_xfmr *m, const hy_dataset *ds, size_t batch_size, float *logits,
                            float *probs) {
     if (ds->n == 0) return HY_OK;
-    pred_ctx c = {m->cfg.n_classes, logits, probs, m, NULL};
+    pred_ctx c = {m->cfg.n_classes, hy_xfmr_members(m), ds->n, logits, probs, m, NULL};
     return sweep(m, ds, batch_size, 0, pred_visit, &c);
 }
 
 hy_status hy_train_features(hy_xfmr *m, const hy_dataset *ds, size_t batch_size, float *features,
                             float *logits, float *probs) {
     if (ds->n == 0) return HY_OK;
-    pred_ctx c = {m->cfg.n_classes, logits, probs, m, features};
+    if (m->ens)
+        return hy_fail(HY_EINVAL, "train: features need a single model, not an ensemble");
+    pred_ctx c = {m->cfg.n_classes, 1, ds->n, logits, probs, m, features};
     return sweep(m, ds, batch_size, 0, pred_visit, &c);
 }

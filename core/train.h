@@ -76,12 +76,14 @@ hy_status hy_trainer_run(hy_trainer *t, size_t max_steps, size_t *ran);
 hy_status hy_train_ensure_acts(hy_xfmr *m, size_t B);
 
 /* Mean NLL (natural log, averaged over samples) and accuracy of m on ds, in batches of
- * batch_size, with dropout as currently set. Samples labelled -1 are not allowed
+ * batch_size, with dropout as currently set (an ensemble: of p̄, the mean of its members'
+ * softmaxes). Samples labelled -1 are not allowed
  * (HY_EINVAL naming the sample). */
 hy_status hy_train_evaluate(hy_xfmr *m, const hy_dataset *ds, size_t batch_size, double *nll,
                             double *acc);
 /* Forward over every sample of ds in order: logits [N,K] and probs [N,K] (softmax, either may
- * be NULL). Dropout as currently set (on = one MC sample). */
+ * be NULL); an ensemble of M members (hy_xfmr_members) writes its members' [M,N,K]. Dropout as
+ * currently set (on = one MC sample). */
 hy_status hy_train_predict(hy_xfmr *m, const hy_dataset *ds, size_t batch_size, float *logits,
                            float *probs);
 

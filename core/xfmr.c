@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "attn.h"
+#include "ens.h"
 #include "gemm.h"
 #include "layers.h"
 #include "prof.h"
@@ -319,14 +320,16 @@ static void fill_tensors(const hy_xfmr *m, float *base, hy_xfmr_tensors *t) {
 
 /* ===== build / release ===== */
 
-hy_status hy_xfmr_new(hy_xfmr *m, const hy_xfmr_config *cfg) {
+static hy_status build(hy_xfmr *m, const hy_xfmr_config *cfg, const hy_ens_config *e) {
     memset(m, 0, sizeof *m);
     HY_TRY(hy_xfmr_config_check(cfg));
+    if (e) HY_TRY(hy_ens_config_check(cfg, e));
     m->cfg = *cfg;
     m->T = hy_xfmr_seq_len(cfg);
     m->HS = cfg->d_model / cfg->n_heads;
     size_t total = 0;
     size_t nt = hy_xfmr_table(cfg, NULL, &total);
+    if (e) hy_ens_table(cfg, e, NULL, &nt, &total);
     size_t LH = cfg->depth * cfg->n_heads;
     m->table = hy_xcalloc(nt, sizeof *m->table);
     m->params = hy_xmalloc_aligned(total * sizeof(float));
@@ -343,6 +346,8 @@ hy_status hy_xfmr_new(hy_xfmr *m, const hy_xfmr_config *cfg) {
     }
     m->n_tensors = hy_xfmr_table(cfg, m->table, &total);
     HY_ASSERT(m->n_tensors == hy_xfmr_n_slots(cfg));
+    if (e) hy_ens_table(cfg, e, m->table, &m->n_tensors, &total);
+    HY_ASSERT(m->n_tensors == nt);
     m->n_params = total;
     fill_tensors(m, m->params, &m->p);
     fill_tensors(m, m->grads, &m->g);
@@ -352,7 +357,23 @@ hy_status hy_xfmr_new(hy_xfmr *m, const hy_xfmr_config *cfg) {
         m->gates[i] = 1.0f;
         m->dgates[i] = 0.0f;
     }
+    if (e && hy_ens_bind(m, e) != HY_OK) {
+        hy_xfmr_release(m);
+        return hy_fail(HY_ENOMEM, "xfmr: out of memory for the ensemble's tables");
+    }
     return HY_OK;
+}
+
+hy_status hy_xfmr_new(hy_xfmr *m, const hy_xfmr_config *cfg) { return build(m, cfg, NULL); }
+
+hy_status hy_xfmr_new_ens(hy_xfmr *m, const hy_xfmr_config *cfg, const hy_ens_config *e) {
+    return build(m, cfg, e);
+}
+
+size_t hy_xfmr_members(const hy_xfmr *m) { return m->ens ? m->ens->cfg.members : 1; }
+
+hy_xfmr_costs hy_xfmr_model_cost(const hy_xfmr *m, size_t T) {
+    return m->ens ? hy_ens_cost(&m->cfg, &m->ens->cfg, T) : hy_xfmr_cost(&m->cfg, T, NULL);
 }
 
 static void free_acts(hy_xfmr *m) {
@@ -369,6 +390,7 @@ static void free_acts(hy_xfmr *m) {
 void hy_xfmr_release(hy_xfmr *m) {
     if (!m) return;
     free_acts(m);
+    hy_ens_free(m->ens);
     hy_free(m->table);
     hy_free(m->params);
     hy_free(m->grads);
@@ -406,6 +428,7 @@ void hy_xfmr_init(hy_xfmr *m, uint64_t seed) {
         hy_rng r = hy_rng_split(&root, (uint64_t)i);
         for (size_t k = 0; k < p->numel; k++) w[k] = trunc_normal(&r, 0.02);
     }
+    if (m->ens) hy_ens_init(m, seed);
 }
 
 /* ===== activations ===== */
@@ -466,11 +489,14 @@ hy_status hy_xfmr_alloc_acts(hy_xfmr *m, size_t B_cap) {
          * sample: bound B_cap so that none of them overflows */
         plan p1 = make_plan(c, 1);
         size_t one = (p1.total_f + p1.ints) * sizeof(float) + scratch_bytes(c, 1);
-        if (B_cap > SIZE_MAX / 2 / one)
+        if (B_cap > SIZE_MAX / 2 / one / hy_xfmr_members(m))
             return hy_fail(HY_EINVAL, "xfmr: activations for a batch of %zu samples (%zu bytes "
-                           "each) overflow the size range", B_cap, one);
+                           "each, %zu member(s)) overflow the size range", B_cap, one,
+                           hy_xfmr_members(m));
     }
-    plan p = make_plan(c, B_cap);
+    /* an ensemble's activations hold its M * B_cap stacked member rows */
+    size_t RC = B_cap * hy_xfmr_members(m);
+    plan p = make_plan(c, RC);
     size_t L = c->depth;
     hy_xfmr_acts *a = hy_xcalloc(1, sizeof *a);
     if (!a) return HY_ENOMEM;
@@ -480,7 +506,8 @@ hy_status hy_xfmr_alloc_acts(hy_xfmr *m, size_t B_cap) {
         return HY_ENOMEM;
     }
     m->acts = a;
-    hy_status st = hy_arena_init(&m->scratch, scratch_bytes(c, B_cap));
+    hy_status st = hy_arena_init(&m->scratch, scratch_bytes(c, RC));
+    if (st == HY_OK && m->ens) st = hy_ens_alloc(m, RC * m->T);
     if (st != HY_OK) {
         free_acts(m);
         return st;
@@ -503,13 +530,13 @@ hy_status hy_xfmr_alloc_acts(hy_xfmr *m, size_t B_cap) {
     TAKE(a->hg, L * p.sH);
     TAKE(a->cls, p.sB);
     TAKE(a->lnf, p.sB);
-    TAKE(a->lnf_mean, (B_cap + 15) / 16 * 16);
-    TAKE(a->lnf_rstd, (B_cap + 15) / 16 * 16);
+    TAKE(a->lnf_mean, (RC + 15) / 16 * 16);
+    TAKE(a->lnf_rstd, (RC + 15) / 16 * 16);
     TAKE(a->emb, p.emb);
     if (p.patches) TAKE(a->patches, p.patches);
 #undef TAKE
     a->ids = (int32_t *)q;
-    a->kvalid = a->ids + (B_cap * (m->T - 1) + 15) / 16 * 16;
+    a->kvalid = a->ids + (RC * (m->T - 1) + 15) / 16 * 16;
     HY_ASSERT((size_t)(q - a->block) == p.total_f);
     m->B_cap = B_cap;
     return HY_OK;
@@ -555,6 +582,28 @@ static hy_status check_batch(const hy_xfmr *m, const hy_batch *in, size_t B) {
     return hy_xfmr_check_inputs(&m->cfg, in, B, "xfmr");
 }
 
+/* The block linears: the plain kernels, or an ensemble's member linears (ens.h) over its
+ * stacked member rows. */
+static void lin_fwd(hy_xfmr *m, size_t l, hy_ens_site s, float *out, const float *in,
+                    const float *w, const float *b, size_t N, size_t Din, size_t Dout) {
+    if (m->ens) hy_ens_linear_forward(m, l, s, out, in, w, b, NULL, N, Din, Dout);
+    else hy_linear_forward(out, in, w, b, N, Din, Dout);
+}
+
+static void lin_fwd_res(hy_xfmr *m, size_t l, hy_ens_site s, float *out, const float *in,
+                        const float *w, const float *b, const float *res, size_t N, size_t Din,
+                        size_t Dout) {
+    if (m->ens) hy_ens_linear_forward(m, l, s, out, in, w, b, res, N, Din, Dout);
+    else hy_linear_forward_res(out, in, w, b, res, N, Din, Dout);
+}
+
+static void lin_bwd(hy_xfmr *m, size_t l, hy_ens_site s, float *din, float *dw, float *db,
+                    const float *dout, const float *in, const float *w, size_t N, size_t Din,
+                    size_t Dout) {
+    if (m->ens) hy_ens_linear_backward(m, l, s, din, dw, db, dout, in, w, N, Din, Dout);
+    else hy_linear_backward_set(din, dw, db, dout, in, w, N, Din, Dout);
+}
+
 /* dropout stream for one site of one forward */
 static hy_rng site_rng(const hy_rng *fwd, size_t l, size_t k) {
     return hy_rng_split(fwd, (uint64_t)(l * 4 + k));
@@ -566,7 +615,8 @@ hy_status hy_xfmr_forward(hy_xfmr *m, const hy_batch *in, size_t B, float *logit
     hy_xfmr_acts *a = m->acts;
     size_t D = c->d_model, DM = c->d_mlp, NH = c->n_heads, K = c->n_classes, L = c->depth;
     size_t T = c->kind == HY_XFMR_VIT ? m->T : 1 + in->len;
-    size_t BT = B * T;
+    size_t R = hy_xfmr_members(m) * B;   /* residual streams: an ensemble's member rows */
+    size_t BT = R * T;
     bool drop = m->dropout_on;
     hy_rng fwd_rng;
     if (drop) fwd_rng = hy_rng_split(&m->drop_rng, m->drop_step++);
@@ -583,6 +633,10 @@ hy_status hy_xfmr_forward(hy_xfmr *m, const hy_batch *in, size_t B, float *logit
         for (size_t b = 0; b < B; b++) a->kvalid[b] = 1 + in->lengths[b];
     }
     hy_embed_assemble_forward(a->x, a->emb, m->p.cls_token, m->p.pos_embed, B, T, D);
+    for (size_t r = B; r < R; r += B) {   /* every member starts from the shared embedding */
+        HY_PROF(HY_PROF_COPY, memcpy(a->x + r * T * D, a->x, B * T * D * sizeof(float)));
+        memcpy(a->kvalid + r, a->kvalid, B * sizeof *a->kvalid);
+    }
     const int32_t *kv = c->kind == HY_XFMR_VIT ? NULL : a->kvalid;
 
     for (size_t l = 0; l < L; l++) {
@@ -594,37 +648,43 @@ hy_status hy_xfmr_forward(hy_xfmr *m, const hy_batch *in, size_t B, float *logit
         /* attention: xm = x + drop(proj(attn(LN1(x)))) */
         hy_layernorm_forward(ln1, a->ln1_mean + l * a->sR, a->ln1_rstd + l * a->sR, x,
                              w->norm1_w, w->norm1_b, BT, D, HY_XFMR_LN_EPS);
-        hy_linear_forward(qkv, ln1, w->qkv_w, w->qkv_b, BT, D, 3 * D);
-        hy_attn_forward(ao, att, qkv, m->gates + l * NH, kv, B, T, D, NH);
+        lin_fwd(m, l, HY_ENS_QKV, qkv, ln1, w->qkv_w, w->qkv_b, BT, D, 3 * D);
+        hy_attn_forward(ao, att, qkv, m->gates + l * NH, kv, R, T, D, NH);
         if (drop && c->attn_dropout > 0.0f) {
             /* xm = proj(ao), then xm = x + xm * mask in one pass */
             hy_rng r = site_rng(&fwd_rng, l, 0);
-            hy_linear_forward(xm, ao, w->proj_w, w->proj_b, BT, D, D);
+            lin_fwd(m, l, HY_ENS_PROJ, xm, ao, w->proj_w, w->proj_b, BT, D, D);
             hy_dropout_apply(xm, xm, x, &r, BT, D, c->attn_dropout);
         } else {
-            hy_linear_forward_res(xm, ao, w->proj_w, w->proj_b, x, BT, D, D);
+            lin_fwd_res(m, l, HY_ENS_PROJ, xm, ao, w->proj_w, w->proj_b, x, BT, D, D);
         }
         /* MLP: xo = xm + drop(fc2(drop(GELU(fc1(LN2(xm)))))) */
         hy_layernorm_forward(ln2, a->ln2_mean + l * a->sR, a->ln2_rstd + l * a->sR, xm,
                              w->norm2_w, w->norm2_b, BT, D, HY_XFMR_LN_EPS);
-        hy_linear_gelu_forward(h, hg, ln2, w->fc1_w, w->fc1_b, BT, D, DM);
+        if (m->ens) {
+            lin_fwd(m, l, HY_ENS_FC1, h, ln2, w->fc1_w, w->fc1_b, BT, D, DM);
+            hy_gelu_forward(hg, h, BT * DM);
+        } else {
+            hy_linear_gelu_forward(h, hg, ln2, w->fc1_w, w->fc1_b, BT, D, DM);
+        }
         if (drop && c->mlp_dropout > 0.0f) {
             hy_rng r1 = site_rng(&fwd_rng, l, 1), r2 = site_rng(&fwd_rng, l, 2);
             hy_dropout_apply(hg, hg, NULL, &r1, BT, DM, c->mlp_dropout);
-            hy_linear_forward(xo, hg, w->fc2_w, w->fc2_b, BT, DM, D);
+            lin_fwd(m, l, HY_ENS_FC2, xo, hg, w->fc2_w, w->fc2_b, BT, DM, D);
             hy_dropout_apply(xo, xo, xm, &r2, BT, D, c->mlp_dropout);
         } else {
-            hy_linear_forward_res(xo, hg, w->fc2_w, w->fc2_b, xm, BT, DM, D);
+            lin_fwd_res(m, l, HY_ENS_FC2, xo, hg, w->fc2_w, w->fc2_b, xm, BT, DM, D);
         }
     }
 
     /* head: logits = head(LN_f(x_L[:, 0])) */
     const float *xl = a->x + L * a->sD;
-    HY_PROF(HY_PROF_COPY, for (size_t b = 0; b < B; b++)
+    HY_PROF(HY_PROF_COPY, for (size_t b = 0; b < R; b++)
                               memcpy(a->cls + b * D, xl + b * T * D, D * sizeof(float)));
-    hy_layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, a->cls, m->p.norm_w, m->p.norm_b, B,
+    hy_layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, a->cls, m->p.norm_w, m->p.norm_b, R,
                          D, HY_XFMR_LN_EPS);
-    hy_linear_forward(logits, a->lnf, m->p.head_w, m->p.head_b, B, D, K);
+    if (m->ens) hy_ens_head_forward(m, logits, a->lnf, R);
+    else hy_linear_forward(logits, a->lnf, m->p.head_w, m->p.head_b, B, D, K);
     m->last_B = B;
     m->last_T = T;
     m->have_fwd = true;
@@ -649,13 +709,23 @@ hy_status hy_xfmr_loss(const hy_xfmr *m, const float *logits, const int32_t *lab
         if (labels[b] < 0 || (size_t)labels[b] >= K)
             return hy_fail(HY_EINVAL, "xfmr: label %d of row %zu out of range [0, %zu)",
                            (int)labels[b], b + 1, K);
-    float *probs = hy_xmalloc(B * K * sizeof *probs);
+    /* an ensemble: the mean over its M members of each member's mean cross-entropy on the same
+     * B labels (logits [M*B, K], member-major) */
+    size_t M = hy_xfmr_members(m);
+    float *probs = hy_xmalloc(M * B * K * sizeof *probs);
     if (!probs) return HY_ENOMEM;
-    hy_ce_forward(loss, probs, logits, labels, B, K, label_smoothing);
-    if (dlogits) {
-        memset(dlogits, 0, B * K * sizeof *dlogits);
-        hy_ce_backward(dlogits, 1.0, probs, labels, B, K, label_smoothing);
+    if (dlogits) memset(dlogits, 0, M * B * K * sizeof *dlogits);
+    double sum = 0;
+    for (size_t mm = 0; mm < M; mm++) {
+        double lm = 0;
+        size_t o = mm * B * K;
+        hy_ce_forward(&lm, probs + o, logits + o, labels, B, K, label_smoothing);
+        sum += lm;
+        if (dlogits)
+            hy_ce_backward(dlogits + o, 1.0 / (double)M, probs + o, labels, B, K,
+                           label_smoothing);
     }
+    *loss = M == 1 ? sum : sum / (double)M;
     hy_free(probs);
     return HY_OK;
 }
@@ -677,7 +747,7 @@ hy_status hy_xfmr_backward_hidden(hy_xfmr *m, const float *dlogits, const float 
     const hy_xfmr_config *c = &m->cfg;
     hy_xfmr_acts *a = m->acts;
     size_t D = c->d_model, DM = c->d_mlp, NH = c->n_heads, K = c->n_classes, L = c->depth;
-    size_t B = m->last_B, T = m->last_T, BT = B * T;
+    size_t B = m->last_B, T = m->last_T, R = hy_xfmr_members(m) * B, BT = R * T;
     bool drop = m->last_drop;
     hy_arena *ar = &m->scratch;
     hy_arena_reset(ar);
@@ -688,25 +758,26 @@ hy_status hy_xfmr_backward_hidden(hy_xfmr *m, const float *dlogits, const float 
     HY_TRY(hy_arena_floats(ar, BT * D, &dtmp));
     HY_TRY(hy_arena_floats(ar, BT * 3 * D, &dqkv));
     HY_TRY(hy_arena_floats(ar, BT * DM, &dhg));
-    HY_TRY(hy_arena_floats(ar, B * D, &dlnf));
-    HY_TRY(hy_arena_floats(ar, B * D, &dcls));
+    HY_TRY(hy_arena_floats(ar, R * D, &dlnf));
+    HY_TRY(hy_arena_floats(ar, R * D, &dcls));
     HY_TRY(hy_arena_floats(ar, B * (T - 1) * D, &demb));
-    HY_TRY(hy_arena_floats(ar, B * NH, &part));
+    HY_TRY(hy_arena_floats(ar, R * NH, &part));
 
     /* dres = dL/dx_L: dhidden (or 0), plus the classifier head's gradient on the CLS rows */
     if (dhidden) HY_PROF(HY_PROF_COPY, memcpy(dres, dhidden, BT * D * sizeof(float)));
     else zero(dres, BT * D);
     if (dlogits) {
         /* head: logits = lnf W^T + b; lnf = LN_f(cls) */
-        zero(dlnf, B * D);
-        zero(dcls, B * D);
-        hy_linear_backward(dlnf, m->g.head_w, m->g.head_b, dlogits, a->lnf, m->p.head_w, B, D,
-                           K);
+        zero(dlnf, R * D);
+        zero(dcls, R * D);
+        if (m->ens) hy_ens_head_backward(m, dlnf, dlogits, a->lnf, R);
+        else hy_linear_backward(dlnf, m->g.head_w, m->g.head_b, dlogits, a->lnf, m->p.head_w, B,
+                                D, K);
         hy_layernorm_backward(dcls, m->g.norm_w, m->g.norm_b, dlnf, a->cls, a->lnf_mean,
-                              a->lnf_rstd, m->p.norm_w, B, D);
+                              a->lnf_rstd, m->p.norm_w, R, D);
         /* cls = x_L[:, 0]: only the CLS rows get this gradient (0 + g is exact: without
          * dhidden the result is bitwise the plain copy) */
-        HY_PROF(HY_PROF_COPY, for (size_t b = 0; b < B; b++) {
+        HY_PROF(HY_PROF_COPY, for (size_t b = 0; b < R; b++) {
             float *dr = dres + b * T * D;
             const float *dc = dcls + b * D;
             for (size_t i = 0; i < D; i++) dr[i] += dc[i];
@@ -730,17 +801,19 @@ hy_status hy_xfmr_backward_hidden(hy_xfmr *m, const float *dlogits, const float 
             dbranch = dtmp;
         }
         /* hg = drop(GELU(h)): dh = (dhg * mask) GELU'(h), in place in dhg (GELU' fused into
-         * the fc2 backward GEMM without dropout) */
-        if (dm) {
-            hy_linear_backward_set(dhg, gw->fc2_w, gw->fc2_b, dbranch, hg, w->fc2_w, BT, DM, D);
-            hy_rng r1 = site_rng(&m->last_drop_rng, l, 1);
-            hy_dropout_apply(dhg, dhg, NULL, &r1, BT, DM, c->mlp_dropout);
+         * the fc2 backward GEMM without dropout, for a single model) */
+        if (dm || m->ens) {
+            lin_bwd(m, l, HY_ENS_FC2, dhg, gw->fc2_w, gw->fc2_b, dbranch, hg, w->fc2_w, BT, DM, D);
+            if (dm) {
+                hy_rng r1 = site_rng(&m->last_drop_rng, l, 1);
+                hy_dropout_apply(dhg, dhg, NULL, &r1, BT, DM, c->mlp_dropout);
+            }
             hy_gelu_backward_set(dhg, dhg, h, BT * DM);
         } else {
             hy_linear_backward_gelu_set(dhg, gw->fc2_w, gw->fc2_b, dbranch, hg, w->fc2_w, h, BT,
                                         DM, D);
         }
-        hy_linear_backward_set(dln, gw->fc1_w, gw->fc1_b, dhg, ln2, w->fc1_w, BT, D, DM);
+        lin_bwd(m, l, HY_ENS_FC1, dln, gw->fc1_w, gw->fc1_b, dhg, ln2, w->fc1_w, BT, D, DM);
         /* ln2 = LN2(xm); dres += LN2 backward, so dres becomes dxm */
         hy_layernorm_backward(dres, gw->norm2_w, gw->norm2_b, dln, xm,
                               a->ln2_mean + l * a->sR, a->ln2_rstd + l * a->sR,
@@ -752,16 +825,22 @@ hy_status hy_xfmr_backward_hidden(hy_xfmr *m, const float *dlogits, const float 
             hy_dropout_apply(dtmp, dres, NULL, &r0, BT, D, c->attn_dropout);
             dbranch = dtmp;
         }
-        hy_linear_backward_set(dao, gw->proj_w, gw->proj_b, dbranch, ao, w->proj_w, BT, D, D);
+        lin_bwd(m, l, HY_ENS_PROJ, dao, gw->proj_w, gw->proj_b, dbranch, ao, w->proj_w, BT, D, D);
         zero(dqkv, BT * 3 * D);
-        hy_attn_backward(dqkv, m->dgates + l * NH, dao, qkv, att, m->gates + l * NH, kv, part, B,
+        hy_attn_backward(dqkv, m->dgates + l * NH, dao, qkv, att, m->gates + l * NH, kv, part, R,
                          T, D, NH);
-        hy_linear_backward_set(dln, gw->qkv_w, gw->qkv_b, dqkv, ln1, w->qkv_w, BT, D, 3 * D);
+        lin_bwd(m, l, HY_ENS_QKV, dln, gw->qkv_w, gw->qkv_b, dqkv, ln1, w->qkv_w, BT, D, 3 * D);
         hy_layernorm_backward(dres, gw->norm1_w, gw->norm1_b, dln, x,
                               a->ln1_mean + l * a->sR, a->ln1_rstd + l * a->sR,
                               w->norm1_w, BT, D);
     }
 
+    /* the members' streams all start from the shared embedding: their gradients add up */
+    for (size_t r = B; r < R; r += B) {
+        float *d0 = dres;
+        const float *dr = dres + r * T * D;
+        for (size_t i = 0; i < B * T * D; i++) d0[i] += dr[i];
+    }
     /* embedding: x0 = [cls; emb] + pos */
     zero(demb, B * (T - 1) * D);
     hy_embed_assemble_backward(demb, m->g.cls_token, m->g.pos_embed, dres, B, T, D);
@@ -771,6 +850,11 @@ hy_status hy_xfmr_backward_hidden(hy_xfmr *m, const float *dlogits, const float 
                            B * (T - 1), F, D);
     } else {
         hy_tokembed_backward(m->g.tok_embed, demb, a->ids, B * (T - 1), D);
+    }
+    /* lora_ensemble: the frozen backbone gets exactly zero gradient (ens.h) */
+    if (m->ens && m->ens->cfg.kind == HY_ENS_LORA) {
+        memset(m->grads, 0, m->ens->n_base_floats * sizeof(float));
+        memset(m->dgates, 0, c->depth * NH * sizeof(float));
     }
     return HY_OK;
 }

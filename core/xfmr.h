@@ -166,6 +166,7 @@ typedef struct hy_param {
     int ndim;
     int64_t shape[4];
     bool decay;          /* weight decay applies: false for norms, biases, cls/pos/tok_embed */
+    bool frozen;         /* never trained (lora_ensemble's backbone: ens.h); decay is false */
 } hy_param;
 
 /* Appends tensor `name` of shape [ndim] to a parameter table: tab[*n] gets the name, shape,
@@ -259,12 +260,25 @@ typedef struct hy_xfmr {
     bool have_fwd;
     bool last_drop;      /* the last forward applied dropout masks */
     hy_rng last_drop_rng; /* its dropout stream: backward draws the same masks again */
+    /* ensemble (ens.h): NULL for a single model. With M members, forward takes B samples and
+     * writes logits [M*B, K] (member-major); B_cap counts samples; hy_xfmr_loss takes the B
+     * labels and averages the members' cross-entropies. */
+    struct hy_ens *ens;  /* owned */
 } hy_xfmr;
 
 /* Builds a model: checks cfg, allocates params and grads (zeroed), the name table, gates (all 1)
  * and dgates (0). No activations yet (hy_xfmr_alloc_acts). On failure m is left zeroed and
  * nothing leaks. Release with hy_xfmr_release. HY_ECONFIG / HY_ENOMEM. */
 hy_status hy_xfmr_new(hy_xfmr *m, const hy_xfmr_config *cfg);
+/* The same with the members' tensors of ensemble e (ens.h) after the base table: a BatchEnsemble
+ * or LoRA-Ensemble model of M = e->members members. HY_ECONFIG names the YAML key. */
+struct hy_ens_config;
+hy_status hy_xfmr_new_ens(hy_xfmr *m, const hy_xfmr_config *cfg, const struct hy_ens_config *e);
+/* Members of m: 1 for a single model, M for an ensemble (logit rows per sample). */
+size_t hy_xfmr_members(const hy_xfmr *m);
+/* The cost of model m at sequence length T: hy_xfmr_cost (all heads), or hy_ens_cost for an
+ * ensemble. */
+hy_xfmr_costs hy_xfmr_model_cost(const hy_xfmr *m, size_t T);
 /* Frees everything; accepts a zeroed or released model; zeroes m. */
 void hy_xfmr_release(hy_xfmr *m);
 /* timm-like init from seed: trunc-normal(std 0.02, cut at +-2 std) for linear weights,

@@ -4,9 +4,10 @@
 -- batch 1, 32 and 256 (forward only, random images) for: Single (one full model), Deep Ensemble
 -- (3 full models one after another), the 3 pruned members one after another (each physically
 -- pruned: a one-member fused model, since the dense engine computes gated heads anyway), and the
--- fused Hydra model, and the fused Packed-Ensembles model (3 members of width 80, every fuse.* =
--- member), and MIMO (one model, 3 input slots, 3 heads); params and forward FLOPs per sample of
--- each. Targets (DESIGN §7): fused at
+-- fused Hydra model, the fused Packed-Ensembles model (3 members of width 80, every fuse.* =
+-- member), MIMO (one model, 3 input slots, 3 heads), BatchEnsemble and LoRA-Ensemble
+-- (core/ens.h, M = 3, their defaults: every member in one pass over stacked member rows);
+-- params and forward FLOPs per sample of each. Targets (DESIGN §7): fused at
 -- least as fast as the members one by one at every batch (>= 1.5x at batch 1);
 -- time(Hydra)/time(Single) <= FLOPs(Hydra)/FLOPs(Single) at every batch; params(Hydra) <= 1.1
 -- params(Single). res.checks holds each batch's ratios and whether they meet them.
@@ -78,6 +79,9 @@ local function run(opts)
   mimo_cfg.model = require("hydra.methods.mimo").model_config(mimo_cfg)
   local mimo = hydra.model.new(mimo_cfg, 300)
   local mimo_c = mimo:config()
+  -- the member-linear ensembles (core/ens.h) with their defaults (M = 3; LoRA on q, v, rank 8)
+  local be = hydra.model.new_ensemble(cfg, "batch_ensemble", 1)
+  local lora = hydra.model.new_ensemble(cfg, "lora_ensemble", 1)
   local T = 1 + (c.image_size // c.patch) ^ 2
   local rounds = opts.rounds or 7
   local methods = {
@@ -96,6 +100,8 @@ local function run(opts)
     { key = "packed_ensemble_s",
       time = function(b, k) return core.fused_time(packed.ud, b, k, 1) end },
     { key = "mimo_s", time = function(b, k) return core.model_time(mimo.ud, b, k, 1) end },
+    { key = "batch_ensemble_s", time = function(b, k) return core.model_time(be.ud, b, k, 1) end },
+    { key = "lora_ensemble_s", time = function(b, k) return core.model_time(lora.ud, b, k, 1) end },
   }
   local load0 = loadavg()
   local rows = {}
@@ -124,9 +130,11 @@ local function run(opts)
     fuse = { mlp = fi.mlp, ln = fi.ln, embed = fi.embed, head = fi.head },
     params = { single = c.params, deep_ensemble = M * c.params,
                members = mp, hydra = fi.params, packed_ensemble = pi.params,
-               mimo = mimo_c.params },
+               mimo = mimo_c.params, batch_ensemble = be:config().params,
+               lora_ensemble = lora:config().params },
     flops = { single = c.flops, deep_ensemble = M * c.flops, members = mf, hydra = fi.flops,
-              packed_ensemble = pi.flops, mimo = mimo_c.flops },
+              packed_ensemble = pi.flops, mimo = mimo_c.flops,
+              batch_ensemble = be:config().flops, lora_ensemble = lora:config().flops },
     tokens = math.tointeger(T), rows = rows,
     omp_wait_policy = os.getenv("OMP_WAIT_POLICY") or "(unset)",
     load_before = load0, load_after = load1,
@@ -180,6 +188,16 @@ local function report(res)
   print(("MIMO: %d params (%.2fx single), %.1f MFLOPs/sample (%.2fx single)"):format(
     res.params.mimo, res.params.mimo / res.params.single, res.flops.mimo / 1e6,
     res.flops.mimo / res.flops.single))
+  for _, k in ipairs({ "batch_ensemble", "lora_ensemble" }) do
+    local t = {}
+    for _, r in ipairs(res.rows) do
+      t[#t + 1] = ("batch %d %.3f ms (%.2fx single)"):format(r.batch, 1e3 * r[k .. "_s"],
+        r[k .. "_s"] / r.single_s)
+    end
+    print(("%s (M=3): params %d (%.2fx single), MFLOPs/sample %.1f (%.2fx); %s"):format(k,
+      res.params[k], res.params[k] / res.params.single, res.flops[k] / 1e6,
+      res.flops[k] / res.flops.single, table.concat(t, ", ")))
+  end
 end
 
 local standalone = type(arg) == "table" and type(arg[0]) == "string"

@@ -39,6 +39,10 @@ local methods = {
     params = res.params.packed_ensemble, flops = res.flops.packed_ensemble },
   { key = "mimo_s", name = "MIMO (one model, M = 3)", params = res.params.mimo,
     flops = res.flops.mimo },
+  { key = "batch_ensemble_s", name = "BatchEnsemble (3 members)",
+    params = res.params.batch_ensemble, flops = res.flops.batch_ensemble },
+  { key = "lora_ensemble_s", name = "LoRA-Ensemble (3 members, q v r8)",
+    params = res.params.lora_ensemble, flops = res.flops.lora_ensemble },
 }
 local head = "| Method | Params (M) | MFLOPs / sample | FLOPs vs Single |"
 local rule = "|---|---:|---:|---:|"

@@ -67,6 +67,12 @@ hy_tensor *l_pushtensor(lua_State *L);
 hy_xfmr *l_checkmodel(lua_State *L, int arg);
 /* Pushes a new, empty (zeroed) hydra.Model box; fill it with hy_xfmr_new or hy_ckpt_load. */
 hy_xfmr *l_pushmodel(lua_State *L);
+/* Reads a resolved model section (table at arg) into c by its YAML keys (model.kind, ...). */
+void l_read_model_config(lua_State *L, int arg, hy_xfmr_config *c);
+/* l_checkmodel for operations defined on single models only (pruning, fusing, per-sample
+ * timing): an ensemble raises "<who>: '<method>' models are not supported (a single model is
+ * expected)". */
+hy_xfmr *l_checksingle(lua_State *L, int arg, const char *who);
 
 /* ===== l_loader.c ===== */
 
@@ -115,6 +121,7 @@ void l_open_xfmr(lua_State *L);
 void l_open_loader(lua_State *L);
 void l_open_ckpt(lua_State *L);
 void l_open_train(lua_State *L);
+void l_open_ens(lua_State *L);
 void l_open_gemm(lua_State *L);
 void l_open_prune(lua_State *L);
 void l_open_fused(lua_State *L);

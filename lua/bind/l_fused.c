@@ -42,7 +42,7 @@ static int l_fused_new(lua_State *L) {
     hy_xfmr **ms = lua_newuserdatauv(L, (M ? M : 1) * sizeof *ms, 0);
     for (size_t m = 0; m < M; m++) {
         lua_geti(L, 1, (lua_Integer)m + 1);
-        ms[m] = l_checkmodel(L, -1);
+        ms[m] = l_checksingle(L, -1, "fuse");
         lua_pop(L, 1);
     }
     l_fused *u = push_fused(L);

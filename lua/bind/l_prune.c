@@ -52,7 +52,7 @@ static void call_progress(void *vctx, size_t done, size_t total) {
 }
 
 static int l_prune_members(lua_State *L) {
-    hy_xfmr *m = l_checkmodel(L, 1);
+    hy_xfmr *m = l_checksingle(L, 1, "prune");
     luaL_checktype(L, 2, LUA_TTABLE);
     luaL_checktype(L, 3, LUA_TTABLE);
     luaL_checktype(L, 4, LUA_TTABLE);
@@ -147,7 +147,7 @@ static int l_prune_members(lua_State *L) {
 }
 
 static int l_prune_objective(lua_State *L) {
-    hy_xfmr *m = l_checkmodel(L, 1);
+    hy_xfmr *m = l_checksingle(L, 1, "prune");
     hy_dataset *id = l_checkdataset(L, 2);
     hy_dataset *ood = lua_isnoneornil(L, 3) ? NULL : l_checkdataset(L, 3);
     lua_Integer bs = luaL_checkinteger(L, 4);

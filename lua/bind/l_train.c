@@ -28,45 +28,51 @@ static int l_model_evaluate(lua_State *L) {
     return 2;
 }
 
-/* An optional float32 [N,K] output tensor at arg (nil: allocate and push a new one). */
-static hy_tensor *out_tensor(lua_State *L, int arg, int64_t N, int64_t K) {
+/* An optional float32 [N,K] output tensor at arg (nil: allocate and push a new one); an
+ * ensemble's (M > 1) is [M,N,K]. */
+static hy_tensor *out_tensor(lua_State *L, int arg, int64_t M, int64_t N, int64_t K) {
     if (lua_isnoneornil(L, arg)) {
-        int64_t shape[2] = {N, K};
+        int64_t shape[3] = {M, N, K};
         hy_tensor *t = l_pushtensor(L);
-        if (hy_tensor_alloc(t, HY_F32, 2, shape) != HY_OK) l_raise(L);
+        if (hy_tensor_alloc(t, HY_F32, M > 1 ? 3 : 2, M > 1 ? shape : shape + 1) != HY_OK)
+            l_raise(L);
         return t;
     }
     hy_tensor *t = l_checktensor(L, arg);
-    if (t->dtype != HY_F32 || hy_tensor_numel(t) != (size_t)(N * K) || t->ndim < 1 ||
-        t->shape[0] != N)
-        luaL_argerror(L, arg, lua_pushfstring(L, "expected a float32 [%d,%d] tensor",
-                                              (int)N, (int)K));
+    if (t->dtype != HY_F32 || hy_tensor_numel(t) != (size_t)(M * N * K) || t->ndim < 1 ||
+        t->shape[0] != (M > 1 ? M : N))
+        luaL_argerror(L, arg, M > 1 ? lua_pushfstring(L, "expected a float32 [%d,%d,%d] tensor",
+                                                      (int)M, (int)N, (int)K)
+                                    : lua_pushfstring(L, "expected a float32 [%d,%d] tensor",
+                                                      (int)N, (int)K));
     lua_pushvalue(L, arg);
     return t;
 }
 
 /* m:predict(ds, B [, logits_out [, probs_out]]) -> logits [N,K], probs [N,K]
- * (the outputs are written into the given tensors, e.g. row views, when passed) */
+ * (the outputs are written into the given tensors, e.g. row views, when passed); an ensemble's
+ * are its members' [M,N,K] */
 static int l_model_predict(lua_State *L) {
     hy_xfmr *m = l_checkmodel(L, 1);
     hy_dataset *d = l_checkdataset(L, 2);
     lua_Integer B = luaL_checkinteger(L, 3);
     luaL_argcheck(L, B >= 1, 3, "batch size must be >= 1");
-    hy_tensor *lg = out_tensor(L, 4, (int64_t)d->n, (int64_t)m->cfg.n_classes);
-    hy_tensor *pr = out_tensor(L, 5, (int64_t)d->n, (int64_t)m->cfg.n_classes);
+    int64_t M = (int64_t)hy_xfmr_members(m);
+    hy_tensor *lg = out_tensor(L, 4, M, (int64_t)d->n, (int64_t)m->cfg.n_classes);
+    hy_tensor *pr = out_tensor(L, 5, M, (int64_t)d->n, (int64_t)m->cfg.n_classes);
     if (hy_train_predict(m, d, (size_t)B, lg->data, pr->data) != HY_OK) return l_raise(L);
     return 2;
 }
 
 /* m:features(ds, B) -> features [N,D], logits [N,K], probs [N,K] */
 static int l_model_features(lua_State *L) {
-    hy_xfmr *m = l_checkmodel(L, 1);
+    hy_xfmr *m = l_checksingle(L, 1, "features");
     hy_dataset *d = l_checkdataset(L, 2);
     lua_Integer B = luaL_checkinteger(L, 3);
     luaL_argcheck(L, B >= 1, 3, "batch size must be >= 1");
-    hy_tensor *ft = out_tensor(L, 4, (int64_t)d->n, (int64_t)m->cfg.d_model);
-    hy_tensor *lg = out_tensor(L, 5, (int64_t)d->n, (int64_t)m->cfg.n_classes);
-    hy_tensor *pr = out_tensor(L, 6, (int64_t)d->n, (int64_t)m->cfg.n_classes);
+    hy_tensor *ft = out_tensor(L, 4, 1, (int64_t)d->n, (int64_t)m->cfg.d_model);
+    hy_tensor *lg = out_tensor(L, 5, 1, (int64_t)d->n, (int64_t)m->cfg.n_classes);
+    hy_tensor *pr = out_tensor(L, 6, 1, (int64_t)d->n, (int64_t)m->cfg.n_classes);
     if (hy_train_features(m, d, (size_t)B, ft->data, lg->data, pr->data) != HY_OK)
         return l_raise(L);
     return 3;

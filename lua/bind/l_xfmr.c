@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "bind.h"
+#include "ens.h"
 
 typedef struct l_model { hy_xfmr m; } l_model;
 
@@ -24,6 +25,14 @@ hy_xfmr *l_checkmodel(lua_State *L, int arg) {
     l_model *u = luaL_checkudata(L, arg, L_MODEL);
     if (!u->m.params) luaL_error(L, "model: attempt to use a closed model");
     return &u->m;
+}
+
+hy_xfmr *l_checksingle(lua_State *L, int arg, const char *who) {
+    hy_xfmr *m = l_checkmodel(L, arg);
+    if (m->ens)
+        luaL_error(L, "%s: '%s' models are not supported (a single model is expected)", who,
+                   hy_ens_method_name(m->ens->cfg.kind));
+    return m;
 }
 
 hy_xfmr *l_pushmodel(lua_State *L) {
@@ -36,7 +45,7 @@ hy_xfmr *l_pushmodel(lua_State *L) {
 /* Reads a resolved model section (table at arg) into c by its YAML keys: model.kind, the SIZE
  * fields of HY_XFMR_CONFIG_FIELDS that apply to the kind under their names (model.d_model, ...),
  * and every RATE field (attn_dropout, mlp_dropout) from the one knob model.dropout. */
-static void read_model_config(lua_State *L, int arg, hy_xfmr_config *c) {
+void l_read_model_config(lua_State *L, int arg, hy_xfmr_config *c) {
     luaL_checktype(L, arg, LUA_TTABLE);
     memset(c, 0, sizeof *c);
     const char *kind = l_cfgstr(L, arg, "model.kind");
@@ -74,6 +83,8 @@ static int l_model_config_fields(lua_State *L) {
     return 1;
 }
 
+static int push_costs(lua_State *L, hy_xfmr_costs r);
+
 /* pushes the hy_xfmr_cost of c at its full length with kept heads (table at arg, or none):
  * flops, params, parts = { embed|ln|attn|mlp|head = { flops =, params = } } */
 static int push_cost(lua_State *L, const hy_xfmr_config *c, int arg) {
@@ -94,7 +105,11 @@ static int push_cost(lua_State *L, const hy_xfmr_config *c, int arg) {
         }
         kp = kept;
     }
-    hy_xfmr_costs r = hy_xfmr_cost(c, hy_xfmr_seq_len(c), kp);
+    return push_costs(L, hy_xfmr_cost(c, hy_xfmr_seq_len(c), kp));
+}
+
+/* pushes flops, params, parts of r */
+static int push_costs(lua_State *L, hy_xfmr_costs r) {
     static const char *const parts[HY_N_PARTS] = {"embed", "ln", "attn", "mlp", "head"};
     lua_pushnumber(L, r.flops_total);
     lua_pushinteger(L, (lua_Integer)r.params_total);
@@ -113,14 +128,14 @@ static int push_cost(lua_State *L, const hy_xfmr_config *c, int arg) {
 /* core.model_cost(cfg [, kept]) -> flops, params, parts (cfg: as core.model_new) */
 static int l_model_cost_of(lua_State *L) {
     hy_xfmr_config c;
-    read_model_config(L, 1, &c);
+    l_read_model_config(L, 1, &c);
     if (hy_xfmr_config_check(&c) != HY_OK) return l_raise(L);
     return push_cost(L, &c, 2);
 }
 
 static int l_model_new(lua_State *L) {
     hy_xfmr_config c;
-    read_model_config(L, 1, &c);
+    l_read_model_config(L, 1, &c);
     if (hy_xfmr_new(l_pushmodel(L), &c) != HY_OK) return l_raise(L);
     return 1;
 }
@@ -156,7 +171,7 @@ static int l_model_config(lua_State *L) {
     }
     lua_pushinteger(L, (lua_Integer)m->T);
     lua_setfield(L, -2, "seq_len");
-    hy_xfmr_costs cost = hy_xfmr_cost(c, m->T, NULL);
+    hy_xfmr_costs cost = hy_xfmr_model_cost(m, m->T);
     lua_pushnumber(L, cost.flops_total);
     lua_setfield(L, -2, "flops");
     lua_pushinteger(L, (lua_Integer)cost.params_total);
@@ -166,7 +181,12 @@ static int l_model_config(lua_State *L) {
 
 /* m:cost([kept]) -> flops, params, parts (core.model_cost of m's config) */
 static int l_model_cost(lua_State *L) {
-    return push_cost(L, &l_checkmodel(L, 1)->cfg, 2);
+    hy_xfmr *m = l_checkmodel(L, 1);
+    if (m->ens) {   /* an ensemble: hy_ens_cost (every head of every member) */
+        if (!lua_isnoneornil(L, 2)) return luaL_error(L, "cost: kept heads need a single model");
+        return push_costs(L, hy_xfmr_model_cost(m, m->T));
+    }
+    return push_cost(L, &m->cfg, 2);
 }
 
 static int l_model_params_count(lua_State *L) {
@@ -181,7 +201,7 @@ static int l_model_flops(lua_State *L) {
     hy_xfmr *m = l_checkmodel(L, 1);
     lua_Integer T = luaL_checkinteger(L, 2);
     luaL_argcheck(L, T >= 1 && (size_t)T <= m->T, 2, "sequence length out of range");
-    lua_pushnumber(L, hy_xfmr_cost(&m->cfg, (size_t)T, NULL).flops_total);
+    lua_pushnumber(L, hy_xfmr_model_cost(m, (size_t)T).flops_total);
     return 1;
 }
 
@@ -278,7 +298,8 @@ static int l_model_time(lua_State *L) {
     luaL_argcheck(L, m->cfg.kind == HY_XFMR_VIT, 1, "timing needs an image model");
     size_t n = (size_t)B * m->cfg.channels * m->cfg.image_size * m->cfg.image_size;
     float *img = lua_newuserdatauv(L, n * sizeof(float), 0);
-    float *lg = lua_newuserdatauv(L, (size_t)B * m->cfg.n_classes * sizeof(float), 0);
+    float *lg = lua_newuserdatauv(L, (size_t)B * hy_xfmr_members(m) * m->cfg.n_classes *
+                                  sizeof(float), 0);
     l_random_images(img, n, seed);
     if ((m->B_cap < (size_t)B || !m->acts) && hy_xfmr_alloc_acts(m, (size_t)B) != HY_OK)
         return l_raise(L);

@@ -657,7 +657,8 @@ local function emit_entry(out, indent, key, v, spec, omit)
 end
 
 -- A key marked id_neutral in the schema (added after run-ids were published) that holds its
--- default: left out of the text hash() hashes, hence of every run-id, so earlier ids stay valid.
+-- default, or a section of such keys only: left out of the text hash() hashes, hence of every
+-- run-id, so earlier ids stay valid.
 local function neutral(child, v)
   if child.section then
     -- a section every key of which is neutral (one added whole after run-ids were published)

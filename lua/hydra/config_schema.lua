@@ -101,6 +101,11 @@ return {
   ["vilu.batch_size"] = { ge = 1, le = 1048576, id_neutral = true },
   ["vilu.learning_rate"] = { gt = 0, id_neutral = true },
   ["vilu.weight_decay"] = { ge = 0, id_neutral = true },
+  ["batch_ensemble.members"] = { ge = 1, le = 64, id_neutral = true },
+  ["lora_ensemble.members"] = { ge = 1, le = 64, id_neutral = true },
+  ["lora_ensemble.rank"] = { ge = 1, id_neutral = true },
+  ["lora_ensemble.alpha"] = { gt = 0, id_neutral = true },
+  ["lora_ensemble.targets"] = { id_neutral = true },   -- words checked by core.ens_model_new
 
   ["eval.score"] = { enum = { "msp", "maxlogit", "entropy", "mi", "energy", "disagreement",
                               "learned" } },

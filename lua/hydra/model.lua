@@ -3,12 +3,17 @@
 --   local model = require("hydra").model
 --   local m = model.new(cfg)                 -- cfg: a resolved config (hydra.config.load);
 --                                            -- a fresh model initialised from cfg.seed
---   local m = model.load("ckpt.h5")          -- a checkpoint (DESIGN §2 schema)
+--   local m = model.load("ckpt.h5")          -- a checkpoint (DESIGN §2 schema; an ensemble's too)
+--   local m = model.new_ensemble(cfg, method [, seed])  -- method "batch_ensemble" |
+--                                            -- "lora_ensemble": M members (core/ens.h) from the
+--                                            -- cfg[method] section; m:ensemble() describes it
 --   local hist = m:train(data, cfg, opts)    -- data: a prepared file path, or
 --                                            --   { train = Dataset, val = Dataset }
 --   local r = m:evaluate(data, split, { batch_size = B })  -- { nll =, acc =, n = }
 --   local p = m:predict(data_file, split, { batch_size = B, ... })
 --                                            -- { logits =, probs =, labels = [, member_probs =] }
+--                                            -- (an ensemble: member_probs, member_logits [M,N,C],
+--                                            -- probs = their mean p̄, logits = mean logits)
 --   m:save(path, meta)                       -- meta: extra /meta attributes (strings, numbers)
 --   m:gates() -> Tensor [L,H];  m:set_gates(t);  m:set_gate(layer, head, g)   (1-based)
 --   m:params_count();  m:config();  m:get_params() / m:set_params(t)  (flat float32 copies)
@@ -132,6 +137,19 @@ function M.new(cfg, seed)
   return wrap(ud)
 end
 
+-- A fresh ensemble (core/ens.h) of the model section of cfg: method "batch_ensemble" |
+-- "lora_ensemble", its settings from cfg[method] (members, and rank, alpha, targets for LoRA),
+-- initialised from cfg.seed (or seed).
+function M.new_ensemble(cfg, method, seed)
+  local data_file = cfg.data and cfg.data.id and M.data_path(cfg, cfg.data.id) or nil
+  if cfg.model.kind == "text" and cfg.model.vocab_size == 0 and data_file then
+    need_file(data_file, "model")
+  end
+  local ud = core.ens_model_new(M.core_config(cfg.model, data_file), method, cfg[method])
+  ud:init(math.tointeger(seed or cfg.seed))
+  return wrap(ud)
+end
+
 -- A model from a checkpoint; its /meta attributes are in m.meta.
 -- The input normalisation a checkpoint or fused file records (/meta data_mean, data_std), or
 -- nil when it records none; an unusable one is an error naming the file (not the dataset).
@@ -170,6 +188,8 @@ function Model:set_params(t) self.ud:set_params(t) end
 function Model:param(name) return self.ud:param(name) end
 function Model:param_names() return self.ud:param_names() end
 function Model:close() self.ud:close() end
+-- nil for a single model, else { method, members, rank, alpha, targets } (the /ensemble attrs)
+function Model:ensemble() return self.ud:ensemble() end
 
 -- t: a float32 Tensor [L,H] or a nested Lua table { {g11, g12, ...}, ... }.
 function Model:set_gates(t)
@@ -295,6 +315,12 @@ function Model:predict(data, split, opts)
   local B = batch_size(opts, "predict")
   local ds = as_dataset(self, data, split, opts.subset)
   local K = opts.mc_samples
+  if self.ud:ensemble() then   -- one pass: every member's rows
+    if K and K > 0 then error("predict: mc_samples needs a single model (this is an ensemble)", 2) end
+    local logits, probs = self.ud:predict(ds, B)
+    return { logits = core.mean_first(logits), probs = core.mean_first(probs),
+             labels = ds:labels(), member_probs = probs, member_logits = logits }
+  end
   if not K or K == 0 then
     local logits, probs = self.ud:predict(ds, B)
     return { logits = logits, probs = probs, labels = ds:labels() }

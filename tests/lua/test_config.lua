@@ -374,6 +374,7 @@ function T.hash_stability()
     :gsub("\nvilu:\n.-\n\n", "\n")   -- a section of id_neutral keys, all at their default
     :gsub("\npacked_ensemble:\n.-\n\n", "\n"):gsub("\nmimo:\n.-\n\n", "\n")
     :gsub("\nprop1:\n.-\n\n", "\n")   -- the same for prop1
+    :gsub("\nbatch_ensemble:\n.-\n\n", "\n"):gsub("\nlora_ensemble:\n.-\n\n", "\n")
   check.eq(config.hash(a), core.hash64(text), "hash of the canonical YAML")
   -- insertion order of a table does not matter
   local c = {}

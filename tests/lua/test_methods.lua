@@ -425,8 +425,14 @@ function T.run_rejects_bad_method_lists()
     return hydra.run.execute(tiny_cfg({ results_dir = root, methods = methods }),
       { quiet = true, cache_dir = root .. "/cache", progress = false })
   end
-  raises("run: unknown method 'nope' in methods (known: circavg, confidnet, deep_ensemble, "
-    .. "hydra_circ, hydra_taylor, mc_dropout, mimo, packed_ensemble, single, taylor, vilu)",
+  local known = {}   -- every lua/hydra/methods/<name>.lua but common, in directory order
+  for _, f in ipairs(core.listdir((rawget(_G, "HYDRA_HOME") or ".") .. "/lua/hydra/methods")) do
+    local n = f:match("^(.+)%.lua$")
+    if n and n ~= "common" then known[#known + 1] = n end
+  end
+  ok(#known >= 7 and table.concat(known, ","):find("circavg,deep_ensemble", 1, true),
+    "the known methods, sorted")
+  raises("run: unknown method 'nope' in methods (known: " .. table.concat(known, ", ") .. ")",
     function() return go("[single, nope]") end)
   raises("run: method 'single' is listed twice in methods", function()
     return go("[single, single]")

@@ -301,8 +301,9 @@ function C.run_models(models, ds, B, mc, mc_seed)
 end
 
 -- A predictor over checkpoints (paths with their stage keys). opts: mc (samples), mc_seed,
--- name, label, seeds. Cost: each model's m:config() params and flops (hy_xfmr_cost), flops times
--- the samples for MC Dropout.
+-- name, label, seeds. Cost: each model's m:config() params and flops (hy_xfmr_cost; an
+-- ensemble's hy_ens_cost), flops times the samples for MC Dropout. One ensemble checkpoint
+-- (BatchEnsemble, LoRA-Ensemble) predicts all its members in one pass.
 function C.model_predictor(ctx, ckpts, keys, opts)
   local models = {}
   for i, p in ipairs(ckpts) do models[i] = model.load(p) end
@@ -315,6 +316,8 @@ function C.model_predictor(ctx, ckpts, keys, opts)
   end
   if mc > 0 then flops = flops * mc end
   local members = mc > 0 and mc or #models
+  local ens = #models == 1 and models[1]:ensemble()   -- one model, M members (core/ens.h)
+  if ens then members = ens.members end
   return C.predictor({
     ctx = ctx, name = opts.name,
     key_inputs = { kind = mc > 0 and "mc" or "models", models = keys, mc = mc,
