@@ -219,6 +219,7 @@ function T.the_vilu_section_leaves_run_ids_alone_at_its_defaults()
     :gsub("\n  circuit_batch_size: 64\n", "\n"):gsub("\n  warmup_epochs: ~\n", "\n")
     :gsub("\npacked_ensemble:\n.-\n\n", "\n"):gsub("\nmimo:\n.-\n\n", "\n")   -- also neutral
     :gsub("\nprop1:\n.-\n\n", "\n")   -- another section of id_neutral keys only
+    :gsub("\nbatch_ensemble:\n.-\n\n", "\n"):gsub("\nlora_ensemble:\n.-\n\n", "\n")
   eq(hydra.config.hash(a), core.hash64(text), "hash without the vilu section")
   ok(hydra.config.hash(hydra.config.load(nil, { "seed=3", "vilu.epochs=5" }))
     ~= hydra.config.hash(a), "a changed vilu key changes the hash")
