@@ -430,8 +430,9 @@ function T.run_rejects_bad_method_lists()
     local n = f:match("^(.+)%.lua$")
     if n and n ~= "common" then known[#known + 1] = n end
   end
-  ok(#known >= 7 and table.concat(known, ","):find("circavg,deep_ensemble", 1, true),
-    "the known methods, sorted")
+  local sorted = true
+  for i = 2, #known do sorted = sorted and known[i - 1] < known[i] end
+  ok(#known >= 7 and sorted, "the known methods, sorted")
   raises("run: unknown method 'nope' in methods (known: " .. table.concat(known, ", ") .. ")",
     function() return go("[single, nope]") end)
   raises("run: method 'single' is listed twice in methods", function()
