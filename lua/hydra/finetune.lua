@@ -36,25 +36,35 @@ function M.member(m, gates, k, cfg, opts)
   local hist
   if ft.epochs > 0 then
     local base = m:get_params()
-    local f = require("hydra.config").copy(ft)
-    -- finetune.warmup_epochs null (the default): at most half of the fine-tuning epochs
-    if f.warmup_epochs == nil then
-      f.warmup_epochs = math.min(cfg.train.warmup_epochs, ft.epochs / 2)
-    end
-    -- finetune.train_subset: that many leading training rows, never more than data.train_subset
-    local rows, cur = ft.train_subset, cfg.data.train_subset
-    if rows > 0 then rows = cur > 0 and math.min(cur, rows) or rows else rows = cur end
-    local mod = require("hydra.model")
-    local path = opts.data or mod.data_path(cfg, cfg.data.id)
-    local train_ds = mod.dataset(path, "train", rows)
-    m.norm = { train_ds:mean_std() }   -- as m:train(path) records it, for every kind of data
-    local val_ds = mod.dataset(path, "val", cfg.data.test_subset, m.norm)
-    hist = m:train({ train = train_ds, val = val_ds }, cfg,
-      { finetune = f, progress = opts.progress, log = opts.log })
+    hist = M.run(m, cfg, opts)
     core.prune_restore(m.ud, base)
   end
   return m, { member = k, finetune_epochs = ft.epochs,
               finetune_learning_rate = ft.learning_rate }, hist
+end
+
+-- finetune.epochs (> 0) epochs of m:train on the ID train split with the fine-tuning schedule
+-- (finetune.learning_rate, finetune.warmup_epochs), in place; the fine-tuning of a pruned member
+-- and of LoRA-Ensemble's adapters (methods/lora_ensemble.lua). opts: data, progress, log.
+-- Returns m:train's history.
+function M.run(m, cfg, opts)
+  opts = opts or {}
+  local ft = cfg.finetune
+  local f = require("hydra.config").copy(ft)
+  -- finetune.warmup_epochs null (the default): at most half of the fine-tuning epochs
+  if f.warmup_epochs == nil then
+    f.warmup_epochs = math.min(cfg.train.warmup_epochs, ft.epochs / 2)
+  end
+  -- finetune.train_subset: that many leading training rows, never more than data.train_subset
+  local rows, cur = ft.train_subset, cfg.data.train_subset
+  if rows > 0 then rows = cur > 0 and math.min(cur, rows) or rows else rows = cur end
+  local mod = require("hydra.model")
+  local path = opts.data or mod.data_path(cfg, cfg.data.id)
+  local train_ds = mod.dataset(path, "train", rows)
+  m.norm = { train_ds:mean_std() }   -- as m:train(path) records it, for every kind of data
+  local val_ds = mod.dataset(path, "val", cfg.data.test_subset, m.norm)
+  return m:train({ train = train_ds, val = val_ds }, cfg,
+    { finetune = f, progress = opts.progress, log = opts.log })
 end
 
 function M.config_of(model, overrides)

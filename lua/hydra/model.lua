@@ -145,7 +145,11 @@ function M.new_ensemble(cfg, method, seed)
   if cfg.model.kind == "text" and cfg.model.vocab_size == 0 and data_file then
     need_file(data_file, "model")
   end
-  local ud = core.ens_model_new(M.core_config(cfg.model, data_file), method, cfg[method])
+  local ok, ud = pcall(core.ens_model_new, M.core_config(cfg.model, data_file), method,
+    cfg[method])
+  if not ok then   -- a bad knob (the message names its key): one line, no traceback
+    err.fail("%s", (tostring(ud):gsub("^[^%s:]+%.lua:%d+: ", "")))
+  end
   ud:init(math.tointeger(seed or cfg.seed))
   return wrap(ud)
 end

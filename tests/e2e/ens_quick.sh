@@ -22,7 +22,7 @@ hydra.model.write_synthetic(d .. "/synood.h5", { train = 8, val = 8, test = 32, 
 LUA
 "$HYDRA" run "$tmp/mk.lua" "$tmp/data" || exit 1
 
-METHODS=${ENS_METHODS:-"single, batch_ensemble"}
+METHODS=${ENS_METHODS:-"single, batch_ensemble, lora_ensemble"}
 cat > "$tmp/exp.yaml" <<EOF2
 include: $PWD/configs/data/tiny.yaml
 experiment: e2e_ens
@@ -85,6 +85,13 @@ if methods:find("lora") then
   local ta, tb = a:totable(), core.sample_slice(b, 1, n):totable()
   for i = 1, n do assert(ta[i] == tb[i], "the LoRA backbone differs from the Single at " .. i) end
   print("lora_ensemble: backbone bit-identical to the Single")
+  if methods:find("batch") then   -- an ensemble as backbone: a one-line error
+    local be = hydra.model.load(one("batch_ensemble"))
+    local ok, e = pcall(m.ud.copy_backbone, m.ud, be.ud)
+    assert(not ok and tostring(e):find("the backbone must be a single model, not a "
+      .. "batch_ensemble model", 1, true), "wrong-kind backbone: " .. tostring(e))
+    print("lora_ensemble: " .. tostring(e))
+  end
 end
 LUA
 "$HYDRA" run "$tmp/check.lua" "$tmp/cache" "$tmp/data" "$METHODS" || fail=1
@@ -93,6 +100,22 @@ case "$METHODS" in *batch*)
     "$HYDRA" info "$be" >"$tmp/info.txt" 2>&1 || { cat "$tmp/info.txt"; fail=1; }
     grep -q "ensemble" "$tmp/info.txt" || { echo "hydra info: no /ensemble"; fail=1; }
     grep -q "be_s" "$tmp/info.txt" || { echo "hydra info: no member tensors"; fail=1; }
+    ;;
+esac
+case "$METHODS" in *lora*)
+    lo=$(ls "$tmp"/cache/lora_ensemble/*.h5 | head -n 1)
+    "$HYDRA" info "$lo" >"$tmp/info.txt" 2>&1 || { cat "$tmp/info.txt"; fail=1; }
+    grep -q "lora_a" "$tmp/info.txt" || { echo "hydra info: no adapters"; fail=1; }
+    grep -q "stage base [0-9a-f]*: cache hit" "$dir/log.txt" \
+        || { echo "LoRA-Ensemble did not reuse the Single's base stage"; fail=1; }
+    ;;
+esac
+case "$METHODS" in *lora*)   # a bad knob: one line naming the key, no traceback
+    HYDRA_CACHE_DIR="$tmp/cache" "$HYDRA" exp "$tmp/exp.yaml" --no-progress \
+        lora_ensemble.targets=q,x >"$tmp/bad.txt" 2>&1 && { echo "bad targets accepted"; fail=1; }
+    grep -q "lora_ensemble.targets: 'x' is not one of q, k, v, o, mlp" "$tmp/bad.txt" \
+        || { cat "$tmp/bad.txt"; echo "no message naming lora_ensemble.targets"; fail=1; }
+    grep -q "traceback" "$tmp/bad.txt" && { cat "$tmp/bad.txt"; echo "a traceback"; fail=1; }
     ;;
 esac
 [ $fail -eq 0 ] || { cat "$tmp/out.txt"; exit 1; }
