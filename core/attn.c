@@ -124,6 +124,19 @@ typedef struct bwd_ws {
 static _Thread_local head fwd_ws;
 static _Thread_local bwd_ws bwd_wsp;
 
+/* Prefetch: a head reads one 64-byte slice of each of its sample's rows (qkv row stride 3C
+ * floats), a pattern the hardware prefetchers follow poorly, so each (b, h) task first asks for
+ * its share 1/NH of the next sample's rows of every array the loop reads or updates: by the
+ * time the loop reaches that sample, its rows are in cache. */
+static inline void prefetch_share(const float *base, size_t bytes, size_t h, size_t NH, int w) {
+    const char *p = (const char *)base;
+    size_t lines = (bytes + 63) / 64, l0 = lines * h / NH, l1 = lines * (h + 1) / NH;
+    for (size_t l = l0; l < l1; l++) {
+        if (w) __builtin_prefetch(p + 64 * l, 1, 3);
+        else __builtin_prefetch(p + 64 * l, 0, 3);
+    }
+}
+
 /* q (times qscale), k, v of head (b, h) into w; kt always, vt when non-NULL */
 static void load_head(head *w, v8f (*vt)[MAX_TB], const float *qkv, size_t b, size_t h,
                       size_t T, size_t C, size_t HS, size_t nk, float qscale) {
@@ -189,6 +202,10 @@ void hy_attn_forward(float *out, float *att, const float *qkv, const float *gate
         size_t b = bh / NH, h = bh % NH;
         size_t nk = kvalid ? (size_t)kvalid[b] : T;
         float g = gate[h];
+        if (b + 1 < B) {
+            prefetch_share(qkv + (b + 1) * T * 3 * C, T * 3 * C * sizeof(float), h, NH, 0);
+            prefetch_share(out + (b + 1) * T * C, T * C * sizeof(float), h, NH, 1);
+        }
         load_head(w, NULL, qkv, b, h, T, C, HS, nk, scale);
         /* scores (scale q) K^T, then softmax row by row; att rows keep the probabilities */
         mm(&w->s[0][0], MAX_TB, (const float *)w->q, MAX_HB * 8, &w->kt[0][0], MAX_TB, T, HS,
@@ -227,6 +244,12 @@ void hy_attn_backward(float *dqkv, float *dgate, const float *dout, const float 
         size_t b = bh / NH, h = bh % NH;
         size_t nk = kvalid ? (size_t)kvalid[b] : T;
         float g = gate[h];
+        if (b + 1 < B) {
+            prefetch_share(qkv + (b + 1) * T * 3 * C, T * 3 * C * sizeof(float), h, NH, 0);
+            prefetch_share(dqkv + (b + 1) * T * 3 * C, T * 3 * C * sizeof(float), h, NH, 1);
+            prefetch_share(dout + (b + 1) * T * C, T * C * sizeof(float), h, NH, 0);
+            prefetch_share(att + (b + 1) * NH * T * T, NH * T * T * sizeof(float), h, NH, 0);
+        }
         load_head(w, ws->vt, qkv, b, h, T, C, HS, nk, 1.0f);
         /* A (saved probabilities) into s, padded with zeros, and its transpose into at;
          * dout's head slice into go */
@@ -249,7 +272,13 @@ void hy_attn_backward(float *dqkv, float *dgate, const float *dout, const float 
         for (size_t i = 0; i < T; i++)
             for (size_t jb = 0; jb < TB; jb++) dgv += w->s[i][jb] * P[i][jb];
         scratch[bh] = hsum8(dgv);
-        if (g == 0.0f) continue;     /* pruned head: no q/k/v gradient at all */
+        if (g == 0.0f) {             /* pruned head: no q/k/v gradient at all (zeros) */
+            for (size_t i = 0; i < T; i++) {
+                float *base = dqkv + (b * T + i) * 3 * C + h * HS;
+                for (size_t d = 0; d < HS; d++) base[d] = base[C + d] = base[2 * C + d] = 0.0f;
+            }
+            continue;
+        }
         /* softmax backward: ds_ij = a_ij (da_ij - sum_k a_ik da_ik) * scale (masked: a = 0);
          * the dS rows overwrite P's */
         for (size_t i = 0; i < T; i++) {
@@ -274,17 +303,22 @@ void hy_attn_backward(float *dqkv, float *dgate, const float *dout, const float 
         }
         mm(&ws->dk[0][0], MAX_HB, (const float *)ws->at, MAX_TP, &w->q[0][0], MAX_HB, nk, T,
            HB);
+        /* written (+ 0.0f: a -0 result is stored as +0, as when it was added to zeros) */
         for (size_t i = 0; i < T; i++) {
             float *dqr = dqkv + (b * T + i) * 3 * C + h * HS;
             const float *dqf = (const float *)w->y[i];
-            for (size_t d = 0; d < HS; d++) dqr[d] += dqf[d];
+            for (size_t d = 0; d < HS; d++) dqr[d] = dqf[d] + 0.0f;
         }
-        for (size_t j = 0; j < nk; j++) {
+        for (size_t j = 0; j < T; j++) {
             float *base = dqkv + (b * T + j) * 3 * C + h * HS;
             const float *dkf = (const float *)ws->dk[j], *dvf = (const float *)ws->dv[j];
-            for (size_t d = 0; d < HS; d++) {
-                base[C + d] += dkf[d];
-                base[2 * C + d] += dvf[d];
+            if (j < nk) {
+                for (size_t d = 0; d < HS; d++) {
+                    base[C + d] = dkf[d] + 0.0f;
+                    base[2 * C + d] = dvf[d] + 0.0f;
+                }
+            } else {   /* masked keys: no gradient */
+                for (size_t d = 0; d < HS; d++) base[C + d] = base[2 * C + d] = 0.0f;
             }
         }
     }

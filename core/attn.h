@@ -20,10 +20,11 @@
 void hy_attn_forward(float *out, float *att, const float *qkv, const float *gate,
                      const int32_t *kvalid, size_t B, size_t T, size_t C, size_t NH);
 
-/* Adds (+=) into dqkv (B, T, 3C) and dgate (NH); dout (B, T, C).
+/* Writes dqkv (B, T, 3C) (no zeroing needed; it may hold NaN) and adds (+=) into dgate (NH);
+ * dout (B, T, C).
  * dgate[h] += sum over b,t of dout_h . y_h, y_h the ungated head output recomputed from att
  * and v (the Taylor head-importance score). A head with gate[h] == 0 is skipped: its q/k/v
- * slices of dqkv are left untouched (exactly zero when the caller zeroed them).
+ * slices of dqkv are exactly zero, and so are the k/v rows of masked keys.
  * scratch: B*NH floats (per-(b,h) dgate partials, summed in a fixed order: deterministic). */
 void hy_attn_backward(float *dqkv, float *dgate, const float *dout, const float *qkv,
                       const float *att, const float *gate, const int32_t *kvalid,

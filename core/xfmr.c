@@ -826,7 +826,6 @@ hy_status hy_xfmr_backward_hidden(hy_xfmr *m, const float *dlogits, const float 
             dbranch = dtmp;
         }
         lin_bwd(m, l, HY_ENS_PROJ, dao, gw->proj_w, gw->proj_b, dbranch, ao, w->proj_w, BT, D, D);
-        zero(dqkv, BT * 3 * D);
         hy_attn_backward(dqkv, m->dgates + l * NH, dao, qkv, att, m->gates + l * NH, kv, part, R,
                          T, D, NH);
         lin_bwd(m, l, HY_ENS_QKV, dln, gw->qkv_w, gw->qkv_b, dqkv, ln1, w->qkv_w, BT, D, 3 * D);

@@ -80,7 +80,8 @@ static void test_threads_bitwise(void) {
 #endif
         o[r] = malloc(B * T * C * sizeof(float));
         a[r] = malloc(B * NH * T * T * sizeof(float));
-        dq[r] = calloc(B * T * 3 * C, sizeof(float));
+        dq[r] = malloc(B * T * 3 * C * sizeof(float));
+        for (size_t i = 0; i < B * T * 3 * C; i++) dq[r][i] = NAN;   /* written, not added */
         memset(dg[r], 0, sizeof dg[r]);
         hy_attn_forward(o[r], a[r], qkv, gate, NULL, B, T, C, NH);
         hy_attn_backward(dq[r], dg[r], dout, qkv, a[r], gate, NULL, part, B, T, C, NH);
@@ -102,7 +103,8 @@ static void test_pruned_head_zero_grad(void) {
     float gate[4] = {1, 0.5f, 0, 1}, dg[4] = {0}, part[12];
     int32_t kv[3] = {9, 4, 1};
     float *out = malloc(B * T * C * sizeof *out), *att = malloc(B * NH * T * T * sizeof *att);
-    float *dq = calloc(B * T * 3 * C, sizeof *dq);
+    float *dq = malloc(B * T * 3 * C * sizeof *dq);
+    for (size_t i = 0; i < B * T * 3 * C; i++) dq[i] = NAN;   /* every element is written */
     hy_attn_forward(out, att, qkv, gate, kv, B, T, C, NH);
     for (size_t r = 0; r < B * T; r++)
         for (size_t d = 0; d < HS; d++)
@@ -113,6 +115,13 @@ static void test_pruned_head_zero_grad(void) {
         for (size_t third = 0; third < 3; third++)
             for (size_t d = 0; d < HS; d++) nz += dq[r * 3 * C + third * C + h0 * HS + d] != 0.0f;
     CHECK(nz == 0, "%zu non-zero q/k/v gradients in the pruned head", nz);
+    size_t nan = 0, nzm = 0;
+    for (size_t i = 0; i < B * T * 3 * C; i++) nan += isnan(dq[i]) ? 1u : 0u;
+    for (size_t b = 0; b < B; b++)   /* masked keys (t >= kv[b]) get no k/v gradient */
+        for (size_t t = (size_t)kv[b]; t < T; t++)
+            for (size_t i = C; i < 3 * C; i++) nzm += dq[(b * T + t) * 3 * C + i] != 0.0f;
+    CHECK(nan == 0, "%zu elements of dqkv not written", nan);
+    CHECK(nzm == 0, "%zu non-zero k/v gradients of masked keys", nzm);
     CHECK(dg[h0] != 0.0f, "dgate of a pruned head must still be computed");
     free(qkv); free(dout); free(out); free(att); free(dq);
 }
