@@ -556,17 +556,17 @@ static void forward_slice(hy_fused *f, const slice *s, size_t T, const int32_t *
         /* ===== MLP: x_m += fc2(GELU(fc1(LN2(x_m)))); merged: one GEMM over the slice ===== */
         norm_slice(f, s, f->ln, f->mean, f->rstd, f->x, s0 + HY_BLK_N2W, s0 + HY_BLK_N2B, T);
         if (shared(f, HY_PART_MLP)) {
-            hy_linear_forward(f->h + r0 * DM, f->ln + r0 * D, P(f, 0, s0 + HY_BLK_FC1W),
-                              P(f, 0, s0 + HY_BLK_FC1B), nr, D, DM);
-            hy_gelu_forward(f->h + r0 * DM, f->h + r0 * DM, nr * DM);
+            hy_linear_gelu_forward(f->h + r0 * DM, f->h + r0 * DM, f->ln + r0 * D,
+                                   P(f, 0, s0 + HY_BLK_FC1W), P(f, 0, s0 + HY_BLK_FC1B), nr, D,
+                                   DM);
             linear_add(f->x + r0 * D, f->h + r0 * DM, P(f, 0, s0 + HY_BLK_FC2W),
                        P(f, 0, s0 + HY_BLK_FC2B), nr, DM, D);
         } else {
             for (size_t i = 0; i < s->nseg; i++) {
                 size_t m = s->m[i], rm = (m * B + s->b0[i]) * T, n = (s->b1[i] - s->b0[i]) * T;
-                hy_linear_forward(f->h + rm * DM, f->ln + rm * D, P(f, m, s0 + HY_BLK_FC1W),
-                                  P(f, m, s0 + HY_BLK_FC1B), n, D, DM);
-                hy_gelu_forward(f->h + rm * DM, f->h + rm * DM, n * DM);
+                hy_linear_gelu_forward(f->h + rm * DM, f->h + rm * DM, f->ln + rm * D,
+                                       P(f, m, s0 + HY_BLK_FC1W), P(f, m, s0 + HY_BLK_FC1B), n,
+                                       D, DM);
                 linear_add(f->x + rm * D, f->h + rm * DM, P(f, m, s0 + HY_BLK_FC2W),
                            P(f, m, s0 + HY_BLK_FC2B), n, DM, D);
             }

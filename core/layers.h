@@ -30,7 +30,8 @@ void hy_linear_forward_res(float *out, const float *in, const float *w, const fl
                            const float *res, size_t N, size_t Din, size_t Dout);
 
 /*   out (N, Dout) written = in W^T + b, and gelu_out (N, Dout) written = GELU(out) (the MLP's
- *   fc1 + GELU in one pass over each GEMM tile); b must not be NULL; the two must not alias. */
+ *   fc1 + GELU in one pass over each GEMM tile); b must not be NULL. gelu_out may be out (then
+ *   it holds GELU(in W^T + b) alone), but not overlap it otherwise. */
 void hy_linear_gelu_forward(float *out, float *gelu_out, const float *in, const float *w,
                             const float *b, size_t N, size_t Din, size_t Dout);
 /*   hy_linear_backward_set with din (N, Din) written = (dout W) * GELU'(hpre) (hpre (N, Din):

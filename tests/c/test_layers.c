@@ -85,6 +85,9 @@ static void test_linear_gelu_fused(void) {
     hy_gelu_forward(g2, h2, N * Dout);
     CHECK(memcmp(h1, h2, N * Dout * sizeof *h1) == 0 && memcmp(g1, g2, N * Dout * sizeof *g1) == 0,
           "fused fc1 + GELU differs from the separate passes");
+    hy_linear_gelu_forward(h2, h2, x, w, b, N, Din, Dout);   /* in place (the fused model's) */
+    CHECK(memcmp(h2, g2, N * Dout * sizeof *h2) == 0, "in-place fc1 + GELU differs");
+    memcpy(h2, h1, N * Dout * sizeof *h2);
     /* backward of out = hg W2^T + b2 (hg = GELU(h1), W2 (Dout2, Dout)): dh = (dout W2) GELU'(h1) */
     size_t D2 = 48;
     float *w2 = rand_vec(D2 * Dout, 0.5f), *dout = rand_vec(N * D2, 1);
