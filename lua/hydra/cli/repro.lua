@@ -8,7 +8,7 @@ local USAGE = "hydra repro NAME|all [--profile quick|paper] [--jobs N] [--seeds 
 
 -- `all`, in this order (quickstart is the demo, not a table of the paper)
 local ALL = { "table_image", "ablation_pruning", "ablation_members", "ablation_mlp_merge",
-              "ablation_heads", "ablation_diversity", "cost" }
+              "ablation_heads", "ablation_diversity", "cost", "table_training_free" }
 
 local function home() return rawget(_G, "HYDRA_HOME") or "." end
 
@@ -26,7 +26,7 @@ return {
   usage = USAGE,
   help = [[Runs experiments/NAME.lua (or every table and ablation with `all`: table_image,
 ablation_pruning, ablation_members, ablation_mlp_merge, ablation_heads, ablation_diversity,
-cost) on the profile's sizes: quick (configs/experiments/quick.yaml: the tiny ViT on a subset,
+cost, table_training_free) on the profile's sizes: quick (configs/experiments/quick.yaml: the tiny ViT on a subset,
 minutes) or paper (configs/experiments/paper.yaml: vit-fm on the full data, hours; see
 paper_repro.md). Sweep experiments run their points with --jobs worker processes; complete runs
 and cached stages are reused, so an interrupted repro resumes where it stopped. --seeds K runs

@@ -1,0 +1,55 @@
+#!/bin/sh
+# tests/e2e/training_free_quick.sh: `hydra repro table_training_free --profile quick` end to end
+# on both backbones (image: vit-fm-tiny on Fashion-MNIST; text: text-sst on SST-2), shrunk for
+# the test suite (1,000 training samples, 1 epoch, the first 200 test samples of every set, a
+# 3-epoch head). Checks the table: both backbones, the ten rows (Single x 3 scores, the four
+# training-free pruned methods, the two trained heads), every cell a number, the verdict lines;
+# that the heads changed no prediction of the Single (same Acc and ECE); and that a rerun reuses
+# every run (no stage built).
+# Exit 77 (skip) when a prepared dataset the two sweeps need is missing from datasets/prepared
+# (the data_dir sets need HYDRA_DATA_DIR: `hydra data prepare sst2 yelp-sentences
+# amazon-sentences agnews trec multi30k reuters fortunes ood-val-text fashion-mnist glyphs
+# opencv-digits ood-val-image fashion-mnist-c`).
+set -u
+HYDRA=${HYDRA:-./hydra}
+for d in fashion-mnist glyphs opencv-digits ood-val-image fashion-mnist-c sst2 yelp-sentences \
+         amazon-sentences agnews trec multi30k reuters fortunes ood-val-text; do
+    if [ ! -f "datasets/prepared/$d.h5" ]; then
+        echo "datasets/prepared/$d.h5 is not prepared (hydra data prepare $d)"
+        exit 77
+    fi
+done
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/hydra-e2e-XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+export HYDRA_CACHE_DIR="$tmp/cache"
+
+run() {
+    "$HYDRA" repro table_training_free --profile quick results_dir="$tmp/results" \
+        data.train_subset=1000 data.test_subset=200 data.shift_subset=10 train.epochs=1 \
+        prune.calib_size=64 prune.val_size=100 vilu.epochs=3 vilu.rows=1000 \
+        > "$tmp/out$1.txt" 2>&1
+}
+run 1 || { cat "$tmp/out1.txt"; echo "repro failed"; exit 1; }
+md="$tmp/results/table_training_free/report/training_free.md"
+[ -f "$md" ] || { echo "no $md"; exit 1; }
+fail=0
+for part in "### Image (Fashion-MNIST)" "### Text (SST-2)"; do
+    grep -qF "$part" "$md" || { echo "missing table: $part"; fail=1; }
+done
+rows=$(grep -c '^| [A-Z].*[0-9]\.[0-9][0-9] |' "$md")
+[ "$rows" -eq 20 ] || { echo "expected 20 table rows (10 per backbone), got $rows"; fail=1; }
+if grep '^| [A-Z]' "$md" | grep -q '–'; then
+    echo "a cell has no value:"; grep '^| [A-Z]' "$md" | grep '–'; fail=1
+fi
+for v in "Image (Fashion-MNIST), failure-prediction AUROC: Hydra (Circ) MSP" \
+         "Text (SST-2), OOD-all AUROC: best training-free row"; do
+    grep -qF "$v" "$md" || { echo "missing verdict: $v"; fail=1; }
+done
+# the heads keep the Single's predictions: their Acc and ECE cells equal the Single's
+awk -F'|' '/^### /{t=$0} /^\| Single \(MSP\)/{s[t]=$3 "|" $4}
+           /^\| (ViLU|ConfidNet)-style/{ if ($3 "|" $4 != s[t]) { print "differs from the Single: " $0; bad=1 } }
+           END{exit bad}' "$md" || fail=1
+run 2 || { cat "$tmp/out2.txt"; echo "second repro failed"; exit 1; }
+grep -q "0 to run" "$tmp/out2.txt" || { echo "the rerun ran points again:"; cat "$tmp/out2.txt"; fail=1; }
+[ $fail -eq 0 ] || { cat "$md"; exit 1; }
+echo "training_free_quick: ok"
