@@ -101,10 +101,10 @@ local function verdict(name, values)
     for i, r in ipairs(ROWS) do
       local v = values[i][j]
       if v[1] then
-        local slot = TRAINED[r[1]] and "t" or "f"
-        local cur = slot == "t" and best_trained or best_free
-        if not cur or v[1] > values[cur][j][1] then
-          if slot == "t" then best_trained = i else best_free = i end
+        if TRAINED[r[1]] then
+          if not best_trained or v[1] > values[best_trained][j][1] then best_trained = i end
+        elseif not best_free or v[1] > values[best_free][j][1] then
+          best_free = i
         end
       end
     end

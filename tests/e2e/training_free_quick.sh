@@ -41,9 +41,14 @@ rows=$(grep -c '^| [A-Z].*[0-9]\.[0-9][0-9] |' "$md")
 if grep '^| [A-Z]' "$md" | grep -q '–'; then
     echo "a cell has no value:"; grep '^| [A-Z]' "$md" | grep '–'; fail=1
 fi
-for v in "Image (Fashion-MNIST), failure-prediction AUROC: Hydra (Circ) MSP" \
-         "Text (SST-2), OOD-all AUROC: best training-free row"; do
-    grep -qF "$v" "$md" || { echo "missing verdict: $v"; fail=1; }
+# two verdicts (Hydra (Circ) vs ViLU-style; best training-free vs best trained row) per metric
+# (failure AUROC, OOD-all AUROC) and backbone
+for b in "Image (Fashion-MNIST)" "Text (SST-2)"; do
+    for m in "failure-prediction AUROC" "OOD-all AUROC"; do
+        for v in "Hydra (Circ) MSP" "best training-free row"; do
+            grep -qF -- "- $b, $m: $v" "$md" || { echo "missing verdict: $b, $m: $v"; fail=1; }
+        done
+    done
 done
 # the heads keep the Single's predictions: their Acc and ECE cells equal the Single's
 awk -F'|' '/^### /{t=$0} /^\| Single \(MSP\)/{s[t]=$3 "|" $4}
