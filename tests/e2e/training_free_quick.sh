@@ -27,6 +27,7 @@ run() {
     "$HYDRA" repro table_training_free --profile quick results_dir="$tmp/results" \
         data.train_subset=600 data.test_subset=100 data.shift_subset=5 train.epochs=1 \
         prune.calib_size=32 prune.val_size=50 vilu.epochs=2 vilu.rows=600 \
+        train.eval_batch_size=50 \
         > "$tmp/out$1.txt" 2>&1
 }
 run 1 || { cat "$tmp/out1.txt"; echo "repro failed"; exit 1; }
@@ -52,7 +53,8 @@ for b in "Image (Fashion-MNIST)" "Text (SST-2)"; do
 done
 # the heads keep the Single's predictions: their Acc and ECE cells equal the Single's
 awk -F'|' '/^### /{t=$0} /^\| Single \(MSP\)/{s[t]=$3 "|" $4}
-           /^\| (ViLU|ConfidNet)-style/{ if ($3 "|" $4 != s[t]) { print "differs from the Single: " $0; bad=1 } }
+           /^\| (ViLU|ConfidNet)-style/{
+               if ($3 "|" $4 != s[t]) { print "differs from the Single: " $0; bad=1 } }
            END{exit bad}' "$md" || fail=1
 run 2 || { cat "$tmp/out2.txt"; echo "second repro failed"; exit 1; }
 [ "$(grep -c ', 0 to run;' "$tmp/out2.txt")" -eq 2 ] ||
