@@ -8,7 +8,7 @@ DEB_PKGS := build-essential pkg-config liblua5.4-dev libopenblas-dev libhdf5-dev
             fonts-freefont-ttf fonts-liberation dataset-fashion-mnist fortunes fortunes-min \
             clang-14 libclang-rt-14-dev libomp-14-dev
 # Packages needed for a single file: the file is extracted from the downloaded .deb.
-DEB_EXTRACT := opencv-doc weka
+DEB_EXTRACT := opencv-doc weka wordnet-base
 
 DEPS_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null | sed 's/-I/-isystem /g')
 DEPS_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm

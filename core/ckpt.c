@@ -207,6 +207,43 @@ hy_status hy_ckpt_read_ensemble(hy_h5 *f, hy_ens_config *e, int *has) {
         }
     }
     return HY_OK;
+
+hy_status hy_ckpt_read_encoder(const char *path, hy_xfmr *m, size_t *n_loaded) {
+    *n_loaded = 0;
+    hy_h5 f;
+    memset(&f, 0, sizeof f);
+    HY_TRY(hy_h5_open(&f, path));
+    hy_status st = HY_OK;
+    float *buf = NULL;
+    char *kind = NULL, name[96];
+    if ((st = hy_h5_get_attr_str(&f, "/config", "kind", &kind)) != HY_OK) {
+        st = hy_fail_prefix(st, "ckpt: '%s' is not a model checkpoint", path);
+        goto done;
+    }
+    if (strcmp(kind, hy_xfmr_kind_name(m->cfg.kind)) != 0) {
+        st = hy_fail(HY_EINVAL, "ckpt: '%s' holds a %s model; train.init needs a %s model",
+                     path, kind, hy_xfmr_kind_name(m->cfg.kind));
+        goto done;
+    }
+    buf = hy_xmalloc_aligned(m->n_params * sizeof(float));
+    if (!buf) { st = HY_ENOMEM; goto done; }
+    memcpy(buf, m->params, m->n_params * sizeof(float));
+    size_t n = 0;
+    for (size_t i = 0; i < m->n_tensors; i++) {
+        const hy_param *p = &m->table[i];
+        if (strcmp(p->name, "head.weight") == 0 || strcmp(p->name, "head.bias") == 0) continue;
+        snprintf(name, sizeof name, "/params/%s", p->name);
+        if ((st = read_tensor(&f, name, p->name, p->ndim, p->shape, buf + p->offset)) != HY_OK)
+            goto done;
+        n++;
+    }
+    memcpy(m->params, buf, m->n_params * sizeof(float));
+    *n_loaded = n;
+done:
+    hy_free(buf);
+    hy_free(kind);
+    hy_h5_close(&f);
+    return st;
 }
 
 hy_status hy_ckpt_load(const char *path, hy_xfmr *m) {

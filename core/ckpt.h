@@ -12,7 +12,7 @@
  *   /meta         attributes: hydra_version (always) and the caller's (seed, git_hash,
  *                 config_hash, data_hash, ...)
  * Round trip is bit-exact. Entry points: hy_ckpt_save, hy_ckpt_write, hy_ckpt_write_config,
- * hy_ckpt_load, hy_ckpt_read_config, hy_ckpt_read_params. */
+ * hy_ckpt_load, hy_ckpt_read_config, hy_ckpt_read_params, hy_ckpt_read_encoder. */
 #ifndef HY_CKPT_H
 #define HY_CKPT_H
 
@@ -44,6 +44,14 @@ hy_status hy_ckpt_read_config(hy_h5 *f, hy_xfmr_config *cfg);
  * [10])"; a mis-shaped one: "ckpt: 'x.h5': tensor 'head.weight' has shape [5,64], expected
  * [10,64]". On failure the model's params may be partly overwritten. */
 hy_status hy_ckpt_read_params(hy_h5 *f, hy_xfmr *m);
+/* train.init: reads every /params tensor of the checkpoint at path into m except the classifier
+ * head (head.weight, head.bias: left as they are, i.e. initialised from the run's seed), with
+ * names and shapes checked tensor by tensor against m's table ("ckpt: 'pre.h5' has no tensor
+ * 'blocks.3.norm1.weight' (expected shape [128])", "ckpt: 'pre.h5': tensor 'tok_embed.weight'
+ * has shape [9000,128], expected [8000,128]") and every value finite; the file's /config kind
+ * must be m's. Gates are not read. All or nothing: on failure m is unchanged. *n_loaded
+ * receives the tensors read. */
+hy_status hy_ckpt_read_encoder(const char *path, hy_xfmr *m, size_t *n_loaded);
 /* Fails when buf[0..n) holds a NaN or an infinity, naming the file, the tensor and the first bad
  * element: "ckpt: 'x.h5': tensor 'head.weight' has a non-finite value (nan) at flat index 17".
  * Every tensor of a checkpoint (and /head_gates) and of a fused model is checked on load. */

@@ -479,6 +479,36 @@ hy_status hy_text_read_lines(hy_corpus *c, const char *path, int label_prefix, u
     return reader_close(&r, st);
 }
 
+hy_status hy_text_read_wordnet(hy_corpus *c, const char *path, unsigned flags) {
+    reader r;
+    hy_status st = reader_open(&r, c, path);
+    const char *line;
+    size_t len;
+    while (st == HY_OK && next_line(&r.it, &line, &len)) {
+        if (all_blank(line, len) || (len >= 2 && line[0] == ' ' && line[1] == ' ')) continue;
+        size_t i = 0;
+        while (i + 1 < len && !(line[i] == '|' && line[i + 1] == ' ')) i++;
+        if (i + 1 >= len) {
+            st = hy_fail(HY_EINVAL, "text: %s:%zu: expected a WordNet synset line with a gloss "
+                         "after '| ', got '%.*s'", path, r.it.lineno, SHOWN(len), line);
+            break;
+        }
+        const char *g = line + i + 2, *end = line + len;
+        while (st == HY_OK && g < end) {
+            const char *e = g;
+            while (e + 1 < end && !(e[0] == ';' && e[1] == ' ')) e++;
+            if (e + 1 >= end) e = end;
+            const char *s = g;
+            size_t n = (size_t)(e - g);
+            trim(&s, &n);
+            if (n >= 2 && s[0] == '"' && s[n - 1] == '"') { s++; n -= 2; }
+            if (n > 0 && !all_blank(s, n)) st = corpus_add_s(c, &r.sc, s, n, -1, flags);
+            g = e < end ? e + 2 : end;
+        }
+    }
+    return reader_close(&r, st);
+}
+
 hy_status hy_text_read_records(hy_corpus *c, const char *path, unsigned flags) {
     hy_buf rec = {0};
     reader r;

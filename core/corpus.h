@@ -60,6 +60,11 @@ hy_status hy_text_read_tsv(hy_corpus *c, const char *path, const hy_tsv_spec *sp
  * ("DESC:manner How ..." or "5 How ...") that is removed up to the first blank; a line with
  * nothing after its label is an error. Labels are -1. */
 hy_status hy_text_read_lines(hy_corpus *c, const char *path, int label_prefix, unsigned flags);
+/* WordNet data files (data.noun, data.verb, ...): every synset line (lines of the licence
+ * header start with two blanks and are skipped) carries its gloss after "| "; the gloss is
+ * split at "; " into its definition and example sentences, each a record with enclosing double
+ * quotes removed. A synset line without "| " is an error naming the line. Labels -1. */
+hy_status hy_text_read_wordnet(hy_corpus *c, const char *path, unsigned flags);
 /* fortune(6) files: records separated by lines holding only "%"; blank records skipped;
  * each record's text is its lines joined with '\n' (without the final one). Labels -1. */
 hy_status hy_text_read_records(hy_corpus *c, const char *path, unsigned flags);

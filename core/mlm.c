@@ -3,8 +3,10 @@
 #include "mlm.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
+#include "ckpt.h"
 #include "layers.h"
 #include "rng.h"
 #include "vmath.h"
@@ -125,8 +127,9 @@ static float trunc_normal(hy_rng *r, double std) {
 }
 
 void hy_mlm_init(hy_mlm *h, uint64_t seed) {
+    /* a stream of its own: tensor 0 of the model (hy_xfmr_init) draws from split(seed, 0) */
     hy_rng root;
-    hy_rng_seed(&root, seed);
+    hy_rng_seed(&root, hy_hash64("mlm", 3, seed));
     memset(h->params, 0, h->n_params * sizeof(float));
     for (size_t i = 0; i < h->D; i++) h->w[HY_MLM_NORM_W][i] = 1.0f;
     hy_rng r = hy_rng_split(&root, HY_MLM_DENSE_W);
@@ -269,6 +272,52 @@ hy_status hy_mlm_loss(hy_mlm *h, hy_xfmr *m, const int32_t *targets, size_t B, s
     if (dhidden)
         for (size_t k = 0; k < N; k++)
             memcpy(dhidden + (size_t)h->rows[k] * D, h->du + k * D, D * sizeof(float));
+    return HY_OK;
+}
+
+/* ===== files ===== */
+
+hy_status hy_mlm_write(hy_h5 *f, const hy_mlm *h) {
+    char name[96];
+    for (size_t i = 0; i < HY_MLM_N; i++) {
+        const hy_param *p = &h->table[i];
+        snprintf(name, sizeof name, "/mlm/params/%s", p->name);
+        HY_TRY(hy_h5_write_data(f, name, HY_F32, p->ndim, p->shape, h->w[i]));
+    }
+    return HY_OK;
+}
+
+static hy_status read_f32(hy_h5 *f, const char *name, const char *what, int ndim,
+                          const int64_t *shape, float *buf) {
+    char want[96], got[96];
+    hy_shape_str(want, sizeof want, ndim, shape);
+    int e = hy_h5_exists(f, name);
+    if (e < 0) return HY_ENOMEM;
+    if (!e)
+        return hy_fail(HY_EINVAL, "mlm: '%s' has no tensor '%s' (expected shape %s)", f->path,
+                       what, want);
+    hy_dtype dt;
+    int nd = 0;
+    int64_t sh[HY_MAXDIM];
+    HY_TRY(hy_h5_shape(f, name, &dt, &nd, sh));
+    int same = nd == ndim;
+    for (int i = 0; same && i < nd; i++) same = sh[i] == shape[i];
+    if (!same)
+        return hy_fail(HY_EINVAL, "mlm: '%s': tensor '%s' has shape %s, expected %s", f->path,
+                       what, hy_shape_str(got, sizeof got, nd, sh), want);
+    HY_TRY(hy_h5_read_into(f, name, HY_F32, ndim, shape, buf));
+    size_t n = 1;
+    for (int i = 0; i < ndim; i++) n *= (size_t)shape[i];
+    return hy_ckpt_check_finite(f->path, what, buf, n);
+}
+
+hy_status hy_mlm_read(hy_h5 *f, hy_mlm *h) {
+    char name[96];
+    for (size_t i = 0; i < HY_MLM_N; i++) {
+        const hy_param *p = &h->table[i];
+        snprintf(name, sizeof name, "/mlm/params/%s", p->name);
+        HY_TRY(read_f32(f, name, p->name, p->ndim, p->shape, h->w[i]));
+    }
     return HY_OK;
 }
 
@@ -457,6 +506,33 @@ hy_status hy_mlm_trainer_run(hy_mlm_trainer *t, size_t max_steps, size_t *ran) {
     p->epoch_seconds += hy_now() - t0;
     *ran = done;
     return st;
+}
+
+hy_status hy_mlm_trainer_write_state(hy_h5 *f, const hy_mlm_trainer *t) {
+    int64_t nm = (int64_t)t->model->n_params, nh = (int64_t)t->head->n_params;
+    HY_TRY(hy_h5_write_data(f, "/mlm/state/model_m", HY_F32, 1, &nm, t->opt.m));
+    HY_TRY(hy_h5_write_data(f, "/mlm/state/model_v", HY_F32, 1, &nm, t->opt.v));
+    HY_TRY(hy_h5_write_data(f, "/mlm/state/head_m", HY_F32, 1, &nh, t->opt_head.m));
+    HY_TRY(hy_h5_write_data(f, "/mlm/state/head_v", HY_F32, 1, &nh, t->opt_head.v));
+    HY_TRY(hy_h5_set_attr_i64(f, "/mlm/state", "step", t->prog.step));
+    return hy_h5_set_attr_i64(f, "/mlm/state", "adam_t", t->opt.t);
+}
+
+hy_status hy_mlm_trainer_read_state(hy_h5 *f, hy_mlm_trainer *t) {
+    int64_t nm = (int64_t)t->model->n_params, nh = (int64_t)t->head->n_params, step = 0, at = 0;
+    HY_TRY(read_f32(f, "/mlm/state/model_m", "model_m", 1, &nm, t->opt.m));
+    HY_TRY(read_f32(f, "/mlm/state/model_v", "model_v", 1, &nm, t->opt.v));
+    HY_TRY(read_f32(f, "/mlm/state/head_m", "head_m", 1, &nh, t->opt_head.m));
+    HY_TRY(read_f32(f, "/mlm/state/head_v", "head_v", 1, &nh, t->opt_head.v));
+    HY_TRY(hy_h5_get_attr_i64(f, "/mlm/state", "step", &step));
+    HY_TRY(hy_h5_get_attr_i64(f, "/mlm/state", "adam_t", &at));
+    if (step < 0 || at < 0 || step > t->prog.total_steps)
+        return hy_fail(HY_EINVAL, "mlm: '%s': /mlm/state step %lld out of range [0, %lld]",
+                       f->path, (long long)step, (long long)t->prog.total_steps);
+    t->prog.step = step;
+    t->opt.t = at;
+    t->opt_head.t = at;
+    return HY_OK;
 }
 
 /* ===== evaluation ===== */

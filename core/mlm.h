@@ -1,7 +1,8 @@
 /* mlm.h: masked-language-model pretraining of the text encoder (BERT's recipe): the masking of a
  * batch, the MLM head and its loss/backward, and the pretraining trainer (epoch steps, held-out
  * evaluation). Entry points: hy_mlm_mask; hy_mlm_new / _release / _init / _table; hy_mlm_loss;
- * hy_mlm_trainer_new / _release / _start_epoch / _run; hy_mlm_evaluate.
+ * hy_mlm_write / _read; hy_mlm_trainer_new / _release / _start_epoch / _run / _write_state /
+ * _read_state; hy_mlm_evaluate.
  *
  * The head (BERT's BertLMPredictionHead on a pre-LN encoder), on each predicted position t of
  * the encoder's last residual stream x_L (B, T, D) (row 1 + t; CLS is never predicted):
@@ -21,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "h5.h"
 #include "loader.h"
 #include "optim.h"
 #include "train.h"
@@ -93,6 +95,13 @@ int64_t hy_mlm_param_index(const hy_mlm *h, const char *name);
 hy_status hy_mlm_loss(hy_mlm *h, hy_xfmr *m, const int32_t *targets, size_t B, size_t len,
                       bool backward, float *dhidden, double *loss, size_t *correct, size_t *n);
 
+/* The head in a file being written / read (a pretrained checkpoint, PRE.h5, is a model
+ * checkpoint, ckpt.h, plus these): /mlm/params/<name> float32 in the table's shapes. Reading
+ * checks names and shapes ("mlm: 'pre.h5' has no tensor 'mlm.bias' (expected shape [8000])")
+ * and finiteness. */
+hy_status hy_mlm_write(hy_h5 *f, const hy_mlm *h);
+hy_status hy_mlm_read(hy_h5 *f, hy_mlm *h);
+
 /* ===== the pretraining trainer ===== */
 
 /* The resolved pretrain.* settings (pretrain.epochs, .batch_size, .warmup_epochs, .grad_clip,
@@ -132,6 +141,14 @@ void hy_mlm_trainer_start_epoch(hy_mlm_trainer *t, uint64_t epoch);
  * together, AdamW on both); *ran gets the count. A non-finite loss or gradient norm fails
  * HY_EINVAL naming the step (1-based), as hy_trainer_run. */
 hy_status hy_mlm_trainer_run(hy_mlm_trainer *t, size_t max_steps, size_t *ran);
+
+/* The trainer's resumable state in a file being written (after hy_ckpt_write + hy_mlm_write):
+ * /mlm/state/model_m, model_v [n_params of the model], head_m, head_v [n_params of the head],
+ * attributes step (optimisation steps done) and adam_t on /mlm/state. Reading restores them
+ * (sizes checked; the model's and head's params are read separately) so that the next epoch
+ * runs exactly as it would have without the interruption. */
+hy_status hy_mlm_trainer_write_state(hy_h5 *f, const hy_mlm_trainer *t);
+hy_status hy_mlm_trainer_read_state(hy_h5 *f, hy_mlm_trainer *t);
 
 /* Held-out MLM loss and accuracy of m + h on ds with masks drawn from (seed, a fixed stream),
  * so every call masks the same positions: *loss = mean cross-entropy over predicted positions,

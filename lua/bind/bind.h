@@ -108,6 +108,7 @@ hy_status l_writemeta(lua_State *L, int arg, hy_h5 *f);
 void l_open_base(lua_State *L);
 void l_open_tensor(lua_State *L);
 void l_open_h5(lua_State *L);
+void l_open_mlm(lua_State *L);
 void l_open_config(lua_State *L);
 void l_open_hash(lua_State *L);
 void l_open_idx(lua_State *L);

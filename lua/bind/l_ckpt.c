@@ -1,7 +1,9 @@
 /* l_ckpt.c: Lua binding of core/ckpt (model checkpoints, DESIGN §2 schema).
  *   core.model_load(path) -> hydra.Model
  *   m:save(path [, meta])   atomic; meta: extra /meta attributes (strings, numbers, booleans;
- *                           l_checkmeta in l_h5.c) */
+ *                           l_checkmeta in l_h5.c)
+ *   m:load_encoder(path) -> n   train.init: every tensor but the classifier head, from the
+ *                           checkpoint at path (hy_ckpt_read_encoder); n tensors read */
 #include "bind.h"
 #include "ckpt.h"
 
@@ -26,8 +28,18 @@ static int l_model_save(lua_State *L) {
     return 0;
 }
 
+static int l_model_load_encoder(lua_State *L) {
+    hy_xfmr *m = l_checkmodel(L, 1);
+    const char *path = luaL_checkstring(L, 2);
+    size_t n = 0;
+    if (hy_ckpt_read_encoder(path, m, &n) != HY_OK) return l_raise(L);
+    lua_pushinteger(L, (lua_Integer)n);
+    return 1;
+}
+
 void l_open_ckpt(lua_State *L) {
-    static const luaL_Reg methods[] = {{"save", l_model_save}, {NULL, NULL}};
+    static const luaL_Reg methods[] = {{"save", l_model_save},
+                                       {"load_encoder", l_model_load_encoder}, {NULL, NULL}};
     static const luaL_Reg fns[] = {{"model_load", l_model_load}, {NULL, NULL}};
     l_addmethods(L, L_MODEL, methods);
     l_setfuncs(L, fns);

@@ -131,6 +131,7 @@ int luaopen_hydra_core(lua_State *L) {
     l_open_ckpt(L);
     l_open_train(L);
     l_open_ens(L);
+    l_open_mlm(L);
     l_open_gemm(L);
     l_open_prune(L);
     l_open_fused(L);

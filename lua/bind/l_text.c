@@ -3,6 +3,7 @@
  *   core.text_read_tsv(path, {ncols=, text=, label=, header=, news=}) -> Corpus
  *   core.text_read_lines(path, {label_prefix=, news=}) -> Corpus
  *   core.text_read_records(path, {news=}) -> Corpus           (fortune files)
+ *   core.text_read_wordnet(path [, {news=}]) -> Corpus         (WordNet glosses and examples)
  *   core.text_read_arff(path, {attr=, news=}) -> Corpus
  *   core.text_corpus(bytes_u8, offsets_i64 [, labels_i16 [, news]]) -> Corpus (re-normalised)
  *   core.text_corpus_new() -> empty Corpus;  core.text_normalization, core.text_reserved
@@ -118,6 +119,14 @@ static int l_text_read_lines(lua_State *L) {
     unsigned flags = news_flag(L, 2);
     hy_corpus *c = push_corpus(L);
     if (hy_text_read_lines(c, path, label_prefix, flags) != HY_OK) return l_raise(L);
+    return 1;
+}
+
+static int l_text_read_wordnet(lua_State *L) {
+    const char *path = luaL_checkstring(L, 1);
+    unsigned flags = news_flag(L, 2);
+    hy_corpus *c = push_corpus(L);
+    if (hy_text_read_wordnet(c, path, flags) != HY_OK) return l_raise(L);
     return 1;
 }
 
@@ -405,7 +414,7 @@ void l_open_text(lua_State *L) {
         {"text_normalize", l_text_normalize},
         {"text_read_tsv", l_text_read_tsv},
         {"text_read_lines", l_text_read_lines},
-        {"text_read_records", l_text_read_records},
+        {"text_read_records", l_text_read_records}, {"text_read_wordnet", l_text_read_wordnet},
         {"text_read_arff", l_text_read_arff},
         {"text_corpus", l_text_corpus},
         {"text_corpus_new", l_text_corpus_new},

@@ -46,6 +46,22 @@ return {
   ["train.label_smoothing"] = { ge = 0, lt = 1 },
   ["train.augment.crop_padding"] = { ge = 0 },
   ["train.select_best"] = { enum = { "val_nll", "val_acc", "last" } },
+  ["train.init"] = { type = "string", id_neutral = true },
+
+  -- pretrain.* arrived after run-ids were published: id_neutral (a pretrained encoder enters a
+  -- run through train.init, whose file hash is part of the base-model stage key)
+  ["pretrain.corpus"] = { name = true, id_neutral = true },
+  ["pretrain.epochs"] = { ge = 1, id_neutral = true },
+  ["pretrain.batch_size"] = { ge = 1, le = 1048576, id_neutral = true },
+  ["pretrain.learning_rate"] = { gt = 0, id_neutral = true },
+  ["pretrain.warmup_epochs"] = { ge = 0, id_neutral = true },
+  ["pretrain.min_lr"] = { ge = 0, id_neutral = true },
+  ["pretrain.grad_clip"] = { ge = 0, id_neutral = true },
+  ["pretrain.mask_rate"] = { gt = 0, le = 1, id_neutral = true },
+  ["pretrain.mask_token"] = { ge = 0, le = 1, id_neutral = true },
+  ["pretrain.random_token"] = { ge = 0, le = 1, id_neutral = true },
+  ["pretrain.train_subset"] = { ge = 0, id_neutral = true },
+  ["pretrain.val_subset"] = { ge = 0, id_neutral = true },
 
   ["optim.name"] = { enum = { "adamw" } },
   ["optim.learning_rate"] = { gt = 0 },

@@ -4,7 +4,8 @@
 --   return {
 --     name = "sst2",                 -- must equal the file name
 --     role = "text-id",              -- image-id | image-ood | image-ood-val | image-shift |
---                                    -- text-id | text-ood | text-ood-val | text-shift
+--                                    -- text-id | text-ood | text-ood-val | text-shift |
+--                                    -- text-pretrain (an unlabelled MLM corpus)
 --     kind = "text",                 -- image | text
 --     licence = "...", description = "...",
 --     depends = { "sst2" },          -- prepared sets needed first (prepared automatically)
@@ -48,6 +49,7 @@ local M = {}
 M.ROLES = {
   ["image-id"] = true, ["image-ood"] = true, ["image-ood-val"] = true, ["image-shift"] = true,
   ["text-id"] = true, ["text-ood"] = true, ["text-ood-val"] = true, ["text-shift"] = true,
+  ["text-pretrain"] = true,
 }
 M.KINDS = { image = true, text = true }
 M.FROM = { data_dir = true, debian = true, ["debian-extract"] = true }

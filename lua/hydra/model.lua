@@ -126,7 +126,12 @@ end
 
 -- ===== construction =====
 
--- A fresh model from a resolved config, initialised from cfg.seed (or seed when given).
+-- A fresh model from a resolved config, initialised from cfg.seed (or seed when given); with
+-- cfg.train.init (train.init: a checkpoint path, e.g. `hydra pretrain`'s PRE.h5) every tensor
+-- but the classifier head (head.weight, head.bias: from the seed) is then loaded from that
+-- checkpoint, names and shapes checked (hy_ckpt_read_encoder; a mismatch is an error naming
+-- the file, the tensor and both shapes), for text and for images. m.init_from = the path,
+-- m.init_tensors = the tensors loaded.
 function M.new(cfg, seed)
   local data_file = cfg.data and cfg.data.id and M.data_path(cfg, cfg.data.id) or nil
   if cfg.model.kind == "text" and cfg.model.vocab_size == 0 and data_file then
@@ -134,7 +139,16 @@ function M.new(cfg, seed)
   end
   local ud = core.model_new(M.core_config(cfg.model, data_file))
   ud:init(math.tointeger(seed or cfg.seed))
-  return wrap(ud)
+  local m = wrap(ud)
+  local init = cfg.train and cfg.train.init
+  if init then
+    if core.stat(init) ~= "file" then
+      err.fail("model: train.init '%s': no such file", init)
+    end
+    m.init_tensors = err.wrap("model: train.init", ud.load_encoder, ud, init)
+    m.init_from = init
+  end
+  return m
 end
 
 -- A fresh ensemble (core/ens.h) of the model section of cfg: method "batch_ensemble" |

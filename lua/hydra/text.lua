@@ -40,6 +40,8 @@ function M.read_tsv(path, spec) return clean(core.text_read_tsv, path, spec) end
 function M.read_lines(path, opts) return clean(core.text_read_lines, path, opts or {}) end
 -- fortune(6) files: records separated by "%" lines
 function M.read_records(path, opts) return clean(core.text_read_records, path, opts or {}) end
+-- WordNet data files: each synset's definition and example sentences, one record each
+function M.read_wordnet(path, opts) return clean(core.text_read_wordnet, path, opts or {}) end
 -- opts: { attr = string attribute name (default: the first string attribute), news = bool }
 function M.read_arff(path, opts) return clean(core.text_read_arff, path, opts or {}) end
 

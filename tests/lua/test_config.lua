@@ -71,10 +71,11 @@ function T.unknown_key_with_suggestion()
     .. "weight_decay, schedule, min_lr)")
   load_fails("ece_bins: 10\n", "%s:1:1: unknown key 'ece_bins' (did you mean 'eval.ece_bins'?)")
   load_fails("learning_rate: 0.1\n", "%s:1:1: unknown key 'learning_rate' (did you mean "
-    .. "'optim.learning_rate' or 'finetune.learning_rate' or 'vilu.learning_rate'?)")
+    .. "'pretrain.learning_rate' or 'optim.learning_rate' or 'finetune.learning_rate' or "
+    .. "'vilu.learning_rate'?)")
   load_fails("train:\n  include: x.yaml\n",
     "%s:2:3: unknown key 'include' in 'train' (known: epochs, batch_size, eval_batch_size, "
-    .. "warmup_epochs, grad_clip, label_smoothing, augment, select_best)")
+    .. "warmup_epochs, grad_clip, label_smoothing, augment, select_best, init)")
 end
 
 function T.wrong_type()
@@ -236,7 +237,7 @@ function T.cli_overrides()
   fails("command line: optim.lerning_rate=0.1: unknown key 'lerning_rate' in 'optim' "
     .. "(did you mean 'learning_rate'?)", { "optim.lerning_rate=0.1" })
   fails("command line: epochs=3: unknown key 'epochs' (did you mean 'train.epochs' or "
-    .. "'finetune.epochs' or 'vilu.epochs'?)", { "epochs=3" })
+    .. "'pretrain.epochs' or 'finetune.epochs' or 'vilu.epochs'?)", { "epochs=3" })
   fails("command line: optim.learning_rate=-0.1 must be > 0 (got -0.1)",
     { "optim.learning_rate=-0.1" })
   fails("command line: data.ood=[mnist,3]: data.ood[2]: expected string, got integer 3",
@@ -370,11 +371,12 @@ function T.hash_stability()
   check.eq(config.hash(a), config.hash(b), "same config, same hash")
   -- the canonical YAML without the id_neutral keys at their default (config_schema.lua)
   local text = config.to_yaml(a):gsub("\n  circuit_batch_size: 64\n", "\n")
-    :gsub("\n  warmup_epochs: ~\n", "\n")
+    :gsub("\n  warmup_epochs: ~\n", "\n"):gsub("\n  init: ~\n", "\n")
     :gsub("\nvilu:\n.-\n\n", "\n")   -- a section of id_neutral keys, all at their default
     :gsub("\npacked_ensemble:\n.-\n\n", "\n"):gsub("\nmimo:\n.-\n\n", "\n")
     :gsub("\nprop1:\n.-\n\n", "\n")   -- the same for prop1
     :gsub("\nbatch_ensemble:\n.-\n\n", "\n"):gsub("\nlora_ensemble:\n.-\n\n", "\n")
+    :gsub("\npretrain:\n.-\n\n", "\n")   -- every pretrain.* key is id_neutral
   check.eq(config.hash(a), core.hash64(text), "hash of the canonical YAML")
   -- insertion order of a table does not matter
   local c = {}

@@ -38,37 +38,48 @@ function C.data_file(cfg, name)
 end
 
 -- The config subset that determines a trained base model (with seed and dropout applied).
+-- train.init (a pretrained encoder) enters the key by its file's hash, not its path.
 function C.base_inputs(cfg, seed, dropout)
   local mc = deep_copy(cfg.model)
   mc.dropout = dropout
   local idf = C.data_file(cfg, cfg.data.id)
+  local tc = cfg.train
+  if tc.init then
+    tc = deep_copy(tc)
+    tc.init = { sha256 = stages.data_hash(tc.init) }
+  end
   return {
-    model = mc, train = cfg.train, optim = cfg.optim, seed = seed,
+    model = mc, train = tc, optim = cfg.optim, seed = seed,
     data = { id = cfg.data.id, hash = stages.data_hash(idf), train_subset = cfg.data.train_subset,
              val_subset = cfg.data.test_subset },
   }
 end
 
--- A copy of cfg with the seed and model.dropout changed (what the base model is trained with).
-function C.with_seed(cfg, seed, dropout)
+-- A copy of cfg with the seed and model.dropout changed (what the base model is trained with);
+-- scratch = true drops train.init (a model trained from its seed alone).
+function C.with_seed(cfg, seed, dropout, scratch)
   local c = deep_copy(cfg)
   c.seed = seed
   c.model.dropout = dropout
+  if scratch then c.train.init = nil end
   return c
 end
 
 -- ===== the base model stage =====
 
--- Trains (or finds) the base model for seed and dropout; returns checkpoint path, key.
-function C.base_model(ctx, seed, dropout)
-  local cfg = ctx.cfg
+-- Trains (or finds) the base model for seed and dropout; returns checkpoint path, key. With
+-- train.init the base model is a fine-tuning of that pretrained encoder (every method's, as
+-- the authors'); scratch = true trains from the seed alone (the "Deep Ensembles (scratch)" row).
+function C.base_model(ctx, seed, dropout, scratch)
+  local cfg = scratch and C.with_seed(ctx.cfg, ctx.cfg.seed, ctx.cfg.model.dropout, true)
+    or ctx.cfg
   seed = seed or cfg.seed
   if dropout == nil then dropout = cfg.model.dropout end
   local inputs = C.base_inputs(cfg, seed, dropout)
   local path, key = ctx.cache:get("base", inputs, function(tmp, key)
     local c = C.with_seed(cfg, seed, dropout)
-    ctx.log("training base model (seed %d, dropout %g, %d epochs) ...", seed, dropout,
-      c.train.epochs)
+    ctx.log("training base model (seed %d, dropout %g, %d epochs%s) ...", seed, dropout,
+      c.train.epochs, c.train.init and (", from " .. c.train.init) or "")
     local m = model.new(c, seed)
     local hist = m:train(C.data_file(c, c.data.id), c, {
       progress = ctx.progress,

@@ -1,5 +1,7 @@
 -- lua/hydra/methods/deep_ensemble.lua: Deep Ensembles = deep_ensemble.members base models trained
--- independently with seeds seed, seed+1, ... (member 1 is the Single model's stage). Prediction:
+-- independently with seeds seed, seed+1, ... (member 1 is the Single model's stage); with
+-- train.init (a pretrained encoder) they are M fine-tunings of that one encoder with those seeds
+-- (the authors' text protocol; deep_ensemble_scratch is the row without it). Prediction:
 -- p̄ = mean of the members' softmaxes; /member_probs keeps each member.
 -- Interface: lua/hydra/methods/common.lua.
 local common = require("hydra.methods.common")

@@ -1,0 +1,144 @@
+-- lua/hydra/pretrain.lua: masked-language-model pretraining of the text encoder (hydra.pretrain;
+-- `hydra pretrain`, the text table's pretraining stage). The per-batch work is C (core/mlm.h).
+--
+--   local pretrain = require("hydra").pretrain
+--   local hist = pretrain.run(cfg, out, opts)
+--     cfg: a resolved config (model.* the encoder, pretrain.* the recipe, optim.beta1/beta2/eps/
+--          weight_decay/schedule, seed); out: the PRE.h5 to write.
+--     Data: the prepared corpus data.dir/<pretrain.corpus>.h5, split train (the first
+--     pretrain.train_subset sentences; 0 = all) and val (the first pretrain.val_subset: the
+--     held-out slice of the per-epoch MLM loss/accuracy). Its vocabulary must be the ID set's
+--     (data.id: the same /vocab, checked by its sha256), so that fine-tuning reads the same ids.
+--     After every epoch the whole state (encoder, MLM head, both AdamW states, the step) is
+--     written atomically to out .. ".partial"; a run started again with the same settings
+--     resumes after the last finished epoch (a kill loses at most one epoch) and ends bitwise
+--     as an uninterrupted run (masks, shuffles and dropout depend on seed, epoch and step only).
+--     With other settings the partial file is an error naming it (delete it, or use the
+--     settings it records). At the end out is written (atomic) and the partial file removed.
+--     opts: progress (default true: a bar on stderr), log (function(line): one line per epoch),
+--           stop_after (tests: return after that many epochs of this call, as a kill would).
+--     hist = { epochs = { {epoch, train_loss, train_acc, val_loss, val_acc, seconds}... },
+--              resumed_from (epochs found done), seconds, params, corpus = { train, val } }
+--   PRE.h5: a model checkpoint (DESIGN §2; `hydra info`, hydra.model.load and train.init read
+--   it) plus /mlm/params/<name> (the head: mlm.transform.dense.*, mlm.transform.norm.*,
+--   mlm.bias; the decoder is tied to tok_embed.weight) and /meta: stage "pretrain",
+--   pretrain_epochs, val_mlm_loss, val_mlm_acc, corpus, corpus_hash, config_hash (of the
+--   settings that determine the weights), vocab_sha256.
+local core = require("hydra.core")
+local config = require("hydra.config")
+local err = require("hydra.err")
+local h5 = require("hydra.h5")
+local model = require("hydra.model")
+
+local M = {}
+
+-- The settings that determine the pretrained weights (what a partial file must match).
+function M.inputs(cfg, corpus_hash)
+  return { model = cfg.model, pretrain = cfg.pretrain, seed = cfg.seed,
+           optim = { beta1 = cfg.optim.beta1, beta2 = cfg.optim.beta2, eps = cfg.optim.eps,
+                     weight_decay = cfg.optim.weight_decay, schedule = cfg.optim.schedule },
+           corpus = corpus_hash }
+end
+
+function M.corpus_path(cfg)
+  return model.data_path(cfg, cfg.pretrain.corpus)
+end
+
+local function vocab_sha(path)
+  local f <close> = h5.open(path)
+  local meta = f:exists("/meta") and f:attrs("/meta") or {}
+  return meta.vocab_sha256, meta.recipe_sha256
+end
+
+function M.run(cfg, out, opts)
+  opts = opts or {}
+  if cfg.model.kind ~= "text" then
+    err.fail("pretrain: model.kind must be text (masked-language modelling), got '%s'",
+      cfg.model.kind)
+  end
+  local corpus = M.corpus_path(cfg)
+  if core.stat(corpus) ~= "file" then
+    err.fail("pretrain: corpus '%s' is not prepared (run 'hydra data prepare %s')", corpus,
+      cfg.pretrain.corpus)
+  end
+  local idf = model.data_path(cfg, cfg.data.id)
+  local csha, chash = vocab_sha(corpus)
+  if core.stat(idf) == "file" then
+    local isha = vocab_sha(idf)
+    if csha ~= isha then
+      err.fail("pretrain: the vocabulary of '%s' (%s) is not the one of data.id '%s' (%s): "
+        .. "re-prepare the corpus", corpus, tostring(csha), idf, tostring(isha))
+    end
+  end
+  -- the vocabulary must hold [MASK] (a file prepared before it joined the reserved words fails)
+  require("hydra.text").load_vocab(corpus)
+  chash = chash or core.file_sha256(corpus)
+  local inputs = M.inputs(cfg, chash)
+  local key = config.hash(inputs)
+  local seed = math.tointeger(cfg.seed)
+  local log = opts.log or function() end
+  local pc = cfg.pretrain
+
+  local m = model.new({ model = cfg.model, data = { id = cfg.pretrain.corpus, dir = cfg.data.dir },
+                        seed = seed, train = {} }, seed)
+  local head = core.mlm_new(m.ud)
+  head:init(seed)
+  local train_ds = model.dataset(corpus, "train", pc.train_subset)
+  local val_ds = model.dataset(corpus, "val", pc.val_subset)
+  local trainer <close> = err.wrap("pretrain", core.mlm_trainer_new, m.ud, head, train_ds, pc,
+    cfg.optim, seed)
+  local partial = out .. ".partial"
+  local hist = { epochs = {}, resumed_from = 0, params = m:params_count(),
+                 corpus = { train = train_ds:size(), val = val_ds:size() } }
+  local meta = { stage = "pretrain", corpus = pc.corpus, corpus_hash = chash, config_hash = key,
+                 vocab_sha256 = csha or "", seed = seed, pretrain_epochs = 0 }
+  if core.stat(partial) == "file" then
+    local f <close> = err.wrap("pretrain", h5.open, partial)
+    local pm = f:exists("/meta") and f:attrs("/meta") or {}
+    if pm.config_hash ~= key then
+      err.fail("pretrain: '%s' is the partial state of a run with other settings (config_hash "
+        .. "%s, these %s): delete it to start afresh", partial, tostring(pm.config_hash), key)
+    end
+    f:close()
+    err.wrap("pretrain", trainer.resume, trainer, partial)
+    hist.resumed_from = math.tointeger(pm.pretrain_epochs) or 0
+    for _, k in ipairs({ "val_mlm_loss", "val_mlm_acc" }) do meta[k] = pm[k] end
+    log(("resuming after epoch %d of %d from %s"):format(hist.resumed_from, pc.epochs, partial))
+  end
+  local bar = opts.progress ~= false and require("hydra.progress").new({ epochs = pc.epochs,
+                                                                          tty = opts.tty }) or nil
+  local t0 = core.now()
+  local ran_epochs = 0
+  local B = cfg.train.eval_batch_size
+  for e = hist.resumed_from + 1, pc.epochs do
+    if opts.stop_after and ran_epochs >= opts.stop_after then return hist end
+    trainer:start_epoch(e)
+    local p = trainer:progress()
+    local chunk = math.max(1, p.epoch_steps // 50)
+    repeat
+      local ran = err.wrap("pretrain", trainer.run, trainer, chunk)
+      p = trainer:progress()
+      if bar then bar:update(p) end
+    until ran < chunk or p.epoch_step >= p.epoch_steps
+    local vl, va, vn = err.wrap("pretrain", core.mlm_evaluate, m.ud, head, val_ds, B, pc, seed)
+    local rec = { epoch = e, train_loss = p.loss, train_acc = p.acc, val_loss = vl, val_acc = va,
+                  val_positions = vn, seconds = p.seconds }
+    hist.epochs[#hist.epochs + 1] = rec
+    local extra = ("held-out MLM loss %.4f  acc %.2f%% (%d positions)"):format(vl, 100 * va, vn)
+    if bar then bar:finish(p, extra) end
+    log(("epoch %d/%d  MLM loss %.4f  acc %.2f%%  %s  %.1f s"):format(e, pc.epochs, p.loss,
+      100 * p.acc, extra, p.seconds))
+    meta.pretrain_epochs, meta.val_mlm_loss, meta.val_mlm_acc = e, vl, va
+    err.wrap("pretrain", trainer.save, trainer, partial, meta, true)
+    ran_epochs = ran_epochs + 1
+  end
+  hist.seconds = core.now() - t0
+  meta.pretrain_seconds = hist.seconds
+  meta.git_hash = require("hydra.run").git_hash()
+  err.wrap("pretrain", trainer.save, trainer, out, meta, false)
+  os.remove(partial)
+  hist.val_loss, hist.val_acc = meta.val_mlm_loss, meta.val_mlm_acc
+  return hist
+end
+
+return M
