@@ -7,8 +7,9 @@ local USAGE = "hydra repro NAME|all [--profile quick|paper] [--jobs N] [--seeds 
   .. "[--shard i/n|auto] [--threads T] [key=value ...]"
 
 -- `all`, in this order (quickstart is the demo, not a table of the paper)
-local ALL = { "table_image", "ablation_pruning", "ablation_members", "ablation_mlp_merge",
-              "ablation_heads", "ablation_diversity", "cost", "table_training_free" }
+local ALL = { "table_image", "table_text", "ablation_pruning", "ablation_members",
+              "ablation_mlp_merge", "ablation_heads", "ablation_diversity", "cost",
+              "table_training_free" }
 
 local function home() return rawget(_G, "HYDRA_HOME") or "." end
 
@@ -25,8 +26,9 @@ return {
   summary = "reproduce the paper's tables and ablations (experiments/*.lua) on a profile",
   usage = USAGE,
   help = [[Runs experiments/NAME.lua (or every table and ablation with `all`: table_image,
-ablation_pruning, ablation_members, ablation_mlp_merge, ablation_heads, ablation_diversity,
-cost, table_training_free) on the profile's sizes: quick (configs/experiments/quick.yaml: the tiny ViT on a subset,
+table_text, ablation_pruning, ablation_members, ablation_mlp_merge, ablation_heads,
+ablation_diversity, cost, table_training_free) on the profile's sizes: quick
+(configs/experiments/quick.yaml: the tiny ViT on a subset,
 minutes) or paper (configs/experiments/paper.yaml: vit-fm on the full data, hours; see
 paper_repro.md). Sweep experiments run their points with --jobs worker processes; complete runs
 and cached stages are reused, so an interrupted repro resumes where it stopped. --seeds K runs
