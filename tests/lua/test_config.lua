@@ -71,9 +71,10 @@ function T.unknown_key_with_suggestion()
     .. "weight_decay, schedule, min_lr)")
   load_fails("ece_bins: 10\n", "%s:1:1: unknown key 'ece_bins' (did you mean 'eval.ece_bins'?)")
   -- four sections have a learning_rate: too many to suggest, the top-level keys are listed
-  load_fails("learning_rate: 0.1\n", "%s:1:1: unknown key 'learning_rate' (known: seed, threads, profile, experiment, results_dir, model, data, train, pretrain, "
+  load_fails("learning_rate: 0.1\n", "%s:1:1: unknown key 'learning_rate' (known: seed, "
+    .. "threads, profile, experiment, results_dir, model, data, train, pretrain, "
     .. "optim, prune, hydra, finetune, fuse, methods, deep_ensemble, mc_dropout, vilu, "
-    .. "packed_ensemble, mimo, eval, sweep)")
+    .. "packed_ensemble, mimo, eval, prop1, sweep)")
   load_fails("train:\n  include: x.yaml\n",
     "%s:2:3: unknown key 'include' in 'train' (known: epochs, batch_size, eval_batch_size, "
     .. "warmup_epochs, grad_clip, label_smoothing, augment, select_best, init)")
@@ -237,9 +238,10 @@ function T.cli_overrides()
     { "train.epochs=ten" })
   fails("command line: optim.lerning_rate=0.1: unknown key 'lerning_rate' in 'optim' "
     .. "(did you mean 'learning_rate'?)", { "optim.lerning_rate=0.1" })
-  fails("command line: epochs=3: unknown key 'epochs' (known: seed, threads, profile, experiment, results_dir, model, data, train, pretrain, "
+  fails("command line: epochs=3: unknown key 'epochs' (known: seed, threads, profile, "
+    .. "experiment, results_dir, model, data, train, pretrain, "
     .. "optim, prune, hydra, finetune, fuse, methods, deep_ensemble, mc_dropout, vilu, "
-    .. "packed_ensemble, mimo, eval, sweep)", { "epochs=3" })
+    .. "packed_ensemble, mimo, eval, prop1, sweep)", { "epochs=3" })
   fails("command line: optim.learning_rate=-0.1 must be > 0 (got -0.1)",
     { "optim.learning_rate=-0.1" })
   fails("command line: data.ood=[mnist,3]: data.ood[2]: expected string, got integer 3",
