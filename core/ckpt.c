@@ -207,6 +207,7 @@ hy_status hy_ckpt_read_ensemble(hy_h5 *f, hy_ens_config *e, int *has) {
         }
     }
     return HY_OK;
+}
 
 hy_status hy_ckpt_read_encoder(const char *path, hy_xfmr *m, size_t *n_loaded) {
     *n_loaded = 0;

@@ -74,7 +74,7 @@ function T.unknown_key_with_suggestion()
   load_fails("learning_rate: 0.1\n", "%s:1:1: unknown key 'learning_rate' (known: seed, "
     .. "threads, profile, experiment, results_dir, model, data, train, pretrain, "
     .. "optim, prune, hydra, finetune, fuse, methods, deep_ensemble, mc_dropout, vilu, "
-    .. "packed_ensemble, mimo, eval, prop1, sweep)")
+    .. "packed_ensemble, mimo, batch_ensemble, lora_ensemble, eval, prop1, sweep)")
   load_fails("train:\n  include: x.yaml\n",
     "%s:2:3: unknown key 'include' in 'train' (known: epochs, batch_size, eval_batch_size, "
     .. "warmup_epochs, grad_clip, label_smoothing, augment, select_best, init)")
@@ -241,7 +241,8 @@ function T.cli_overrides()
   fails("command line: epochs=3: unknown key 'epochs' (known: seed, threads, profile, "
     .. "experiment, results_dir, model, data, train, pretrain, "
     .. "optim, prune, hydra, finetune, fuse, methods, deep_ensemble, mc_dropout, vilu, "
-    .. "packed_ensemble, mimo, eval, prop1, sweep)", { "epochs=3" })
+    .. "packed_ensemble, mimo, batch_ensemble, lora_ensemble, eval, prop1, sweep)",
+    { "epochs=3" })
   fails("command line: optim.learning_rate=-0.1 must be > 0 (got -0.1)",
     { "optim.learning_rate=-0.1" })
   fails("command line: data.ood=[mnist,3]: data.ood[2]: expected string, got integer 3",
