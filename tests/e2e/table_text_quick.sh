@@ -37,6 +37,11 @@ for m in "Single" "Deep Ensembles" "Deep Ensembles (scratch)" "MC Dropout" "Tayl
     grep -q "| $m |" "$(dirname "$log")/table.md" || { echo "FAIL: no row '$m'"; fail=1; }
 done
 [ -f "$(dirname "$log")/result.h5" ] || { echo "FAIL: no result.h5"; fail=1; }
+# pruning is real: a pruned single model costs fewer FLOPs than the Single (quick: 2 of 4 heads)
+flops() { awk -F'|' -v m=" $1 " '$2 == m && $4 ~ / M *$/ { f = $4 } END { print f + 0 }' \
+    "$tmp/results/table_text/report/table.md"; }
+[ "$(awk -v a="$(flops Taylor)" -v b="$(flops Single)" 'BEGIN { print (a > 0 && a < b) }')" = 1 ] ||
+    { echo "FAIL: Taylor's FLOPs $(flops Taylor) not below the Single's $(flops Single)"; fail=1; }
 run 2 || { cat "$tmp/out2.txt"; echo "FAIL: second run"; exit 1; }
 want out2.txt "stage pretrain [0-9a-f]*: cache hit"
 want out2.txt "1 complete, 0 to run"
