@@ -534,4 +534,22 @@ function M.prepare_idx_ood(ctx)
   ctx.out:write("/test/orig_labels", orig)
 end
 
+-- prepare() of a leave-one-out validation OOD set (datasets/ood-val-<set>.lua): the first
+-- ctx.options.rows images of the `test` split of the OOD test set ctx.options.set (its
+-- dependency) as split `val`, labels -1, so that a circuit search can use a real OOD set that is
+-- then left out of the point's test sets (experiments/ablation_condition.lua). /val/source_rows:
+-- the 0-based rows used.
+function M.prepare_ood_val_from(ctx)
+  local core = require("hydra.core")
+  local h5 = require("hydra.h5")
+  local g <close> = h5.open(ctx.prepared(ctx.options.set))
+  local im = g:read("/test/images")
+  local n = math.min(ctx.options.rows, im:size(1))
+  M.write_image_split(ctx.out, "val", core.sample_slice(im, 1, n), M.const_labels(n, -1))
+  local rows = core.tensor("int64", n)
+  for i = 1, n do rows:set(i, i - 1) end
+  ctx.out:write("/val/source_rows", rows)
+  ctx.meta("source_set", ctx.options.set)
+end
+
 return M
