@@ -4,7 +4,7 @@
 -- Methods. Deep Ensembles (3 independently trained models) and Hydra (Circ) (3 members pruned
 -- from the first of them, profile sizes) on every point of configs/sweeps/ablation_condition.yaml:
 -- the profile's reference, then one axis at a time: heads per layer at the same width (8 -> 16,
--- keeping half), width (8 heads; d_mlp = 4 d), base training length (-> 20 epochs),
+-- keeping half), width (8 heads; d_mlp = 4 d), base training length (-> 12 epochs),
 -- augmentation (random crop + flip), the circuit search's OOD validation data (leave-one-out:
 -- ood-val-<X> = X's first 1,000 test images, X left out of the point's test sets; compared with
 -- the reference's ood-val-image search scored on the same three test sets, so that only the

@@ -164,7 +164,8 @@ end
 local function cell(c, fn, digits)
   local xs = {}
   for _, r in ipairs(c.recs) do xs[#xs + 1] = fn(r) end
-  return fmt(mean_std(xs)), mean_std(xs)
+  local m, s = mean_std(xs)
+  return fmt(m, s, digits), m, s
 end
 
 local md = {}
