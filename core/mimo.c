@@ -75,19 +75,7 @@ hy_status hy_mimo_trainer_new(hy_mimo_trainer *t, hy_xfmr *m, const hy_dataset *
                               const hy_train_config *cfg, const hy_mimo_config *mc,
                               const hy_augment *aug) {
     memset(t, 0, sizeof *t);
-    if (cfg->epochs < 1) return hy_fail(HY_EINVAL, "train: epochs must be >= 1 (got 0)");
-    if (cfg->batch_size < 1) return hy_fail(HY_EINVAL, "train: batch_size must be >= 1 (got 0)");
-    if (!(cfg->warmup_epochs >= 0))
-        return hy_fail(HY_EINVAL, "train: warmup_epochs must be >= 0 (got %g)",
-                       cfg->warmup_epochs);
-    if (!(cfg->grad_clip >= 0))
-        return hy_fail(HY_EINVAL, "train: grad_clip must be >= 0 (got %g)", cfg->grad_clip);
-    if (!(cfg->label_smoothing >= 0 && cfg->label_smoothing < 1))
-        return hy_fail(HY_EINVAL, "train: label_smoothing must be in [0, 1) (got %g)",
-                       cfg->label_smoothing);
-    if (!(cfg->min_lr >= 0 && cfg->min_lr <= cfg->optim.learning_rate))
-        return hy_fail(HY_EINVAL, "optim: min_lr must be in [0, learning_rate] (got %g)",
-                       cfg->min_lr);
+    HY_TRY(hy_train_config_check(cfg));
     if (!(mc->input_repetition >= 0 && mc->input_repetition <= 1))
         return hy_fail(HY_EINVAL, "mimo: mimo.input_repetition must be in [0, 1] (got %g)",
                        mc->input_repetition);
@@ -97,15 +85,7 @@ hy_status hy_mimo_trainer_new(hy_mimo_trainer *t, hy_xfmr *m, const hy_dataset *
     HY_TRY(hy_adamw_config_check(&cfg->optim));
     HY_TRY(hy_mimo_check(m, mc->members, ds, 1));
 
-    hy_optim_segment *seg = hy_xmalloc(m->n_tensors * sizeof *seg + 1);
-    if (!seg) return HY_ENOMEM;
-    for (size_t i = 0; i < m->n_tensors; i++) {
-        seg[i].offset = m->table[i].offset;
-        seg[i].n = m->table[i].numel;
-        seg[i].decay = m->table[i].decay;
-    }
-    hy_status st = hy_adamw_new(&t->opt, &cfg->optim, m->n_params, seg, m->n_tensors);
-    hy_free(seg);
+    hy_status st = hy_train_adamw_new(&t->opt, &cfg->optim, m->table, m->n_tensors, m->n_params);
     if (st != HY_OK) return st;
     size_t b = cfg->batch_size < ds->n ? cfg->batch_size : ds->n, M = mc->members;
     size_t HW = ds->h * ds->w, R = b * mc->batch_repetition, bytes;
@@ -131,11 +111,8 @@ hy_status hy_mimo_trainer_new(hy_mimo_trainer *t, hy_xfmr *m, const hy_dataset *
     t->mc = *mc;
     t->R = R;
     size_t per_epoch = hy_loader_batches(&t->loader);
-    t->sched.kind = cfg->schedule;
-    t->sched.base_lr = cfg->optim.learning_rate;
-    t->sched.min_lr = cfg->min_lr;
-    t->sched.total_steps = (int64_t)(cfg->epochs * per_epoch);
-    t->sched.warmup_steps = (int64_t)llround(cfg->warmup_epochs * (double)per_epoch);
+    t->sched = hy_sched_plan(cfg->schedule, cfg->optim.learning_rate, cfg->min_lr, cfg->epochs,
+                             cfg->warmup_epochs, per_epoch);
     t->prog.total_steps = t->sched.total_steps;
     hy_mimo_trainer_start_epoch(t, 0);
     return HY_OK;

@@ -323,17 +323,6 @@ hy_status hy_mlm_read(hy_h5 *f, hy_mlm *h) {
 
 /* ===== the pretraining trainer ===== */
 
-static hy_optim_segment *segments(const hy_param *tab, size_t n) {
-    hy_optim_segment *seg = hy_xmalloc(n * sizeof *seg + 1);
-    if (!seg) return NULL;
-    for (size_t i = 0; i < n; i++) {
-        seg[i].offset = tab[i].offset;
-        seg[i].n = tab[i].numel;
-        seg[i].decay = tab[i].decay;
-    }
-    return seg;
-}
-
 void hy_mlm_trainer_release(hy_mlm_trainer *t) {
     if (!t) return;
     if (t->model) hy_xfmr_set_dropout(t->model, false, 0);
@@ -387,16 +376,9 @@ hy_status hy_mlm_trainer_new(hy_mlm_trainer *t, hy_xfmr *m, hy_mlm *h, const hy_
     HY_TRY(hy_adamw_config_check(&cfg->optim));
     HY_TRY(hy_mlm_mask_check(&cfg->mask));
     HY_TRY(check_text(m, ds));
-    hy_status st = HY_OK;
-    hy_optim_segment *seg = segments(m->table, m->n_tensors);
-    if (!seg) return HY_ENOMEM;
-    st = hy_adamw_new(&t->opt, &cfg->optim, m->n_params, seg, m->n_tensors);
-    hy_free(seg);
+    hy_status st = hy_train_adamw_new(&t->opt, &cfg->optim, m->table, m->n_tensors, m->n_params);
     if (st != HY_OK) goto fail;
-    seg = segments(h->table, HY_MLM_N);
-    if (!seg) { st = HY_ENOMEM; goto fail; }
-    st = hy_adamw_new(&t->opt_head, &cfg->optim, h->n_params, seg, HY_MLM_N);
-    hy_free(seg);
+    st = hy_train_adamw_new(&t->opt_head, &cfg->optim, h->table, HY_MLM_N, h->n_params);
     if (st != HY_OK) goto fail;
     size_t B = cfg->batch_size < ds->n ? cfg->batch_size : ds->n, L = ds->max_len, nb;
     st = hy_loader_new(&t->loader, ds, B, 1, NULL, cfg->seed);
@@ -415,11 +397,8 @@ hy_status hy_mlm_trainer_new(hy_mlm_trainer *t, hy_xfmr *m, hy_mlm *h, const hy_
     t->data = ds;
     t->cfg = *cfg;
     size_t per_epoch = hy_loader_batches(&t->loader);
-    t->sched.kind = cfg->schedule;
-    t->sched.base_lr = cfg->optim.learning_rate;
-    t->sched.min_lr = cfg->min_lr;
-    t->sched.total_steps = (int64_t)(cfg->epochs * per_epoch);
-    t->sched.warmup_steps = (int64_t)llround(cfg->warmup_epochs * (double)per_epoch);
+    t->sched = hy_sched_plan(cfg->schedule, cfg->optim.learning_rate, cfg->min_lr, cfg->epochs,
+                             cfg->warmup_epochs, per_epoch);
     t->prog.total_steps = t->sched.total_steps;
     hy_mlm_trainer_start_epoch(t, 0);
     return HY_OK;

@@ -106,6 +106,17 @@ hy_status hy_sched_parse(const char *name, hy_sched_kind *out) {
                    name);
 }
 
+hy_schedule hy_sched_plan(hy_sched_kind kind, double base_lr, double min_lr, size_t epochs,
+                          double warmup_epochs, size_t per_epoch) {
+    hy_schedule s;
+    s.kind = kind;
+    s.base_lr = base_lr;
+    s.min_lr = min_lr;
+    s.total_steps = (int64_t)(epochs * per_epoch);
+    s.warmup_steps = (int64_t)llround(warmup_epochs * (double)per_epoch);
+    return s;
+}
+
 double hy_sched_lr(const hy_schedule *s, int64_t step) {
     if (step < 0) step = 0;
     if (step < s->warmup_steps)

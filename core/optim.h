@@ -63,6 +63,10 @@ typedef struct hy_schedule {
 /* Parses "cosine" | "constant"; unknown names fail naming optim.schedule and the choices. */
 hy_status hy_sched_parse(const char *name, hy_sched_kind *out);
 double hy_sched_lr(const hy_schedule *s, int64_t step);
+/* The schedule of a run of `epochs` epochs of per_epoch steps with warmup_epochs of linear
+ * warmup (rounded to whole steps): every trainer's plan (train.*, mimo, pretrain.*). */
+hy_schedule hy_sched_plan(hy_sched_kind kind, double base_lr, double min_lr, size_t epochs,
+                          double warmup_epochs, size_t per_epoch);
 
 /* Global L2 norm of grads (n), accumulated in double, in a fixed order. */
 double hy_grad_norm(const float *grads, size_t n);

@@ -67,9 +67,7 @@ static void mean_probs(float *probs, float *tmp, const float *logits, size_t M, 
 
 /* ===== trainer ===== */
 
-hy_status hy_trainer_new(hy_trainer *t, hy_xfmr *m, const hy_dataset *ds,
-                         const hy_train_config *cfg, const hy_augment *aug) {
-    memset(t, 0, sizeof *t);
+hy_status hy_train_config_check(const hy_train_config *cfg) {
     if (cfg->epochs < 1) return hy_fail(HY_EINVAL, "train: epochs must be >= 1 (got 0)");
     if (cfg->batch_size < 1) return hy_fail(HY_EINVAL, "train: batch_size must be >= 1 (got 0)");
     if (!(cfg->warmup_epochs >= 0))
@@ -83,19 +81,32 @@ hy_status hy_trainer_new(hy_trainer *t, hy_xfmr *m, const hy_dataset *ds,
     if (!(cfg->min_lr >= 0 && cfg->min_lr <= cfg->optim.learning_rate))
         return hy_fail(HY_EINVAL, "optim: min_lr must be in [0, learning_rate] (got %g)",
                        cfg->min_lr);
+    return HY_OK;
+}
+
+hy_status hy_train_adamw_new(hy_adamw *o, const hy_adamw_config *c, const hy_param *tab,
+                             size_t n_tensors, size_t n_params) {
+    hy_optim_segment *seg = hy_xmalloc(n_tensors * sizeof *seg + 1);
+    if (!seg) return HY_ENOMEM;
+    for (size_t i = 0; i < n_tensors; i++) {
+        seg[i].offset = tab[i].offset;
+        seg[i].n = tab[i].numel;
+        seg[i].decay = tab[i].decay;
+    }
+    hy_status st = hy_adamw_new(o, c, n_params, seg, n_tensors);
+    hy_free(seg);
+    return st;
+}
+
+hy_status hy_trainer_new(hy_trainer *t, hy_xfmr *m, const hy_dataset *ds,
+                         const hy_train_config *cfg, const hy_augment *aug) {
+    memset(t, 0, sizeof *t);
+    HY_TRY(hy_train_config_check(cfg));
     if (ds->n == 0) return hy_fail(HY_EINVAL, "train: the training data has no samples");
     HY_TRY(hy_adamw_config_check(&cfg->optim));
     HY_TRY(check_data(m, ds, 1));
 
-    hy_optim_segment *seg = hy_xmalloc(m->n_tensors * sizeof *seg + 1);
-    if (!seg) return HY_ENOMEM;
-    for (size_t i = 0; i < m->n_tensors; i++) {
-        seg[i].offset = m->table[i].offset;
-        seg[i].n = m->table[i].numel;
-        seg[i].decay = m->table[i].decay;
-    }
-    hy_status st = hy_adamw_new(&t->opt, &cfg->optim, m->n_params, seg, m->n_tensors);
-    hy_free(seg);
+    hy_status st = hy_train_adamw_new(&t->opt, &cfg->optim, m->table, m->n_tensors, m->n_params);
     if (st != HY_OK) return st;
     /* a batch larger than the training split is the whole split (the same single batch) */
     size_t B = cfg->batch_size < ds->n ? cfg->batch_size : ds->n, lbytes;
@@ -118,11 +129,8 @@ hy_status hy_trainer_new(hy_trainer *t, hy_xfmr *m, const hy_dataset *ds,
     t->data = ds;
     t->cfg = *cfg;
     size_t per_epoch = hy_loader_batches(&t->loader);
-    t->sched.kind = cfg->schedule;
-    t->sched.base_lr = cfg->optim.learning_rate;
-    t->sched.min_lr = cfg->min_lr;
-    t->sched.total_steps = (int64_t)(cfg->epochs * per_epoch);
-    t->sched.warmup_steps = (int64_t)llround(cfg->warmup_epochs * (double)per_epoch);
+    t->sched = hy_sched_plan(cfg->schedule, cfg->optim.learning_rate, cfg->min_lr, cfg->epochs,
+                             cfg->warmup_epochs, per_epoch);
     t->prog.total_steps = t->sched.total_steps;
     hy_trainer_start_epoch(t, 0);
     return HY_OK;

@@ -72,6 +72,14 @@ void hy_trainer_start_epoch(hy_trainer *t, uint64_t epoch);
  * batch 12 of 430)" (1-based numbers); the parameters are those before that step. */
 hy_status hy_trainer_run(hy_trainer *t, size_t max_steps, size_t *ran);
 
+/* Checks the train.* / optim.* settings every classifier trainer shares (epochs, batch_size,
+ * warmup_epochs, grad_clip, label_smoothing, min_lr); messages name the YAML key. */
+hy_status hy_train_config_check(const hy_train_config *cfg);
+/* AdamW over a parameter block of n_params floats laid out by tab[n_tensors] (a model's or a
+ * head's table), with the tensors' decay flags as its segments. */
+hy_status hy_train_adamw_new(hy_adamw *o, const hy_adamw_config *c, const hy_param *tab,
+                             size_t n_tensors, size_t n_params);
+
 /* Makes sure m's activations hold batches of B samples (reallocates only when smaller). */
 hy_status hy_train_ensure_acts(hy_xfmr *m, size_t B);
 
