@@ -226,13 +226,20 @@ done
 [ -n "$first" ] || fail "no point of sweep two completed"
 # cancel while the next task is running (its run in progress is lost, nothing else)
 i=0
+# (a point is running when its run folder exists without result.h5 while Slurm runs a task;
+# the folder slurm/ and a task still completing after its point do not count)
+in_progress() {
+    for d in "$T"/results/two/*/; do
+        case $(basename "$d") in slurm | report) continue ;; esac
+        [ -f "$d/result.h5" ] || { echo "$d"; return; }
+    done
+}
 while [ $i -lt 300 ]; do
-    [ -n "$(squeue -h -j "$array" -t RUNNING 2>/dev/null)" ] \
-        && [ "$(ls -d "$T"/results/two/*/ | wc -l)" -ge 2 ] && break
+    [ -n "$(squeue -h -j "$array" -t RUNNING 2>/dev/null)" ] && [ -n "$(in_progress)" ] && break
     sleep 0.1
     i=$((i + 1))
 done
-sleep 1
+[ -n "$(in_progress)" ] || fail "no point of sweep two was running within 30 s"
 "$HYDRA" sweep two.yaml --status train.epochs=3 > "$T/two.status" 2>&1 || fail "--status"
 scancel "$array" "$report" || fail "scancel"
 cat "$T/two.status"
