@@ -6,28 +6,34 @@
 -- Interface: lua/hydra/methods/common.lua.
 local common = require("hydra.methods.common")
 
-local M = { name = "deep_ensemble", label = "Deep Ensembles" }
-
 local function seeds(cfg)
   local s = {}
   for i = 1, cfg.deep_ensemble.members do s[i] = cfg.seed + i - 1 end
   return s
 end
 
-function M.describe(cfg)
-  return { name = M.name, label = M.label, members = cfg.deep_ensemble.members,
-           seeds = seeds(cfg), needs = { ood_val = false } }
-end
-
-function M.build(ctx)
-  local cfg = ctx.cfg
-  local paths, keys = {}, {}
-  local ss = seeds(cfg)
-  for i, seed in ipairs(ss) do
-    ctx.log("deep ensemble member %d/%d (seed %d)", i, #ss, seed)
-    paths[i], keys[i] = common.base_model(ctx, seed, cfg.model.dropout)
+-- A Deep Ensembles method: scratch = true trains every member from its seed alone, ignoring
+-- train.init (deep_ensemble_scratch.lua).
+local function method(name, label, scratch)
+  local M = { name = name, label = label }
+  function M.describe(cfg)
+    return { name = M.name, label = M.label, members = cfg.deep_ensemble.members,
+             seeds = seeds(cfg), needs = { ood_val = false } }
   end
-  return common.model_predictor(ctx, paths, keys, { name = M.name, seeds = ss })
+  function M.build(ctx)
+    local cfg = ctx.cfg
+    local paths, keys = {}, {}
+    local ss = seeds(cfg)
+    for i, seed in ipairs(ss) do
+      ctx.log("%s member %d/%d (seed %d%s)", scratch and "deep ensemble (scratch)"
+        or "deep ensemble", i, #ss, seed, scratch and ", no train.init" or "")
+      paths[i], keys[i] = common.base_model(ctx, seed, cfg.model.dropout, scratch or nil)
+    end
+    return common.model_predictor(ctx, paths, keys, { name = M.name, seeds = ss })
+  end
+  return M
 end
 
+local M = method("deep_ensemble", "Deep Ensembles", false)
+M.method = method
 return M
