@@ -22,36 +22,10 @@ local home = rawget(_G, "HYDRA_HOME") or "."
 
 -- 1. the pretrained encoder: one stage for every seed (the settings of the sweep's first point)
 local sw = hydra.sweep.load(("%s/configs/sweeps/%s.yaml"):format(home, NAME), opts)
-local cfg = sw.points[1].cfg
-local cache = hydra.stages.new({})
-local corpus = hydra.pretrain.corpus_path(cfg)
-if hydra.core.stat(corpus) ~= "file" then
-  error(("%s: the pretraining corpus '%s' is not prepared (run 'hydra data prepare %s')")
-    :format(NAME, corpus, cfg.pretrain.corpus), 0)
-end
-local inputs = hydra.pretrain.inputs(cfg, hydra.stages.data_hash(corpus))
-local pre = cache:get("pretrain", inputs, function(tmp, key)
-  -- a fixed work name (not the per-process tmp) so that a killed pretraining resumes
-  local work = cache:path("pretrain", key, ".work.h5")
-  print(("pretraining the text encoder (%d epoch(s) on %s) -> %s"):format(cfg.pretrain.epochs,
-    corpus, work))
-  hydra.pretrain.run(cfg, work, { progress = hydra.core.isatty(2), log = print })
-  assert(os.rename(work, tmp))
-end)
-local pm
-do
-  local f <close> = hydra.h5.open(pre)
-  pm = f:attrs("/meta")
-end
-print(("pretrained encoder %s: %d epoch(s), held-out MLM loss %.4f, accuracy %.2f%%"):format(pre,
-  pm.pretrain_epochs, pm.val_mlm_loss, 100 * pm.val_mlm_acc))
+local pre, pm = hydra.pretrain.encoder(sw.points[1].cfg, hydra.stages.new({}), NAME)
 
 -- 2. the table: every seed's run fine-tunes from it
-local ov = {}
-for _, o in ipairs(opts.overrides or {}) do ov[#ov + 1] = o end
-ov[#ov + 1] = "train.init=" .. pre
-opts.overrides = ov
-local e = hydra.experiment.run(NAME, opts)
+local e = hydra.experiment.run(NAME, hydra.pretrain.init_opts(opts, pre))
 if e.partial then return 0 end
 
 print("")

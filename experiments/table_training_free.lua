@@ -3,8 +3,9 @@
 -- 76.82 vs 75.38, FPR95 68.05 vs 71.59, AUPR 47.85 vs 43.81) on both of our backbones.
 --
 -- Methods. Backbones: the image Single (the profile's ViT trained from scratch on Fashion-MNIST,
--- the same stage as table_image's) and the text Single (text-sst trained from scratch on SST-2
--- for 2 epochs, as `hydra train` does today: no pretraining, no train.init). Training-free rows,
+-- the same stage as table_image's) and the text Single (the profile's text encoder pretrained
+-- with masked-language modelling and fine-tuned on SST-2 from it: table_text's Single, the same
+-- pretrain and base stages, profiles quick_text / paper_text). Training-free rows,
 -- all from the trained Single with no gradient step after it: the Single with the MSP, max-logit
 -- and energy scores; Taylor and CircAvg (one pruned model) and Hydra (Taylor) and Hydra (Circ)
 -- (3 members of 4 of 8 heads per layer, fused) with finetune.epochs 0: the members are the
@@ -121,7 +122,12 @@ end
 
 local image = hydra.experiment.run("table_training_free", opts)
 if image.partial then return 0 end
-local text = hydra.experiment.run("table_training_free_text", opts)
+-- the text Single is table_text's: fine-tuned from the one pretrained encoder (same stages)
+local home = rawget(_G, "HYDRA_HOME") or "."
+local tsw = hydra.sweep.load(home .. "/configs/sweeps/table_training_free_text.yaml", opts)
+local pre = hydra.pretrain.encoder(tsw.points[1].cfg, hydra.stages.new({}),
+  "table_training_free")
+local text = hydra.experiment.run("table_training_free_text", hydra.pretrain.init_opts(opts, pre))
 if text.partial then return 0 end
 
 local seeds = #image.runs
@@ -129,8 +135,9 @@ local doc = {
   "## Training-free methods vs trained uncertainty heads (the paper's zero-shot CLIP table)",
   "",
   ("Profile %s, %d seed(s)%s. Image backbone: the profile's ViT trained from scratch on "
-    .. "Fashion-MNIST (the table_image Single). Text backbone: text-sst trained from scratch on "
-    .. "SST-2 for 2 epochs (hydra train; not pretrained, no train.init). Training-free rows: no "
+    .. "Fashion-MNIST (the table_image Single). Text backbone: the profile's text encoder "
+    .. "pretrained with masked-language modelling and fine-tuned on SST-2 (the table_text Single: "
+    .. "the same stages). Training-free rows: no "
     .. "gradient step after the Single (finetune.epochs 0; members share every non-attention "
     .. "weight). Trained rows: heads on the frozen Single's features (the CLS row after the final "
     .. "LayerNorm), trained on the ID validation split; the ViLU-style head's second input is the "

@@ -19,6 +19,16 @@
 --           stop_after (tests: return after that many epochs of this call, as a kill would).
 --     hist = { epochs = { {epoch, train_loss, train_acc, val_loss, val_acc, seconds}... },
 --              resumed_from (epochs found done), seconds, params, corpus = { train, val } }
+--   local path, meta = pretrain.encoder(cfg, cache, name)
+--     The pretrained encoder of cfg as a stage of `cache` (a hydra.stages cache; stage
+--     "pretrain", keyed by M.inputs and the corpus file's hash): built by M.run on a miss (a
+--     fixed work file beside the stage, so a killed pretraining resumes), found again on a hit.
+--     Every experiment that fine-tunes from it (table_text, the text part of
+--     table_training_free) shares the one stage. name labels the errors (the experiment).
+--     meta = the file's /meta attributes (pretrain_epochs, val_mlm_loss, val_mlm_acc, ...).
+--   local o = pretrain.init_opts(opts, path)
+--     A copy of experiment options opts (hydra.experiment.script_options) whose overrides end
+--     with train.init=path: every run of the sweep fine-tunes from the encoder at path.
 --   PRE.h5: a model checkpoint (DESIGN §2; `hydra info`, hydra.model.load and train.init read
 --   it) plus /mlm/params/<name> (the head: mlm.transform.dense.*, mlm.transform.norm.*,
 --   mlm.bias; the decoder is tied to tok_embed.weight) and /meta: stage "pretrain",
@@ -139,6 +149,38 @@ function M.run(cfg, out, opts)
   os.remove(partial)
   hist.val_loss, hist.val_acc = meta.val_mlm_loss, meta.val_mlm_acc
   return hist
+end
+
+function M.encoder(cfg, cache, name)
+  local corpus = M.corpus_path(cfg)
+  if core.stat(corpus) ~= "file" then
+    err.fail("%s: the pretraining corpus '%s' is not prepared (run 'hydra data prepare %s')",
+      name, corpus, cfg.pretrain.corpus)
+  end
+  local stages = require("hydra.stages")
+  local inputs = M.inputs(cfg, stages.data_hash(corpus))
+  local path = cache:get("pretrain", inputs, function(tmp, key)
+    -- a fixed work name (not the per-process tmp) so that a killed pretraining resumes
+    local work = cache:path("pretrain", key, ".work.h5")
+    print(("pretraining the text encoder (%d epoch(s) on %s) -> %s"):format(cfg.pretrain.epochs,
+      corpus, work))
+    M.run(cfg, work, { progress = core.isatty(2), log = print })
+    assert(os.rename(work, tmp))
+  end)
+  local f <close> = h5.open(path)
+  local meta = f:attrs("/meta")
+  print(("pretrained encoder %s: %d epoch(s), held-out MLM loss %.4f, accuracy %.2f%%"):format(
+    path, meta.pretrain_epochs, meta.val_mlm_loss, 100 * meta.val_mlm_acc))
+  return path, meta
+end
+
+function M.init_opts(opts, path)
+  local o, ov = {}, {}
+  for k, v in pairs(opts) do o[k] = v end
+  for _, x in ipairs(opts.overrides or {}) do ov[#ov + 1] = x end
+  ov[#ov + 1] = "train.init=" .. path
+  o.overrides = ov
+  return o
 end
 
 return M

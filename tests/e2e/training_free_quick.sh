@@ -1,19 +1,21 @@
 #!/bin/sh
 # tests/e2e/training_free_quick.sh: `hydra repro table_training_free --profile quick` end to end
-# on both backbones (image: vit-fm-tiny on Fashion-MNIST; text: text-sst on SST-2), shrunk for
-# the test suite (600 training samples, 1 epoch, the first 100 samples of every test set, the
-# heads trained 2 epochs on 600 validation rows). Checks the table: both backbones, the ten rows
+# on both backbones (image: vit-fm-tiny on Fashion-MNIST; text: quick_text's encoder pretrained
+# on 200 corpus sentences for 1 epoch, then fine-tuned on SST-2), shrunk for the test suite (600
+# training samples, 1 epoch, the first 100 samples of every test set, the heads trained 2
+# epochs on 600 validation rows). Checks the table: both backbones, the ten rows
 # (Single x 3 scores, the four training-free pruned methods, the two trained heads), every cell
 # a number, the verdict lines; that the heads changed no prediction of the Single (same Acc and
 # ECE); and that a rerun reuses every run (no point runs again).
 # Exit 77 (skip) when a prepared dataset the two sweeps need is missing from datasets/prepared
-# (the data_dir sets need HYDRA_DATA_DIR: `hydra data prepare sst2 yelp-sentences
-# amazon-sentences agnews trec multi30k reuters fortunes ood-val-text fashion-mnist glyphs
-# opencv-digits ood-val-image fashion-mnist-c`).
+# (the data_dir sets need HYDRA_DATA_DIR: `hydra data prepare sst2 pretrain-text yelp-sentences
+# amazon-sentences imdb-sentences agnews trec multi30k reuters fortunes ood-val-text
+# fashion-mnist glyphs opencv-digits ood-val-image fashion-mnist-c`).
 set -u
 HYDRA=${HYDRA:-./hydra}
-for d in fashion-mnist glyphs opencv-digits ood-val-image fashion-mnist-c sst2 yelp-sentences \
-         amazon-sentences agnews trec multi30k reuters fortunes ood-val-text; do
+for d in fashion-mnist glyphs opencv-digits ood-val-image fashion-mnist-c sst2 pretrain-text \
+         yelp-sentences amazon-sentences imdb-sentences agnews trec multi30k reuters fortunes \
+         ood-val-text; do
     if [ ! -f "datasets/prepared/$d.h5" ]; then
         echo "datasets/prepared/$d.h5 is not prepared (hydra data prepare $d)"
         exit 77
@@ -27,10 +29,14 @@ run() {
     "$HYDRA" repro table_training_free --profile quick results_dir="$tmp/results" \
         data.train_subset=600 data.test_subset=100 data.shift_subset=5 train.epochs=1 \
         prune.calib_size=32 prune.val_size=50 vilu.epochs=2 vilu.rows=600 \
-        train.eval_batch_size=50 \
+        train.eval_batch_size=50 pretrain.train_subset=200 pretrain.val_subset=60 \
+        pretrain.epochs=1 \
         > "$tmp/out$1.txt" 2>&1
 }
 run 1 || { cat "$tmp/out1.txt"; echo "repro failed"; exit 1; }
+# the text Single is fine-tuned from the pretrained encoder (table_text's stages)
+grep -q "stage pretrain [0-9a-f]*: cache miss, building" "$tmp/out1.txt" ||
+    { cat "$tmp/out1.txt"; echo "no pretraining stage"; exit 1; }
 md="$tmp/results/table_training_free/report/training_free.md"
 [ -f "$md" ] || { echo "no $md"; exit 1; }
 fail=0
