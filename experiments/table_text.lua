@@ -31,7 +31,12 @@ if e.partial then return 0 end
 print("")
 io.write(assert(io.open(e.report.markdown, "rb")):read("a"))
 print("")
-local function get(method, key) return hydra.report.value(e.runs, { method = method }, key) end
+local listed = {}
+for _, m in ipairs(e.sweep.points[1].cfg.methods) do listed[m] = true end
+local function get(method, key)
+  if not listed[method] then return nil end
+  return hydra.report.value(e.runs, { method = method }, key)
+end
 local sacc, sacc_sd = get("single", "acc")
 if sacc then
   print(("pretraining: held-out MLM accuracy %.2f%%; fine-tuned Single on SST-2 (GLUE dev): "

@@ -2,8 +2,9 @@
 -- one transformer whose every linear (qkv, proj, fc1, fc2, head) keeps the shared weight W and
 -- per-member rank-1 fast weights: y = ((x o s_m) W^T) o r_m + b + b_m, for
 -- batch_ensemble.members members. Trained from scratch like the Single model (train.*, optim.*,
--- the same data and select_best) with every batch repeated for each member: each member sees
--- every sample, the loss is the mean of the members' cross-entropies (torch-uncertainty's
+-- the same data and select_best; train.init, a pretrained encoder, is not used: the method is
+-- defined by its from-scratch training, and the text table shows what that costs it) with
+-- every batch repeated for each member: each member sees every sample, the loss is the mean of the members' cross-entropies (torch-uncertainty's
 -- `repeat_training_inputs`; the original splits the batch). One forward pass predicts every
 -- member (stacked member rows, one GEMM per shared weight); p̄ = mean of the members' softmaxes,
 -- /member_probs keeps each. Interface: lua/hydra/methods/common.lua.
@@ -19,7 +20,7 @@ end
 
 -- The trained ensemble stage: checkpoint path and key.
 function M.train(ctx)
-  local cfg = ctx.cfg
+  local cfg = common.with_seed(ctx.cfg, ctx.cfg.seed, ctx.cfg.model.dropout, true)
   local inputs = common.base_inputs(cfg, cfg.seed, cfg.model.dropout)
   inputs.batch_ensemble = cfg.batch_ensemble
   return ctx.cache:get("batch_ensemble", inputs, function(tmp, key)

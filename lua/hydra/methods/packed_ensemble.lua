@@ -8,7 +8,8 @@
 -- (PackedMultiheadAttention). With gamma = 1 no weight couples two groups, so the packed model
 -- IS M independent narrower transformers, each of width alpha * d_model / M, that see the same
 -- batches. That is how hydra builds it: member m is a plain model (model.* with the narrow
--- widths of M.member_model), trained from scratch on the batch order of `seed` with the one
+-- widths of M.member_model), trained from scratch (never from train.init: a pretrained encoder
+-- has the full width, not the members') on the batch order of `seed` with the one
 -- train/optim schedule, and the M members are fused with every fuse.* = member into one model
 -- whose Q/K/V and output projections are the ragged grouped GEMM over the members (core/fused.c;
 -- the block-diagonal layers of the packed model), so one forward pass gives every member.
@@ -59,7 +60,7 @@ end
 
 -- Member m (1-based): trained (or found in the stage cache); returns its checkpoint path, key.
 local function member(ctx, mc, m)
-  local cfg = ctx.cfg
+  local cfg = common.with_seed(ctx.cfg, ctx.cfg.seed, ctx.cfg.model.dropout, true)
   local idf = common.data_file(cfg, cfg.data.id)
   local init_seed = cfg.seed + m - 1
   local inputs = {
