@@ -186,6 +186,38 @@ void hy_dataset_release(hy_dataset *d) {
     memset(d, 0, sizeof *d);
 }
 
+/* The columns of a text batch: its longest sequence (at least 1), of rows idx[0..b) (idx NULL:
+ * rows 0..b) of lengths. The one rule for how wide a batch is computed (fill,
+ * hy_dataset_seq_lens). */
+static size_t batch_len(const int32_t *lengths, const int64_t *idx, size_t b) {
+    size_t len = 1;
+    for (size_t i = 0; i < b; i++) {
+        size_t n = (size_t)lengths[idx ? (size_t)idx[i] : i];
+        if (n > len) len = n;
+    }
+    return len;
+}
+
+hy_status hy_dataset_seq_lens(const hy_dataset *ds, size_t batch_size, size_t *real,
+                              size_t *padded) {
+    if (ds->kind != HY_DATA_TEXT)
+        return hy_fail(HY_EINVAL, "loader: sequence lengths need a text dataset (%s is images)",
+                       ds->origin[0] ? ds->origin : "this one");
+    if (batch_size < 1) return hy_fail(HY_EINVAL, "loader: batch_size must be >= 1 (got 0)");
+    size_t nT = ds->max_len + 2;
+    if (real) memset(real, 0, nT * sizeof *real);
+    if (padded) memset(padded, 0, nT * sizeof *padded);
+    /* batches as hy_loader_next cuts them without shuffling: rows in order, batch_size each */
+    for (size_t first = 0; first < ds->n; first += batch_size) {
+        size_t b = ds->n - first < batch_size ? ds->n - first : batch_size;
+        const int32_t *len = ds->lengths + first;
+        if (padded) padded[1 + batch_len(len, NULL, b)] += b;
+        if (real)
+            for (size_t i = 0; i < b; i++) real[1 + (size_t)len[i]]++;
+    }
+    return HY_OK;
+}
+
 /* ===== loader ===== */
 
 hy_status hy_loader_new(hy_loader *ld, const hy_dataset *ds, size_t batch_size, int shuffle,
@@ -305,9 +337,7 @@ static void fill(hy_loader *ld, const int64_t *idx, size_t b, size_t first_pos, 
                        scale, shift, aug, &r);
         }
     } else {
-        size_t len = 1;
-        for (size_t i = 0; i < b; i++)
-            if ((size_t)ds->lengths[idx[i]] > len) len = (size_t)ds->lengths[idx[i]];
+        size_t len = batch_len(ds->lengths, idx, b);
         ld->len = len;
         for (size_t i = 0; i < b; i++) {
             memcpy(ld->ids + i * len, ds->ids + (size_t)idx[i] * ds->max_len,

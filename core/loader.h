@@ -3,8 +3,8 @@
  * ((pixel/255 - mean) / std), augmentation switches (random crop with zero padding, horizontal
  * flip; seeded per sample, so batches do not depend on the thread count), and text batches
  * (ids + lengths, cut to the longest sequence of the batch).
- * Entry points: hy_dataset_from_images / _from_text / _load, hy_loader_new / _start_epoch /
- * _next / _fill. */
+ * Entry points: hy_dataset_from_images / _from_text / _load / _seq_lens, hy_loader_new /
+ * _start_epoch / _next / _fill. */
 #ifndef HY_LOADER_H
 #define HY_LOADER_H
 
@@ -44,6 +44,18 @@ hy_status hy_dataset_from_text(hy_dataset *d, const hy_tensor *ids, const hy_ten
 hy_status hy_dataset_load(hy_dataset *d, const char *path, const char *split, size_t subset,
                           const double *mean_std);
 void hy_dataset_release(hy_dataset *d);
+
+/* The sequence lengths (tokens with CLS) at which text dataset ds is computed, as counts per T
+ * (arrays of ds->max_len + 2 entries indexed by T, written; entries 0 and 1 stay 0; either may be
+ * NULL):
+ *   real[T]   samples whose own length is T = 1 + lengths[i] (what the sample itself costs);
+ *   padded[T] samples executed at T when ds is run in order in batches of batch_size, as every
+ *             predict runs it (hy_loader without shuffling): each batch is cut to its longest
+ *             sequence, so every row of it runs at T = 1 + that length (hy_loader_next).
+ * A cost per sample is then sum_T counts[T] * cost(T) / n (xfmr.h's hy_xfmr_cost takes T).
+ * HY_EINVAL for an image dataset or batch_size 0. */
+hy_status hy_dataset_seq_lens(const hy_dataset *ds, size_t batch_size, size_t *real,
+                              size_t *padded);
 
 /* Synthetic, quickly learnable data in the prepared-file layout (tests, demos, benchmarks).
  * Images: uint8 [n,size,size] of noise (0..63) plus the class's texture (a fixed random binary

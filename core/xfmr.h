@@ -149,7 +149,7 @@ hy_xfmr_part hy_xfmr_slot_part(const hy_xfmr_config *c, size_t s, size_t *layer,
  * rows and proj columns are neither computed nor counted, as in a packed fused member. Split by
  * part (hy_xfmr_part) and summed. One formula for every model: the fused model adds its
  * members' costs (hy_fused_flops, hy_fused_params), the Lua methods read it through the
- * bindings. */
+ * bindings at each T a text set runs at (loader.h hy_dataset_seq_lens; core/README.md). */
 typedef struct hy_xfmr_costs {
     double flops[HY_N_PARTS];
     size_t params[HY_N_PARTS];

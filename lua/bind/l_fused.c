@@ -3,7 +3,9 @@
  *     its keys fuse.mlp, fuse.ln, fuse.embed, fuse.head; models are hydra.Model with binary gates)
  *   core.fused_load(path) -> hydra.Fused
  *   f:save(path [, meta])  f:predict(ds, B) -> member_logits [M,N,K], probs [N,K], member_probs [M,N,K]
- *   f:info() -> { members, mlp, ln, embed, head, params, flops, kept = { {k per layer}... } }
+ *   f:info() -> { members, mlp, ln, embed, head, params, flops (at the full sequence length
+ *     seq_len), seq_len, kept = { {k per layer}... } }
+ *   f:flops(T) -> forward FLOPs of one sample at sequence length T (hy_fused_flops)
  *   f:gates() -> float32 [M,L,H]   f:close()  (also __gc / __close; idempotent)
  *   core.fused_time(f, B, reps, seed) -> seconds per forward of a batch of B random images
  *     (after one warm-up), for the cost benchmark (core.model_time: l_xfmr.c). */
@@ -99,7 +101,7 @@ static int l_fused_predict(lua_State *L) {
 
 static int l_fused_info(lua_State *L) {
     hy_fused *f = check_fused(L, 1);
-    lua_createtable(L, 0, 8);
+    lua_createtable(L, 0, 9);
     lua_pushinteger(L, (lua_Integer)f->M);
     lua_setfield(L, -2, "members");
     lua_pushstring(L, hy_fuse_mode_name(f->fuse.mlp));
@@ -114,6 +116,8 @@ static int l_fused_info(lua_State *L) {
     lua_setfield(L, -2, "params");
     lua_pushnumber(L, hy_fused_flops(f, f->T));
     lua_setfield(L, -2, "flops");
+    lua_pushinteger(L, (lua_Integer)f->T);
+    lua_setfield(L, -2, "seq_len");
     lua_createtable(L, (int)f->M, 0);
     for (size_t m = 0; m < f->M; m++) {
         lua_createtable(L, (int)f->cfg.depth, 0);
@@ -124,6 +128,16 @@ static int l_fused_info(lua_State *L) {
         lua_rawseti(L, -2, (lua_Integer)m + 1);
     }
     lua_setfield(L, -2, "kept");
+    return 1;
+}
+
+/* f:flops(T) -> forward FLOPs of one sample at sequence length T (tokens with CLS, in
+ * [1, seq_len]): hy_fused_flops at T, as f:info().flops is at the full T */
+static int l_fused_flops(lua_State *L) {
+    hy_fused *f = check_fused(L, 1);
+    lua_Integer T = luaL_checkinteger(L, 2);
+    luaL_argcheck(L, T >= 1 && (size_t)T <= f->T, 2, "sequence length out of range");
+    lua_pushnumber(L, hy_fused_flops(f, (size_t)T));
     return 1;
 }
 
@@ -161,7 +175,8 @@ static int l_fused_time(lua_State *L) {
 void l_open_fused(lua_State *L) {
     static const luaL_Reg methods[] = {
         {"save", l_fused_save}, {"predict", l_fused_predict}, {"info", l_fused_info},
-        {"gates", l_fused_gates}, {"close", l_fused_gc}, {NULL, NULL}};
+        {"gates", l_fused_gates}, {"flops", l_fused_flops}, {"close", l_fused_gc},
+        {NULL, NULL}};
     static const luaL_Reg fns[] = {
         {"fused_new", l_fused_new}, {"fused_load", l_fused_load}, {"fused_time", l_fused_time},
         {NULL, NULL}};

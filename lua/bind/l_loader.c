@@ -2,7 +2,8 @@
  *   core.dataset_load(path, split [, subset [, mean, std]]) / core.dataset_from_images(images,
  *   labels, mean, std [, subset]) / core.dataset_from_text(ids, lengths, labels [, subset])
  *                                                      -> hydra.Dataset (ds:size() ds:kind()
- *                                                         ds:labels() ds:mean_std())
+ *                                                         ds:labels() ds:mean_std()
+ *                                                         ds:seq_lens(B): text only)
  *   core.synth_images(n, size, classes, seed) -> images, labels
  *   core.synth_text(n, max_len, vocab, seed) -> ids, lengths, labels
  * subset: the first N samples (0 = all). */
@@ -95,6 +96,28 @@ static int l_dataset_mean_std(lua_State *L) {
     return 2;
 }
 
+/* ds:seq_lens(batch_size) -> real, padded: Lua arrays indexed by T = 1 .. max_len + 1 (tokens with
+ * CLS) counting the samples computed at T, alone (real) and in the padded batches of batch_size
+ * that predict runs (padded); hy_dataset_seq_lens (text datasets only) */
+static int l_dataset_seq_lens(lua_State *L) {
+    hy_dataset *d = l_checkdataset(L, 1);
+    lua_Integer B = luaL_checkinteger(L, 2);
+    luaL_argcheck(L, B >= 1, 2, "batch size must be >= 1");
+    size_t nT = d->max_len + 2;
+    size_t *real = lua_newuserdatauv(L, 2 * nT * sizeof(size_t), 0);   /* GC owns the scratch */
+    size_t *padded = real + nT;
+    if (hy_dataset_seq_lens(d, (size_t)B, real, padded) != HY_OK) return l_raise(L);
+    for (int k = 0; k < 2; k++) {
+        const size_t *c = k == 0 ? real : padded;
+        lua_createtable(L, (int)(nT - 1), 0);
+        for (size_t T = 1; T < nT; T++) {
+            lua_pushinteger(L, (lua_Integer)c[T]);
+            lua_rawseti(L, -2, (lua_Integer)T);
+        }
+    }
+    return 2;
+}
+
 static int l_synth_images(lua_State *L) {
     lua_Integer n = luaL_checkinteger(L, 1), size = luaL_checkinteger(L, 2);
     lua_Integer classes = luaL_checkinteger(L, 3), seed = luaL_checkinteger(L, 4);
@@ -134,7 +157,7 @@ static int l_synth_text(lua_State *L) {
 void l_open_loader(lua_State *L) {
     static const luaL_Reg methods[] = {
         {"size", l_dataset_size}, {"kind", l_dataset_kind}, {"labels", l_dataset_labels},
-        {"mean_std", l_dataset_mean_std}, {NULL, NULL}};
+        {"mean_std", l_dataset_mean_std}, {"seq_lens", l_dataset_seq_lens}, {NULL, NULL}};
     static const luaL_Reg fns[] = {
         {"dataset_load", l_dataset_load}, {"dataset_from_images", l_dataset_from_images},
         {"dataset_from_text", l_dataset_from_text}, {"synth_images", l_synth_images},

@@ -1,8 +1,9 @@
 /* l_xfmr.c: Lua binding of core/xfmr (the transformer: parameters, gates, dropout).
  *   core.model_new(cfg) -> hydra.Model (cfg: a resolved model section, read by its YAML keys
  *     model.kind, model.d_model, ..., model.dropout; read_model_config)
- *   core.model_config_fields() (the schema, xfmr.h), core.model_cost(cfg [, kept]) and
- *   m:cost([kept]) -> flops, params, parts (hy_xfmr_cost at the full sequence length)
+ *   core.model_config_fields() (the schema, xfmr.h), core.model_cost(cfg [, kept [, T]]) and
+ *   m:cost([kept [, T]]) -> flops, params, parts (hy_xfmr_cost at sequence length T, tokens
+ *     with CLS; default the full length 1 + max_len for text)
  *   m:config() -> kind, the HY_XFMR_CONFIG_FIELDS (the /config attributes of a checkpoint),
  *     dropout (= model.dropout: both rates, when they are equal), seq_len, flops, params
  *   m:init(seed) m:params_count() m:n_tensors() m:param_names() m:param(name)
@@ -85,8 +86,19 @@ static int l_model_config_fields(lua_State *L) {
 
 static int push_costs(lua_State *L, hy_xfmr_costs r);
 
-/* pushes the hy_xfmr_cost of c at its full length with kept heads (table at arg, or none):
- * flops, params, parts = { embed|ln|attn|mlp|head = { flops =, params = } } */
+/* the sequence length at arg: an integer in [1, hy_xfmr_seq_len(c)], or none / nil: the full
+ * length */
+static size_t opt_seq_len(lua_State *L, int arg, const hy_xfmr_config *c) {
+    size_t Tmax = hy_xfmr_seq_len(c);
+    if (lua_isnoneornil(L, arg)) return Tmax;
+    lua_Integer T = luaL_checkinteger(L, arg);
+    luaL_argcheck(L, T >= 1 && (size_t)T <= Tmax, arg, "sequence length out of range");
+    return (size_t)T;
+}
+
+/* pushes the hy_xfmr_cost of c at the sequence length at arg + 1 (opt_seq_len) with kept heads
+ * (table at arg, or none): flops, params, parts = { embed|ln|attn|mlp|head = { flops =,
+ * params = } } */
 static int push_cost(lua_State *L, const hy_xfmr_config *c, int arg) {
     size_t kept[HY_ATTN_MAX_T], *kp = NULL;   /* any depth up to that bound */
     if (!lua_isnoneornil(L, arg)) {
@@ -105,7 +117,8 @@ static int push_cost(lua_State *L, const hy_xfmr_config *c, int arg) {
         }
         kp = kept;
     }
-    return push_costs(L, hy_xfmr_cost(c, hy_xfmr_seq_len(c), kp));
+    size_t T = opt_seq_len(L, arg + 1, c);
+    return push_costs(L, hy_xfmr_cost(c, T, kp));
 }
 
 /* pushes flops, params, parts of r */
@@ -125,7 +138,8 @@ static int push_costs(lua_State *L, hy_xfmr_costs r) {
     return 3;
 }
 
-/* core.model_cost(cfg [, kept]) -> flops, params, parts (cfg: as core.model_new) */
+/* core.model_cost(cfg [, kept [, T]]) -> flops, params, parts (cfg: as core.model_new; T: the
+ * sequence length, tokens with CLS, default the full one) */
 static int l_model_cost_of(lua_State *L) {
     hy_xfmr_config c;
     l_read_model_config(L, 1, &c);
@@ -179,12 +193,12 @@ static int l_model_config(lua_State *L) {
     return 1;
 }
 
-/* m:cost([kept]) -> flops, params, parts (core.model_cost of m's config) */
+/* m:cost([kept [, T]]) -> flops, params, parts (core.model_cost of m's config) */
 static int l_model_cost(lua_State *L) {
     hy_xfmr *m = l_checkmodel(L, 1);
     if (m->ens) {   /* an ensemble: hy_ens_cost (every head of every member) */
         if (!lua_isnoneornil(L, 2)) return luaL_error(L, "cost: kept heads need a single model");
-        return push_costs(L, hy_xfmr_model_cost(m, m->T));
+        return push_costs(L, hy_xfmr_model_cost(m, opt_seq_len(L, 3, &m->cfg)));
     }
     return push_cost(L, &m->cfg, 2);
 }

@@ -5,6 +5,8 @@
 --                                                    -- section: fuse.mlp, .ln, .embed, .head
 --   local f = fuse.load("fused.h5")
 --   f:save(path)   f:info()   f:gates()
+--   f:flops(T)  -> forward FLOPs of one sample at sequence length T (hy_fused_flops; text: T = 1 +
+--                  tokens; f:info().flops is at the full length f:info().seq_len)
 --   local p = f:predict(data_file, split, { batch_size = B [, subset = N] })
 --     -> { probs = [N,C] (mean of member softmaxes), member_probs = [M,N,C],
 --          member_logits = [M,N,C], labels = [N] }
@@ -50,6 +52,7 @@ function M.is_fused(path)
 end
 
 function Fused:info() return self.ud:info() end
+function Fused:flops(T) return self.ud:flops(T) end
 function Fused:gates() return self.ud:gates() end
 function Fused:close() self.ud:close() end
 

@@ -17,7 +17,11 @@
 --   m:save(path, meta)                       -- meta: extra /meta attributes (strings, numbers)
 --   m:gates() -> Tensor [L,H];  m:set_gates(t);  m:set_gate(layer, head, g)   (1-based)
 --   m:params_count();  m:config();  m:get_params() / m:set_params(t)  (flat float32 copies)
---   m:cost([kept]) -> flops, params, parts   (hy_xfmr_cost: kept[l] heads per layer, all when nil)
+--   m:cost([kept [, T]]) -> flops, params, parts   (hy_xfmr_cost: kept[l] heads per layer, all
+--                                            when nil; at sequence length T, tokens with CLS,
+--                                            default the full length m:config().seq_len)
+--   m:flops(T) -> forward FLOPs of one sample at sequence length T (text: T = 1 + its tokens;
+--                 hy_xfmr_cost, or hy_ens_cost for an ensemble)
 --
 -- train(): AdamW with decoupled weight decay (not on norms, biases, embeddings), linear warmup
 -- over train.warmup_epochs then optim.schedule (cosine to optim.min_lr), clipping at
@@ -198,7 +202,10 @@ end
 
 function Model:config() return self.ud:config() end
 -- forward FLOPs per sample, parameters and their split by part, with kept[l] heads (all when nil)
-function Model:cost(kept) return self.ud:cost(kept) end
+-- at sequence length T (default the full one)
+function Model:cost(kept, T) return self.ud:cost(kept, T) end
+-- forward FLOPs of one sample at sequence length T in [1, seq_len] (every head kept)
+function Model:flops(T) return self.ud:flops(T) end
 function Model:params_count() return self.ud:params_count() end
 function Model:gates() return self.ud:gates() end
 function Model:get_params() return self.ud:get_params() end

@@ -189,23 +189,40 @@ local function seeds_of(runs)
   return s
 end
 
+-- The cost rows (result.h5 /methods/<m>/cost, run.lua) with their caption: "FLOPs / sample" is
+-- the attribute flops, "FLOPs / sample (padded)" flops_padded (text runs only).
 local function cost_table(results)
-  local lines, seen = {}, {}
+  local lines, seen, padded = {}, {}, false
+  for _, r in ipairs(results) do
+    if r.cost and r.cost.flops_padded then padded = true end
+  end
+  local function mflops(v) return v and ("%.1f M"):format(v / 1e6) or "–" end
   for _, r in ipairs(results) do
     local c = r.cost
     if c and not seen[r.method] then
       seen[r.method] = true
       if #lines == 0 then
-        lines[1] = "| Method | Params | FLOPs / sample | Members | ms / batch (batch) |"
-        lines[2] = "|---|---:|---:|---:|---:|"
+        lines[1] = "| Method | Params | FLOPs / sample |"
+          .. (padded and " FLOPs / sample (padded) |" or "") .. " Members | ms / batch (batch) |"
+        lines[2] = "|---|---:|---:|" .. (padded and "---:|" or "") .. "---:|---:|"
       end
-      lines[#lines + 1] = ("| %s | %s | %s | %s | %s |"):format(r.method,
-        c.params and ("%.3f M"):format(c.params / 1e6) or "–",
-        c.flops and ("%.1f M"):format(c.flops / 1e6) or "–",
+      lines[#lines + 1] = ("| %s | %s | %s |%s %s | %s |"):format(r.method,
+        c.params and ("%.3f M"):format(c.params / 1e6) or "–", mflops(c.flops),
+        padded and (" %s |"):format(mflops(c.flops_padded)) or "",
         c.members and tostring(c.members) or "–",
         c.infer_ms_per_batch and ("%.2f (%s)"):format(c.infer_ms_per_batch,
           tostring(c.batch_size or "?")) or "–")
     end
+  end
+  if #lines > 0 then
+    lines[#lines + 1] = ""
+    lines[#lines + 1] = "*Params: stored parameters (pruned heads not counted). FLOPs / sample: "
+      .. "forward FLOPs (2 x multiply-adds; LayerNorm, GELU, softmax not counted) of every "
+      .. "member / MC sample, the mean over the ID test set of each sample's exact cost at its "
+      .. "own length (text: 1 + its tokens, CLS included; images: fixed)."
+      .. (padded and " FLOPs / sample (padded): the same mean at the length the engine "
+        .. "executes, each batch of train.eval_batch_size padded to its longest sentence." or "")
+      .. " ms / batch: median of 5 timed passes over one batch of ID test samples.*"
   end
   return lines
 end

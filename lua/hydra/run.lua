@@ -51,8 +51,8 @@
 --         results = { r1, r2, ... } }  -- one per method, in table order, each shaped like
 --                                      -- hydra.report.load's table (method, metrics, ood,
 --                                      -- ood_avg, shift, ci, score, conventions, members) plus
---                                      -- r.cost = { params, flops, members, batch_size,
---                                      --            infer_ms_per_batch, infer_batches }
+--                                      -- r.cost = { params, flops, flops_padded (text),
+--                                      --            members, batch_size, infer_ms_per_batch }
 --       so hydra.report.table(run.load(p).results) gives the run's table.
 --   run.method_files(dir) -> { "dir/methods/single.h5", ... } in table order (complete runs).
 --
@@ -65,7 +65,11 @@
 --                 stages (one line per stage: "<method> <stage> <key> hit|built")
 --   /methods/<method>/...  the method's `hydra eval` result (attributes of its / on the group;
 --                 id/, ood/<set>/, shift/<set>/ per-sample arrays; metrics/ attributes)
---   /methods/<method>/cost attributes: params, flops (forward FLOPs per sample), members,
+--   /methods/<method>/cost attributes: params, flops (forward FLOPs per sample: the mean over
+--                 the ID test set of each sample's exact cost at its own length, text T = 1 +
+--                 its tokens; images at their fixed T), flops_padded (text only: the same mean
+--                 at the length the engine executes, each batch of train.eval_batch_size padded
+--                 to its longest sentence; predictor:cost_on, methods/common.lua), members,
 --                 batch_size, infer_ms_per_batch (median over the ID test batches), label,
 --                 seeds (comma list of the training seeds used)
 local core = require("hydra.core")
@@ -347,9 +351,10 @@ local function execute_locked(cfg, opts, summary)
       files[i] = dir .. "/methods/" .. name .. ".h5"
       eval.write(res, files[i])
       local ms, nb = pred:time_batch(sets[1], B, 5)
-      costs[i] = { params = pred.cost.params, flops = pred.cost.flops, members = pred.cost.members,
-                   batch_size = nb, infer_ms_per_batch = ms, label = mod.label,
-                   seeds = table.concat(pred.seeds or {}, ",") }
+      local cost = pred:cost_on(sets[1])   -- FLOPs at the ID test set's token lengths (text)
+      costs[i] = { params = cost.params, flops = cost.flops, flops_padded = cost.flops_padded,
+                   members = cost.members, batch_size = nb, infer_ms_per_batch = ms,
+                   label = mod.label, seeds = table.concat(pred.seeds or {}, ",") }
       for r = first + 1, #cache.records do
         local rec = cache.records[r]
         stage_lines[#stage_lines + 1] = ("%s %s %s %s"):format(name, rec.name, rec.key, rec.status)

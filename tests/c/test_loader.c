@@ -1,5 +1,6 @@
 /* test_loader.c: datasets from arrays and prepared files, normalisation, seeded shuffling,
- * batching, augmentation (crop + flip), text batches with dynamic length, synthetic data. */
+ * batching, augmentation (crop + flip), text batches with dynamic length and the sequence lengths
+ * they run at (hy_dataset_seq_lens), synthetic data. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -212,6 +213,63 @@ static void test_text_batches(void) {
     hy_tensor_release(&lab);
 }
 
+/* hy_dataset_seq_lens: real[T] counts each sample at its own T = 1 + length; padded[T] counts
+ * the rows of every batch the loader cuts in order (no shuffle) at T = 1 + ld.len, for batch
+ * sizes that divide n, do not, exceed it; images are refused. */
+static void test_seq_lens(void) {
+    hy_tensor ids, len, lab;
+    const size_t N = 29, L = 12;
+    CHECK_OK(hy_synth_text(&ids, &len, &lab, N, L, 40, 5));
+    int32_t *ln = len.data;
+    ln[3] = 1;   /* the shortest length */
+    hy_dataset d;
+    CHECK_OK(hy_dataset_from_text(&d, &ids, &len, &lab, 0));
+    size_t real[14], padded[14], want_r[14], want_p[14];
+    static const size_t sizes[] = {1, 4, 29, 64};
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+        memset(want_r, 0, sizeof want_r);
+        memset(want_p, 0, sizeof want_p);
+        for (size_t i = 0; i < N; i++) want_r[1 + (size_t)ln[i]]++;
+        hy_loader ld;
+        CHECK_OK(hy_loader_new(&ld, &d, sizes[s], 0, NULL, 0));
+        size_t b, rows = 0;
+        while ((b = hy_loader_next(&ld)) > 0) {
+            want_p[1 + ld.len] += b;
+            rows += b;
+        }
+        hy_loader_release(&ld);
+        CHECK(rows == N, "rows %zu", rows);
+        CHECK_OK(hy_dataset_seq_lens(&d, sizes[s], real, padded));
+        for (size_t T = 0; T < L + 2; T++) {
+            CHECK(real[T] == want_r[T], "batch %zu: real[%zu] = %zu, want %zu", sizes[s], T,
+                  real[T], want_r[T]);
+            CHECK(padded[T] == want_p[T], "batch %zu: padded[%zu] = %zu, want %zu", sizes[s], T,
+                  padded[T], want_p[T]);
+        }
+    }
+    CHECK(real[2] == 1 && real[0] == 0 && real[1] == 0, "T = 1 + length (CLS included)");
+    CHECK_OK(hy_dataset_seq_lens(&d, 1, real, padded));
+    CHECK(memcmp(real, padded, sizeof real) == 0, "batch 1: nothing padded");
+    size_t longest = 0;
+    for (size_t i = 0; i < N; i++) longest = (size_t)ln[i] > longest ? (size_t)ln[i] : longest;
+    CHECK_OK(hy_dataset_seq_lens(&d, 64, NULL, padded));
+    CHECK(padded[1 + longest] == N, "one batch: every row at 1 + the longest (%zu)", longest);
+    CHECK_FAIL(hy_dataset_seq_lens(&d, 0, real, padded), HY_EINVAL,
+               "loader: batch_size must be >= 1 (got 0)");
+    hy_dataset_release(&d);
+    hy_tensor_release(&ids);
+    hy_tensor_release(&len);
+    hy_tensor_release(&lab);
+    hy_tensor img, il;
+    make_images(&img, &il, 3);
+    CHECK_OK(hy_dataset_from_images(&d, &img, &il, MEAN, STD, 0));
+    CHECK_FAIL(hy_dataset_seq_lens(&d, 2, real, padded), HY_EINVAL,
+               "loader: sequence lengths need a text dataset (this one is images)");
+    hy_dataset_release(&d);
+    hy_tensor_release(&img);
+    hy_tensor_release(&il);
+}
+
 static void test_synth_deterministic(void) {
     hy_tensor a, la, b, lb;
     CHECK_OK(hy_synth_images(&a, &la, 20, 28, 10, 11));
@@ -265,6 +323,7 @@ int main(void) {
     RUN(test_seeded_shuffle);
     RUN(test_augmentation);
     RUN(test_text_batches);
+    RUN(test_seq_lens);
     RUN(test_synth_deterministic);
     RUN(test_load_prepared_file);
     return check_exit("test_loader");

@@ -61,6 +61,30 @@ function T.value_is_mean_and_std_over_seeds_by_key()
   check.eq(v(rs, { method = "hydra_circ", ["hydra.members"] = 3 }, "acc"), nil, "no such run")
 end
 
+-- The sweep report's Cost table: FLOPs / sample is the attribute flops; a text run's
+-- flops_padded gets its own column "FLOPs / sample (padded)", and the caption says which is which
+function T.cost_table_names_its_flops_columns()
+  local function cost_section(cost)
+    local rs = { run("a", 1, 0, { result("hydra_circ", "Hydra (Circ)", 0.5, 0.5) }) }
+    rs[1].loaded.results[1].cost = cost
+    local md = hydra.report_sweep.markdown(rs, "t")
+    return md:sub((assert(md:find("## Cost", 1, true))))
+  end
+  local img = cost_section({ params = 2e6, flops = 4.5e6, members = 3 })
+  check.ok(img:find("| Method | Params | FLOPs / sample | Members | ms / batch (batch) |", 1,
+    true), img)
+  check.ok(img:find("| Hydra (Circ) | 2.000 M | 4.5 M | 3 | – |", 1, true), img)
+  check.ok(not img:find("padded", 1, true), "no padded column or caption for images: " .. img)
+  check.ok(img:find("the mean over the ID test set of each sample's exact cost at its own "
+    .. "length", 1, true), img)
+  local txt = cost_section({ params = 2e6, flops = 4.5e6, flops_padded = 6.3e6, members = 3 })
+  check.ok(txt:find("| Method | Params | FLOPs / sample | FLOPs / sample (padded) | Members |", 1,
+    true), txt)
+  check.ok(txt:find("| Hydra (Circ) | 2.000 M | 4.5 M | 6.3 M | 3 | – |", 1, true), txt)
+  check.ok(txt:find("FLOPs / sample (padded): the same mean at the length the engine executes",
+    1, true), txt)
+end
+
 -- Renaming the table's column titles and the methods' row labels changes the table and
 -- nothing an experiment reads.
 function T.renamed_titles_and_labels_do_not_change_values()

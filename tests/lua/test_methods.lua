@@ -130,9 +130,23 @@ function T.cost_comes_from_the_core()
   local sum = 0
   for _, part in pairs(parts) do sum = sum + part.params end
   eq(sum, params, "parts add up")
-  local info = hydra.fuse.build({ m }, cfg.fuse):info()
+  local fused = hydra.fuse.build({ m }, cfg.fuse)
+  local info = fused:info()
   eq(info.flops, flops, "fused, every head: flops")
   eq(info.params, params, "fused, every head: params")
+  -- at a sequence length T (tokens with CLS; default the full one, info.seq_len = c.seq_len)
+  eq(info.seq_len, c.seq_len, "fused seq_len")
+  eq(fused:flops(c.seq_len), flops, "f:flops at the full T")
+  eq(fused:flops(5), m:flops(5), "f:flops(T) = m:flops(T)")
+  eq((m:cost(nil, 5)), m:flops(5), "m:cost(nil, T) = m:flops(T)")
+  eq((core.model_cost(mc, nil, 5)), m:flops(5), "core.model_cost(cfg, nil, T)")
+  ok(m:flops(5) < flops, "fewer tokens, fewer FLOPs")
+  raises("bad argument #3 to 'model_cost' (sequence length out of range)", function()
+    return core.model_cost(mc, nil, c.seq_len + 1)
+  end)
+  raises("bad argument #1 to 'flops' (sequence length out of range)", function()
+    return fused:flops(0)
+  end)
   m:set_gates({ { 1, 0, 1, 0 }, { 0, 0, 0, 1 } })
   local pinfo = hydra.fuse.build({ m }, cfg.fuse):info()
   check.same(pinfo.kept, { { 2, 1 } }, "kept heads per layer")
@@ -149,6 +163,96 @@ function T.cost_comes_from_the_core()
   near(core.model_cost(hydra.model.core_config(ref.model)) / 1e6, 41, 1, "vit-fm MFLOPs")
 end
 
+-- ===== text costs =====
+
+-- a prepared-layout text file of synthetic sequences (hy_synth_text: lengths in [6, 12]) with a
+-- 40-word vocabulary
+local function text_file(path, sizes, seed)
+  local f <close> = hydra.h5.create(path)
+  for i, split in ipairs({ "train", "val", "test" }) do
+    local ids, lengths, labels = core.synth_text(sizes[i], 12, 40, seed + i)
+    f:write("/" .. split .. "/ids", ids)
+    f:write("/" .. split .. "/lengths", lengths)
+    f:write("/" .. split .. "/labels", labels)
+  end
+  local words = {}
+  for i = 1, 40 do words[i] = ("w%d"):format(i) end
+  f:write_strings("/vocab", words)
+  f:commit()
+end
+
+local function text_cfg()
+  local d = check.tmpdir()
+  text_file(d .. "/ttiny.h5", { 96, 32, 40 }, 10)
+  text_file(d .. "/ttinyood.h5", { 8, 8, 24 }, 20)
+  return tiny_cfg({
+    ["data.dir"] = d, ["data.id"] = "ttiny", ["data.ood"] = "[ttinyood]", ["data.shift"] = "[]",
+    ["model.kind"] = "text", ["model.vocab_size"] = "0", ["model.max_len"] = "12",
+    ["model.n_classes"] = "2", ["train.eval_batch_size"] = "16",
+    ["batch_ensemble.members"] = "2", ["lora_ensemble.members"] = "2",
+    ["lora_ensemble.rank"] = "4",
+  })
+end
+
+-- forward FLOPs of one sample of model section mc at sequence length T, every head kept, by hand
+-- (the reference, independent of core/): per layer qkv, scores + weighted sum (T x T), proj,
+-- fc1 + fc2; the head; a text embedding is a lookup (no FLOPs)
+local function text_flops_by_hand(mc, T)
+  local D, DM = mc.d_model, mc.d_mlp
+  return mc.depth * (2 * T * D * 3 * D + 4 * T * T * D + 2 * T * D * D + 4 * T * D * DM)
+    + 2 * D * mc.n_classes
+end
+
+-- A text model's FLOPs per sample on the ID test set are the mean over its sentences of the
+-- exact FLOPs at each one's own T = 1 + tokens (not the FLOPs at max_len, nor at the mean length),
+-- and flops_padded the mean at the T its batch of train.eval_batch_size is padded to: for the
+-- ensembles that run every member in one model (BatchEnsemble: M x every per-row part, the
+-- elementwise scalings not counted; LoRA-Ensemble: plus 2 T r (in + out) per adapter and
+-- member; Packed-Ensembles: M narrow members) as for the Single.
+function T.text_costs_are_the_mean_at_each_length()
+  local cfg = text_cfg()
+  local ctx = quiet_ctx(cfg, check.tmpdir())
+  local sets = common.sets(cfg)
+  local f <close> = hydra.h5.open(sets[1].file)
+  local len = f:read("/test/lengths"):totable()
+  eq(#len, 40, "the ID test set")
+  local B = cfg.train.eval_batch_size
+  local real, padded = {}, {}
+  for first = 1, #len, B do
+    local last, longest = math.min(first + B - 1, #len), 0
+    for i = first, last do longest = math.max(longest, len[i]) end
+    for i = first, last do real[i], padded[i] = 1 + len[i], 1 + longest end
+  end
+  local function mean(Ts, fl)
+    local sum = 0
+    for _, t in ipairs(Ts) do sum = sum + fl(t) end
+    return sum / #Ts
+  end
+  local mc = cfg.model
+  local pmc = require("hydra.methods.packed_ensemble").member_model(cfg)
+  local lr, D, Mb, Ml, Mp = cfg.lora_ensemble.rank, mc.d_model, cfg.batch_ensemble.members,
+    cfg.lora_ensemble.members, cfg.packed_ensemble.members
+  eq(cfg.lora_ensemble.targets, "q,v", "LoRA adapts q and v")
+  local cases = {
+    { "single", function(t) return text_flops_by_hand(mc, t) end },
+    { "batch_ensemble", function(t) return Mb * text_flops_by_hand(mc, t) end },
+    { "lora_ensemble", function(t)
+        return Ml * (text_flops_by_hand(mc, t) + mc.depth * 2 * (2 * t * lr * (D + D)))
+      end },
+    { "packed_ensemble", function(t) return Mp * text_flops_by_hand(pmc, t) end },
+  }
+  for _, case in ipairs(cases) do
+    local name, fl = case[1], case[2]
+    local c = require("hydra.methods." .. name).build(ctx):cost_on(sets[1])
+    local want, want_pad = mean(real, fl), mean(padded, fl)
+    near(c.flops, want, 1e-9 * want, name .. " flops: the mean at each sentence's length")
+    near(c.flops_padded, want_pad, 1e-9 * want_pad, name .. " flops_padded")
+    ok(c.flops < c.flops_padded and c.flops_padded < fl(1 + mc.max_len),
+      ("%s: %.0f < %.0f (padded) < %.0f (max_len)"):format(name, c.flops, c.flops_padded,
+        fl(1 + mc.max_len)))
+  end
+end
+
 function T.deep_ensemble_and_mc_dropout_predictions()
   local cache = check.tmpdir()
   local cfg = tiny_cfg()
@@ -160,7 +264,11 @@ function T.deep_ensemble_and_mc_dropout_predictions()
   eq(ctx.cache.built, 2, "the single model is DE member 1 (cached)")
   eq(de.cost.members, 2, "DE members")
   eq(de.cost.params, 2 * single.cost.params, "DE params = 2 x single")
-  near(de.cost.flops, 2 * single.cost.flops, 1e-9, "DE flops = 2 x single")
+  local single_cost = single:cost_on(sets[1])
+  near(de:cost_on(sets[1]).flops, 2 * single_cost.flops, 1e-9, "DE flops = 2 x single")
+  -- images: the FLOPs at the model's fixed T, as before costs followed token lengths; no padding
+  eq(single_cost.flops, core.model_cost(hydra.model.core_config(cfg.model)), "image flops")
+  eq(single_cost.flops_padded, nil, "images are never padded")
   local g <close> = hydra.h5.open(de:predict(sets[1]))
   local probs, mp = g:read("/probs"), g:read("/member_probs")
   check.same(mp:shape(), { 2, 40, 10 }, "member_probs shape")
@@ -183,7 +291,7 @@ function T.deep_ensemble_and_mc_dropout_predictions()
   local h <close> = hydra.h5.open(mcd:predict(sets[2]))
   check.same(h:read("/member_probs"):shape(), { 3, 24, 10 }, "MC samples")
   eq(mcd.cost.members, 3, "MC members")
-  near(mcd.cost.flops, 3 * single.cost.flops, 1e-9, "MC flops = K x single")
+  near(mcd:cost_on(sets[1]).flops, 3 * single_cost.flops, 1e-9, "MC flops = K x single")
   raises("mc_dropout: mc_dropout.rate must be > 0 for MC Dropout (got 0)", function()
     return require("hydra.methods.mc_dropout").build(quiet_ctx(
       tiny_cfg({ ["mc_dropout.rate"] = "0.0" }), cache))
@@ -202,7 +310,7 @@ function T.pruned_methods_pack_their_heads()
   eq(tay.cost.members, 1, "one member")
   local kf, kp = hydra.model.new(cfg, 0):cost({ 2, 2 })
   eq(tay.cost.params, kp, "2 of 4 heads kept")
-  eq(tay.cost.flops, kf, "pruned flops")
+  eq(tay:cost_on(sets[1]).flops, kf, "pruned flops")
   local ht = require("hydra.methods.hydra_taylor").build(ctx)
   eq(ht.cost.members, 2, "two members")
   local g <close> = hydra.h5.open(ht:predict(sets[2]))

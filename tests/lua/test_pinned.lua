@@ -100,7 +100,9 @@ local TIMING = { infer_ms_per_batch = true, infer_ms = true, seconds = true }
 local function metrics_digest(result, skip_flops)
   local function attrs(group)
     if group:match("/cost$") then
-      return function(k) return TIMING[k] or (skip_flops and k == "flops") end
+      return function(k)
+        return TIMING[k] or (skip_flops and (k == "flops" or k == "flops_padded"))
+      end
     end
     if group:match("/metrics$") or group:match("/metrics/") then
       return function(k) return k == "file" end   -- a path
@@ -278,55 +280,113 @@ function T.image_run_is_pinned()
   compare("image", digests(image_world))
 end
 
--- the text cost's flops are left out: they were pinned with the Lua formula's max_len tokens for
--- Single, DE and MC Dropout, and now count 1 + max_len like every other method (test_methods)
+-- the text cost's flops and flops_padded are left out: they were pinned at max_len tokens and
+-- now count every sample at its own length (text_costs_are_the_core_formula checks them)
 function T.text_run_is_pinned()
   compare("text", digests(text_world, true))
 end
 
--- every method's cost record against core.model_cost of the run's model config: Single one
--- model, Deep Ensembles M models, MC Dropout K forward passes of one model, Taylor and CircAvg one
--- packed member keeping hydra.keep_heads heads per layer, Hydra M such members fused with
--- fuse.mlp = average (the MLP's parameters stored once, its FLOPs run on every stream)
+-- forward FLOPs of one sample at sequence length T of model config mc keeping k heads per layer,
+-- by hand (the reference: independent of core/): qkv, scores + weighted sum, proj, fc1 + fc2 per
+-- layer, the head, and a ViT's patch GEMM over T - 1 patches
+local function flops_by_hand(mc, T, k)
+  local D, DM, C = mc.d_model, mc.d_mlp, k * (mc.d_model // mc.n_heads)
+  local f = mc.depth * (2 * T * D * 3 * C + 4 * T * T * C + 2 * T * C * D + 4 * T * D * DM)
+    + 2 * D * mc.n_classes
+  if mc.kind == "vit" then f = f + 2 * (T - 1) * mc.channels * mc.patch ^ 2 * D end
+  return f
+end
+
+-- the sequence lengths of the ID test set's samples, alone (1 + tokens) and as the engine runs
+-- them (each batch of B rows in order padded to its longest), from the data file itself
+local function id_lengths(cfg)
+  local set = require("hydra.methods.common").sets(cfg)[1]
+  local f <close> = hydra.h5.open(set.file)
+  local len = f:read("/" .. set.parts[1] .. "/lengths"):totable()
+  local n = set.subset > 0 and math.min(set.subset, #len) or #len
+  local real, padded, B = {}, {}, cfg.train.eval_batch_size
+  for i = 1, n do real[i] = 1 + len[i] end
+  for first = 1, n, B do
+    local last, longest = math.min(first + B - 1, n), 0
+    for i = first, last do longest = math.max(longest, len[i]) end
+    for i = first, last do padded[i] = 1 + longest end
+  end
+  return real, padded
+end
+
+local function mean_of(Ts, f)
+  local sum = 0
+  for _, T in ipairs(Ts) do sum = sum + f(T) end
+  return sum / #Ts
+end
+
+-- every method's cost record (result.h5 /methods/<m>/cost) against the FLOPs by hand and
+-- core.model_cost of the run's model config: Single one model, Deep Ensembles M models, MC
+-- Dropout K forward passes of one model, Taylor and CircAvg one packed member keeping
+-- hydra.keep_heads heads per layer, Hydra M such members fused with fuse.mlp = average (the
+-- MLP's parameters stored once, its FLOPs run on every stream). An image's FLOPs are at its
+-- fixed T; a text model's flops are the mean over the ID test set of each sample's FLOPs at its
+-- own T = 1 + tokens, flops_padded the mean at the padded length of its batch.
 local function check_costs(world)
   local _, s = run_of(world)
   local r = hydra.run.load(s.result)
   local cfg = hydra.config.resolve((core.yaml_parse(r.config_yaml, "result config")))
   local data_file = hydra.model.data_path(cfg, cfg.data.id)
   local mc = hydra.model.core_config(cfg.model, data_file)
+  local text = mc.kind == "text"
   local full_f, full_p = core.model_cost(mc)
   local kept = {}
   for l = 1, mc.depth do kept[l] = cfg.hydra.keep_heads end
-  local kf, kp, parts = core.model_cost(mc, kept)
-  local M, K = cfg.hydra.members, cfg.mc_dropout.samples
+  local _, kp, parts = core.model_cost(mc, kept)
+  local H, k = mc.n_heads, cfg.hydra.keep_heads
+  local real, padded
+  if text then
+    real, padded = id_lengths(cfg)
+    eq(#real, 40, "the ID test set")
+    local short = 0
+    for _, T in ipairs(real) do if T < 1 + mc.max_len then short = short + 1 end end
+    check.ok(short > 0, "some sentences are shorter than max_len")
+  else
+    local T = (mc.image_size // mc.patch) ^ 2 + 1
+    real = { T }
+  end
+  local f_all, f_kept = mean_of(real, function(T) return flops_by_hand(mc, T, H) end),
+    mean_of(real, function(T) return flops_by_hand(mc, T, k) end)
+  local p_all, p_kept = padded and mean_of(padded, function(T) return flops_by_hand(mc, T, H) end),
+    padded and mean_of(padded, function(T) return flops_by_hand(mc, T, k) end)
+  local M, K, DE = cfg.hydra.members, cfg.mc_dropout.samples, cfg.deep_ensemble.members
   eq(cfg.fuse.mlp, "average", "the run merges the MLPs")
-  local want = {
-    single = { 1, full_f, full_p },
-    deep_ensemble = { cfg.deep_ensemble.members, cfg.deep_ensemble.members * full_f,
-                      cfg.deep_ensemble.members * full_p },
-    mc_dropout = { K, K * full_f, full_p },
-    taylor = { 1, kf, kp },
-    circavg = { 1, kf, kp },
-    hydra_taylor = { M, M * kf, M * kp - (M - 1) * parts.mlp.params },
-    hydra_circ = { M, M * kf, M * kp - (M - 1) * parts.mlp.params },
+  local function x(n, v) return v and n * v end
+  local want = {   -- members, flops, flops_padded, params
+    single = { 1, f_all, p_all, full_p },
+    deep_ensemble = { DE, DE * f_all, x(DE, p_all), DE * full_p },
+    mc_dropout = { K, K * f_all, x(K, p_all), full_p },
+    taylor = { 1, f_kept, p_kept, kp },
+    circavg = { 1, f_kept, p_kept, kp },
+    hydra_taylor = { M, M * f_kept, x(M, p_kept), M * kp - (M - 1) * parts.mlp.params },
+    hydra_circ = { M, M * f_kept, x(M, p_kept), M * kp - (M - 1) * parts.mlp.params },
   }
   local seen = 0
   for _, res in ipairs(r.results) do
     local w = assert(want[res.name], res.name)
     local tag = mc.kind .. " " .. res.name
     eq(res.cost.members, w[1], tag .. " members")
-    eq(res.cost.flops, w[2], tag .. " flops")
-    eq(res.cost.params, w[3], tag .. " params")
+    check.near(res.cost.flops, w[2], 1e-9 * w[2], tag .. " flops")
+    if text then
+      check.near(res.cost.flops_padded, w[3], 1e-9 * w[3], tag .. " flops_padded")
+      check.ok(res.cost.flops < res.cost.flops_padded, tag .. ": padding costs FLOPs")
+    else
+      eq(res.cost.flops_padded, nil, tag .. ": an image is never padded")
+    end
+    eq(res.cost.params, w[4], tag .. " params")
     seen = seen + 1
   end
   eq(seen, 7, "every method")
-  -- text: T = 1 + max_len tokens (CLS included), as the forward runs
-  local T = mc.kind == "text" and 1 + mc.max_len or (mc.image_size // mc.patch) ^ 2 + 1
-  local D, DM = mc.d_model, mc.d_mlp
-  local by_hand = mc.depth * (2 * T * D * 3 * D + 4 * T * T * D + 2 * T * D * D + 4 * T * D * DM)
-    + 2 * D * mc.n_classes
-  if mc.kind == "vit" then by_hand = by_hand + 2 * (T - 1) * mc.channels * mc.patch ^ 2 * D end
-  eq(full_f, by_hand, mc.kind .. " FLOPs of the unpruned model by hand")
+  -- the C cost at one T (the binding's T, default the full length) is the formula by hand
+  local Tfull = text and 1 + mc.max_len or real[1]
+  eq(full_f, flops_by_hand(mc, Tfull, H), mc.kind .. " FLOPs of the unpruned model by hand")
+  eq((core.model_cost(mc, kept, real[1])), flops_by_hand(mc, real[1], k),
+    mc.kind .. " FLOPs of a pruned model at T by hand")
 end
 
 function T.image_costs_are_the_core_formula()

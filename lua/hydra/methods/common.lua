@@ -1,6 +1,7 @@
 -- lua/hydra/methods/common.lua: what the UQ methods share: the cached base-model stage, the
 -- evaluation sets, predictors (cached predictions, timing, cost). Every cost comes from the C
--- function hy_xfmr_cost (m:config(), f:info()).
+-- cost functions of core/ (hy_xfmr_cost, hy_ens_cost, hy_fused_flops), which take the sequence
+-- length T, through m:flops(T) and f:flops(T); nothing here re-derives a formula.
 --
 -- THE METHOD INTERFACE (every lua/hydra/methods/<name>.lua returns such a table):
 --   M.name, M.label                      "hydra_taylor", "Hydra (Taylor)"
@@ -15,8 +16,16 @@
 --                           /logits [N,C], /member_probs [M,N,C] and /member_logits [M,N,C]
 --                           when the method has members); a cached stage ("preds")
 -- predictor:time_batch(set, B, reps) -> median milliseconds of one forward of B samples
--- predictor.cost = { params, flops (forward FLOPs per sample at the full sequence length: text
---                    counts 1 + max_len tokens), members }
+-- predictor.cost = { params, members, seq_len (the model's full sequence length, tokens with CLS),
+--                    flops_at = function(T) -> forward FLOPs of one sample at sequence length T
+--                    (every member, every MC Dropout pass) }
+-- predictor:cost_on(set) -> { params, members, flops, flops_padded }: the cost row of the
+--   predictor on set (the ID test set in a run). flops = the mean over the set's samples of the
+--   exact cost of each sample at its own length, flops_at(T_i) with T_i = 1 + its token count
+--   (a mean of exact costs, not the cost at the mean length: attention is quadratic in T); an
+--   image's T is fixed (seq_len). Text only: flops_padded = the same mean at the length the
+--   engine executes, each batch of train.eval_batch_size cut to its longest sentence (every row
+--   of the batch runs at that T; core/loader.h hy_dataset_seq_lens).
 -- predictor.seeds = { training seeds used }
 -- Sets come from common.sets(cfg): { name, role = "id"|"ood"|"shift", file, parts = { split... },
 -- subset, hash, group = "near"|"far" (OOD sets) }; common.val_set(cfg) is the ID validation
@@ -241,9 +250,37 @@ C.Predictor = Predictor
 --          run = function(ds, B) -> { probs, logits, labels, member_probs?, member_logits?,
 --                                     uncertainty? (float32 [N], a learned score) },
 --          dataset = function(set) -> core Dataset (normalised for the method's models),
---          cost = { params, flops, members }, seeds }
+--          cost = { params, members, seq_len, flops_at }, seeds }
 function C.predictor(spec)
   return setmetatable(spec, Predictor)
+end
+
+-- sum over T of counts[T] * flops_at(T), divided by the samples (counts: a ds:seq_lens array,
+-- summed in T order, so the value does not depend on table traversal)
+function C.mean_flops(counts, flops_at)
+  local sum, n = 0.0, 0
+  for T, k in ipairs(counts) do
+    if k > 0 then
+      sum = sum + k * flops_at(T)
+      n = n + k
+    end
+  end
+  if n == 0 then err.fail("cost: the set has no samples (no FLOPs per sample to average)") end
+  return sum / n
+end
+
+function Predictor:cost_on(set)
+  local c = self.cost
+  local out = { params = c.params, members = c.members }
+  local ds = self.dataset(set)
+  if ds:kind() ~= "text" then
+    out.flops = c.flops_at(c.seq_len)
+    return out
+  end
+  local real, padded = ds:seq_lens(self.ctx.cfg.train.eval_batch_size)
+  out.flops = C.mean_flops(real, c.flops_at)
+  out.flops_padded = C.mean_flops(padded, c.flops_at)
+  return out
 end
 
 function Predictor:predict(set)
@@ -312,20 +349,20 @@ function C.run_models(models, ds, B, mc, mc_seed)
 end
 
 -- A predictor over checkpoints (paths with their stage keys). opts: mc (samples), mc_seed,
--- name, label, seeds. Cost: each model's m:config() params and flops (hy_xfmr_cost; an
--- ensemble's hy_ens_cost), flops times the samples for MC Dropout. One ensemble checkpoint
--- (BatchEnsemble, LoRA-Ensemble) predicts all its members in one pass.
+-- name, label, seeds. Cost: the models' m:config() params added; FLOPs at T the models'
+-- m:flops(T) added (hy_xfmr_cost; an ensemble's hy_ens_cost), times the samples for MC Dropout.
+-- One ensemble checkpoint (BatchEnsemble, LoRA-Ensemble) predicts all its members in one pass.
 function C.model_predictor(ctx, ckpts, keys, opts)
   local models = {}
   for i, p in ipairs(ckpts) do models[i] = model.load(p) end
   local mc = opts.mc or 0
-  local params, flops = 0, 0
-  for _, m in ipairs(models) do
-    local c = m:config()
-    params = params + c.params
-    flops = flops + c.flops
+  local params = 0
+  for _, m in ipairs(models) do params = params + m:config().params end
+  local function flops_at(T)
+    local f = 0.0
+    for _, m in ipairs(models) do f = f + m:flops(T) end
+    return mc > 0 and f * mc or f
   end
-  if mc > 0 then flops = flops * mc end
   local members = mc > 0 and mc or #models
   local ens = #models == 1 and models[1]:ensemble()   -- one model, M members (core/ens.h)
   if ens then members = ens.members end
@@ -335,7 +372,8 @@ function C.model_predictor(ctx, ckpts, keys, opts)
                    mc_seed = opts.mc_seed },
     dataset = function(set) return C.dataset(set, models[1].norm) end,
     run = function(ds, B) return C.run_models(models, ds, B, mc, opts.mc_seed) end,
-    cost = { params = params, flops = flops, members = members },
+    cost = { params = params, members = members, seq_len = models[1]:config().seq_len,
+             flops_at = flops_at },
     seeds = opts.seeds or {},
   })
 end
@@ -495,7 +533,8 @@ function C.fused_predictor(ctx, fused_path, fused_key, opts)
       if M > 1 then p.member_probs, p.member_logits = mp, ml end
       return p
     end,
-    cost = { params = info.params, flops = info.flops, members = M },
+    cost = { params = info.params, members = M, seq_len = info.seq_len,
+             flops_at = function(T) return f:flops(T) end },
     seeds = opts.seeds or { ctx.cfg.seed },
   })
 end
@@ -534,7 +573,8 @@ end
 -- the base model's stage, then stage "uhead" (the head trained on the ID split vilu.split,
 -- keyed by the base model, the kind, every vilu.* setting, the seed and the ID data), then a
 -- predictor whose files add /uncertainty = the head's score; the method is evaluated with score
--- "learned" whatever eval.score is. Cost: the Single's plus the head's.
+-- "learned" whatever eval.score is. Cost: the Single's plus the head's (which reads the CLS
+-- features, so its FLOPs do not depend on T).
 function C.head_module(name, label)
   local M = { name = name, label = label }
   function M.describe(cfg)
@@ -572,7 +612,8 @@ function C.head_module(name, label)
       key_inputs = { kind = "uhead", models = { base_key }, head = key },
       dataset = function(set) return C.dataset(set, m.norm) end,
       run = function(ds, B) return vilu.predict(head, m, ds, B) end,
-      cost = { params = mc.params + hp, flops = mc.flops + hf, members = 1 },
+      cost = { params = mc.params + hp, members = 1, seq_len = mc.seq_len,
+               flops_at = function(T) return m:flops(T) + hf end },
       seeds = { cfg.seed },
     })
   end

@@ -87,7 +87,8 @@ function M.build(ctx)
                member_probs = mp, member_logits = ml }
     end,
     -- one forward of the M-slot model: hy_xfmr_cost of its config (M x C_in inputs, M x K outputs)
-    cost = { params = c.params, flops = c.flops, members = n },
+    cost = { params = c.params, members = n, seq_len = c.seq_len,
+             flops_at = function(T) return mod:flops(T) end },
     seeds = { cfg.seed },
   })
 end
