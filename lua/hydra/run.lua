@@ -70,7 +70,8 @@
 --                 its tokens; images at their fixed T), flops_padded (text only: the same mean
 --                 at the length the engine executes, each batch of train.eval_batch_size padded
 --                 to its longest sentence; predictor:cost_on, methods/common.lua), members,
---                 batch_size, infer_ms_per_batch (median over the ID test batches), label,
+--                 batch_size, infer_ms_per_batch (median of 5 timed passes over one batch of
+--                 ID test samples, after a warm-up), label,
 --                 seeds (comma list of the training seeds used)
 local core = require("hydra.core")
 local config = require("hydra.config")

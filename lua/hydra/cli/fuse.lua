@@ -50,7 +50,7 @@ accepts it and writes /member_probs.]],
     err.wrap("hydra fuse", f.save, f, opts.out, { members = paths })
     local info = f:info()
     print(("%d members (mlp %s, ln %s, embed %s, head %s): %d parameters, %.1f MFLOPs per sample "
-      .. "-> %s"):format(info.members, info.mlp, info.ln, info.embed, info.head, info.params,
-      info.flops / 1e6, opts.out))
+      .. "at the full length T = %d -> %s"):format(info.members, info.mlp, info.ln, info.embed,
+      info.head, info.params, info.flops / 1e6, info.seq_len, opts.out))
   end,
 }
