@@ -108,4 +108,22 @@ end
 
 M.read_file = require("hydra.fs").read_file
 
+-- A prepared-layout text data file at path (train, val, test splits of sizes[1..3] synthetic
+-- sequences from hy_synth_text, lengths in [6, 12], seeds seed + 1..3) with a 40-word vocabulary.
+function M.text_file(path, sizes, seed)
+  local hydra = require("hydra")
+  local core = require("hydra.core")
+  local f <close> = hydra.h5.create(path)
+  for i, split in ipairs({ "train", "val", "test" }) do
+    local ids, lengths, labels = core.synth_text(sizes[i], 12, 40, seed + i)
+    f:write("/" .. split .. "/ids", ids)
+    f:write("/" .. split .. "/lengths", lengths)
+    f:write("/" .. split .. "/labels", labels)
+  end
+  local words = {}
+  for i = 1, 40 do words[i] = ("w%d"):format(i) end
+  f:write_strings("/vocab", words)
+  f:commit()
+end
+
 return M

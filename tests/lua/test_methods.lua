@@ -165,21 +165,7 @@ end
 
 -- ===== text costs =====
 
--- a prepared-layout text file of synthetic sequences (hy_synth_text: lengths in [6, 12]) with a
--- 40-word vocabulary
-local function text_file(path, sizes, seed)
-  local f <close> = hydra.h5.create(path)
-  for i, split in ipairs({ "train", "val", "test" }) do
-    local ids, lengths, labels = core.synth_text(sizes[i], 12, 40, seed + i)
-    f:write("/" .. split .. "/ids", ids)
-    f:write("/" .. split .. "/lengths", lengths)
-    f:write("/" .. split .. "/labels", labels)
-  end
-  local words = {}
-  for i = 1, 40 do words[i] = ("w%d"):format(i) end
-  f:write_strings("/vocab", words)
-  f:commit()
-end
+local text_file = check.text_file
 
 local function text_cfg()
   local d = check.tmpdir()
