@@ -137,12 +137,14 @@ static inline void prefetch_share(const float *base, size_t bytes, size_t h, siz
     }
 }
 
-/* q (times qscale), k, v of head (b, h) into w; kt always, vt when non-NULL */
+/* q (times qscale), k, v of the first n = nk rows of head (b, h) into w (rows j >= nk are
+ * padding: neither a key nor a query anyone reads); kt always, vt when non-NULL, both with lanes
+ * j >= nk zero up to the next multiple of 8 */
 static void load_head(head *w, v8f (*vt)[MAX_TB], const float *qkv, size_t b, size_t h,
                       size_t T, size_t C, size_t HS, size_t nk, float qscale) {
-    size_t HB = (HS + 7) / 8, TB = (T + 7) / 8;
+    size_t HB = (HS + 7) / 8, TB = (nk + 7) / 8;
     const float *base = qkv + b * T * 3 * C + h * HS;
-    for (size_t j = 0; j < T; j++) {
+    for (size_t j = 0; j < nk; j++) {
         float *q = (float *)w->q[j], *k = (float *)w->k[j], *v = (float *)w->v[j];
         const float *r = base + j * 3 * C;
         for (size_t d = 0; d < HS; d++) {   /* loops, not memcpy: HS is tiny */
@@ -154,12 +156,12 @@ static void load_head(head *w, v8f (*vt)[MAX_TB], const float *qkv, size_t b, si
     }
     for (size_t d = 0; d < HS; d++) {
         float *kt = (float *)w->kt[d];
-        for (size_t j = 0; j < T; j++) kt[j] = ((float *)w->k[j])[d];
-        for (size_t j = T; j < TB * 8; j++) kt[j] = 0.0f;
+        for (size_t j = 0; j < nk; j++) kt[j] = ((float *)w->k[j])[d];
+        for (size_t j = nk; j < TB * 8; j++) kt[j] = 0.0f;
         if (vt) {
             float *vtd = (float *)vt[d];
-            for (size_t j = 0; j < T; j++) vtd[j] = ((float *)w->v[j])[d];
-            for (size_t j = T; j < TB * 8; j++) vtd[j] = 0.0f;
+            for (size_t j = 0; j < nk; j++) vtd[j] = ((float *)w->v[j])[d];
+            for (size_t j = nk; j < TB * 8; j++) vtd[j] = 0.0f;
         }
     }
     float *ma = (float *)w->madd;
@@ -191,7 +193,7 @@ static void softmax_row(v8f *s, const v8f *madd, size_t TB) {
 
 void hy_attn_forward(float *out, float *att, const float *qkv, const float *gate,
                      const int32_t *kvalid, size_t B, size_t T, size_t C, size_t NH) {
-    size_t HS = C / NH, HB = (HS + 7) / 8, TB = (T + 7) / 8;
+    size_t HS = C / NH, HB = (HS + 7) / 8;
     HY_ASSERT(HS * NH == C && HB <= MAX_HB && T <= HY_ATTN_MAX_T && T >= 1);
     float scale = 1.0f / sqrtf((float)HS);
     size_t BH = B * NH;
@@ -200,28 +202,34 @@ void hy_attn_forward(float *out, float *att, const float *qkv, const float *gate
     for (size_t bh = 0; bh < BH; bh++) {
         head *w = &fwd_ws;
         size_t b = bh / NH, h = bh % NH;
-        size_t nk = kvalid ? (size_t)kvalid[b] : T;
+        /* nk valid keys; the query rows i >= nk are padding too (see attn.h): zeros */
+        size_t nk = kvalid ? (size_t)kvalid[b] : T, KB = (nk + 7) / 8;
         float g = gate[h];
         if (b + 1 < B) {
             prefetch_share(qkv + (b + 1) * T * 3 * C, T * 3 * C * sizeof(float), h, NH, 0);
             prefetch_share(out + (b + 1) * T * C, T * C * sizeof(float), h, NH, 1);
         }
         load_head(w, NULL, qkv, b, h, T, C, HS, nk, scale);
-        /* scores (scale q) K^T, then softmax row by row; att rows keep the probabilities */
-        mm(&w->s[0][0], MAX_TB, (const float *)w->q, MAX_HB * 8, &w->kt[0][0], MAX_TB, T, HS,
-           TB);
-        for (size_t i = 0; i < T; i++) {
-            softmax_row(w->s[i], w->madd, TB);
+        /* scores (scale q) K^T over the KB key vectors, then softmax row by row; att rows keep
+         * the probabilities (0 for masked keys) */
+        mm(&w->s[0][0], MAX_TB, (const float *)w->q, MAX_HB * 8, &w->kt[0][0], MAX_TB, nk, HS,
+           KB);
+        for (size_t i = 0; i < nk; i++) {
+            softmax_row(w->s[i], w->madd, KB);
             const float *sf = (const float *)w->s[i];
             float *arow = att + (bh * T + i) * T;
-            for (size_t j = 0; j < T; j++) arow[j] = sf[j];
+            for (size_t j = 0; j < nk; j++) arow[j] = sf[j];
+            for (size_t j = nk; j < T; j++) arow[j] = 0.0f;
         }
         /* y = A V over the valid keys; out = gate * y */
-        mm(&w->y[0][0], MAX_HB, (const float *)w->s, MAX_TP, &w->v[0][0], MAX_HB, T, nk, HB);
+        mm(&w->y[0][0], MAX_HB, (const float *)w->s, MAX_TP, &w->v[0][0], MAX_HB, nk, nk, HB);
         for (size_t i = 0; i < T; i++) {
             const float *yf = (const float *)w->y[i];
             float *orow = out + (b * T + i) * C + h * HS;
-            for (size_t d = 0; d < HS; d++) orow[d] = g * yf[d];
+            if (i < nk)
+                for (size_t d = 0; d < HS; d++) orow[d] = g * yf[d];
+            else
+                for (size_t d = 0; d < HS; d++) orow[d] = 0.0f;
         }
     }
     hy_prof_add(HY_PROF_ATTN, t0, 0);
@@ -232,7 +240,7 @@ void hy_attn_forward(float *out, float *att, const float *qkv, const float *gate
 void hy_attn_backward(float *dqkv, float *dgate, const float *dout, const float *qkv,
                       const float *att, const float *gate, const int32_t *kvalid,
                       float *scratch, size_t B, size_t T, size_t C, size_t NH) {
-    size_t HS = C / NH, HB = (HS + 7) / 8, TB = (T + 7) / 8, TP = TB * 8;
+    size_t HS = C / NH, HB = (HS + 7) / 8;
     HY_ASSERT(HS * NH == C && HB <= MAX_HB && T <= HY_ATTN_MAX_T && T >= 1);
     float scale = 1.0f / sqrtf((float)HS);
     size_t BH = B * NH;
@@ -242,7 +250,8 @@ void hy_attn_backward(float *dqkv, float *dgate, const float *dout, const float 
         bwd_ws *ws = &bwd_wsp;
         head *w = &ws->w;
         size_t b = bh / NH, h = bh % NH;
-        size_t nk = kvalid ? (size_t)kvalid[b] : T;
+        /* nk valid keys and query rows (the padding rows i >= nk: zero gradients) */
+        size_t nk = kvalid ? (size_t)kvalid[b] : T, KB = (nk + 7) / 8, KP = KB * 8;
         float g = gate[h];
         if (b + 1 < B) {
             prefetch_share(qkv + (b + 1) * T * 3 * C, T * 3 * C * sizeof(float), h, NH, 0);
@@ -253,24 +262,25 @@ void hy_attn_backward(float *dqkv, float *dgate, const float *dout, const float 
         load_head(w, ws->vt, qkv, b, h, T, C, HS, nk, 1.0f);
         /* A (saved probabilities) into s, padded with zeros, and its transpose into at;
          * dout's head slice into go */
-        for (size_t i = 0; i < T; i++) {
+        for (size_t i = 0; i < nk; i++) {
             const float *arow = att + (bh * T + i) * T, *grow = dout + (b * T + i) * C + h * HS;
             float *a = (float *)w->s[i], *gof = (float *)ws->go[i];
-            for (size_t j = 0; j < T; j++) {
+            for (size_t j = 0; j < nk; j++) {
                 a[j] = arow[j];
                 ((float *)ws->at[j])[i] = arow[j];
             }
-            for (size_t j = T; j < TP; j++) a[j] = 0.0f;
+            for (size_t j = nk; j < KP; j++) a[j] = 0.0f;
             for (size_t d = 0; d < HS; d++) gof[d] = grow[d];
             for (size_t d = HS; d < HB * 8; d++) gof[d] = 0.0f;
         }
-        /* P = dout_h V^T (all key lanes from vt): with out = g * y, y = A V,
-         * dgate = sum_i dout_i . y_i = sum_ij a_ij P_ij and dA = g P */
+        /* P = dout_h V^T (the key lanes from vt): with out = g * y, y = A V,
+         * dgate = sum_ij a_ij P_ij (= sum_i dout_i . y_i) and dA = g P */
         v8f (*P)[MAX_TB] = ws->dst;   /* P first, then (below) the transpose of dS */
-        mm(&P[0][0], MAX_TB, (const float *)ws->go, MAX_HB * 8, &ws->vt[0][0], MAX_TB, T, HS, TB);
+        mm(&P[0][0], MAX_TB, (const float *)ws->go, MAX_HB * 8, &ws->vt[0][0], MAX_TB, nk, HS,
+           KB);
         v8f dgv = vsplat(0.0f);
-        for (size_t i = 0; i < T; i++)
-            for (size_t jb = 0; jb < TB; jb++) dgv += w->s[i][jb] * P[i][jb];
+        for (size_t i = 0; i < nk; i++)
+            for (size_t jb = 0; jb < KB; jb++) dgv += w->s[i][jb] * P[i][jb];
         scratch[bh] = hsum8(dgv);
         if (g == 0.0f) {             /* pruned head: no q/k/v gradient at all (zeros) */
             for (size_t i = 0; i < T; i++) {
@@ -281,44 +291,42 @@ void hy_attn_backward(float *dqkv, float *dgate, const float *dout, const float 
         }
         /* softmax backward: ds_ij = a_ij (da_ij - sum_k a_ik da_ik) * scale (masked: a = 0);
          * the dS rows overwrite P's */
-        for (size_t i = 0; i < T; i++) {
+        for (size_t i = 0; i < nk; i++) {
             v8f tv = vsplat(0.0f);
-            for (size_t jb = 0; jb < TB; jb++) {
+            for (size_t jb = 0; jb < KB; jb++) {
                 P[i][jb] = g * P[i][jb];
                 tv += w->s[i][jb] * P[i][jb];
             }
             float t = hsum8(tv);
-            for (size_t jb = 0; jb < TB; jb++) P[i][jb] = w->s[i][jb] * (P[i][jb] - t) * scale;
+            for (size_t jb = 0; jb < KB; jb++) P[i][jb] = w->s[i][jb] * (P[i][jb] - t) * scale;
         }
-        /* dy = g * dout_h; dV = A^T dy over the valid keys */
-        for (size_t i = 0; i < T; i++)
+        /* dy = g * dout_h; dV = A^T dy over the valid rows */
+        for (size_t i = 0; i < nk; i++)
             for (size_t hb = 0; hb < HB; hb++) ws->dy[i][hb] = g * ws->go[i][hb];
-        mm(&ws->dv[0][0], MAX_HB, (const float *)ws->at, MAX_TP, &ws->dy[0][0], MAX_HB, nk, T,
+        mm(&ws->dv[0][0], MAX_HB, (const float *)ws->at, MAX_TP, &ws->dy[0][0], MAX_HB, nk, nk,
            HB);
         /* s_ij = scale q_i . k_j:  dQ = dS K;  dK = dS^T Q */
-        mm(&w->y[0][0], MAX_HB, (const float *)P, MAX_TP, &w->k[0][0], MAX_HB, T, nk, HB);
-        for (size_t i = 0; i < T; i++) {   /* dS^T into at (A^T is no longer needed) */
+        mm(&w->y[0][0], MAX_HB, (const float *)P, MAX_TP, &w->k[0][0], MAX_HB, nk, nk, HB);
+        for (size_t i = 0; i < nk; i++) {   /* dS^T into at (A^T is no longer needed) */
             const float *dsr = (const float *)P[i];
             for (size_t j = 0; j < nk; j++) ((float *)ws->at[j])[i] = dsr[j];
         }
-        mm(&ws->dk[0][0], MAX_HB, (const float *)ws->at, MAX_TP, &w->q[0][0], MAX_HB, nk, T,
+        mm(&ws->dk[0][0], MAX_HB, (const float *)ws->at, MAX_TP, &w->q[0][0], MAX_HB, nk, nk,
            HB);
-        /* written (+ 0.0f: a -0 result is stored as +0, as when it was added to zeros) */
-        for (size_t i = 0; i < T; i++) {
-            float *dqr = dqkv + (b * T + i) * 3 * C + h * HS;
-            const float *dqf = (const float *)w->y[i];
-            for (size_t d = 0; d < HS; d++) dqr[d] = dqf[d] + 0.0f;
-        }
+        /* written (+ 0.0f: a -0 result is stored as +0, as when it was added to zeros); the
+         * padding rows j >= nk get no gradient */
         for (size_t j = 0; j < T; j++) {
             float *base = dqkv + (b * T + j) * 3 * C + h * HS;
-            const float *dkf = (const float *)ws->dk[j], *dvf = (const float *)ws->dv[j];
             if (j < nk) {
+                const float *dqf = (const float *)w->y[j], *dkf = (const float *)ws->dk[j],
+                            *dvf = (const float *)ws->dv[j];
                 for (size_t d = 0; d < HS; d++) {
+                    base[d] = dqf[d] + 0.0f;
                     base[C + d] = dkf[d] + 0.0f;
                     base[2 * C + d] = dvf[d] + 0.0f;
                 }
-            } else {   /* masked keys: no gradient */
-                for (size_t d = 0; d < HS; d++) base[C + d] = base[2 * C + d] = 0.0f;
+            } else {
+                for (size_t d = 0; d < HS; d++) base[d] = base[C + d] = base[2 * C + d] = 0.0f;
             }
         }
     }

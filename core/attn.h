@@ -16,15 +16,21 @@
  * qkv  (B, T, 3C)     read
  * gate (NH)           read; every head is computed, also at gate 0 (dgate needs it)
  * kvalid (B) or NULL  keys j >= kvalid[b] are masked (1 <= kvalid[b] <= T); NULL: none masked
+ * Rows t >= kvalid[b] are padding as queries too: their out rows are written as zeros and their
+ * att rows are left unwritten (backward never reads them), and no product touches them, so the
+ * work is sum_b kvalid[b]^2, not B T^2. The valid rows' results are bitwise those of computing
+ * the padding rows: a masked key contributes exactly 0, and nothing valid reads a padding query
+ * (the encoder's outputs are read at CLS and at real tokens only).
  * Never allocates or fails; the caller has checked shapes. */
 void hy_attn_forward(float *out, float *att, const float *qkv, const float *gate,
                      const int32_t *kvalid, size_t B, size_t T, size_t C, size_t NH);
 
 /* Writes dqkv (B, T, 3C) (no zeroing needed; it may hold NaN) and adds (+=) into dgate (NH);
  * dout (B, T, C).
- * dgate[h] += sum over b,t of dout_h . y_h, y_h the ungated head output recomputed from att
- * and v (the Taylor head-importance score). A head with gate[h] == 0 is skipped: its q/k/v
- * slices of dqkv are exactly zero, and so are the k/v rows of masked keys.
+ * dgate[h] += sum over b and t < kvalid[b] of dout_h . y_h, y_h the ungated head output
+ * recomputed from att and v (the Taylor head-importance score). A head with gate[h] == 0 is
+ * skipped: its q/k/v slices of dqkv are exactly zero, and so are the q/k/v rows of the padding
+ * rows t >= kvalid[b] (forward wrote them as constants; dout's padding rows are not read).
  * scratch: B*NH floats (per-(b,h) dgate partials, summed in a fixed order: deterministic). */
 void hy_attn_backward(float *dqkv, float *dgate, const float *dout, const float *qkv,
                       const float *att, const float *gate, const int32_t *kvalid,

@@ -93,6 +93,12 @@ void ref_attn(double *out, double *att, const float *qkv, const float *gate,
         for (size_t h = 0; h < NH; h++) {
             size_t nk = kvalid ? (size_t)kvalid[b] : T;
             for (size_t i = 0; i < T; i++) {
+                if (i >= nk) {   /* a padding query row: zeros (attn.h) */
+                    for (size_t d = 0; d < HS; d++) out[(b * T + i) * C + h * HS + d] = 0.0;
+                    if (att)
+                        for (size_t j = 0; j < T; j++) att[((b * NH + h) * T + i) * T + j] = 0.0;
+                    continue;
+                }
                 const float *q = qkv + (b * T + i) * 3 * C + h * HS;
                 double mx = -INFINITY;
                 for (size_t j = 0; j < T; j++) {

@@ -43,6 +43,16 @@ static void one_case(size_t B, size_t T, size_t C, size_t NH, int masked) {
     double *wo = malloc(B * T * C * sizeof *wo), *wa = malloc(B * NH * T * T * sizeof *wa);
     hy_attn_forward(out, att, qkv, gate, kv, B, T, C, NH);
     ref_attn(wo, wa, qkv, gate, kv, B, T, C, NH);
+    /* padding query rows (t >= kv[b]): out rows exactly 0; att rows unwritten (still the fill
+     * values), so they are set to the reference's zeros and only the valid rows are compared */
+    if (kv)
+        for (size_t b = 0; b < B; b++)
+            for (size_t t = (size_t)kv[b]; t < T; t++) {
+                for (size_t c = 0; c < C; c++)
+                    CHECK(out[(b * T + t) * C + c] == 0.0f, "padding row %zu of sample %zu", t, b);
+                for (size_t h = 0; h < NH; h++)
+                    for (size_t j = 0; j < T; j++) att[((b * NH + h) * T + t) * T + j] = 0.0f;
+            }
     float *f = malloc((B * NH * T * T + B * T * C) * sizeof *f);
     char what[96];
     snprintf(what, sizeof what, "attn out B%zu T%zu C%zu NH%zu mask %d", B, T, C, NH, masked);
@@ -69,7 +79,7 @@ static void test_forward_vs_ref(void) {
 }
 
 /* same inputs, 1 and 2 threads: bitwise-identical outputs and gradients */
-static void test_threads_bitwise(void) {
+static void threads_bitwise(const int32_t *kv) {
     size_t B = 5, T = 17, C = 64, NH = 8;
     float *qkv = rand_vec(B * T * 3 * C, 1), *gate = rand_vec(NH, 1);
     float *dout = rand_vec(B * T * C, 1);
@@ -83,8 +93,8 @@ static void test_threads_bitwise(void) {
         dq[r] = malloc(B * T * 3 * C * sizeof(float));
         for (size_t i = 0; i < B * T * 3 * C; i++) dq[r][i] = NAN;   /* written, not added */
         memset(dg[r], 0, sizeof dg[r]);
-        hy_attn_forward(o[r], a[r], qkv, gate, NULL, B, T, C, NH);
-        hy_attn_backward(dq[r], dg[r], dout, qkv, a[r], gate, NULL, part, B, T, C, NH);
+        hy_attn_forward(o[r], a[r], qkv, gate, kv, B, T, C, NH);
+        hy_attn_backward(dq[r], dg[r], dout, qkv, a[r], gate, kv, part, B, T, C, NH);
     }
 #ifdef _OPENMP
     omp_set_num_threads(1);
@@ -94,6 +104,11 @@ static void test_threads_bitwise(void) {
     CHECK(memcmp(dg[0], dg[1], sizeof dg[0]) == 0, "dgate differs across threads");
     for (int r = 0; r < 2; r++) { free(o[r]); free(a[r]); free(dq[r]); }
     free(qkv); free(gate); free(dout);
+}
+static void test_threads_bitwise(void) {
+    static const int32_t kv[5] = {17, 9, 1, 12, 17};
+    threads_bitwise(NULL);
+    threads_bitwise(kv);   /* padded: rows past each length skipped */
 }
 
 /* gate 0: q/k/v slices of dqkv stay exactly zero; dgate is still non-zero */
