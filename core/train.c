@@ -352,3 +352,32 @@ hy_status hy_train_features(hy_xfmr *m, const hy_dataset *ds, size_t batch_size,
     pred_ctx c = {m->cfg.n_classes, 1, ds->n, logits, probs, m, features};
     return sweep(m, ds, batch_size, 0, pred_visit, &c);
 }
+
+/* ===== resumable state ===== */
+
+hy_status hy_train_state_write(hy_h5 *f, const hy_adamw *o, const hy_progress *p) {
+    int64_t n = (int64_t)o->n;
+    HY_TRY(hy_h5_write_data(f, "/train_state/adam_m", HY_F32, 1, &n, o->m));
+    HY_TRY(hy_h5_write_data(f, "/train_state/adam_v", HY_F32, 1, &n, o->v));
+    HY_TRY(hy_h5_set_attr_i64(f, "/train_state", "step", p->step));
+    return hy_h5_set_attr_i64(f, "/train_state", "adam_t", o->t);
+}
+
+hy_status hy_train_state_read(hy_h5 *f, hy_adamw *o, hy_progress *p) {
+    int64_t n = (int64_t)o->n, step = 0, at = 0;
+    int e = hy_h5_exists(f, "/train_state");
+    if (e < 0) return HY_ENOMEM;
+    if (!e) return hy_fail(HY_EINVAL, "train: '%s' has no /train_state (not a training work file)",
+                           f->path);
+    HY_TRY(hy_h5_read_into(f, "/train_state/adam_m", HY_F32, 1, &n, o->m));
+    HY_TRY(hy_h5_read_into(f, "/train_state/adam_v", HY_F32, 1, &n, o->v));
+    HY_TRY(hy_h5_get_attr_i64(f, "/train_state", "step", &step));
+    HY_TRY(hy_h5_get_attr_i64(f, "/train_state", "adam_t", &at));
+    if (step < 0 || step > p->total_steps || at < 0)
+        return hy_fail(HY_EINVAL, "train: '%s': /train_state step %lld, adam_t %lld: expected "
+                       "step in [0, %lld] and adam_t >= 0", f->path, (long long)step,
+                       (long long)at, (long long)p->total_steps);
+    p->step = step;
+    o->t = at;
+    return HY_OK;
+}

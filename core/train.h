@@ -8,6 +8,7 @@
 #ifndef HY_TRAIN_H
 #define HY_TRAIN_H
 
+#include "h5.h"
 #include "loader.h"
 #include "optim.h"
 #include "xfmr.h"
@@ -79,6 +80,17 @@ hy_status hy_train_config_check(const hy_train_config *cfg);
  * head's table), with the tensors' decay flags as its segments. */
 hy_status hy_train_adamw_new(hy_adamw *o, const hy_adamw_config *c, const hy_param *tab,
                              size_t n_tensors, size_t n_params);
+
+/* A classifier trainer's resumable state (hy_trainer, hy_mimo_trainer), written into a
+ * checkpoint file being made after hy_ckpt_write: /train_state/adam_m, /train_state/adam_v
+ * (o->n floats each) and attributes step (optimisation steps done, p->step) and adam_t (the
+ * bias-correction exponent) on /train_state. Reading checks the shapes and that step lies in
+ * [0, p->total_steps], and restores them; with the parameters read back (hy_ckpt_read_params)
+ * and the next epoch started, training goes on bitwise as if it had never stopped: the
+ * loader's order and the augmentation depend only on seed and epoch, the dropout masks and
+ * MIMO's slot orders on seed and step, the schedule on step. */
+hy_status hy_train_state_write(hy_h5 *f, const hy_adamw *o, const hy_progress *p);
+hy_status hy_train_state_read(hy_h5 *f, hy_adamw *o, hy_progress *p);
 
 /* Makes sure m's activations hold batches of B samples (reallocates only when smaller). */
 hy_status hy_train_ensure_acts(hy_xfmr *m, size_t B);

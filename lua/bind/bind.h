@@ -92,6 +92,14 @@ void l_read_train_config(lua_State *L, int tr, int op, int ft, lua_Integer seed,
 /* Pushes a trainer's progress table (t:progress(): epoch, step, loss, acc, seconds, ...). */
 struct hy_progress;
 void l_pushprogress(lua_State *L, const struct hy_progress *p);
+/* A classifier trainer's t:save(path, meta [, best]) (args 2..4): model m's checkpoint with meta
+ * as /meta, the resumable state of o and p (hy_train_state_write), and best (float32
+ * [n_params]: the weights train.select_best keeps so far) as /train_state/best; atomic, so a
+ * kill leaves the previous file. t:resume(path) (arg 2) reads the parameters and the state back
+ * and pushes best (or nil). Both raise on failure. */
+struct hy_adamw;
+int l_train_save(lua_State *L, hy_xfmr *m, const struct hy_adamw *o, const struct hy_progress *p);
+int l_train_resume(lua_State *L, hy_xfmr *m, struct hy_adamw *o, struct hy_progress *p);
 
 /* ===== l_h5.c ===== */
 

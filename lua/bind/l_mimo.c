@@ -2,7 +2,8 @@
  *   core.mimo_trainer_new(m, ds, train, optim, seed, mimo) -> hydra.MimoTrainer
  *     (train, optim: as core.trainer_new; mimo: the resolved mimo section, read by its keys
  *     mimo.members, mimo.input_repetition, mimo.batch_repetition)
- *     t:start_epoch(e) (1-based), t:run(n) -> ran, t:progress() -> table, t:close()
+ *     t:start_epoch(e) (1-based), t:run(n) -> ran, t:progress() -> table, t:close(),
+ *     t:save(path, meta [, best]), t:resume(path) -> best or nil (as hydra.Trainer's)
  *   m:mimo_predict(M, ds, B) -> member_logits [M,N,K], probs [N,K], member_probs [M,N,K]
  *   m:mimo_evaluate(M, ds, B) -> nll, acc   (of the mean of the members' softmaxes)
  * A MimoTrainer has __gc and __close (one idempotent release); it pins its model and dataset
@@ -82,6 +83,16 @@ static int l_mimo_trainer_progress(lua_State *L) {
     return 1;
 }
 
+static int l_mimo_trainer_save(lua_State *L) {
+    l_mtrainer *u = check_trainer(L, 1);
+    return l_train_save(L, u->t.model, &u->t.opt, &u->t.prog);
+}
+
+static int l_mimo_trainer_resume(lua_State *L) {
+    l_mtrainer *u = check_trainer(L, 1);
+    return l_train_resume(L, u->t.model, &u->t.opt, &u->t.prog);
+}
+
 static size_t check_members(lua_State *L, int arg) {
     lua_Integer M = luaL_checkinteger(L, arg);
     luaL_argcheck(L, M >= 1, arg, "members must be >= 1");
@@ -129,7 +140,8 @@ void l_open_mimo(lua_State *L) {
         {"mimo_predict", l_mimo_predict}, {"mimo_evaluate", l_mimo_evaluate}, {NULL, NULL}};
     static const luaL_Reg methods[] = {
         {"start_epoch", l_mimo_trainer_start_epoch}, {"run", l_mimo_trainer_run},
-        {"progress", l_mimo_trainer_progress}, {"close", l_mimo_trainer_gc}, {NULL, NULL}};
+        {"progress", l_mimo_trainer_progress}, {"save", l_mimo_trainer_save},
+        {"resume", l_mimo_trainer_resume}, {"close", l_mimo_trainer_gc}, {NULL, NULL}};
     static const luaL_Reg fns[] = {{"mimo_trainer_new", l_mimo_trainer_new}, {NULL, NULL}};
     l_addmethods(L, L_MODEL, model_methods);
     l_newclass(L, L_MIMO_TRAINER, methods, l_mimo_trainer_gc, l_mimo_trainer_gc);

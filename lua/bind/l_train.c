@@ -4,12 +4,14 @@
  *     input, hy_xfmr_features), logits [N,K], probs [N,K] (m:predict's, from the same forward)
  *     (B: the caller's batch size, train.eval_batch_size in the pipeline)
  *   core.trainer_new(m, ds, train, optim, seed [, finetune]) -> hydra.Trainer
- *     t:start_epoch(e) (1-based), t:run(n) -> ran, t:progress() -> table, t:close()
+ *     t:start_epoch(e) (1-based), t:run(n) -> ran, t:progress() -> table, t:close(),
+ *     t:save(path, meta [, best]), t:resume(path) -> best or nil (l_train_save / l_train_resume)
  * A Trainer has __gc and __close (one idempotent release); it pins its model and dataset through
  * uservalues, and checks the model is still open. */
 #include <string.h>
 
 #include "bind.h"
+#include "ckpt.h"
 #include "train.h"
 
 #define L_TRAINER "hydra.Trainer"
@@ -190,6 +192,67 @@ void l_pushprogress(lua_State *L, const hy_progress *p) {
 #undef SETI
 }
 
+/* ===== resumable state (hydra.Trainer and hydra.MimoTrainer) ===== */
+
+int l_train_save(lua_State *L, hy_xfmr *m, const hy_adamw *o, const hy_progress *p) {
+    const char *path = luaL_checkstring(L, 2);
+    l_checkmeta(L, 3, "train");
+    hy_tensor *best = lua_isnoneornil(L, 4) ? NULL : l_checktensor(L, 4);
+    if (best && (best->dtype != HY_F32 || hy_tensor_numel(best) != m->n_params))
+        return luaL_error(L, "train: save: best must be float32 with %I elements (got %s with %I)",
+                          (lua_Integer)m->n_params, hy_dtype_name(best->dtype),
+                          (lua_Integer)hy_tensor_numel(best));
+    hy_h5 *f = l_pushh5(L);
+    if (hy_h5_create(f, path) != HY_OK) return l_raise(L);
+    hy_status st = hy_ckpt_write(f, m, NULL, 0);
+    if (st == HY_OK) st = l_writemeta(L, 3, f);
+    if (st == HY_OK) st = hy_train_state_write(f, o, p);
+    if (st == HY_OK && best) {
+        int64_t n = (int64_t)m->n_params;
+        st = hy_h5_write_data(f, "/train_state/best", HY_F32, 1, &n, best->data);
+    }
+    if (st != HY_OK) {
+        hy_h5_close(f);
+        return l_raise(L);
+    }
+    if (hy_h5_commit(f) != HY_OK) return l_raise(L);
+    return 0;
+}
+
+int l_train_resume(lua_State *L, hy_xfmr *m, hy_adamw *o, hy_progress *p) {
+    const char *path = luaL_checkstring(L, 2);
+    hy_h5 *f = l_pushh5(L);
+    if (hy_h5_open(f, path) != HY_OK) return l_raise(L);
+    hy_status st = hy_ckpt_read_params(f, m);
+    if (st == HY_OK) st = hy_train_state_read(f, o, p);
+    int has_best = 0;
+    if (st == HY_OK) {
+        int e = hy_h5_exists(f, "/train_state/best");
+        if (e < 0) st = HY_ENOMEM;
+        has_best = e > 0;
+    }
+    if (st == HY_OK && has_best) {
+        int64_t n = (int64_t)m->n_params;
+        hy_tensor *t = l_pushtensor(L);
+        st = hy_tensor_alloc(t, HY_F32, 1, &n);
+        if (st == HY_OK) st = hy_h5_read_into(f, "/train_state/best", HY_F32, 1, &n, t->data);
+    }
+    hy_h5_close(f);
+    if (st != HY_OK) return l_raise(L);
+    if (!has_best) lua_pushnil(L);
+    return 1;
+}
+
+static int l_trainer_save(lua_State *L) {
+    l_trainer *u = check_trainer(L, 1);
+    return l_train_save(L, u->t.model, &u->t.opt, &u->t.prog);
+}
+
+static int l_trainer_resume(lua_State *L) {
+    l_trainer *u = check_trainer(L, 1);
+    return l_train_resume(L, u->t.model, &u->t.opt, &u->t.prog);
+}
+
 static int l_trainer_progress(lua_State *L) {
     l_pushprogress(L, &check_trainer(L, 1)->t.prog);
     return 1;
@@ -201,7 +264,8 @@ void l_open_train(lua_State *L) {
         {"features", l_model_features}, {NULL, NULL}};
     static const luaL_Reg methods[] = {
         {"start_epoch", l_trainer_start_epoch}, {"run", l_trainer_run},
-        {"progress", l_trainer_progress}, {"close", l_trainer_gc}, {NULL, NULL}};
+        {"progress", l_trainer_progress}, {"save", l_trainer_save},
+        {"resume", l_trainer_resume}, {"close", l_trainer_gc}, {NULL, NULL}};
     static const luaL_Reg fns[] = {{"trainer_new", l_trainer_new}, {NULL, NULL}};
     l_addmethods(L, L_MODEL, model_methods);
     l_newclass(L, L_TRAINER, methods, l_trainer_gc, l_trainer_gc);

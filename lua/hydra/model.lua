@@ -33,8 +33,14 @@
 -- finetune (the resolved finetune section, its warmup_epochs filled in: a fine-tuning run, whose
 -- finetune.epochs, finetune.warmup_epochs and finetune.learning_rate replace train.epochs,
 -- train.warmup_epochs and optim.learning_rate; hydra.finetune passes it), trainer_new (a
--- function with core.trainer_new's arguments returning such a trainer, e.g. MIMO's) and
--- evaluate (function(ud, val_ds, B) -> nll, acc for the epoch selection; default ud:evaluate).
+-- function with core.trainer_new's arguments returning such a trainer, e.g. MIMO's),
+-- evaluate (function(ud, val_ds, B) -> nll, acc for the epoch selection; default ud:evaluate),
+-- work (a path: after every epoch but the last, the weights, the optimiser state, the weights
+-- train.select_best keeps so far and the history are written there atomically; a later call
+-- with the same work path and work_tag resumes after the last finished epoch and ends bitwise
+-- as an uninterrupted run; the file is removed when training ends), work_tag (a string naming
+-- the training, e.g. its stage key: a work file of another tag or epoch count is refused) and
+-- stop_after (return nil after that many epochs of this call: a simulated kill, for tests).
 -- Every setting is read from cfg by its YAML key (the binding reads train.*, optim.*, seed);
 -- nothing here or in the binding has a default of its own (configs/defaults.yaml has them all).
 --
@@ -271,7 +277,34 @@ function Model:train(data, cfg, opts)
   local hist = { epochs = {}, seed = cfg.seed }
   local best, best_params
   local eval_b = tc.eval_batch_size
-  for e = 1, epochs do
+  local work, tag = opts.work, opts.work_tag or ""
+  local FIELDS = { "train_loss", "train_acc", "val_nll", "val_acc", "seconds", "samples_per_s" }
+  local first = 1
+  if work and core.stat(work) == "file" then
+    local h5 = require("hydra.h5")
+    local f <close> = err.wrap("train", h5.open, work)
+    local wm = f:exists("/meta") and f:attrs("/meta") or {}
+    f:close()
+    local done = math.tointeger(wm.epochs_done)
+    if wm.work_of ~= tag or wm.epochs ~= epochs or not done or done < 1 or done >= epochs then
+      err.fail("train: '%s' is the work file of another training (%s, %s epochs, %s done; this "
+        .. "is %s, %d epochs): delete it to start afresh", work, tostring(wm.work_of),
+        tostring(wm.epochs), tostring(wm.epochs_done), tag, epochs)
+    end
+    best_params = err.wrap("train", trainer.resume, trainer, work)
+    for e = 1, done do
+      local rec = { epoch = e }
+      for _, k in ipairs(FIELDS) do rec[k] = wm[("e%d_%s"):format(e, k)] end
+      hist.epochs[e] = rec
+    end
+    best = hist.epochs[math.tointeger(wm.best_epoch) or done]
+    first = done + 1
+    if opts.log then
+      opts.log(("resuming after epoch %d of %d from %s"):format(done, epochs, work))
+    end
+  end
+  local ran_epochs = 0
+  for e = first, epochs do
     trainer:start_epoch(e)
     local p = trainer:progress()
     local chunk = math.max(1, p.epoch_steps // 50)
@@ -302,7 +335,20 @@ function Model:train(data, cfg, opts)
       opts.log(("epoch %d/%d  train loss %.4f  train acc %.2f%%  %s  %.1f s  %.0f samples/s")
         :format(e, epochs, p.loss, 100 * p.acc, extra or "", p.seconds, p.samples_per_s))
     end
+    if work and e < epochs then
+      local wm = { work_of = tag, epochs = epochs, epochs_done = e, best_epoch = best.epoch }
+      for i = 1, e do
+        for _, k in ipairs(FIELDS) do
+          local v = hist.epochs[i][k]
+          if v ~= nil then wm[("e%d_%s"):format(i, k)] = v end
+        end
+      end
+      err.wrap("train", trainer.save, trainer, work, wm, best_params)
+    end
+    ran_epochs = ran_epochs + 1
+    if opts.stop_after and ran_epochs >= opts.stop_after and e < epochs then return nil end
   end
+  if work then os.remove(work) end
   if best_params then self.ud:set_params(best_params) end
   hist.best_epoch = best.epoch
   hist.best_val_nll, hist.best_val_acc = best.val_nll, best.val_acc

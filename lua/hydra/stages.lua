@@ -37,7 +37,12 @@
 -- the lock fails with an error naming it).
 -- While holding a stage's lock, the temporary files of earlier builders of the same key (killed
 -- ones: "<key>.tmp-<pid><ext>" of a build and ".<key>.tmp-<pid><ext>.tmp-<pid>-<n>" of its HDF5
--- commit) are removed: only the lock holder writes them, so any not of this process is stale.
+-- commit, and ".<key>.work.h5.tmp-<pid>-<n>" of a work file's) are removed: only the lock holder
+-- writes them, so any not of this process is stale. A training stage (base models,
+-- BatchEnsemble, Packed-Ensembles members, MIMO, the pretraining) keeps "<key>.work.h5" beside
+-- its product after every epoch: a build interrupted by a kill resumes after the last finished
+-- epoch and ends bitwise as an uninterrupted one (model.lua, train opts.work); it is removed
+-- when its training ends.
 -- stages.with_lock(path, fn, opts) exposes the same lock for other uses (runs).
 --
 -- Directory: opts.dir, else $HYDRA_CACHE_DIR, else <HYDRA_HOME>/.cache/stages (git-ignored).
@@ -314,7 +319,8 @@ local function clean_temps(self, name, key)
   for _, f in ipairs(names) do
     local rest = f:sub(1, #key) == key and f:sub(#key + 1)
       or (f:sub(1, #key + 1) == "." .. key and f:sub(#key + 2))
-    local pid = rest and math.tointeger(tonumber(rest:match("^%.tmp%-(%d+)")))
+    local pid = rest and math.tointeger(tonumber(rest:match("^%.tmp%-(%d+)")
+      or rest:match("^%.work%.h5%.tmp%-(%d+)")))
     if pid and pid ~= me then
       os.remove(dir .. "/" .. f)
       self.log(("stage %s %s: removed the temporary file %s of an interrupted build"):format(name,

@@ -53,6 +53,37 @@ function T.model_config_stacks_slots_and_heads()
   end)
 end
 
+-- the MIMO trainer resumes from a work file as hydra.Trainer does: stopped after epoch 1 and
+-- resumed, the weights are bitwise those of the uninterrupted 3-epoch run
+function T.training_resumes_bitwise()
+  local mimo = require("hydra.methods.mimo")
+  local cfg = tiny_cfg({ ["train.epochs"] = "3" })
+  local c = hydra.config.copy(cfg)
+  c.model = mimo.model_config(cfg)
+  local idf = common.data_file(cfg, cfg.data.id)
+  local work = check.tmpdir() .. "/mimo.work.h5"
+  local function opts(extra)
+    local o = { progress = false,
+      trainer_new = function(ud, ds, tc, optim, seed)
+        return core.mimo_trainer_new(ud, ds, tc, optim, seed, cfg.mimo)
+      end,
+      evaluate = function(ud, ds, b) return ud:mimo_evaluate(cfg.mimo.members, ds, b) end }
+    for k, v in pairs(extra or {}) do o[k] = v end
+    return o
+  end
+  local a = hydra.model.new(c, cfg.seed)
+  a:train(idf, c, opts())
+  local b = hydra.model.new(c, cfg.seed)
+  eq(b:train(idf, c, opts({ work = work, work_tag = "m", stop_after = 1 })), nil, "stopped")
+  local r = hydra.model.new(c, cfg.seed)
+  r:train(idf, c, opts({ work = work, work_tag = "m" }))
+  local x, y = a:get_params():flat(), r:get_params():flat()
+  local same = #x == #y
+  for i = 1, #x do same = same and x[i] == y[i] end
+  ok(same, "resumed MIMO = uninterrupted, bitwise")
+  eq(core.stat(work), nil, "work file removed")
+end
+
 function T.trains_and_predicts_every_member()
   local cache = check.tmpdir()
   local cfg = tiny_cfg()

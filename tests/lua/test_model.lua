@@ -134,6 +134,51 @@ function T.training_is_deterministic()
   ok(same_bytes(a:get_params(), b:get_params()), "same seed + threads: bitwise identical")
 end
 
+-- train(..., { work = path }): a run stopped after epoch 1 (stop_after: a kill between epochs)
+-- and resumed from its work file ends bitwise as the uninterrupted run, with the same history
+-- and kept epoch; a plain model with dropout and augmentation (the dropout stream and the
+-- optimiser state carry over), and a BatchEnsemble; the work file is gone at the end and one of
+-- another training is refused
+function T.train_resumes_bitwise()
+  local dir = tiny_dir()
+  local cfg = tiny_cfg({ ["train.epochs"] = "3", ["train.augment.random_crop"] = "true",
+                         ["train.augment.hflip"] = "true", ["model.dropout"] = "0.1",
+                         ["data.train_subset"] = "128" })
+  local work = check.tmpdir() .. "/w.work.h5"
+  local function run(make)
+    local a = make()
+    local ha = a:train(dir .. "/tiny.h5", cfg, { progress = false })
+    local b = make()
+    local lines = {}
+    local opts = { progress = false, work = work, work_tag = "k1", stop_after = 1,
+                   log = function(l) lines[#lines + 1] = l end }
+    eq(b:train(dir .. "/tiny.h5", cfg, opts), nil, "stopped after one epoch")
+    eq(core.stat(work), "file", "work file written")
+    local c = make()
+    opts.stop_after = nil
+    local hc = c:train(dir .. "/tiny.h5", cfg, opts)
+    ok(lines[#lines - 2]:match("^resuming after epoch 1 of 3 from "), lines[#lines - 2])
+    ok(same_bytes(a:get_params(), c:get_params()), "resumed = uninterrupted, bitwise")
+    eq(hc.best_epoch, ha.best_epoch, "kept epoch")
+    for e = 1, 3 do
+      eq(hc.epochs[e].val_nll, ha.epochs[e].val_nll, "epoch " .. e .. " val nll")
+      eq(hc.epochs[e].train_loss, ha.epochs[e].train_loss, "epoch " .. e .. " train loss")
+    end
+    eq(core.stat(work), nil, "work file removed at the end")
+  end
+  run(function() return model.new(cfg) end)
+  run(function() return model.new_ensemble(cfg, "batch_ensemble") end)
+  -- a work file of another training is refused, naming it
+  local b = model.new(cfg)
+  b:train(dir .. "/tiny.h5", cfg, { progress = false, work = work, work_tag = "k1",
+                                    stop_after = 1 })
+  check.raises_has("is the work file of another training", function()
+    return model.new(cfg):train(dir .. "/tiny.h5", cfg,
+      { progress = false, work = work, work_tag = "k2" })
+  end)
+  os.remove(work)
+end
+
 function T.non_finite_loss_stops()
   local dir = tiny_dir()
   local cfg = tiny_cfg({ ["optim.learning_rate"] = "1e30", ["train.grad_clip"] = "0" })

@@ -30,6 +30,8 @@ function M.train(ctx)
     local hist = m:train(common.data_file(cfg, cfg.data.id), cfg, {
       progress = ctx.progress,
       log = function(line) ctx.log("  %s", line) end,
+      -- a per-epoch work file beside the stage: a kill loses at most one epoch
+      work = ctx.cache:path("batch_ensemble", key, ".work.h5"), work_tag = key,
     })
     m:save(tmp, { seed = cfg.seed, stage = "batch_ensemble", stage_key = key,
                   data_hash = inputs.data.hash, best_epoch = hist.best_epoch or 0 })

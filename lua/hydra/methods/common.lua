@@ -93,6 +93,8 @@ function C.base_model(ctx, seed, dropout, scratch)
     local hist = m:train(C.data_file(c, c.data.id), c, {
       progress = ctx.progress,
       log = function(line) ctx.log("  %s", line) end,
+      -- a per-epoch work file beside the stage: a kill loses at most one epoch
+      work = ctx.cache:path("base", key, ".work.h5"), work_tag = key,
     })
     m:save(tmp, { seed = seed, stage = "base", stage_key = key,
                   data_hash = inputs.data.hash, best_epoch = hist.best_epoch or 0 })
