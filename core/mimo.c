@@ -278,7 +278,7 @@ static hy_status sweep(hy_xfmr *m, size_t M, const hy_dataset *ds, size_t batch_
             for (size_t s = 0; s < M; s++)
                 memcpy(img + (b * M + s) * HW, ld.images + b * HW, HW * sizeof(float));
         hy_batch in = {.images = img};
-        if ((st = hy_xfmr_forward(m, &in, B, lg)) != HY_OK) break;
+        if ((st = hy_xfmr_infer(m, &in, B, lg)) != HY_OK) break;
         for (size_t b = 0; b < B; b++) {
             for (size_t k = 0; k < K; k++) acc[k] = 0.0;
             for (size_t s = 0; s < M; s++) {

@@ -544,7 +544,7 @@ hy_status hy_mlm_evaluate(hy_xfmr *m, hy_mlm *h, const hy_dataset *ds, size_t ba
         hy_mlm_mask(ids, tg, ld.ids, ld.lengths, ld.index, b, ld.len, h->V, mc, seed,
                     EVAL_STREAM);
         hy_batch in = {.ids = ids, .lengths = ld.lengths, .len = ld.len};
-        if ((st = hy_xfmr_forward(m, &in, b, logits)) != HY_OK) goto done;
+        if ((st = hy_xfmr_infer(m, &in, b, logits)) != HY_OK) goto done;
         double l = 0;
         size_t c = 0, k = 0;
         if ((st = hy_mlm_loss(h, m, tg, b, ld.len, false, NULL, &l, &c, &k)) != HY_OK) goto done;

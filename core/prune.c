@@ -152,7 +152,7 @@ static hy_status run_subset(hy_xfmr *m, const hy_subset *s, size_t bs, double *n
     size_t first = 0, B;
     hy_batch in;
     while (st == HY_OK && (B = sweep_next(&w, &in)) > 0) {
-        if ((st = hy_xfmr_forward(m, &in, B, logits)) != HY_OK) break;
+        if ((st = hy_xfmr_infer(m, &in, B, logits)) != HY_OK) break;
         for (size_t b = 0; b < B; b++) {
             const float *z = logits + b * K;
             double mx = -INFINITY;

@@ -254,7 +254,7 @@ static hy_status sweep(hy_xfmr *m, const hy_dataset *ds, size_t batch_size, int 
     while (st == HY_OK && (B = hy_loader_next(&ld)) > 0) {
         hy_batch in;
         hy_loader_batch(&ld, &in);
-        st = hy_xfmr_forward(m, &in, B, logits);
+        st = hy_xfmr_infer(m, &in, B, logits);
         if (st == HY_OK) st = visit(ctx, &ld, first, B, logits);
         first += B;
     }

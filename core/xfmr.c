@@ -609,7 +609,17 @@ static hy_rng site_rng(const hy_rng *fwd, size_t l, size_t k) {
     return hy_rng_split(fwd, (uint64_t)(l * 4 + k));
 }
 
-hy_status hy_xfmr_forward(hy_xfmr *m, const hy_batch *in, size_t B, float *logits) {
+/* Activation slot of the residual stream entering layer l (out = 0: leaving it). Kept: slot l
+ * (the input of layer l+1 is slot l+1). Not kept (inference): layer 0 reads slot 0, the layers
+ * alternate between slots 1 and 2, and the last one writes slot L, where hy_xfmr_hidden reads
+ * the result either way. */
+static size_t x_slot(size_t l, size_t L, bool keep, bool out) {
+    if (keep) return out ? l + 1 : l;
+    if (out) return l + 1 == L ? L : 1 + (l & 1);
+    return l == 0 ? 0 : x_slot(l - 1, L, false, true);
+}
+
+static hy_status forward(hy_xfmr *m, const hy_batch *in, size_t B, float *logits, bool keep) {
     HY_TRY(check_batch(m, in, B));
     const hy_xfmr_config *c = &m->cfg;
     hy_xfmr_acts *a = m->acts;
@@ -641,12 +651,16 @@ hy_status hy_xfmr_forward(hy_xfmr *m, const hy_batch *in, size_t B, float *logit
 
     for (size_t l = 0; l < L; l++) {
         const hy_xfmr_block_tensors *w = &m->p.blk[l];
-        float *x = a->x + l * a->sD, *xo = a->x + (l + 1) * a->sD;
-        float *ln1 = a->ln1 + l * a->sD, *qkv = a->qkv + l * a->sQ, *att = a->att + l * a->sA;
-        float *ao = a->ao + l * a->sD, *xm = a->xm + l * a->sD, *ln2 = a->ln2 + l * a->sD;
-        float *h = a->h + l * a->sH, *hg = a->hg + l * a->sH;
+        /* slot s of the per-layer buffers: layer l's own when kept for backward, else the
+         * first layer's, reused (one layer's working set, which stays in cache) */
+        size_t s = keep ? l : 0;
+        float *x = a->x + x_slot(l, L, keep, false) * a->sD;
+        float *xo = a->x + x_slot(l, L, keep, true) * a->sD;
+        float *ln1 = a->ln1 + s * a->sD, *qkv = a->qkv + s * a->sQ, *att = a->att + s * a->sA;
+        float *ao = a->ao + s * a->sD, *xm = a->xm + s * a->sD, *ln2 = a->ln2 + s * a->sD;
+        float *h = a->h + s * a->sH, *hg = a->hg + s * a->sH;
         /* attention: xm = x + drop(proj(attn(LN1(x)))) */
-        hy_layernorm_forward(ln1, a->ln1_mean + l * a->sR, a->ln1_rstd + l * a->sR, x,
+        hy_layernorm_forward(ln1, a->ln1_mean + s * a->sR, a->ln1_rstd + s * a->sR, x,
                              w->norm1_w, w->norm1_b, BT, D, HY_XFMR_LN_EPS);
         lin_fwd(m, l, HY_ENS_QKV, qkv, ln1, w->qkv_w, w->qkv_b, BT, D, 3 * D);
         hy_attn_forward(ao, att, qkv, m->gates + l * NH, kv, R, T, D, NH);
@@ -659,7 +673,7 @@ hy_status hy_xfmr_forward(hy_xfmr *m, const hy_batch *in, size_t B, float *logit
             lin_fwd_res(m, l, HY_ENS_PROJ, xm, ao, w->proj_w, w->proj_b, x, BT, D, D);
         }
         /* MLP: xo = xm + drop(fc2(drop(GELU(fc1(LN2(xm)))))) */
-        hy_layernorm_forward(ln2, a->ln2_mean + l * a->sR, a->ln2_rstd + l * a->sR, xm,
+        hy_layernorm_forward(ln2, a->ln2_mean + s * a->sR, a->ln2_rstd + s * a->sR, xm,
                              w->norm2_w, w->norm2_b, BT, D, HY_XFMR_LN_EPS);
         if (m->ens) {
             lin_fwd(m, l, HY_ENS_FC1, h, ln2, w->fc1_w, w->fc1_b, BT, D, DM);
@@ -688,9 +702,18 @@ hy_status hy_xfmr_forward(hy_xfmr *m, const hy_batch *in, size_t B, float *logit
     m->last_B = B;
     m->last_T = T;
     m->have_fwd = true;
+    m->last_kept = keep;
     m->last_drop = drop;
     if (drop) m->last_drop_rng = fwd_rng;
     return HY_OK;
+}
+
+hy_status hy_xfmr_forward(hy_xfmr *m, const hy_batch *in, size_t B, float *logits) {
+    return forward(m, in, B, logits, true);
+}
+
+hy_status hy_xfmr_infer(hy_xfmr *m, const hy_batch *in, size_t B, float *logits) {
+    return forward(m, in, B, logits, false);
 }
 
 /* ===== loss ===== */
@@ -744,6 +767,9 @@ const float *hy_xfmr_hidden(const hy_xfmr *m) {
 hy_status hy_xfmr_backward_hidden(hy_xfmr *m, const float *dlogits, const float *dhidden) {
     if (!m->have_fwd)
         return hy_fail(HY_EINVAL, "xfmr: backward without a forward (run hy_xfmr_forward first)");
+    if (!m->last_kept)
+        return hy_fail(HY_EINVAL, "xfmr: backward after hy_xfmr_infer, which keeps no "
+                       "activations (run hy_xfmr_forward first)");
     const hy_xfmr_config *c = &m->cfg;
     hy_xfmr_acts *a = m->acts;
     size_t D = c->d_model, DM = c->d_mlp, NH = c->n_heads, K = c->n_classes, L = c->depth;

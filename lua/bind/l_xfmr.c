@@ -318,10 +318,10 @@ static int l_model_time(lua_State *L) {
     if ((m->B_cap < (size_t)B || !m->acts) && hy_xfmr_alloc_acts(m, (size_t)B) != HY_OK)
         return l_raise(L);
     hy_batch in = {.images = img};
-    if (hy_xfmr_forward(m, &in, (size_t)B, lg) != HY_OK) return l_raise(L);
+    if (hy_xfmr_infer(m, &in, (size_t)B, lg) != HY_OK) return l_raise(L);
     double t0 = hy_now();
     for (lua_Integer i = 0; i < reps; i++)
-        if (hy_xfmr_forward(m, &in, (size_t)B, lg) != HY_OK) return l_raise(L);
+        if (hy_xfmr_infer(m, &in, (size_t)B, lg) != HY_OK) return l_raise(L);
     lua_pushnumber(L, (hy_now() - t0) / (double)reps);
     return 1;
 }

@@ -1,7 +1,8 @@
 /* test_xfmr.c: the model API: config checks (exact messages), the parameter table (timm names,
  * shapes, decay flags, vit-fm size), init statistics, forward against the double twin
  * (tests/c/ref_xfmr.c) for vit and padded text, batch validation, padding invariance, loss,
- * and bitwise determinism of forward + backward with 1 and 2 threads. */
+ * bitwise determinism of forward + backward with 1 and 2 threads, and hy_xfmr_infer against
+ * hy_xfmr_forward. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -169,6 +170,65 @@ static void test_forward_vs_twin(void) {
     hy_xfmr_release(&m);
 }
 
+/* hy_xfmr_infer (layers reuse one slot of activations) gives hy_xfmr_forward's logits, features
+ * and hidden bit for bit, for every depth's slot pattern, for padded text and with dropout on
+ * (a forward of another batch in between, so that no slot holds the answer already); a backward
+ * after it fails, and a forward after it makes backward work again */
+static void infer_vs_forward(const hy_xfmr_config *c, size_t B, const hy_batch *in,
+                             const hy_batch *other, bool drop) {
+    hy_xfmr m;
+    CHECK_OK(hy_xfmr_new(&m, c));
+    CHECK_OK(hy_xfmr_alloc_acts(&m, B));
+    hy_xfmr_init(&m, 3);
+    perturb(&m);
+    size_t K = c->n_classes, D = c->d_model, T = c->kind == HY_XFMR_VIT ? m.T : 1 + in->len;
+    float *lf = malloc(B * K * sizeof *lf), *li = malloc(B * K * sizeof *li);
+    float *ff = malloc(B * D * sizeof *ff), *hf = malloc(B * T * D * sizeof *hf);
+    if (drop) hy_xfmr_set_dropout(&m, true, 17);
+    CHECK_OK(hy_xfmr_forward(&m, in, B, lf));
+    memcpy(ff, hy_xfmr_features(&m), B * D * sizeof *ff);
+    memcpy(hf, hy_xfmr_hidden(&m), B * T * D * sizeof *hf);
+    CHECK_OK(hy_xfmr_forward(&m, other, B, li));
+    if (drop) hy_xfmr_set_dropout(&m, true, 17);   /* the same masks again */
+    CHECK_OK(hy_xfmr_infer(&m, in, B, li));
+    char what[64];
+    snprintf(what, sizeof what, "infer logits (depth %zu%s)", c->depth, drop ? ", dropout" : "");
+    check_close(what, li, lf, B * K, 0, 0);
+    check_close("infer features", hy_xfmr_features(&m), ff, B * D, 0, 0);
+    check_close("infer hidden", hy_xfmr_hidden(&m), hf, B * T * D, 0, 0);
+    CHECK_FAIL(hy_xfmr_backward(&m, li), HY_EINVAL,
+               "xfmr: backward after hy_xfmr_infer, which keeps no activations (run "
+               "hy_xfmr_forward first)");
+    CHECK_OK(hy_xfmr_forward(&m, in, B, lf));
+    CHECK_OK(hy_xfmr_backward(&m, lf));
+    free(lf);
+    free(li);
+    free(ff);
+    free(hf);
+    hy_xfmr_release(&m);
+}
+
+static void test_infer(void) {
+    size_t B = 3;
+    float *img = rand_vec(B * 28 * 28, 2), *img2 = rand_vec(B * 28 * 28, 2);
+    hy_batch in = {.images = img}, in2 = {.images = img2};
+    for (size_t depth = 1; depth <= 4; depth++) {
+        hy_xfmr_config c = VIT_TINY;
+        c.depth = depth;
+        c.attn_dropout = c.mlp_dropout = 0.1f;
+        infer_vs_forward(&c, B, &in, &in2, false);
+        if (depth == 3) infer_vs_forward(&c, B, &in, &in2, true);
+    }
+    free(img);
+    free(img2);
+    int32_t ids[4 * 9], ids2[4 * 9], lens[4] = {9, 5, 0, 2};
+    for (size_t i = 0; i < 36; i++) ids[i] = (int32_t)hy_rng_below(&rng, 40);
+    for (size_t i = 0; i < 36; i++) ids2[i] = (int32_t)hy_rng_below(&rng, 40);
+    hy_batch tin = {.ids = ids, .lengths = lens, .len = 9};
+    hy_batch tin2 = {.ids = ids2, .lengths = lens, .len = 9};
+    infer_vs_forward(&TEXT, 4, &tin, &tin2, false);
+}
+
 static void test_batch_errors(void) {
     hy_xfmr m;
     float logits[12] = {0};
@@ -280,6 +340,7 @@ int main(void) {
     RUN(test_table);
     RUN(test_forward_vs_twin);
     RUN(test_batch_errors);
+    RUN(test_infer);
     RUN(test_determinism_threads);
     return check_exit("test_xfmr");
 }
