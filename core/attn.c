@@ -216,6 +216,7 @@ void hy_attn_forward(float *out, float *att, const float *qkv, const float *gate
            KB);
         for (size_t i = 0; i < nk; i++) {
             softmax_row(w->s[i], w->madd, KB);
+            if (!att) continue;
             const float *sf = (const float *)w->s[i];
             float *arow = att + (bh * T + i) * T;
             for (size_t j = 0; j < nk; j++) arow[j] = sf[j];

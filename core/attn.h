@@ -12,7 +12,8 @@
 #define HY_ATTN_MAX_T 257
 
 /* out  (B, T, C)      written; out[b,t,h*HS..] = gate[h] * sum_j att[b,h,t,j] v[b,j,h]
- * att  (B, NH, T, T)  written; softmax probabilities (saved for backward); masked keys get 0
+ * att  (B, NH, T, T)  written; softmax probabilities (saved for backward); masked keys get 0;
+ *                     NULL: not written (inference: nothing reads them)
  * qkv  (B, T, 3C)     read
  * gate (NH)           read; every head is computed, also at gate 0 (dgate needs it)
  * kvalid (B) or NULL  keys j >= kvalid[b] are masked (1 <= kvalid[b] <= T); NULL: none masked

@@ -115,7 +115,7 @@ void hy_fused_release(hy_fused *f) {
     hy_free(f->slot);
     hy_free(f->params);
     hy_free(f->acts);
-    hy_free(f->att);
+    hy_free(f->ones);
     memset(f, 0, sizeof *f);
 }
 
@@ -398,12 +398,6 @@ static size_t n_chunks(size_t n, size_t T) {
 /* first item of chunk c of nc over n items (chunk_start(n, nc, nc) = n) */
 static size_t chunk_start(size_t n, size_t nc, size_t c) { return n * c / nc; }
 
-/* floats before the per-thread slices of f->att (the ones used as gates) */
-static size_t att_ones(const hy_fused *f) { return (f->cfg.n_heads + 15) / 16 * 16; }
-/* samples per hy_attn_forward call: bounds the probability scratch, which stays in cache */
-#define ATT_CHUNK 16
-/* floats of one thread's attention-probability scratch */
-static size_t att_slice(const hy_fused *f) { return ATT_CHUNK * f->cfg.n_heads * f->T * f->T; }
 
 static size_t forward_threads(size_t chunks) {
     int p = hy_threads();
@@ -411,17 +405,12 @@ static size_t forward_threads(size_t chunks) {
     return n < chunks ? n : chunks;
 }
 
-/* f->att: n_heads ones (the attention gates) + one scratch slice per thread; grown (a one-time
- * allocation) when the thread count or the activation capacity rises */
-static hy_status ensure_att(hy_fused *f, size_t P) {
-    size_t need = att_ones(f) + P * att_slice(f);
-    if (f->att_cap >= need) return HY_OK;
-    hy_free(f->att);
-    f->att_cap = 0;
-    f->att = hy_xmalloc_aligned(need * sizeof(float));
-    if (!f->att) return HY_ENOMEM;
-    for (size_t h = 0; h < f->cfg.n_heads; h++) f->att[h] = 1.0f;
-    f->att_cap = need;
+/* f->ones: n_heads ones, the attention gates of every kept head (allocated once) */
+static hy_status ensure_ones(hy_fused *f) {
+    if (f->ones) return HY_OK;
+    f->ones = hy_xmalloc_aligned(f->cfg.n_heads * sizeof(float));
+    if (!f->ones) return HY_ENOMEM;
+    for (size_t h = 0; h < f->cfg.n_heads; h++) f->ones[h] = 1.0f;
     return HY_OK;
 }
 
@@ -496,15 +485,14 @@ static void embed_samples(hy_fused *f, size_t m, const hy_batch *in, size_t B, s
     hy_embed_assemble_forward(dst, emb, P(f, m, HY_EMB_CLS), P(f, m, HY_EMB_POS), nb, T, D);
 }
 
-/* every layer and the head for the pairs of s (see above); kv: key counts or NULL;
- * att: this thread's probability scratch */
-static void forward_slice(hy_fused *f, const slice *s, size_t T, const int32_t *kv, float *att,
+/* every layer and the head for the pairs of s (see above); kv: key counts or NULL */
+static void forward_slice(hy_fused *f, const slice *s, size_t T, const int32_t *kv,
                           float *logits) {
     const hy_xfmr_config *c = &f->cfg;
     size_t B = s->B, D = c->d_model, DM = c->d_mlp, K = c->n_classes;
     size_t L = c->depth, HS = f->HS, BT = B * T;
     size_t r0 = s->p0 * T, nr = (s->p1 - s->p0) * T;   /* the slice's rows */
-    const float *ones = f->att;
+    const float *ones = f->ones;
     for (size_t l = 0; l < L; l++) {
         size_t s0 = hy_xfmr_slot(c, l, 0);   /* slot of block l's HY_BLK_* = s0 + HY_BLK_* */
         /* ===== attention: x_m += proj_m(attn(qkv_m(LN1(x_m)))) ===== */
@@ -531,10 +519,7 @@ static void forward_slice(hy_fused *f, const slice *s, size_t T, const int32_t *
             size_t m = s->m[i], b0 = s->b0[i], n = s->b1[i] - b0;
             size_t k = f->kept[m * L + l], C = k * HS;
             float *qkv = f->qkv + (m * BT + b0 * T) * 3 * D, *ao = f->ao + (m * BT + b0 * T) * D;
-            for (size_t j = 0; j < n; j += ATT_CHUNK)
-                hy_attn_forward(ao + j * T * C, att, qkv + j * T * 3 * C, ones,
-                                kv ? kv + b0 + j : NULL, n - j < ATT_CHUNK ? n - j : ATT_CHUNK,
-                                T, C, k);
+            hy_attn_forward(ao, NULL, qkv, ones, kv ? kv + b0 : NULL, n, T, C, k);
         }
         /* output projections: one ragged grouped GEMM, x_m += bias + ao_m W_proj,m^T */
         for (size_t i = 0; i < s->nseg; i++) {
@@ -643,7 +628,7 @@ static void forward(hy_fused *f, const hy_batch *in, size_t B, float *logits, si
                 size_t m = s.m[i];
                 embed_samples(f, m, in, B, s.b0[i], s.b1[i], T, f->x + (m * BT + s.b0[i] * T) * D);
             }
-            forward_slice(f, &s, T, kv, f->att + att_ones(f) + t * att_slice(f), logits);
+            forward_slice(f, &s, T, kv, logits);
         }
     }
 }
@@ -653,7 +638,7 @@ hy_status hy_fused_forward(hy_fused *f, const hy_batch *in, size_t B, float *log
     if (f->M > 64) return hy_fail(HY_EINVAL, "fused: at most 64 members (got %zu)", f->M);
     size_t T = f->cfg.kind == HY_XFMR_VIT ? f->T : 1 + in->len;
     size_t P = forward_threads(n_chunks(f->M * B, T));
-    HY_TRY(ensure_att(f, P));
+    HY_TRY(ensure_ones(f));
     /* OpenBLAS single-threaded for the call: the slices are the parallelism */
     int blas_threads = openblas_get_num_threads();
     if (blas_threads != 1) openblas_set_num_threads(1);

@@ -74,8 +74,7 @@ typedef struct hy_fused {
     float *lnf;           /* (M, B, D) LN_f(cls) */
     float *fmean, *frstd; /* (M, B) final LayerNorm statistics */
     int32_t *kvalid;      /* (B) valid keys per sample (T for vit, 1 + length for text) */
-    float *att;           /* owned: per-thread attention-probability scratch (grown on demand) */
-    size_t att_cap;       /* floats in att */
+    float *ones;          /* owned: n_heads ones, the attention gates (allocated once) */
 } hy_fused;
 
 /* Packs M pruned members (each a model with binary head gates in m->gates, all with the same
@@ -107,8 +106,8 @@ hy_status hy_fused_alloc_acts(hy_fused *f, size_t B_cap);
  * Threads: the M*B (member, sample) pairs are cut into chunks whose boundaries depend on M*B and
  * T only; whole chunks are dealt out to the threads and run the whole forward independently in
  * one OpenMP region (no per-layer barrier; see fused.c). The logits are bitwise the same
- * whatever the thread count. OpenBLAS is set to one thread for the call and restored after. The only allocation
- * is a one-time growth of the per-thread attention scratch when the thread count rises. */
+ * whatever the thread count. OpenBLAS is set to one thread for the call and restored after.
+ * The only allocation is the attention gates' n_heads ones, at the first call. */
 hy_status hy_fused_forward(hy_fused *f, const hy_batch *in, size_t B, float *logits);
 
 /* Every sample of ds in order, in batches of batch_size: member_logits (M, N, K), probs (N, K)

@@ -663,7 +663,7 @@ static hy_status forward(hy_xfmr *m, const hy_batch *in, size_t B, float *logits
         hy_layernorm_forward(ln1, a->ln1_mean + s * a->sR, a->ln1_rstd + s * a->sR, x,
                              w->norm1_w, w->norm1_b, BT, D, HY_XFMR_LN_EPS);
         lin_fwd(m, l, HY_ENS_QKV, qkv, ln1, w->qkv_w, w->qkv_b, BT, D, 3 * D);
-        hy_attn_forward(ao, att, qkv, m->gates + l * NH, kv, R, T, D, NH);
+        hy_attn_forward(ao, keep ? att : NULL, qkv, m->gates + l * NH, kv, R, T, D, NH);
         if (drop && c->attn_dropout > 0.0f) {
             /* xm = proj(ao), then xm = x + xm * mask in one pass */
             hy_rng r = site_rng(&fwd_rng, l, 0);

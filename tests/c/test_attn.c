@@ -61,6 +61,13 @@ static void one_case(size_t B, size_t T, size_t C, size_t NH, int masked) {
     snprintf(what, sizeof what, "attn probs B%zu T%zu C%zu NH%zu mask %d", B, T, C, NH, masked);
     ref_to_float(f, wa, B * NH * T * T);
     check_close(what, att, f, B * NH * T * T, TOL[1].atol, TOL[1].rtol);
+    /* without att (inference) the same out, bit for bit */
+    float *out2 = rand_vec(B * T * C, 50);
+    hy_attn_forward(out2, NULL, qkv, gate, kv, B, T, C, NH);
+    snprintf(what, sizeof what, "attn out without probs B%zu T%zu C%zu NH%zu mask %d", B, T, C, NH,
+             masked);
+    check_close(what, out2, out, B * T * C, 0, 0);
+    free(out2);
     /* masked keys have probability exactly 0 */
     if (kv)
         for (size_t b = 0; b < B; b++)
