@@ -16,6 +16,7 @@
 
 #include "base.h"
 #include "prof.h"
+#include "team.h"
 #include "vmath.h"
 
 typedef hy_v8f v8f;
@@ -191,6 +192,44 @@ static void softmax_row(v8f *s, const v8f *madd, size_t TB) {
 
 /* ===== attention forward ===== */
 
+/* pair bh = b * NH + h of the forward */
+static void fwd_pair(float *out, float *att, const float *qkv, const float *gate,
+                     const int32_t *kvalid, size_t B, size_t T, size_t C, size_t NH, size_t bh,
+                     float scale) {
+    size_t HS = C / NH, HB = (HS + 7) / 8;
+    head *w = &fwd_ws;
+    size_t b = bh / NH, h = bh % NH;
+    /* nk valid keys; the query rows i >= nk are padding too (see attn.h): zeros */
+    size_t nk = kvalid ? (size_t)kvalid[b] : T, KB = (nk + 7) / 8;
+    float g = gate[h];
+    if (b + 1 < B) {
+        prefetch_share(qkv + (b + 1) * T * 3 * C, T * 3 * C * sizeof(float), h, NH, 0);
+        prefetch_share(out + (b + 1) * T * C, T * C * sizeof(float), h, NH, 1);
+    }
+    load_head(w, NULL, qkv, b, h, T, C, HS, nk, scale);
+    /* scores (scale q) K^T over the KB key vectors, then softmax row by row; att rows keep
+     * the probabilities (0 for masked keys) */
+    mm(&w->s[0][0], MAX_TB, (const float *)w->q, MAX_HB * 8, &w->kt[0][0], MAX_TB, nk, HS, KB);
+    for (size_t i = 0; i < nk; i++) {
+        softmax_row(w->s[i], w->madd, KB);
+        if (!att) continue;
+        const float *sf = (const float *)w->s[i];
+        float *arow = att + (bh * T + i) * T;
+        for (size_t j = 0; j < nk; j++) arow[j] = sf[j];
+        for (size_t j = nk; j < T; j++) arow[j] = 0.0f;
+    }
+    /* y = A V over the valid keys; out = gate * y */
+    mm(&w->y[0][0], MAX_HB, (const float *)w->s, MAX_TP, &w->v[0][0], MAX_HB, nk, nk, HB);
+    for (size_t i = 0; i < T; i++) {
+        const float *yf = (const float *)w->y[i];
+        float *orow = out + (b * T + i) * C + h * HS;
+        if (i < nk)
+            for (size_t d = 0; d < HS; d++) orow[d] = g * yf[d];
+        else
+            for (size_t d = 0; d < HS; d++) orow[d] = 0.0f;
+    }
+}
+
 void hy_attn_forward(float *out, float *att, const float *qkv, const float *gate,
                      const int32_t *kvalid, size_t B, size_t T, size_t C, size_t NH) {
     size_t HS = C / NH, HB = (HS + 7) / 8;
@@ -199,41 +238,19 @@ void hy_attn_forward(float *out, float *att, const float *qkv, const float *gate
     size_t BH = B * NH;
     uint64_t t0 = hy_prof_t0();
 #pragma omp parallel for schedule(static) if (BH > 1 && BH * T * T * HS > PAR_MIN_WORK)
-    for (size_t bh = 0; bh < BH; bh++) {
-        head *w = &fwd_ws;
-        size_t b = bh / NH, h = bh % NH;
-        /* nk valid keys; the query rows i >= nk are padding too (see attn.h): zeros */
-        size_t nk = kvalid ? (size_t)kvalid[b] : T, KB = (nk + 7) / 8;
-        float g = gate[h];
-        if (b + 1 < B) {
-            prefetch_share(qkv + (b + 1) * T * 3 * C, T * 3 * C * sizeof(float), h, NH, 0);
-            prefetch_share(out + (b + 1) * T * C, T * C * sizeof(float), h, NH, 1);
-        }
-        load_head(w, NULL, qkv, b, h, T, C, HS, nk, scale);
-        /* scores (scale q) K^T over the KB key vectors, then softmax row by row; att rows keep
-         * the probabilities (0 for masked keys) */
-        mm(&w->s[0][0], MAX_TB, (const float *)w->q, MAX_HB * 8, &w->kt[0][0], MAX_TB, nk, HS,
-           KB);
-        for (size_t i = 0; i < nk; i++) {
-            softmax_row(w->s[i], w->madd, KB);
-            if (!att) continue;
-            const float *sf = (const float *)w->s[i];
-            float *arow = att + (bh * T + i) * T;
-            for (size_t j = 0; j < nk; j++) arow[j] = sf[j];
-            for (size_t j = nk; j < T; j++) arow[j] = 0.0f;
-        }
-        /* y = A V over the valid keys; out = gate * y */
-        mm(&w->y[0][0], MAX_HB, (const float *)w->s, MAX_TP, &w->v[0][0], MAX_HB, nk, nk, HB);
-        for (size_t i = 0; i < T; i++) {
-            const float *yf = (const float *)w->y[i];
-            float *orow = out + (b * T + i) * C + h * HS;
-            if (i < nk)
-                for (size_t d = 0; d < HS; d++) orow[d] = g * yf[d];
-            else
-                for (size_t d = 0; d < HS; d++) orow[d] = 0.0f;
-        }
-    }
+    for (size_t bh = 0; bh < BH; bh++) fwd_pair(out, att, qkv, gate, kvalid, B, T, C, NH, bh, scale);
     hy_prof_add(HY_PROF_ATTN, t0, 0);
+}
+
+void hy_attn_forward_part(float *out, float *att, const float *qkv, const float *gate,
+                          const int32_t *kvalid, size_t B, size_t T, size_t C, size_t NH,
+                          size_t part, size_t parts) {
+    size_t HS = C / NH, HB = (HS + 7) / 8;
+    HY_ASSERT(HS * NH == C && HB <= MAX_HB && T <= HY_ATTN_MAX_T && T >= 1 && part < parts);
+    float scale = 1.0f / sqrtf((float)HS);
+    size_t lo, hi;
+    hy_team_share(B * NH, part, parts, &lo, &hi);
+    for (size_t bh = lo; bh < hi; bh++) fwd_pair(out, att, qkv, gate, kvalid, B, T, C, NH, bh, scale);
 }
 
 /* ===== attention backward ===== */

@@ -26,6 +26,13 @@
 void hy_attn_forward(float *out, float *att, const float *qkv, const float *gate,
                      const int32_t *kvalid, size_t B, size_t T, size_t C, size_t NH);
 
+/* A small pass's team (team.h): the (sample, head) pairs hy_team_share gives part `part` of
+ * `parts` of B * NH, on the calling thread; the parts together write what hy_attn_forward
+ * writes, bitwise. */
+void hy_attn_forward_part(float *out, float *att, const float *qkv, const float *gate,
+                          const int32_t *kvalid, size_t B, size_t T, size_t C, size_t NH,
+                          size_t part, size_t parts);
+
 /* Writes dqkv (B, T, 3C) (no zeroing needed; it may hold NaN) and adds (+=) into dgate (NH);
  * dout (B, T, C).
  * dgate[h] += sum over b and t < kvalid[b] of dout_h . y_h, y_h the ungated head output

@@ -18,6 +18,7 @@
 #include "gemm.h"
 #include "layers.h"
 #include "prof.h"
+#include "team.h"
 #include "prune.h"
 #include "train.h"
 
@@ -370,7 +371,9 @@ static hy_status check_batch(const hy_fused *f, const hy_batch *in, size_t B) {
  * logits. The forward cuts
  * the M B pairs into chunks at boundaries fixed by M B and T alone (n_chunks), deals whole
  * chunks out to the threads and runs them in ONE OpenMP region with no barrier
- * (two, when the averaged embedding is computed once for all streams): no per-layer fork/join,
+ * (two, when the averaged embedding is computed once for all streams; a chunk left over when
+ * the chunks do not divide among the threads is shared, with a team's spin barriers between
+ * its kernels: see forward): no per-layer fork/join,
  * no per-head tasks, and OpenBLAS single-threaded for the call, so that its thread pool never
  * runs beside or inside an OpenMP region. Inside a slice the GEMMs are one call per member
  * segment (Q/K/V, projection, per-member MLP) or one call over the whole slice (the merged MLP,
@@ -399,10 +402,25 @@ static size_t n_chunks(size_t n, size_t T) {
 static size_t chunk_start(size_t n, size_t nc, size_t c) { return n * c / nc; }
 
 
-static size_t forward_threads(size_t chunks) {
+/* threads in a team that shares a chunk: the products' two column tiles (gemm.h) */
+#define TEAM_MAX 2
+
+/* Whether the team may share the chunks of a forward of `pairs` pairs at length T: every
+ * product of a chunk is small enough to run as tiles (gemm.h; a large one is one call inside
+ * a region), which holds for the leftover chunks of small batches (one pair each) */
+static bool chunks_shareable(const hy_fused *f, size_t pairs, size_t T) {
+    size_t D = f->cfg.d_model, widest = 3 * D > f->cfg.d_mlp ? 3 * D : f->cfg.d_mlp;
+    size_t nc = n_chunks(pairs, T), rows = (pairs + nc - 1) / nc * T;
+    return !hy_prof_on && rows * D * widest < HY_GEMM_PAR_MIN_WORK;
+}
+
+/* threads of a forward of nc chunks: at most one per chunk, but a team of up to TEAM_MAX when
+ * the chunks can be shared (a batch-1 member: one chunk, two threads) */
+static size_t forward_threads(const hy_fused *f, size_t pairs, size_t T) {
     int p = hy_threads();
-    size_t n = p < 1 ? 1 : (size_t)p;
-    return n < chunks ? n : chunks;
+    size_t n = p < 1 ? 1 : (size_t)p, nc = n_chunks(pairs, T);
+    size_t most = chunks_shareable(f, pairs, T) && nc < TEAM_MAX ? TEAM_MAX : nc;
+    return n < most ? n : most;
 }
 
 /* f->ones: n_heads ones, the attention gates of every kept head (allocated once) */
@@ -449,23 +467,50 @@ static void make_slice(slice *s, size_t p0, size_t p1, size_t M, size_t B) {
     }
 }
 
+/* A slice's kernels run whole on the calling thread (tp NULL) or, for a slice a team shares
+ * (tp: this thread's part, team.h), each cut into the parts of the team, with a barrier after
+ * every kernel whose output another part reads. */
+static void team_sync(const hy_team_part *tp) {
+    if (tp) hy_team_barrier(tp->team);
+}
+
+/* rows [r0, r0 + n) of a LayerNorm, or this part's share of them */
+static void norm_rows(const hy_team_part *tp, float *out, float *mean, float *rstd,
+                      const float *x, const float *w, const float *b, size_t r0, size_t n,
+                      size_t D) {
+    size_t lo = 0, hi = n;
+    if (tp) hy_team_share(n, tp->part, tp->parts, &lo, &hi);
+    r0 += lo;
+    hy_layernorm_forward(out + r0 * D, mean + r0, rstd + r0, x + r0 * D, w, b, hi - lo, D,
+                         HY_XFMR_LN_EPS);
+}
+
 /* LayerNorm (slot sw, sb) of rows_per_pair rows per pair of the slice: out, x indexed like
  * f->x (rows_per_pair = T) or f->cls (1); one call when the LayerNorms are shared */
 static void norm_slice(hy_fused *f, const slice *s, float *out, float *mean, float *rstd,
-                       const float *x, size_t sw, size_t sb, size_t rpp) {
+                       const float *x, size_t sw, size_t sb, size_t rpp,
+                       const hy_team_part *tp) {
     size_t D = f->cfg.d_model;
     if (shared(f, HY_PART_LN)) {
-        size_t r0 = s->p0 * rpp, n = (s->p1 - s->p0) * rpp;
-        hy_layernorm_forward(out + r0 * D, mean + r0, rstd + r0, x + r0 * D, P(f, 0, sw),
-                             P(f, 0, sb), n, D, HY_XFMR_LN_EPS);
-        return;
+        norm_rows(tp, out, mean, rstd, x, P(f, 0, sw), P(f, 0, sb), s->p0 * rpp,
+                  (s->p1 - s->p0) * rpp, D);
+    } else {
+        for (size_t i = 0; i < s->nseg; i++) {
+            size_t m = s->m[i], B = s->B;
+            norm_rows(tp, out, mean, rstd, x, P(f, m, sw), P(f, m, sb),
+                      (m * B + s->b0[i]) * rpp, (s->b1[i] - s->b0[i]) * rpp, D);
+        }
     }
-    for (size_t i = 0; i < s->nseg; i++) {
-        size_t m = s->m[i], B = s->B;
-        size_t r0 = (m * B + s->b0[i]) * rpp, n = (s->b1[i] - s->b0[i]) * rpp;
-        hy_layernorm_forward(out + r0 * D, mean + r0, rstd + r0, x + r0 * D, P(f, m, sw),
-                             P(f, m, sb), n, D, HY_XFMR_LN_EPS);
-    }
+    team_sync(tp);
+}
+
+/* x (n, N) += bias + A W^T, and with gelu: x = GELU(x) after (out = x), the whole product or
+ * this part's tiles of it (bitwise the same: gemm.h) */
+static void linear_part(const hy_team_part *tp, float *out, const float *a, const float *w,
+                        const float *bias, const float *res, bool gelu, size_t n, size_t K,
+                        size_t N) {
+    hy_linear_forward_part(out, gelu ? out : NULL, a, w, bias, res, n, K, N, tp->part,
+                           tp->parts);
 }
 
 /* the embedded input [cls; embed(input)] + pos of samples [b0, b1) with member m's (or the
@@ -487,7 +532,7 @@ static void embed_samples(hy_fused *f, size_t m, const hy_batch *in, size_t B, s
 
 /* every layer and the head for the pairs of s (see above); kv: key counts or NULL */
 static void forward_slice(hy_fused *f, const slice *s, size_t T, const int32_t *kv,
-                          float *logits) {
+                          float *logits, const hy_team_part *tp) {
     const hy_xfmr_config *c = &f->cfg;
     size_t B = s->B, D = c->d_model, DM = c->d_mlp, K = c->n_classes;
     size_t L = c->depth, HS = f->HS, BT = B * T;
@@ -496,7 +541,7 @@ static void forward_slice(hy_fused *f, const slice *s, size_t T, const int32_t *
     for (size_t l = 0; l < L; l++) {
         size_t s0 = hy_xfmr_slot(c, l, 0);   /* slot of block l's HY_BLK_* = s0 + HY_BLK_* */
         /* ===== attention: x_m += proj_m(attn(qkv_m(LN1(x_m)))) ===== */
-        norm_slice(f, s, f->ln, f->mean, f->rstd, f->x, s0 + HY_BLK_N1W, s0 + HY_BLK_N1B, T);
+        norm_slice(f, s, f->ln, f->mean, f->rstd, f->x, s0 + HY_BLK_N1W, s0 + HY_BLK_N1B, T, tp);
         /* Q/K/V: one ragged grouped GEMM, group i = member segment i (its own k_m heads):
          * qkv_m (n T, 3 k_m HS) = bias + LN1(x_m) W_qkv,m^T. The segment's qkv (n, T, 3C) and
          * ao (n, T, C) start where samples b0.. of member m would with every head kept: the
@@ -507,26 +552,42 @@ static void forward_slice(hy_fused *f, const slice *s, size_t T, const int32_t *
             size_t C = f->kept[m * L + l] * HS, rm = (m * B + b0) * T;
             float *qkv = f->qkv + (m * BT + b0 * T) * 3 * D;
             const float *bias = P(f, m, s0 + HY_BLK_QKVB);
+            if (tp) {
+                linear_part(tp, qkv, f->ln + rm * D, P(f, m, s0 + HY_BLK_QKVW), bias, NULL,
+                            false, n * T, D, 3 * C);
+                continue;
+            }
             HY_PROF(HY_PROF_BIAS, for (size_t r = 0; r < n * T; r++)
                                       memcpy(qkv + r * 3 * C, bias, 3 * C * sizeof *qkv));
             g[i] = (hy_gemm_desc){CblasNoTrans, CblasTrans, f->ln + rm * D, n * T, D, D,
                                   P(f, m, s0 + HY_BLK_QKVW), 3 * C, D, D, qkv, n * T, 3 * C, 3 * C,
                                   1.0f, 1.0f};
         }
-        HY_ASSERT(hy_gemm_grouped(g, s->nseg) == HY_OK);   /* shapes built here: never fails */
+        if (tp) team_sync(tp);
+        else HY_ASSERT(hy_gemm_grouped(g, s->nseg) == HY_OK);   /* built here: never fails */
         /* attention over every kept head of the slice's member segments */
         for (size_t i = 0; i < s->nseg; i++) {
             size_t m = s->m[i], b0 = s->b0[i], n = s->b1[i] - b0;
             size_t k = f->kept[m * L + l], C = k * HS;
             float *qkv = f->qkv + (m * BT + b0 * T) * 3 * D, *ao = f->ao + (m * BT + b0 * T) * D;
-            hy_attn_forward(ao, NULL, qkv, ones, kv ? kv + b0 : NULL, n, T, C, k);
+            if (tp)
+                hy_attn_forward_part(ao, NULL, qkv, ones, kv ? kv + b0 : NULL, n, T, C, k,
+                                     tp->part, tp->parts);
+            else
+                hy_attn_forward(ao, NULL, qkv, ones, kv ? kv + b0 : NULL, n, T, C, k);
         }
+        team_sync(tp);
         /* output projections: one ragged grouped GEMM, x_m += bias + ao_m W_proj,m^T */
         for (size_t i = 0; i < s->nseg; i++) {
             size_t m = s->m[i], b0 = s->b0[i], n = s->b1[i] - b0;
             size_t C = f->kept[m * L + l] * HS, rm = (m * B + b0) * T;
             float *x = f->x + rm * D;
             const float *bias = P(f, m, s0 + HY_BLK_PROJB);
+            if (tp) {
+                linear_part(tp, x, f->ao + (m * BT + b0 * T) * D, P(f, m, s0 + HY_BLK_PROJW),
+                            bias, x, false, n * T, C, D);
+                continue;
+            }
             uint64_t t0 = hy_prof_t0();
             for (size_t r = 0; r < n * T; r++) {
 #pragma omp simd
@@ -537,10 +598,31 @@ static void forward_slice(hy_fused *f, const slice *s, size_t T, const int32_t *
                                   C, C, P(f, m, s0 + HY_BLK_PROJW), D, C, C, x, n * T, D, D, 1.0f,
                                   1.0f};
         }
-        HY_ASSERT(hy_gemm_grouped(g, s->nseg) == HY_OK);
+        if (tp) team_sync(tp);
+        else HY_ASSERT(hy_gemm_grouped(g, s->nseg) == HY_OK);
         /* ===== MLP: x_m += fc2(GELU(fc1(LN2(x_m)))); merged: one GEMM over the slice ===== */
-        norm_slice(f, s, f->ln, f->mean, f->rstd, f->x, s0 + HY_BLK_N2W, s0 + HY_BLK_N2B, T);
-        if (shared(f, HY_PART_MLP)) {
+        norm_slice(f, s, f->ln, f->mean, f->rstd, f->x, s0 + HY_BLK_N2W, s0 + HY_BLK_N2B, T, tp);
+        if (tp && shared(f, HY_PART_MLP)) {
+            linear_part(tp, f->h + r0 * DM, f->ln + r0 * D, P(f, 0, s0 + HY_BLK_FC1W),
+                        P(f, 0, s0 + HY_BLK_FC1B), NULL, true, nr, D, DM);
+            team_sync(tp);
+            linear_part(tp, f->x + r0 * D, f->h + r0 * DM, P(f, 0, s0 + HY_BLK_FC2W),
+                        P(f, 0, s0 + HY_BLK_FC2B), f->x + r0 * D, false, nr, DM, D);
+            team_sync(tp);
+        } else if (tp) {
+            for (size_t i = 0; i < s->nseg; i++) {
+                size_t m = s->m[i], rm = (m * B + s->b0[i]) * T, n = (s->b1[i] - s->b0[i]) * T;
+                linear_part(tp, f->h + rm * DM, f->ln + rm * D, P(f, m, s0 + HY_BLK_FC1W),
+                            P(f, m, s0 + HY_BLK_FC1B), NULL, true, n, D, DM);
+            }
+            team_sync(tp);
+            for (size_t i = 0; i < s->nseg; i++) {
+                size_t m = s->m[i], rm = (m * B + s->b0[i]) * T, n = (s->b1[i] - s->b0[i]) * T;
+                linear_part(tp, f->x + rm * D, f->h + rm * DM, P(f, m, s0 + HY_BLK_FC2W),
+                            P(f, m, s0 + HY_BLK_FC2B), f->x + rm * D, false, n, DM, D);
+            }
+            team_sync(tp);
+        } else if (shared(f, HY_PART_MLP)) {
             hy_linear_gelu_forward(f->h + r0 * DM, f->h + r0 * DM, f->ln + r0 * D,
                                    P(f, 0, s0 + HY_BLK_FC1W), P(f, 0, s0 + HY_BLK_FC1B), nr, D,
                                    DM);
@@ -558,11 +640,14 @@ static void forward_slice(hy_fused *f, const slice *s, size_t T, const int32_t *
         }
     }
 
-    /* ===== head: logits_m = head_m(LN_f(x_m[:, 0])); cls / logits row = pair ===== */
+    /* ===== head: logits_m = head_m(LN_f(x_m[:, 0])); cls / logits row = pair (a team's
+     * first part alone: a few rows) ===== */
+    if (tp && tp->part != 0) return;
     size_t nf = hy_xfmr_head_slot(c, HY_HEAD_NW);   /* + HY_HEAD_* */
     HY_PROF(HY_PROF_COPY, for (size_t p = s->p0; p < s->p1; p++)
                               memcpy(f->cls + p * D, f->x + p * T * D, D * sizeof(float)));
-    norm_slice(f, s, f->lnf, f->fmean, f->frstd, f->cls, nf + HY_HEAD_NW, nf + HY_HEAD_NB, 1);
+    norm_slice(f, s, f->lnf, f->fmean, f->frstd, f->cls, nf + HY_HEAD_NW, nf + HY_HEAD_NB, 1,
+               NULL);
     if (shared(f, HY_PART_HEAD)) {
         size_t n = s->p1 - s->p0;
         hy_linear_forward(logits + s->p0 * K, f->lnf + s->p0 * D, P(f, 0, nf + HY_HEAD_W),
@@ -587,6 +672,14 @@ static void forward(hy_fused *f, const hy_batch *in, size_t B, float *logits, si
     const int32_t *kv = c->kind == HY_XFMR_VIT ? NULL : f->kvalid;
     bool emb_shared = shared(f, HY_PART_EMBED);
     int nth = (int)P;
+    /* Chunks that do not divide evenly among the threads (3 pairs on 2 threads at batch 1, or
+     * a batch-1 member's one pair) are shared when they may be (chunks_shareable): every
+     * thread first runs its equal share of whole chunks, then the team runs each leftover one
+     * together, kernel by kernel (team.h). */
+    size_t nc = n_chunks(pairs, T), dealt = nc;
+    if (P > 1 && nc % P != 0 && chunks_shareable(f, pairs, T)) dealt = nc / P * P;
+    hy_team tm;
+    hy_team_init(&tm);
 #pragma omp parallel num_threads(nth)
     {
 #ifdef _OPENMP
@@ -600,9 +693,8 @@ static void forward(hy_fused *f, const hy_batch *in, size_t B, float *logits, si
 #endif
         /* whole chunks are dealt out to the threads, the lower threads taking the extra ones:
          * the master starts at once, a worker only once it is woken, so the master carries
-         * the larger share (3 chunks on 2 threads: 2 + 1) */
-        size_t nc = n_chunks(pairs, T), c0 = (nc * t + nt - 1) / nt;
-        size_t c1 = (nc * (t + 1) + nt - 1) / nt;
+         * the larger share (3 chunks on 2 threads: 2 + 1, or 1 + 1 and the last one shared) */
+        size_t c0 = (dealt * t + nt - 1) / nt, c1 = (dealt * (t + 1) + nt - 1) / nt;
         size_t p0 = chunk_start(pairs, nc, c0), p1 = chunk_start(pairs, nc, c1);
         if (emb_shared) {
             /* computed once into stream 0 (fixed chunks of samples dealt out to the threads),
@@ -614,9 +706,14 @@ static void forward(hy_fused *f, const hy_batch *in, size_t B, float *logits, si
                 embed_samples(f, 0, in, B, b0, b1, T, f->x + b0 * T * D);
             }
 #pragma omp barrier
-            HY_PROF(HY_PROF_COPY,
-                    for (size_t p = p0 > B ? p0 : B; p < p1; p++)
-                        memcpy(f->x + p * T * D, f->x + (p % B) * T * D, T * D * sizeof(float)));
+            /* the pairs of the thread's chunks, and the first thread those of the shared ones */
+            size_t q0 = chunk_start(pairs, nc, dealt), q1 = t == 0 ? pairs : q0;
+            HY_PROF(HY_PROF_COPY, {
+                for (size_t p = p0 > B ? p0 : B; p < p1; p++)
+                    memcpy(f->x + p * T * D, f->x + (p % B) * T * D, T * D * sizeof(float));
+                for (size_t p = q0 > B ? q0 : B; p < q1; p++)
+                    memcpy(f->x + p * T * D, f->x + (p % B) * T * D, T * D * sizeof(float));
+            });
             /* stream 0's rows are read above until every thread has copied them */
 #pragma omp barrier
         }
@@ -628,7 +725,24 @@ static void forward(hy_fused *f, const hy_batch *in, size_t B, float *logits, si
                 size_t m = s.m[i];
                 embed_samples(f, m, in, B, s.b0[i], s.b1[i], T, f->x + (m * BT + s.b0[i] * T) * D);
             }
-            forward_slice(f, &s, T, kv, logits);
+            forward_slice(f, &s, T, kv, logits, NULL);
+        }
+        /* the leftover chunks, each shared by the team */
+        hy_team_part tp = {&tm, t, nt};
+        hy_team_join(&tm, (unsigned)nt);
+        for (size_t ci = dealt; ci < nc; ci++) {
+            slice s;
+            make_slice(&s, chunk_start(pairs, nc, ci), chunk_start(pairs, nc, ci + 1), M, B);
+            if (!emb_shared) {
+                if (t == 0)
+                    for (size_t i = 0; i < s.nseg; i++) {
+                        size_t m = s.m[i];
+                        embed_samples(f, m, in, B, s.b0[i], s.b1[i], T,
+                                      f->x + (m * BT + s.b0[i] * T) * D);
+                    }
+                hy_team_barrier(&tm);
+            }
+            forward_slice(f, &s, T, kv, logits, &tp);
         }
     }
 }
@@ -637,7 +751,7 @@ hy_status hy_fused_forward(hy_fused *f, const hy_batch *in, size_t B, float *log
     HY_TRY(check_batch(f, in, B));
     if (f->M > 64) return hy_fail(HY_EINVAL, "fused: at most 64 members (got %zu)", f->M);
     size_t T = f->cfg.kind == HY_XFMR_VIT ? f->T : 1 + in->len;
-    size_t P = forward_threads(n_chunks(f->M * B, T));
+    size_t P = forward_threads(f, f->M * B, T);
     HY_TRY(ensure_ones(f));
     /* OpenBLAS single-threaded for the call: the slices are the parallelism */
     int blas_threads = openblas_get_num_threads();

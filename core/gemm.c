@@ -3,11 +3,13 @@
 #include "gemm.h"
 
 #include <limits.h>
+#include <stdbool.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
 
 #include "prof.h"
+#include "team.h"
 
 static blasint bi(size_t v) {
     HY_ASSERT(v <= (size_t)INT_MAX);
@@ -17,14 +19,18 @@ static blasint bi(size_t v) {
 /* Tiles: rows in multiples of 16 near TILE_ROWS (equal-sized row tiles); when that gives
  * fewer than TILES_WANT tiles, the columns are cut too (tiles at least TILE_MIN_COLS wide).
  * Every tile re-packs its share of B (OpenBLAS packs per call): rows of 128 keep that under a
- * few per cent of the product. */
+ * few per cent of the product. Below HY_GEMM_PAR_MIN_WORK a product runs on one thread, or
+ * on a small pass's team (team.h, hy_gemm_ex_part): from SPLIT_MIN_WORK up it is cut into two
+ * column tiles, which OpenBLAS runs at the whole product's speed (41-42 against 42 GFLOP/s
+ * for 17x384x128 on one Zen 3 core). */
 #ifndef HY_GEMM_TILE_ROWS
 #define HY_GEMM_TILE_ROWS 128
 #endif
 #define TILE_ROWS ((size_t)HY_GEMM_TILE_ROWS)
 #define TILE_MIN_COLS ((size_t)32)
 #define TILES_WANT ((size_t)8)
-#define TILE_MIN_WORK ((double)(1u << 21))
+#define TILE_MIN_WORK ((double)HY_GEMM_PAR_MIN_WORK)
+#define SPLIT_MIN_WORK ((double)(1u << 16))
 
 static size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
 static size_t round16(size_t v) { return (v + 15) / 16 * 16; }
@@ -32,7 +38,11 @@ static size_t round16(size_t v) { return (v + 15) / 16 * 16; }
 void hy_gemm_tiling(size_t M, size_t N, size_t K, size_t *rows, size_t *cols) {
     *rows = M ? M : 1;
     *cols = N ? N : 1;
-    if ((double)M * (double)N * (double)K < TILE_MIN_WORK) return;
+    double work = (double)M * (double)N * (double)K;
+    if (work < TILE_MIN_WORK) {
+        if (work >= SPLIT_MIN_WORK && N >= 2 * TILE_MIN_COLS) *cols = round16(ceil_div(N, 2));
+        return;
+    }
     size_t nm = ceil_div(M, TILE_ROWS);
     if (nm > 1) *rows = round16(ceil_div(M, nm));
     nm = ceil_div(M, *rows);
@@ -78,6 +88,26 @@ static void tile(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, size_t r0, size_t r1, s
     }
 }
 
+/* tiles [i0, i1) of the product (tiling rt x ct, nct column tiles), on `threads` threads */
+static void tiles(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, size_t M, size_t N, size_t K,
+                  float alpha, const float *A, size_t lda, const float *B, size_t ldb, float beta,
+                  float *C, size_t ldc, const hy_gemm_epi *e, size_t rt, size_t ct, size_t i0,
+                  size_t i1, bool threads, uint64_t p[3]) {
+    size_t nct = ceil_div(N, ct);
+    uint64_t p0 = 0, p1 = 0, p2 = 0;
+#pragma omp parallel for schedule(dynamic, 1) reduction(+ : p0, p1, p2) if (threads)
+    for (size_t i = i0; i < i1; i++) {
+        size_t r0 = i / nct * rt, c0 = i % nct * ct;
+        size_t r1 = r0 + rt < M ? r0 + rt : M, c1 = c0 + ct < N ? c0 + ct : N;
+        uint64_t ns[3] = {0, 0, 0};
+        tile(ta, tb, r0, r1, c0, c1, K, alpha, A, lda, B, ldb, beta, C, ldc, e, ns);
+        p0 += ns[0];
+        p1 += ns[1];
+        p2 += ns[2];
+    }
+    p[0] = p0, p[1] = p1, p[2] = p2;
+}
+
 void hy_gemm_ex(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, size_t M, size_t N, size_t K,
                 float alpha, const float *A, size_t lda, const float *B, size_t ldb, float beta,
                 float *C, size_t ldc, const hy_gemm_epi *e) {
@@ -88,30 +118,44 @@ void hy_gemm_ex(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, size_t M, size_t N, size
     uint64_t t0 = hy_prof_t0();
     size_t rt, ct;
     hy_gemm_tiling(M, N, K, &rt, &ct);
-    size_t nmt = ceil_div(M, rt), nct = ceil_div(N, ct), nt = nmt * nct;
+    size_t nt = ceil_div(M, rt) * ceil_div(N, ct);
+    bool big = (double)M * (double)N * (double)K >= TILE_MIN_WORK, threads = nt > 1 && big;
 #ifdef _OPENMP
-    if (omp_get_level() > 0) nt = 1, rt = M, ct = N, nmt = nct = 1;   /* the caller's threads */
-#endif
-    uint64_t p0 = 0, p1 = 0, p2 = 0;
-#pragma omp parallel for schedule(dynamic, 1) reduction(+ : p0, p1, p2) if (nt > 1)
-    for (size_t i = 0; i < nt; i++) {
-        size_t r0 = i / nct * rt, c0 = i % nct * ct;
-        size_t r1 = r0 + rt < M ? r0 + rt : M, c1 = c0 + ct < N ? c0 + ct : N;
-        uint64_t ns[3] = {0, 0, 0};
-        tile(ta, tb, r0, r1, c0, c1, K, alpha, A, lda, B, ldb, beta, C, ldc, e, ns);
-        p0 += ns[0];
-        p1 += ns[1];
-        p2 += ns[2];
+    /* inside a region the caller's threads are the parallelism: a large product is one call,
+     * a small one its tiles in turn (those of a team's parts, hy_gemm_ex_part) */
+    if (omp_get_level() > 0) {
+        threads = false;
+        if (big) nt = 1, rt = M, ct = N;
     }
+#endif
+    uint64_t p[3];
+    tiles(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, e, rt, ct, 0, nt, threads, p);
     if (hy_prof_on) {
         /* the call's wall time, shared out by the classes' CPU times over the tiles */
-        double wall = (double)(hy_prof_clock() - t0), cpu = (double)(p0 + p1 + p2);
+        double wall = (double)(hy_prof_clock() - t0), cpu = (double)(p[0] + p[1] + p[2]);
         double f = cpu > 0 ? wall / cpu : 0;
-        hy_prof_record_ns(HY_PROF_GEMM, (uint64_t)((double)p1 * f), 2 * (uint64_t)M * N * K);
-        if (e && e->pre) hy_prof_record_ns((hy_prof_kind)e->pre_kind, (uint64_t)((double)p0 * f), 0);
+        hy_prof_record_ns(HY_PROF_GEMM, (uint64_t)((double)p[1] * f), 2 * (uint64_t)M * N * K);
+        if (e && e->pre) hy_prof_record_ns((hy_prof_kind)e->pre_kind, (uint64_t)((double)p[0] * f), 0);
         if (e && e->post)
-            hy_prof_record_ns((hy_prof_kind)e->post_kind, (uint64_t)((double)p2 * f), 0);
+            hy_prof_record_ns((hy_prof_kind)e->post_kind, (uint64_t)((double)p[2] * f), 0);
     }
+}
+
+void hy_gemm_ex_part(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, size_t M, size_t N, size_t K,
+                     float alpha, const float *A, size_t lda, const float *B, size_t ldb,
+                     float beta, float *C, size_t ldc, const hy_gemm_epi *e, size_t part,
+                     size_t parts) {
+    HY_ASSERT(ldc >= N);
+    HY_ASSERT(lda >= (ta == CblasNoTrans ? K : M));
+    HY_ASSERT(ldb >= (tb == CblasNoTrans ? N : K));
+    HY_ASSERT(part < parts);
+    if (M == 0 || N == 0) return;
+    size_t rt, ct;
+    hy_gemm_tiling(M, N, K, &rt, &ct);
+    size_t nt = ceil_div(M, rt) * ceil_div(N, ct), i0, i1;
+    hy_team_share(nt, part, parts, &i0, &i1);
+    uint64_t p[3];
+    tiles(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, e, rt, ct, i0, i1, false, p);
 }
 
 void hy_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, size_t M, size_t N, size_t K, float alpha,

@@ -16,8 +16,9 @@
  * hy_threads_init), and the tiles are shared out among hydra's OpenMP threads. A result is
  * then bitwise the same with any number of threads (OpenBLAS's own threading is not: its
  * Haswell/Zen kernels round differently at 2 threads). Inside an OpenMP parallel region
- * (omp_get_level() > 0: the fused model's slices) the product is one call on the calling
- * thread, the caller's threads being the parallelism.
+ * (omp_get_level() > 0: the fused model's slices) the product runs on the calling thread, the
+ * caller's threads being the parallelism: one call from HY_GEMM_PAR_MIN_WORK up, below it its
+ * tiles in turn (the tiles a team's parts share out, hy_gemm_ex_part).
  *   op(A) (M, K): A is (M, K) with lda >= K when ta == CblasNoTrans, else (K, M) with lda >= M
  *   op(B) (K, N): B is (K, N) with ldb >= N when tb == CblasNoTrans, else (N, K) with ldb >= K
  *   C     (M, N): ldc >= N; written when beta == 0 (C may hold NaN then), scaled+added otherwise
@@ -26,8 +27,13 @@ void hy_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, size_t M, size_t N, size_t 
              const float *A, size_t lda, const float *B, size_t ldb, float beta, float *C,
              size_t ldc);
 
-/* The tiling of an M x N (x K) product: tiles of *rows x *cols (the last ones smaller); 1 x 1
- * tile (rows = M, cols = N) below 2^21 multiply-adds. A pure function of the shape. */
+/* Multiply-adds below which a product runs on the calling thread (its tiles one after another):
+ * opening an OpenMP region would cost more than the product. */
+#define HY_GEMM_PAR_MIN_WORK ((size_t)1 << 21)
+
+/* The tiling of an M x N (x K) product: tiles of *rows x *cols (the last ones smaller). Below
+ * HY_GEMM_PAR_MIN_WORK multiply-adds one tile, or two column tiles from 2^16 up (N >= 64) for a
+ * small pass's team (hy_gemm_ex_part). A pure function of the shape. */
 void hy_gemm_tiling(size_t M, size_t N, size_t K, size_t *rows, size_t *cols);
 
 /* Per-tile hooks of hy_gemm_ex, called on the thread that computes the tile, with the tile's
@@ -48,6 +54,15 @@ typedef struct hy_gemm_epi {
 void hy_gemm_ex(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, size_t M, size_t N, size_t K,
                 float alpha, const float *A, size_t lda, const float *B, size_t ldb, float beta,
                 float *C, size_t ldc, const hy_gemm_epi *epi);
+
+/* The tiles of part `part` of `parts` (hy_team_share over the tiles in order) of hy_gemm_ex's
+ * product, on the calling thread: a team's threads calling it with parts = the team size
+ * compute the whole product between them, bitwise as hy_gemm_ex does. Records no timings (a
+ * team runs only with the per-kernel breakdown off). */
+void hy_gemm_ex_part(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, size_t M, size_t N, size_t K,
+                     float alpha, const float *A, size_t lda, const float *B, size_t ldb,
+                     float beta, float *C, size_t ldc, const hy_gemm_epi *e, size_t part,
+                     size_t parts);
 
 /* One product of a grouped GEMM: C = alpha * op(A) op(B) + beta * C with the *stored* shapes
  * given, so that mismatches can be reported. ld* = 0 means tightly packed (ld = cols). */

@@ -61,9 +61,11 @@ static void post_bias_grad(const hy_gemm_epi *e, size_t r0, size_t r1, size_t c0
     }
 }
 
-/* out = [res +] in W^T [+ b]; gelu_out = GELU(out) when non-NULL */
+/* out = [res +] in W^T [+ b]; gelu_out = GELU(out) when non-NULL; parts > 0: only part `part`
+ * of the product's tiles (hy_gemm_ex_part) */
 static void linear_fwd(float *out, float *gelu_out, const float *in, const float *w,
-                       const float *b, const float *res, size_t N, size_t Din, size_t Dout) {
+                       const float *b, const float *res, size_t N, size_t Din, size_t Dout,
+                       size_t part, size_t parts) {
     hy_gemm_epi e = {0};
     e.pre = b ? (res ? pre_res_bias : pre_bias) : NULL;
     e.pre_kind = res ? HY_PROF_RESID : HY_PROF_BIAS;
@@ -74,24 +76,35 @@ static void linear_fwd(float *out, float *gelu_out, const float *in, const float
     e.w = out;
     e.x = gelu_out;
     e.ld = Dout;
-    hy_gemm_ex(CblasNoTrans, CblasTrans, N, Dout, Din, 1.0f, in, Din, w, Din, b ? 1.0f : 0.0f,
-               out, Dout, &e);
+    if (parts)
+        hy_gemm_ex_part(CblasNoTrans, CblasTrans, N, Dout, Din, 1.0f, in, Din, w, Din,
+                        b ? 1.0f : 0.0f, out, Dout, &e, part, parts);
+    else
+        hy_gemm_ex(CblasNoTrans, CblasTrans, N, Dout, Din, 1.0f, in, Din, w, Din,
+                   b ? 1.0f : 0.0f, out, Dout, &e);
+}
+
+void hy_linear_forward_part(float *out, float *gelu_out, const float *in, const float *w,
+                            const float *b, const float *res, size_t N, size_t Din, size_t Dout,
+                            size_t part, size_t parts) {
+    HY_ASSERT(!res || b);
+    linear_fwd(out, gelu_out, in, w, b, res, N, Din, Dout, part, parts);
 }
 
 void hy_linear_forward(float *out, const float *in, const float *w, const float *b, size_t N,
                        size_t Din, size_t Dout) {
-    linear_fwd(out, NULL, in, w, b, NULL, N, Din, Dout);
+    linear_fwd(out, NULL, in, w, b, NULL, N, Din, Dout, 0, 0);
 }
 
 void hy_linear_forward_res(float *out, const float *in, const float *w, const float *b,
                            const float *res, size_t N, size_t Din, size_t Dout) {
     HY_ASSERT(b != NULL);
-    linear_fwd(out, NULL, in, w, b, res, N, Din, Dout);
+    linear_fwd(out, NULL, in, w, b, res, N, Din, Dout, 0, 0);
 }
 
 void hy_linear_gelu_forward(float *out, float *gelu_out, const float *in, const float *w,
                             const float *b, size_t N, size_t Din, size_t Dout) {
-    linear_fwd(out, gelu_out, in, w, b, NULL, N, Din, Dout);
+    linear_fwd(out, gelu_out, in, w, b, NULL, N, Din, Dout, 0, 0);
 }
 
 /* din = beta din + dout W (beta 0: written, 1: added), times GELU'(hpre) when hpre != NULL

@@ -34,6 +34,14 @@ void hy_linear_forward_res(float *out, const float *in, const float *w, const fl
  *   it holds GELU(in W^T + b) alone), but not overlap it otherwise. */
 void hy_linear_gelu_forward(float *out, float *gelu_out, const float *in, const float *w,
                             const float *b, size_t N, size_t Din, size_t Dout);
+
+/*   A small pass's team (team.h): part `part` of `parts` of out = [res +] in W^T [+ b] (res
+ *   needs b) and, when gelu_out is non-NULL, gelu_out = GELU(out): the product's tiles
+ *   hy_team_share gives this part (gemm.h hy_gemm_ex_part), on the calling thread. The parts
+ *   together write what hy_linear_forward / _res / hy_linear_gelu_forward write, bitwise. */
+void hy_linear_forward_part(float *out, float *gelu_out, const float *in, const float *w,
+                            const float *b, const float *res, size_t N, size_t Din, size_t Dout,
+                            size_t part, size_t parts);
 /*   hy_linear_backward_set with din (N, Din) written = (dout W) * GELU'(hpre) (hpre (N, Din):
  *   the pre-activation whose GELU was this layer's input), the GELU backward fused in. */
 void hy_linear_backward_gelu_set(float *din, float *dw, float *db, const float *dout,

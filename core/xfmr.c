@@ -5,6 +5,9 @@
 #include "xfmr.h"
 
 #include <math.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 #include <stdio.h>
 #include <string.h>
 
@@ -13,6 +16,7 @@
 #include "gemm.h"
 #include "layers.h"
 #include "prof.h"
+#include "team.h"
 
 /* Every per-layer field holds L slots (x: L+1), slot l at l * its slot size; within a slot only
  * the first B*T rows of the current forward are used (B <= B_cap, T <= the full length). */
@@ -619,11 +623,103 @@ static size_t x_slot(size_t l, size_t L, bool keep, bool out) {
     return l == 0 ? 0 : x_slot(l - 1, L, false, true);
 }
 
+/* threads in a small pass's team: the products' two column tiles (gemm.h) are its widest
+ * kernels' parts */
+#define TEAM_MAX 2
+
+/* sh: this thread's part of a small pass's team (team.h); NULL: every kernel runs whole, with
+ * its own threads. Each step below is one kernel, then (in a team) a barrier. */
+typedef hy_team_part share;
+
+static void step_layernorm(const share *sh, float *out, float *mean, float *rstd, const float *x,
+                           const float *w, const float *b, size_t N, size_t D) {
+    size_t lo = 0, hi = N;
+    if (sh) hy_team_share(N, sh->part, sh->parts, &lo, &hi);
+    hy_layernorm_forward(out + lo * D, mean + lo, rstd + lo, x + lo * D, w, b, hi - lo, D,
+                         HY_XFMR_LN_EPS);
+    if (sh) hy_team_barrier(sh->team);
+}
+
+/* out = [res +] in W^T + b, gelu_out = GELU(out) when non-NULL: the model's linear at site s
+ * of layer l (an ensemble's per-member layers when m->ens) */
+static void step_linear(const share *sh, hy_xfmr *m, size_t l, hy_ens_site s, float *out,
+                        float *gelu_out, const float *in, const float *w, const float *b,
+                        const float *res, size_t N, size_t Din, size_t Dout) {
+    if (sh) {
+        hy_linear_forward_part(out, gelu_out, in, w, b, res, N, Din, Dout, sh->part, sh->parts);
+        hy_team_barrier(sh->team);
+    } else if (gelu_out && !m->ens) {
+        hy_linear_gelu_forward(out, gelu_out, in, w, b, N, Din, Dout);
+    } else {
+        if (res) lin_fwd_res(m, l, s, out, in, w, b, res, N, Din, Dout);
+        else lin_fwd(m, l, s, out, in, w, b, N, Din, Dout);
+        if (gelu_out) hy_gelu_forward(gelu_out, out, N * Dout);
+    }
+}
+
+static void step_attn(const share *sh, float *out, float *att, const float *qkv,
+                      const float *gate, const int32_t *kvalid, size_t B, size_t T, size_t C,
+                      size_t NH) {
+    if (sh) {
+        hy_attn_forward_part(out, att, qkv, gate, kvalid, B, T, C, NH, sh->part, sh->parts);
+        hy_team_barrier(sh->team);
+    } else {
+        hy_attn_forward(out, att, qkv, gate, kvalid, B, T, C, NH);
+    }
+}
+
+/* the transformer layers of forward: x_0 in slot 0 -> x_L in slot L (sh: see share) */
+static void layers_fwd(hy_xfmr *m, size_t B, size_t T, bool keep, bool drop,
+                       const hy_rng *fwd_rng, const share *sh) {
+    const hy_xfmr_config *c = &m->cfg;
+    hy_xfmr_acts *a = m->acts;
+    size_t D = c->d_model, DM = c->d_mlp, NH = c->n_heads, L = c->depth;
+    size_t R = hy_xfmr_members(m) * B, BT = R * T;
+    const int32_t *kv = c->kind == HY_XFMR_VIT ? NULL : a->kvalid;
+    HY_ASSERT(!sh || (!drop && !m->ens));
+    for (size_t l = 0; l < L; l++) {
+        const hy_xfmr_block_tensors *w = &m->p.blk[l];
+        /* slot s of the per-layer buffers: layer l's own when kept for backward, else the
+         * first layer's, reused (one layer's working set, which stays in cache) */
+        size_t s = keep ? l : 0;
+        float *x = a->x + x_slot(l, L, keep, false) * a->sD;
+        float *xo = a->x + x_slot(l, L, keep, true) * a->sD;
+        float *ln1 = a->ln1 + s * a->sD, *qkv = a->qkv + s * a->sQ, *att = a->att + s * a->sA;
+        float *ao = a->ao + s * a->sD, *xm = a->xm + s * a->sD, *ln2 = a->ln2 + s * a->sD;
+        float *h = a->h + s * a->sH, *hg = a->hg + s * a->sH;
+        /* attention: xm = x + drop(proj(attn(LN1(x)))) */
+        step_layernorm(sh, ln1, a->ln1_mean + s * a->sR, a->ln1_rstd + s * a->sR, x, w->norm1_w,
+                       w->norm1_b, BT, D);
+        step_linear(sh, m, l, HY_ENS_QKV, qkv, NULL, ln1, w->qkv_w, w->qkv_b, NULL, BT, D, 3 * D);
+        step_attn(sh, ao, keep ? att : NULL, qkv, m->gates + l * NH, kv, R, T, D, NH);
+        if (drop && c->attn_dropout > 0.0f) {
+            /* xm = proj(ao), then xm = x + xm * mask in one pass */
+            hy_rng r = site_rng(fwd_rng, l, 0);
+            lin_fwd(m, l, HY_ENS_PROJ, xm, ao, w->proj_w, w->proj_b, BT, D, D);
+            hy_dropout_apply(xm, xm, x, &r, BT, D, c->attn_dropout);
+        } else {
+            step_linear(sh, m, l, HY_ENS_PROJ, xm, NULL, ao, w->proj_w, w->proj_b, x, BT, D, D);
+        }
+        /* MLP: xo = xm + drop(fc2(drop(GELU(fc1(LN2(xm)))))) */
+        step_layernorm(sh, ln2, a->ln2_mean + s * a->sR, a->ln2_rstd + s * a->sR, xm, w->norm2_w,
+                       w->norm2_b, BT, D);
+        step_linear(sh, m, l, HY_ENS_FC1, h, hg, ln2, w->fc1_w, w->fc1_b, NULL, BT, D, DM);
+        if (drop && c->mlp_dropout > 0.0f) {
+            hy_rng r1 = site_rng(fwd_rng, l, 1), r2 = site_rng(fwd_rng, l, 2);
+            hy_dropout_apply(hg, hg, NULL, &r1, BT, DM, c->mlp_dropout);
+            lin_fwd(m, l, HY_ENS_FC2, xo, hg, w->fc2_w, w->fc2_b, BT, DM, D);
+            hy_dropout_apply(xo, xo, xm, &r2, BT, D, c->mlp_dropout);
+        } else {
+            step_linear(sh, m, l, HY_ENS_FC2, xo, NULL, hg, w->fc2_w, w->fc2_b, xm, BT, DM, D);
+        }
+    }
+}
+
 static hy_status forward(hy_xfmr *m, const hy_batch *in, size_t B, float *logits, bool keep) {
     HY_TRY(check_batch(m, in, B));
     const hy_xfmr_config *c = &m->cfg;
     hy_xfmr_acts *a = m->acts;
-    size_t D = c->d_model, DM = c->d_mlp, NH = c->n_heads, K = c->n_classes, L = c->depth;
+    size_t D = c->d_model, DM = c->d_mlp, K = c->n_classes, L = c->depth;
     size_t T = c->kind == HY_XFMR_VIT ? m->T : 1 + in->len;
     size_t R = hy_xfmr_members(m) * B;   /* residual streams: an ensemble's member rows */
     size_t BT = R * T;
@@ -647,48 +743,27 @@ static hy_status forward(hy_xfmr *m, const hy_batch *in, size_t B, float *logits
         HY_PROF(HY_PROF_COPY, memcpy(a->x + r * T * D, a->x, B * T * D * sizeof(float)));
         memcpy(a->kvalid + r, a->kvalid, B * sizeof *a->kvalid);
     }
-    const int32_t *kv = c->kind == HY_XFMR_VIT ? NULL : a->kvalid;
-
-    for (size_t l = 0; l < L; l++) {
-        const hy_xfmr_block_tensors *w = &m->p.blk[l];
-        /* slot s of the per-layer buffers: layer l's own when kept for backward, else the
-         * first layer's, reused (one layer's working set, which stays in cache) */
-        size_t s = keep ? l : 0;
-        float *x = a->x + x_slot(l, L, keep, false) * a->sD;
-        float *xo = a->x + x_slot(l, L, keep, true) * a->sD;
-        float *ln1 = a->ln1 + s * a->sD, *qkv = a->qkv + s * a->sQ, *att = a->att + s * a->sA;
-        float *ao = a->ao + s * a->sD, *xm = a->xm + s * a->sD, *ln2 = a->ln2 + s * a->sD;
-        float *h = a->h + s * a->sH, *hg = a->hg + s * a->sH;
-        /* attention: xm = x + drop(proj(attn(LN1(x)))) */
-        hy_layernorm_forward(ln1, a->ln1_mean + s * a->sR, a->ln1_rstd + s * a->sR, x,
-                             w->norm1_w, w->norm1_b, BT, D, HY_XFMR_LN_EPS);
-        lin_fwd(m, l, HY_ENS_QKV, qkv, ln1, w->qkv_w, w->qkv_b, BT, D, 3 * D);
-        hy_attn_forward(ao, keep ? att : NULL, qkv, m->gates + l * NH, kv, R, T, D, NH);
-        if (drop && c->attn_dropout > 0.0f) {
-            /* xm = proj(ao), then xm = x + xm * mask in one pass */
-            hy_rng r = site_rng(&fwd_rng, l, 0);
-            lin_fwd(m, l, HY_ENS_PROJ, xm, ao, w->proj_w, w->proj_b, BT, D, D);
-            hy_dropout_apply(xm, xm, x, &r, BT, D, c->attn_dropout);
-        } else {
-            lin_fwd_res(m, l, HY_ENS_PROJ, xm, ao, w->proj_w, w->proj_b, x, BT, D, D);
+    /* a small pass (every product below HY_GEMM_PAR_MIN_WORK, which would otherwise run on one
+     * thread) runs its layers in one team of up to TEAM_MAX threads (team.h) */
+#ifdef _OPENMP
+    int nth = omp_in_parallel() ? 1 : omp_get_max_threads();
+#else
+    int nth = 1;
+#endif
+    if (nth > TEAM_MAX) nth = TEAM_MAX;
+    bool team = nth > 1 && !drop && !m->ens && !hy_prof_on &&
+                BT * D * (DM > 3 * D ? DM : 3 * D) < HY_GEMM_PAR_MIN_WORK;
+    if (team) {
+        hy_team tm;
+        hy_team_init(&tm);
+#pragma omp parallel num_threads(nth)
+        {
+            share sh = {&tm, (size_t)omp_get_thread_num(), (size_t)omp_get_num_threads()};
+            hy_team_join(&tm, (unsigned)sh.parts);
+            layers_fwd(m, B, T, keep, false, NULL, &sh);
         }
-        /* MLP: xo = xm + drop(fc2(drop(GELU(fc1(LN2(xm)))))) */
-        hy_layernorm_forward(ln2, a->ln2_mean + s * a->sR, a->ln2_rstd + s * a->sR, xm,
-                             w->norm2_w, w->norm2_b, BT, D, HY_XFMR_LN_EPS);
-        if (m->ens) {
-            lin_fwd(m, l, HY_ENS_FC1, h, ln2, w->fc1_w, w->fc1_b, BT, D, DM);
-            hy_gelu_forward(hg, h, BT * DM);
-        } else {
-            hy_linear_gelu_forward(h, hg, ln2, w->fc1_w, w->fc1_b, BT, D, DM);
-        }
-        if (drop && c->mlp_dropout > 0.0f) {
-            hy_rng r1 = site_rng(&fwd_rng, l, 1), r2 = site_rng(&fwd_rng, l, 2);
-            hy_dropout_apply(hg, hg, NULL, &r1, BT, DM, c->mlp_dropout);
-            lin_fwd(m, l, HY_ENS_FC2, xo, hg, w->fc2_w, w->fc2_b, BT, DM, D);
-            hy_dropout_apply(xo, xo, xm, &r2, BT, D, c->mlp_dropout);
-        } else {
-            lin_fwd_res(m, l, HY_ENS_FC2, xo, hg, w->fc2_w, w->fc2_b, xm, BT, DM, D);
-        }
+    } else {
+        layers_fwd(m, B, T, keep, drop, drop ? &fwd_rng : NULL, NULL);
     }
 
     /* head: logits = head(LN_f(x_L[:, 0])) */

@@ -9,6 +9,7 @@
 #include "base.h"
 #include "check.h"
 #include "gemm.h"
+#include "layers.h"
 #include "ref_engine.h"
 #include "rng.h"
 
@@ -63,14 +64,18 @@ static void test_gemm_vs_ref(void) {
 /* shapes above the tiling threshold: row tiles, column tiles, both; tiled products agree with
  * the twin and are bitwise the same with 1, 2 and 3 threads */
 static void test_gemm_tiled(void) {
-    static const size_t shapes[][3] = {{300, 200, 64}, {96, 520, 400}, {1000, 48, 50}};
+    static const size_t shapes[][3] = {{300, 200, 64}, {96, 520, 400}, {1000, 48, 50},
+                                       {17, 384, 128}};
     size_t rt, ct;
     hy_gemm_tiling(300, 200, 64, &rt, &ct);
     CHECK(rt < 300, "300x200x64 is cut into row tiles (rows %zu)", rt);
     hy_gemm_tiling(96, 520, 400, &rt, &ct);
     CHECK(rt == 96 && ct < 520 && ct % 16 == 0, "96x520x400: column tiles (%zu x %zu)", rt, ct);
     hy_gemm_tiling(17, 384, 128, &rt, &ct);
-    CHECK(rt == 17 && ct == 384, "a batch-1 product is one tile (%zu x %zu)", rt, ct);
+    CHECK(rt == 17 && ct == 192, "a batch-1 product is two column tiles (%zu x %zu)", rt, ct);
+    hy_gemm_tiling(17, 48, 64, &rt, &ct);
+    CHECK(rt == 17 && ct == 48, "a product below 2^16 multiply-adds is one tile (%zu x %zu)",
+          rt, ct);
     int threads0 = hy_threads();
     for (int ta = 0; ta < 2; ta++)
         for (int tb = 0; tb < 2; tb++)
@@ -92,6 +97,31 @@ static void test_gemm_tiled(void) {
                 free(A); free(B); free(C[0]); free(C[1]); free(C[2]);
             }
     hy_threads_init(threads0);
+}
+
+/* a team's parts (hy_gemm_ex_part, parts 1..3, each part's tiles in turn) together write
+ * bitwise what hy_gemm_ex writes, hooks included, and nothing outside C */
+static void test_gemm_parts(void) {
+    static const size_t shapes[][3] = {{17, 384, 128}, {17, 128, 512}, {300, 200, 64},
+                                       {5, 7, 3}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        size_t M = shapes[s][0], N = shapes[s][1], K = shapes[s][2], ldc = N + 2;   /* room past C */
+        float *A = rand_vec(M * K), *B = rand_vec(N * K), *bias = rand_vec(N);
+        float *want = rand_vec(M * ldc), *got = malloc(M * ldc * sizeof *got);
+        memcpy(got, want, M * ldc * sizeof *got);
+        hy_linear_forward(want, A, B, bias, M, K, N);   /* ldc = N: the tight case below */
+        for (size_t parts = 1; parts <= 3; parts++) {
+            for (size_t i = 0; i < M * ldc; i++) got[i] = NAN;
+            for (size_t p = 0; p < parts; p++)
+                hy_linear_forward_part(got, NULL, A, B, bias, NULL, M, K, N, p, parts);
+            CHECK(memcmp(got, want, M * N * sizeof(float)) == 0,
+                  "%zux%zux%zu: %zu parts differ from the whole product", M, N, K, parts);
+            size_t nan_tail = 0;
+            for (size_t i = M * N; i < M * ldc; i++) nan_tail += isnan(got[i]) ? 1u : 0u;
+            CHECK(nan_tail == M * ldc - M * N, "%zux%zux%zu: a part wrote past C", M, N, K);
+        }
+        free(A); free(B); free(bias); free(want); free(got);
+    }
 }
 
 /* pre counts each element's visits in w, post checks the product is there (C = 0 + A B) */
@@ -221,6 +251,7 @@ int main(void) {
     hy_rng_seed(&rng, check_seed());
     RUN(test_gemm_vs_ref);
     RUN(test_gemm_tiled);
+    RUN(test_gemm_parts);
     RUN(test_gemm_hooks_cover_once);
     RUN(test_gemm_beta0_ignores_nan);
     RUN(test_grouped_ragged);

@@ -334,6 +334,67 @@ static void test_determinism_threads(void) {
     for (int r = 0; r < 4; r++) free(g[r]);
 }
 
+/* one pass of c at batch B with `threads` OpenMP threads: the logits of hy_xfmr_infer and of
+ * hy_xfmr_forward, and the gradients of a backward after the latter */
+static void small_pass(const hy_xfmr_config *c, const hy_batch *in, size_t B, int threads,
+                       float *inf, float *fwd, float *grads) {
+#ifdef _OPENMP
+    omp_set_num_threads(threads);
+#else
+    (void)threads;
+#endif
+    hy_xfmr m;
+    CHECK_OK(hy_xfmr_new(&m, c));
+    CHECK_OK(hy_xfmr_alloc_acts(&m, B));
+    hy_xfmr_init(&m, 5);
+    hy_xfmr_set_gate(&m, 0, 1, 0.0f);
+    CHECK_OK(hy_xfmr_infer(&m, in, B, inf));
+    CHECK_OK(hy_xfmr_forward(&m, in, B, fwd));
+    int32_t labels[4] = {1, 0, 2, 1};
+    float dl[4 * 10];
+    double loss;
+    CHECK_OK(hy_xfmr_loss(&m, fwd, labels, B, 0.0f, &loss, dl));
+    CHECK_OK(hy_xfmr_backward(&m, dl));
+    memcpy(grads, m.grads, m.n_params * sizeof(float));
+    hy_xfmr_release(&m);
+#ifdef _OPENMP
+    omp_set_num_threads(1);
+#endif
+}
+
+/* small passes (batch 1-2 of vit-fm, padded text) run in a team at 2 threads (team.h): logits
+ * and a backward after them bitwise those of 1 thread, and infer the same as forward */
+static void test_small_pass_team(void) {
+    hy_xfmr_config vit = VIT_FM, txt = TEXT;
+    vit.depth = 2;
+    txt.d_model = 128, txt.n_heads = 8, txt.d_mlp = 512;
+    float *img = rand_vec(2 * 28 * 28, 2);
+    int32_t ids[2 * 12], lens[2] = {12, 7};
+    for (size_t i = 0; i < 24; i++) ids[i] = (int32_t)hy_rng_below(&rng, 40);
+    hy_batch vin = {.images = img}, tin = {.ids = ids, .lengths = lens, .len = 12};
+    const struct { const hy_xfmr_config *c; const hy_batch *in; size_t B; } runs[] = {
+        {&vit, &vin, 1}, {&vit, &vin, 2}, {&txt, &tin, 1}, {&txt, &tin, 2}};
+    for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
+        hy_xfmr probe;
+        CHECK_OK(hy_xfmr_new(&probe, runs[r].c));
+        size_t np = probe.n_params, K = runs[r].c->n_classes, B = runs[r].B;
+        hy_xfmr_release(&probe);
+        float inf[2][20], fwd[2][20], *g[2] = {malloc(np * sizeof(float)), malloc(np * sizeof(float))};
+        for (int t = 0; t < 2; t++) small_pass(runs[r].c, runs[r].in, B, t + 1, inf[t], fwd[t], g[t]);
+        CHECK(memcmp(inf[0], inf[1], B * K * sizeof(float)) == 0,
+              "run %zu: infer logits differ between 1 and 2 threads", r);
+        CHECK(memcmp(fwd[0], fwd[1], B * K * sizeof(float)) == 0,
+              "run %zu: forward logits differ between 1 and 2 threads", r);
+        CHECK(memcmp(inf[1], fwd[1], B * K * sizeof(float)) == 0,
+              "run %zu: infer and forward differ at 2 threads", r);
+        CHECK(memcmp(g[0], g[1], np * sizeof(float)) == 0,
+              "run %zu: gradients differ between 1 and 2 threads", r);
+        free(g[0]);
+        free(g[1]);
+    }
+    free(img);
+}
+
 int main(void) {
     hy_rng_seed(&rng, check_seed());
     RUN(test_config_errors);
@@ -342,5 +403,6 @@ int main(void) {
     RUN(test_batch_errors);
     RUN(test_infer);
     RUN(test_determinism_threads);
+    RUN(test_small_pass_team);
     return check_exit("test_xfmr");
 }

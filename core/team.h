@@ -1,0 +1,44 @@
+/* team.h: one OpenMP team for a whole small forward pass, its threads meeting at spin barriers
+ * between the pass's kernels.
+ *
+ * Why: a batch-1 forward is ~45 kernels of a few microseconds each. Opening an OpenMP region per
+ * kernel costs ~15 us with OMP_WAIT_POLICY=passive (the threads sleep between regions), more
+ * than most of those kernels take, so small passes used to run on one core. A team opened once
+ * per pass pays that wake-up once; between kernels its threads wait for each other by spinning
+ * on an atomic counter (well under a microsecond), and spin only while the pass runs. A thread
+ * that spins long (another process has its core) yields the CPU between polls.
+ *
+ * Each kernel's work is cut into parts that depend on the shape alone (gemm.h's tiles, rows,
+ * (sample, head) pairs), so the results are bitwise those of the same kernels run whole. */
+#ifndef HY_TEAM_H
+#define HY_TEAM_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+
+typedef struct hy_team {
+    atomic_uint n;        /* threads in the team (every thread stores its team size) */
+    atomic_uint arrived;  /* threads at the current barrier */
+    atomic_uint gen;      /* barriers passed */
+} hy_team;
+
+/* one thread's place in a team: part `part` of `parts` (the team size) */
+typedef struct hy_team_part {
+    hy_team *team;
+    size_t part, parts;
+} hy_team_part;
+
+/* a team before its region; every thread then calls hy_team_join first */
+void hy_team_init(hy_team *t);
+/* inside the region: records the team size (omp_get_num_threads()) */
+void hy_team_join(hy_team *t, unsigned nthreads);
+/* returns when all n threads have called it; what each wrote before is visible to all after */
+void hy_team_barrier(hy_team *t);
+
+/* part `part` of `parts` of n items: [*lo, *hi), contiguous, sizes differing by at most 1 */
+static inline void hy_team_share(size_t n, size_t part, size_t parts, size_t *lo, size_t *hi) {
+    *lo = n * part / parts;
+    *hi = n * (part + 1) / parts;
+}
+
+#endif
