@@ -14,22 +14,38 @@
 #define PAR_MIN 32768
 
 /* ===== linear ===== */
-/* The bias (and residual) are written into each GEMM tile just before its product (beta = 1),
- * GELU / GELU' applied to each tile just after it, and the bias gradient summed for each row
- * range of dW, on the thread that computes the tile (gemm.h hooks): no separate pass over the
- * activations, one OpenMP team. Every element sees exactly the operations of separate passes,
- * so the hooks change no bit. Hook operands: w = C (ld its row stride), u = bias, v = residual
- * or the GELU input, x = GELU output. */
+/* The bias (and residual) are added to each GEMM tile just after its product, GELU / GELU'
+ * applied to the tile in the same pass, and the bias gradient summed for each row range of dW, on
+ * the thread that computes the tile while it is in cache (gemm.h hooks): no separate pass over
+ * the activations, one OpenMP team. The product runs with beta = 0 and the hook computes
+ * acc + (res + b), the value the earlier order (C = res + b before the product, then beta = 1:
+ * C + acc) gave, bit for bit; but the tile is now touched once in memory, by the product, instead
+ * of first by a bias pass. Hook operands: w = C (ld its row stride), u = bias, v = residual or
+ * the GELU input, x = GELU output. */
 
 static void gelu_span(float *out, const float *x, size_t n);
-static void dgelu_span(float *dx, const float *x, size_t n);
+static void dgelu_span(float *dx, const float *dx_add, const float *dout, const float *x,
+                       size_t n);
 
-/* C tile = bias */
-static void pre_bias(const hy_gemm_epi *e, size_t r0, size_t r1, size_t c0, size_t c1) {
-    for (size_t r = r0; r < r1; r++)
-        memcpy(e->w + r * e->ld + c0, e->u + c0, (c1 - c0) * sizeof(float));
+/* C tile += bias */
+static void post_bias(const hy_gemm_epi *e, size_t r0, size_t r1, size_t c0, size_t c1) {
+    for (size_t r = r0; r < r1; r++) {
+        float *o = e->w + r * e->ld;
+        const float *b = e->u;
+#pragma omp simd
+        for (size_t j = c0; j < c1; j++) o[j] = o[j] + b[j];
+    }
 }
-/* C tile = res + bias */
+/* C tile = C + (res + bias) */
+static void post_res_bias(const hy_gemm_epi *e, size_t r0, size_t r1, size_t c0, size_t c1) {
+    for (size_t r = r0; r < r1; r++) {
+        float *o = e->w + r * e->ld;
+        const float *rr = e->v + r * e->ld, *b = e->u;
+#pragma omp simd
+        for (size_t j = c0; j < c1; j++) o[j] = o[j] + (rr[j] + b[j]);
+    }
+}
+/* C tile = res + bias, before the product (then beta = 1): when C is the residual itself */
 static void pre_res_bias(const hy_gemm_epi *e, size_t r0, size_t r1, size_t c0, size_t c1) {
     for (size_t r = r0; r < r1; r++) {
         float *o = e->w + r * e->ld;
@@ -38,15 +54,17 @@ static void pre_res_bias(const hy_gemm_epi *e, size_t r0, size_t r1, size_t c0, 
         for (size_t j = c0; j < c1; j++) o[j] = rr[j] + b[j];
     }
 }
-/* GELU output tile = GELU(C tile) */
+/* C tile [+= bias], then GELU output tile = GELU(C tile) */
 static void post_gelu(const hy_gemm_epi *e, size_t r0, size_t r1, size_t c0, size_t c1) {
+    if (e->u) post_bias(e, r0, r1, c0, c1);
     for (size_t r = r0; r < r1; r++)
         gelu_span(e->x + r * e->ld + c0, e->w + r * e->ld + c0, c1 - c0);
 }
 /* C tile *= GELU'(v tile) */
 static void post_dgelu(const hy_gemm_epi *e, size_t r0, size_t r1, size_t c0, size_t c1) {
     for (size_t r = r0; r < r1; r++)
-        dgelu_span(e->w + r * e->ld + c0, e->v + r * e->ld + c0, c1 - c0);
+        dgelu_span(e->w + r * e->ld + c0, NULL, e->w + r * e->ld + c0, e->v + r * e->ld + c0,
+                   c1 - c0);
 }
 /* db (w) rows [r0, r1) += column sums of dout (u: n rows of ld), rows in order: once per row
  * range of dW (its tiles of column 0) */
@@ -66,22 +84,26 @@ static void post_bias_grad(const hy_gemm_epi *e, size_t r0, size_t r1, size_t c0
 static void linear_fwd(float *out, float *gelu_out, const float *in, const float *w,
                        const float *b, const float *res, size_t N, size_t Din, size_t Dout,
                        size_t part, size_t parts) {
+    /* out == res (the fused model's in-place residual stream): the bias goes in before the
+     * product, since the product would overwrite the residual */
+    bool inplace = res && res == out;
     hy_gemm_epi e = {0};
-    e.pre = b ? (res ? pre_res_bias : pre_bias) : NULL;
-    e.pre_kind = res ? HY_PROF_RESID : HY_PROF_BIAS;
-    e.post = gelu_out ? post_gelu : NULL;
-    e.post_kind = HY_PROF_GELU;
+    e.pre = inplace ? pre_res_bias : NULL;
+    e.pre_kind = HY_PROF_RESID;
+    e.post = gelu_out ? post_gelu : inplace ? NULL : b ? (res ? post_res_bias : post_bias) : NULL;
+    e.post_kind = gelu_out ? HY_PROF_GELU : res ? HY_PROF_RESID : HY_PROF_BIAS;
     e.u = b;
     e.v = res;
     e.w = out;
     e.x = gelu_out;
     e.ld = Dout;
+    HY_ASSERT(!(gelu_out && res));
     if (parts)
         hy_gemm_ex_part(CblasNoTrans, CblasTrans, N, Dout, Din, 1.0f, in, Din, w, Din,
-                        b ? 1.0f : 0.0f, out, Dout, &e, part, parts);
+                        inplace ? 1.0f : 0.0f, out, Dout, &e, part, parts);
     else
         hy_gemm_ex(CblasNoTrans, CblasTrans, N, Dout, Din, 1.0f, in, Din, w, Din,
-                   b ? 1.0f : 0.0f, out, Dout, &e);
+                   inplace ? 1.0f : 0.0f, out, Dout, &e);
 }
 
 void hy_linear_forward_part(float *out, float *gelu_out, const float *in, const float *w,
@@ -155,6 +177,31 @@ void hy_linear_backward_gelu_set(float *din, float *dw, float *db, const float *
 /* columns per block of the weight-gradient sums */
 #define LN_COLS 32
 
+/* Row sums of the LayerNorm kernels: 16-lane partial sums over the row's whole 16-float blocks,
+ * added up in a fixed tree, then the < 16 left over in order: the same bits whatever thread
+ * runs the row. (The `omp simd reduction` loops they replace summed into one vector register,
+ * a chain of dependent adds, then spilled its lanes for 16 scalar adds.) */
+static inline float hsum16(hy_v16f v) {
+    float t[16];
+    __builtin_memcpy(t, &v, sizeof t);
+    return (((t[0] + t[8]) + (t[4] + t[12])) + ((t[2] + t[10]) + (t[6] + t[14]))) +
+           (((t[1] + t[9]) + (t[5] + t[13])) + ((t[3] + t[11]) + (t[7] + t[15])));
+}
+
+/* sum of x[i] (sq 0) or of (x[i] - m)^2 (sq 1) over i < D */
+static inline float row_sum(const float *x, size_t D, float m, int sq) {
+    hy_v16f acc = hy_v16_splat(0.0f);
+    size_t i = 0;
+    for (; i + 16 <= D; i += 16) {
+        hy_v16f v = hy_v16_load(x + i);
+        if (sq) v = (v - m) * (v - m);
+        acc += v;
+    }
+    float s = hsum16(acc);
+    for (; i < D; i++) s += sq ? (x[i] - m) * (x[i] - m) : x[i];
+    return s;
+}
+
 void hy_layernorm_forward(float *out, float *mean, float *rstd, const float *x, const float *w,
                           const float *b, size_t N, size_t D, float eps) {
     uint64_t t0 = hy_prof_t0();
@@ -163,17 +210,15 @@ void hy_layernorm_forward(float *out, float *mean, float *rstd, const float *x, 
         const float *xr = x + n * D;
         float *o = out + n * D;
         /* pass 1: mean; pass 2: biased variance about the mean */
-        float s = 0.0f;
-#pragma omp simd reduction(+ : s)
-        for (size_t i = 0; i < D; i++) s += xr[i];
-        float m = s / (float)D;
-        float v = 0.0f;
-#pragma omp simd reduction(+ : v)
-        for (size_t i = 0; i < D; i++) v += (xr[i] - m) * (xr[i] - m);
+        float m = row_sum(xr, D, 0.0f, 0) / (float)D;
+        float v = row_sum(xr, D, m, 1);
         float r = 1.0f / sqrtf(v / (float)D + eps);
         /* pass 3: out = (x - mean) * rstd * w + b */
-#pragma omp simd
-        for (size_t i = 0; i < D; i++) o[i] = (xr[i] - m) * r * w[i] + b[i];
+        size_t i = 0;
+        for (; i + 16 <= D; i += 16)
+            hy_v16_store(o + i, (hy_v16_load(xr + i) - m) * r * hy_v16_load(w + i) +
+                                    hy_v16_load(b + i));
+        for (; i < D; i++) o[i] = (xr[i] - m) * r * w[i] + b[i];
         mean[n] = m;
         rstd[n] = r;
     }
@@ -190,32 +235,60 @@ void hy_layernorm_backward(float *dx, float *dw, float *db, const float *dout, c
     for (size_t n = 0; n < N; n++) {
         const float *xr = x + n * D, *g = dout + n * D;
         float m = mean[n], r = rstd[n];
-        float s1 = 0.0f, s2 = 0.0f;
-#pragma omp simd reduction(+ : s1, s2)
-        for (size_t i = 0; i < D; i++) {
-            float dn = g[i] * w[i];
+        hy_v16f a1 = hy_v16_splat(0.0f), a2 = a1;
+        size_t i = 0;
+        for (; i + 16 <= D; i += 16) {
+            hy_v16f dn = hy_v16_load(g + i) * hy_v16_load(w + i);
+            a1 += dn;
+            a2 += dn * (hy_v16_load(xr + i) - m) * r;
+        }
+        float s1 = hsum16(a1), s2 = hsum16(a2);
+        for (size_t j = i; j < D; j++) {
+            float dn = g[j] * w[j];
             s1 += dn;
-            s2 += dn * (xr[i] - m) * r;
+            s2 += dn * (xr[j] - m) * r;
         }
         s1 /= (float)D;
         s2 /= (float)D;
         float *d = dx + n * D;
-#pragma omp simd
-        for (size_t i = 0; i < D; i++) {
+        for (i = 0; i + 16 <= D; i += 16) {
+            hy_v16f xh = (hy_v16_load(xr + i) - m) * r;
+            hy_v16_store(d + i, hy_v16_load(d + i) +
+                                    r * (hy_v16_load(g + i) * hy_v16_load(w + i) - s1 - xh * s2));
+        }
+        for (; i < D; i++) {
             float xh = (xr[i] - m) * r;
             d[i] += r * (g[i] * w[i] - s1 - xh * s2);
         }
     }
     /* weight grads: blocks of columns in parallel, each summing the rows in order (the same
-     * bits as one serial loop, whatever the thread count) */
+     * bits as one serial loop, whatever the thread count); a whole block of LN_COLS columns
+     * keeps its sums in registers across the rows */
     size_t ncb = (D + LN_COLS - 1) / LN_COLS;
 #pragma omp parallel for schedule(static) if (N * D > PAR_MIN && ncb > 1)
     for (size_t cb = 0; cb < ncb; cb++) {
         size_t i0 = cb * LN_COLS, i1 = i0 + LN_COLS < D ? i0 + LN_COLS : D;
+        if (i1 - i0 == LN_COLS) {
+            hy_v16f w0 = hy_v16_load(dw + i0), w1 = hy_v16_load(dw + i0 + 16);
+            hy_v16f b0 = hy_v16_load(db + i0), b1 = hy_v16_load(db + i0 + 16);
+            for (size_t n = 0; n < N; n++) {
+                const float *xr = x + n * D + i0, *g = dout + n * D + i0;
+                float m = mean[n], r = rstd[n];
+                hy_v16f g0 = hy_v16_load(g), g1 = hy_v16_load(g + 16);
+                w0 += g0 * (hy_v16_load(xr) - m) * r;
+                w1 += g1 * (hy_v16_load(xr + 16) - m) * r;
+                b0 += g0;
+                b1 += g1;
+            }
+            hy_v16_store(dw + i0, w0);
+            hy_v16_store(dw + i0 + 16, w1);
+            hy_v16_store(db + i0, b0);
+            hy_v16_store(db + i0 + 16, b1);
+            continue;
+        }
         for (size_t n = 0; n < N; n++) {
             const float *xr = x + n * D, *g = dout + n * D;
             float m = mean[n], r = rstd[n];
-#pragma omp simd
             for (size_t i = i0; i < i1; i++) {
                 dw[i] += g[i] * (xr[i] - m) * r;
                 db[i] += g[i];
@@ -230,10 +303,12 @@ void hy_layernorm_backward(float *dx, float *dw, float *db, const float *dout, c
 #define INV_SQRT2 0.70710678118654752440f
 #define INV_SQRT2PI 0.39894228040143267794f
 
-/* 8 floats at a time in parallel blocks, the < 8 left over by the same scalar operations (each
- * lane is bitwise its scalar twin, vmath.h): results do not depend on the thread count */
+/* 16 floats at a time (one AVX-512 register, vmath.h), then at most one block of 8, then the
+ * scalar tail: each lane is bitwise its scalar twin (vmath.h), so results do not depend on where
+ * a span starts or on the thread count */
 static inline float gelu1(float v) { return 0.5f * v * (1.0f + hy_erf(v * INV_SQRT2)); }
 static inline hy_v8f gelu8(hy_v8f v) { return 0.5f * v * (1.0f + hy_erf8(v * INV_SQRT2)); }
+static inline hy_v16f gelu16(hy_v16f v) { return 0.5f * v * (1.0f + hy_erf16(v * INV_SQRT2)); }
 static inline float dgelu1(float v) {
     float cdf = 0.5f * (1.0f + hy_erf(v * INV_SQRT2));
     float pdf = INV_SQRT2PI * hy_exp(-0.5f * v * v);
@@ -244,30 +319,55 @@ static inline hy_v8f dgelu8(hy_v8f v) {
     hy_v8f pdf = INV_SQRT2PI * hy_exp8(-0.5f * v * v);
     return cdf + v * pdf;
 }
+static inline hy_v16f dgelu16(hy_v16f v) {
+    hy_v16f cdf = 0.5f * (1.0f + hy_erf16(v * INV_SQRT2));
+    hy_v16f pdf = INV_SQRT2PI * hy_exp16(-0.5f * v * v);
+    return cdf + v * pdf;
+}
 
-/* out = GELU(x) over n floats, 8 at a time then the scalar tail (each lane is bitwise its scalar
- * twin: the split never matters) */
+/* out = GELU(x) over n floats */
 static void gelu_span(float *out, const float *x, size_t n) {
-    size_t nb = n / 8;
-    for (size_t b = 0; b < nb; b++) hy_v8_store(out + 8 * b, gelu8(hy_v8_load(x + 8 * b)));
-    for (size_t i = 8 * nb; i < n; i++) out[i] = gelu1(x[i]);
-}
-/* dx *= GELU'(x) over n floats */
-static void dgelu_span(float *dx, const float *x, size_t n) {
-    size_t nb = n / 8;
-    for (size_t b = 0; b < nb; b++) {
-        size_t i = 8 * b;
-        hy_v8_store(dx + i, hy_v8_load(dx + i) * dgelu8(hy_v8_load(x + i)));
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) hy_v16_store(out + i, gelu16(hy_v16_load(x + i)));
+    if (i + 8 <= n) {
+        hy_v8_store(out + i, gelu8(hy_v8_load(x + i)));
+        i += 8;
     }
-    for (size_t i = 8 * nb; i < n; i++) dx[i] = dx[i] * dgelu1(x[i]);
+    for (; i < n; i++) out[i] = gelu1(x[i]);
 }
+/* dx = [dx_add +] dout * GELU'(x) over n floats (dx_add NULL: written; may alias dx / dout) */
+static void dgelu_span(float *dx, const float *dx_add, const float *dout, const float *x,
+                       size_t n) {
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        hy_v16f d = hy_v16_load(dout + i) * dgelu16(hy_v16_load(x + i));
+        if (dx_add) d = hy_v16_load(dx_add + i) + d;
+        hy_v16_store(dx + i, d);
+    }
+    if (i + 8 <= n) {
+        hy_v8f d = hy_v8_load(dout + i) * dgelu8(hy_v8_load(x + i));
+        if (dx_add) d = hy_v8_load(dx_add + i) + d;
+        hy_v8_store(dx + i, d);
+        i += 8;
+    }
+    for (; i < n; i++) {
+        float d = dout[i] * dgelu1(x[i]);
+        dx[i] = dx_add ? dx_add[i] + d : d;
+    }
+}
+
+/* n floats in blocks of GELU_BLOCK for the threads (a multiple of 16: the spans' split does not
+ * matter anyway) */
+#define GELU_BLOCK 1024
 
 void hy_gelu_forward(float *out, const float *x, size_t n) {
     uint64_t t0 = hy_prof_t0();
-    size_t nb = n / 8;
+    size_t nb = (n + GELU_BLOCK - 1) / GELU_BLOCK;
 #pragma omp parallel for schedule(static) if (n > PAR_MIN)
-    for (size_t b = 0; b < nb; b++) hy_v8_store(out + 8 * b, gelu8(hy_v8_load(x + 8 * b)));
-    for (size_t i = 8 * nb; i < n; i++) out[i] = gelu1(x[i]);
+    for (size_t b = 0; b < nb; b++) {
+        size_t lo = b * GELU_BLOCK, hi = lo + GELU_BLOCK < n ? lo + GELU_BLOCK : n;
+        gelu_span(out + lo, x + lo, hi - lo);
+    }
     hy_prof_add(HY_PROF_GELU, t0, 0);
 }
 
@@ -275,17 +375,11 @@ void hy_gelu_forward(float *out, const float *x, size_t n) {
 static inline void gelu_backward(float *dx, const float *dout, const float *x, size_t n,
                                  int add) {
     uint64_t t0 = hy_prof_t0();
-    size_t nb = n / 8;
+    size_t nb = (n + GELU_BLOCK - 1) / GELU_BLOCK;
 #pragma omp parallel for schedule(static) if (n > PAR_MIN)
     for (size_t b = 0; b < nb; b++) {
-        size_t i = 8 * b;
-        hy_v8f d = hy_v8_load(dout + i) * dgelu8(hy_v8_load(x + i));
-        if (add) d = hy_v8_load(dx + i) + d;
-        hy_v8_store(dx + i, d);
-    }
-    for (size_t i = 8 * nb; i < n; i++) {
-        float d = dout[i] * dgelu1(x[i]);
-        dx[i] = add ? dx[i] + d : d;
+        size_t lo = b * GELU_BLOCK, hi = lo + GELU_BLOCK < n ? lo + GELU_BLOCK : n;
+        dgelu_span(dx + lo, add ? dx + lo : NULL, dout + lo, x + lo, hi - lo);
     }
     hy_prof_add(HY_PROF_GELU, t0, 0);
 }

