@@ -7,6 +7,7 @@
 
 #include "base.h"
 #include "check.h"
+#include "gemm.h"
 #include "layers.h"
 #include "ref_engine.h"
 #include "rng.h"
@@ -108,6 +109,35 @@ static void test_linear_gelu_fused(void) {
     free(dh1); free(dh2); free(dw1); free(dw2); free(db1); free(db2); free(dbw);
 }
 
+/* the bias and residual go in after the product (large products) or before it (small ones, and
+ * out == res): both orders give the bits of C = res + b followed by C += in W^T (beta = 1) */
+static void test_linear_bias_order(void) {
+    static const size_t shapes[][3] = {{301, 128, 203}, {17, 64, 96}};   /* above / below 2^21 */
+    for (size_t s = 0; s < 2; s++) {
+        size_t N = shapes[s][0], Din = shapes[s][1], Dout = shapes[s][2];
+        float *x = rand_vec(N * Din, 1), *w = rand_vec(Dout * Din, 0.5f), *b = rand_vec(Dout, 1);
+        float *res = rand_vec(N * Dout, 2), *out = malloc(N * Dout * sizeof *out);
+        float *want = malloc(N * Dout * sizeof *want);
+        for (int with_res = 0; with_res < 2; with_res++) {
+            for (size_t n = 0; n < N; n++)
+                for (size_t o = 0; o < Dout; o++)
+                    want[n * Dout + o] = with_res ? res[n * Dout + o] + b[o] : b[o];
+            hy_gemm(CblasNoTrans, CblasTrans, N, Dout, Din, 1.0f, x, Din, w, Din, 1.0f, want,
+                    Dout);
+            if (with_res) hy_linear_forward_res(out, x, w, b, res, N, Din, Dout);
+            else hy_linear_forward(out, x, w, b, N, Din, Dout);
+            CHECK(memcmp(out, want, N * Dout * sizeof *out) == 0,
+                  "%zu x %zu x %zu, residual %d: not the bits of bias first, then beta = 1", N,
+                  Dout, Din, with_res);
+        }
+        memcpy(out, res, N * Dout * sizeof *out);   /* out == res */
+        hy_linear_forward_res(out, x, w, b, out, N, Din, Dout);
+        CHECK(memcmp(out, want, N * Dout * sizeof *out) == 0,
+              "%zu x %zu x %zu in place: not the bits of bias first", N, Dout, Din);
+        free(x); free(w); free(b); free(res); free(out); free(want);
+    }
+}
+
 static void test_layernorm(void) {
     size_t N = 41, D = 128;
     float *x = rand_vec(N * D, 3), *w = rand_vec(D, 1), *b = rand_vec(D, 1);
@@ -124,6 +154,17 @@ static void test_layernorm(void) {
     /* in place (out aliases x) */
     hy_layernorm_forward(x, mean, rstd, x, w, b, N, D, 1e-6f);
     compare("layernorm in place", T_LN, x, want, N * D);
+    free(x); free(w); free(b); free(out); free(mean); free(rstd); free(want); free(wm); free(wr);
+    /* a width that is no multiple of 16 (the rows' scalar tails) */
+    N = 9, D = 40;
+    x = rand_vec(N * D, 3), w = rand_vec(D, 1), b = rand_vec(D, 1);
+    out = malloc(N * D * sizeof *out), mean = malloc(N * sizeof *mean),
+    rstd = malloc(N * sizeof *rstd);
+    want = malloc(N * D * sizeof *want), wm = malloc(N * sizeof *wm), wr = malloc(N * sizeof *wr);
+    hy_layernorm_forward(out, mean, rstd, x, w, b, N, D, 1e-6f);
+    ref_layernorm(want, wm, wr, x, w, b, N, D, 1e-6);
+    compare("layernorm out D 40", T_LN, out, want, N * D);
+    compare("layernorm rstd D 40", T_LN, rstd, wr, N);
     free(x); free(w); free(b); free(out); free(mean); free(rstd); free(want); free(wm); free(wr);
 }
 
@@ -321,6 +362,7 @@ int main(void) {
     RUN(test_vmath);
     RUN(test_linear);
     RUN(test_linear_gelu_fused);
+    RUN(test_linear_bias_order);
     RUN(test_layernorm);
     RUN(test_gelu);
     RUN(test_softmax);
