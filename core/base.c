@@ -204,6 +204,15 @@ hy_status hy_threads_init(int64_t n) {
 
 int hy_threads(void) { return n_threads; }
 
+bool hy_omp_par(bool cond) {
+#ifdef _OPENMP
+    return cond && !omp_in_parallel();
+#else
+    (void)cond;
+    return false;
+#endif
+}
+
 /* ===== growable byte buffer ===== */
 
 void hy_buf_release(hy_buf *b) {

@@ -95,16 +95,23 @@ static void tiles(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, size_t M, size_t N, si
                   size_t i1, bool threads, uint64_t p[3]) {
     size_t nct = ceil_div(N, ct);
     uint64_t p0 = 0, p1 = 0, p2 = 0;
-#pragma omp parallel for schedule(dynamic, 1) reduction(+ : p0, p1, p2) if (threads)
-    for (size_t i = i0; i < i1; i++) {
-        size_t r0 = i / nct * rt, c0 = i % nct * ct;
-        size_t r1 = r0 + rt < M ? r0 + rt : M, c1 = c0 + ct < N ? c0 + ct : N;
-        uint64_t ns[3] = {0, 0, 0};
-        tile(ta, tb, r0, r1, c0, c1, K, alpha, A, lda, B, ldb, beta, C, ldc, e, ns);
-        p0 += ns[0];
-        p1 += ns[1];
-        p2 += ns[2];
+#define TILE_I                                                                                    \
+    do {                                                                                          \
+        size_t r0 = i / nct * rt, c0 = i % nct * ct;                                              \
+        size_t r1 = r0 + rt < M ? r0 + rt : M, c1 = c0 + ct < N ? c0 + ct : N;                    \
+        uint64_t ns[3] = {0, 0, 0};                                                               \
+        tile(ta, tb, r0, r1, c0, c1, K, alpha, A, lda, B, ldb, beta, C, ldc, e, ns);              \
+        p0 += ns[0];                                                                              \
+        p1 += ns[1];                                                                              \
+        p2 += ns[2];                                                                              \
+    } while (0)
+    if (hy_omp_par(threads)) {
+#pragma omp parallel for schedule(dynamic, 1) reduction(+ : p0, p1, p2)
+        for (size_t i = i0; i < i1; i++) TILE_I;
+    } else {
+        for (size_t i = i0; i < i1; i++) TILE_I;   /* no region (base.h hy_omp_par) */
     }
+#undef TILE_I
     p[0] = p0, p[1] = p1, p[2] = p2;
 }
 

@@ -213,25 +213,33 @@ static inline float row_sum(const float *x, size_t D, float m, int sq) {
     return s;
 }
 
+/* row n of the LayerNorm forward */
+static inline void ln_row(float *out, float *mean, float *rstd, const float *x, const float *w,
+                          const float *b, size_t n, size_t D, float eps) {
+    const float *xr = x + n * D;
+    float *o = out + n * D;
+    /* pass 1: mean; pass 2: biased variance about the mean */
+    float m = row_sum(xr, D, 0.0f, 0) / (float)D;
+    float v = row_sum(xr, D, m, 1);
+    float r = 1.0f / sqrtf(v / (float)D + eps);
+    /* pass 3: out = (x - mean) * rstd * w + b */
+    size_t i = 0;
+    for (; i + 16 <= D; i += 16)
+        hy_v16_store(o + i,
+                     (hy_v16_load(xr + i) - m) * r * hy_v16_load(w + i) + hy_v16_load(b + i));
+    for (; i < D; i++) o[i] = (xr[i] - m) * r * w[i] + b[i];
+    mean[n] = m;
+    rstd[n] = r;
+}
+
 void hy_layernorm_forward(float *out, float *mean, float *rstd, const float *x, const float *w,
                           const float *b, size_t N, size_t D, float eps) {
     uint64_t t0 = hy_prof_t0();
-#pragma omp parallel for schedule(static) if (N * D > PAR_MIN)
-    for (size_t n = 0; n < N; n++) {
-        const float *xr = x + n * D;
-        float *o = out + n * D;
-        /* pass 1: mean; pass 2: biased variance about the mean */
-        float m = row_sum(xr, D, 0.0f, 0) / (float)D;
-        float v = row_sum(xr, D, m, 1);
-        float r = 1.0f / sqrtf(v / (float)D + eps);
-        /* pass 3: out = (x - mean) * rstd * w + b */
-        size_t i = 0;
-        for (; i + 16 <= D; i += 16)
-            hy_v16_store(o + i, (hy_v16_load(xr + i) - m) * r * hy_v16_load(w + i) +
-                                    hy_v16_load(b + i));
-        for (; i < D; i++) o[i] = (xr[i] - m) * r * w[i] + b[i];
-        mean[n] = m;
-        rstd[n] = r;
+    if (hy_omp_par(N * D > PAR_MIN)) {
+#pragma omp parallel for schedule(static)
+        for (size_t n = 0; n < N; n++) ln_row(out, mean, rstd, x, w, b, n, D, eps);
+    } else {
+        for (size_t n = 0; n < N; n++) ln_row(out, mean, rstd, x, w, b, n, D, eps);
     }
     hy_prof_add(HY_PROF_LN, t0, 0);
 }
