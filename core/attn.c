@@ -1,14 +1,20 @@
-/* attn.c: see attn.h. One (b, h) pair per task. The head's q, k, v are copied into aligned
- * buffers padded to HSP = HS rounded up to 8, and k (and v for backward) also transposed with T
- * padded to TP = T rounded up to 8, so every product is a whole number of 8-float vectors
- * (GCC vector extensions, vmath.h: explicit, so it vectorises at -O2 and on any x86-64, and
- * lowers to SSE pairs, AVX or AVX-512 lanes as the flags allow). Padded lanes are zeros, masked
- * and padded keys get -inf scores and so exactly 0 probability. exp is hy_exp8 (vmath.h).
- * Every product of the head -- scores Q K^T, A V, and in backward dO V^T, dS K, dS^T Q, A^T dY --
- * goes through one register-tiled micro-kernel (mm: 4 rows x 2 vectors of accumulators, each
- * B vector loaded once for 4 rows), with each output element summed in index order, so a
- * result never depends on the tiling or on the thread count. No BLAS: per-head 17x17x16
- * products lose to call overhead (DESIGN §7). */
+/* attn.c: see attn.h. One (b, h) pair per task, its operands read in place where the products
+ * allow it: every product is a register-tiled micro-kernel (mm_*) broadcasting scalars of an
+ * operand A (any row and column strides, so A^T is only a change of strides) against vectors
+ * of a row-major operand B read in place (rows of q, k, v or dout in their (B, T, 3C) /
+ * (B, T, C) arrays), and the results go straight into out / dqkv. The only copy is the
+ * transpose of the head's k (forward) or v (backward), built from 8x8 vector shuffles, for the
+ * two products whose lanes run over keys: scores Q K^T and dO V^T. Lanes: keys in vectors of
+ * VL floats (16 with AVX-512, else 8), head dims in vectors of 16 (AVX-512 and HS a multiple
+ * of 16) or 8. GCC vector extensions (vmath.h): explicit, so it vectorises at -O2 and on any
+ * x86-64, lowering to SSE pairs, AVX or AVX-512 lanes as the flags allow. Each output element
+ * of a product is summed in index order (acc = a_0 b_0, then acc += a_c b_c for c = 1, 2, ...)
+ * whatever the tile, so a result never depends on the tiling or on the thread count. Masked
+ * keys' scores are replaced by -inf (a select), so they get exactly 0 probability; exp is
+ * hy_exp8's polynomial (vmath.h) lane by lane. Heads whose size is not a multiple of 8 (the
+ * tests' tiny shapes) copy q, k, v (and dout) into zero-padded buffers first and write their
+ * results through a buffer. No BLAS: per-head 17x17x16 products lose to call overhead
+ * (DESIGN §7). */
 #include "attn.h"
 
 #include <math.h>
@@ -21,109 +27,305 @@
 
 typedef hy_v8f v8f;
 typedef hy_v8i v8i;
-#define vsplat hy_v8_splat
-#define vsel hy_v8_sel
 
-/* largest head size / padded length the buffers hold, in 8-float vectors */
-#define MAX_HB 8                                   /* HS <= 64 */
-#define MAX_TB ((HY_ATTN_MAX_T + 7) / 8)           /* T <= 257 */
-#define MAX_TP (MAX_TB * 8)
+/* key lanes: vf holds VL floats */
+#ifdef __AVX512F__
+#define VL 16
+typedef float v16f __attribute__((vector_size(64)));
+typedef int32_t v16i __attribute__((vector_size(64)));
+typedef uint32_t v16u __attribute__((vector_size(64)));
+typedef v16f vf;
+typedef v16i vi;
+typedef v16u vu;
+#else
+#define VL 8
+typedef hy_v8f vf;
+typedef hy_v8i vi;
+typedef hy_v8u vu;
+#endif
+
+#define MAX_HP 64                                       /* HS <= 64 */
+#define MAX_LD (((HY_ATTN_MAX_T + 15) / 16) * 16)       /* padded key row, >= T */
 /* Work (B*NH*T*T*HS multiply-adds per product) below which the heads run on the calling
  * thread: waking a passive OpenMP team costs tens of microseconds, more than a batch-1
  * attention of vit-fm (8 x 17 x 17 x 16) takes on one core. */
 #define PAR_MIN_WORK ((size_t)1 << 18)
+#ifndef HY_ATTN_PREFETCH
+#define HY_ATTN_PREFETCH 1
+#endif
+
+#define UNROLL(n) _Pragma(#n)
+#define PRAGMA_UNROLL(n) UNROLL(GCC unroll n)
+
+/* ===== vector helpers ===== */
+static inline v8f ld8(const float *p) {
+    v8f v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+static inline void st8(float *p, v8f v) { memcpy(p, &v, sizeof v); }
+static inline vf ldv(const float *p) {
+    vf v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+static inline void stv(float *p, vf v) { memcpy(p, &v, sizeof v); }
+#if VL == 16
+static inline v16f ld16(const float *p) { return ldv(p); }
+static inline void st16(float *p, v16f v) { stv(p, v); }
+#endif
+static inline vf splatv(float x) {
+    vf v;
+    for (int i = 0; i < VL; i++) v[i] = x;
+    return v;
+}
+static inline vi iotav(void) {
+    vi v;
+    for (int i = 0; i < VL; i++) v[i] = i;
+    return v;
+}
+/* m ? a : b lane-wise (m all ones or zero) */
+static inline vf selv(vi m, vf a, vf b) { return (vf)((m & (vi)a) | (~m & (vi)b)); }
+static inline v8f max8(v8f a, v8f b) {
+    v8i m = a > b;
+    return (v8f)((m & (v8i)a) | (~m & (v8i)b));
+}
+static inline vf maxv(vf a, vf b) { return selv(a > b, a, b); }
 
 static inline float hmax8(v8f v) {
-    float m = v[0];
-    for (int i = 1; i < 8; i++) m = v[i] > m ? v[i] : m;
-    return m;
+    v = max8(v, __builtin_shuffle(v, (v8i){4, 5, 6, 7, 0, 1, 2, 3}));
+    v = max8(v, __builtin_shuffle(v, (v8i){2, 3, 0, 1, 6, 7, 4, 5}));
+    v = max8(v, __builtin_shuffle(v, (v8i){1, 0, 3, 2, 5, 4, 7, 6}));
+    return v[0];
 }
+/* ((v0 + v1) + (v2 + v3)) + ((v4 + v5) + (v6 + v7)) */
 static inline float hsum8(v8f v) {
-    return ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]));
+    v = v + __builtin_shuffle(v, (v8i){1, 0, 3, 2, 5, 4, 7, 6});
+    v = v + __builtin_shuffle(v, (v8i){2, 3, 0, 1, 6, 7, 4, 5});
+    return v[0] + v[4];
+}
+#if VL == 16
+static inline v8f lo8(v16f v) {
+    v8f r;
+    memcpy(&r, &v, sizeof r);
+    return r;
+}
+static inline v8f hi8(v16f v) {
+    v8f r;
+    memcpy(&r, (const char *)&v + sizeof r, sizeof r);
+    return r;
+}
+static inline float hmaxv(vf v) { return hmax8(max8(lo8(v), hi8(v))); }
+static inline float hsumv(vf v) { return hsum8(lo8(v) + hi8(v)); }
+#else
+static inline float hmaxv(vf v) { return hmax8(v); }
+static inline float hsumv(vf v) { return hsum8(v); }
+#endif
+
+/* exp for x <= 0 (or -inf): hy_exp8's operations lane by lane (vmath.h) without the clamp at
+ * the top, which such inputs never reach */
+static inline vf expv(vf x) {
+    vi under = x < -87.33654f;
+    vf xc = selv(under, splatv(-87.33654f), x);
+    vf t = xc * 1.44269504088896341f + 12582912.0f;
+    vf nf = t - 12582912.0f;
+    vu n = (vu)t - 0x4B400000u;
+    vf r = xc - nf * 0.693359375f;
+    r = r - nf * -2.12194440e-4f;
+    vf p = splatv(1.9875691500e-4f);
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    vf scale = (vf)((n + 127u) << 23);
+    return selv(under, splatv(0.0f), p * scale);
 }
 
-/* ===== the micro-kernel =====
- * C[r][v] = sum_{c < K} A[r lda + c] * Bv[c ldb + v] for r < rows, v < nv (vectors): A scalars
- * with row stride lda (floats), Bv and C rows of vectors with strides ldb, ldc (vectors).
- * Each element is acc = 0, then acc += a * b for c = 0, 1, ... (the same in every tile shape). */
-static void mm(v8f *C, size_t ldc, const float *A, size_t lda, const v8f *Bv, size_t ldb,
-               size_t rows, size_t K, size_t nv) {
-    size_t r = 0;
-    for (; r + 4 <= rows; r += 4) {
-        const float *a0 = A + r * lda, *a1 = a0 + lda, *a2 = a1 + lda, *a3 = a2 + lda;
-        v8f *c0 = C + r * ldc;
-        size_t v = 0;
-        for (; v + 2 <= nv; v += 2) {
-            v8f s00 = vsplat(0.0f), s01 = s00, s10 = s00, s11 = s00, s20 = s00, s21 = s00,
-                s30 = s00, s31 = s00;
-            for (size_t c = 0; c < K; c++) {
-                v8f b0 = Bv[c * ldb + v], b1 = Bv[c * ldb + v + 1];
-                s00 += a0[c] * b0; s01 += a0[c] * b1;
-                s10 += a1[c] * b0; s11 += a1[c] * b1;
-                s20 += a2[c] * b0; s21 += a2[c] * b1;
-                s30 += a3[c] * b0; s31 += a3[c] * b1;
-            }
-            c0[v] = s00; c0[v + 1] = s01;
-            c0[ldc + v] = s10; c0[ldc + v + 1] = s11;
-            c0[2 * ldc + v] = s20; c0[2 * ldc + v + 1] = s21;
-            c0[3 * ldc + v] = s30; c0[3 * ldc + v + 1] = s31;
-        }
-        if (v < nv) {
-            v8f s0 = vsplat(0.0f), s1 = s0, s2 = s0, s3 = s0;
-            for (size_t c = 0; c < K; c++) {
-                v8f b0 = Bv[c * ldb + v];
-                s0 += a0[c] * b0;
-                s1 += a1[c] * b0;
-                s2 += a2[c] * b0;
-                s3 += a3[c] * b0;
-            }
-            c0[v] = s0; c0[ldc + v] = s1; c0[2 * ldc + v] = s2; c0[3 * ldc + v] = s3;
-        }
+/* IN_REG(x): x is in a register here (an empty asm), so that GCC does not fold its load into
+ * every multiply as a memory operand (a B vector feeds R multiplies; reloading it for each
+ * made the loads, not the arithmetic, the bound) */
+#if defined(__AVX512F__)
+#define IN_REG(x) __asm__("" : "+v"(x))
+#elif defined(__AVX__)
+#define IN_REG(x) do { if (sizeof(x) <= 32) __asm__("" : "+x"(x)); } while (0)
+#else
+#define IN_REG(x) ((void)0)
+#endif
+
+/* ===== the micro-kernels =====
+ * C[r ldc + v W + l] = alpha * (sum_{c < K} A[r ars + c acs] * B[c ldb + v W + l]) + 0.0f
+ * for r < rows, v < nv vectors of W lanes, l < W. Each element is acc = a_0 b_0, then
+ * acc += a_c b_c for c = 1, ..., K - 1, in that order whatever the tile (K >= 1); the + 0.0f
+ * stores a -0 as +0. Tiles of R rows x NV vectors of accumulators, each B vector loaded once
+ * per R rows. */
+#define MM_TILE(VT, LD, ST, W, R, NV)                                                         \
+    do {                                                                                      \
+        VT acc[R][NV];                                                                        \
+        const float *a_ = A + r * ars, *b_ = B + v * W;                                       \
+        PRAGMA_UNROLL(8) for (int rr = 0; rr < R; rr++) {                                     \
+            float as = a_[(size_t)rr * ars];                                                  \
+            PRAGMA_UNROLL(4) for (int vv = 0; vv < NV; vv++) acc[rr][vv] = as * LD(b_ + vv * W); \
+        }                                                                                     \
+        for (size_t c = 1; c < K; c++) {                                                      \
+            const float *ac = a_ + c * acs, *bc = b_ + c * ldb;                               \
+            VT bv[NV];                                                                        \
+            PRAGMA_UNROLL(4) for (int vv = 0; vv < NV; vv++) {                                \
+                bv[vv] = LD(bc + vv * W);                                                     \
+                IN_REG(bv[vv]);                                                               \
+            }                                                                                 \
+            PRAGMA_UNROLL(8) for (int rr = 0; rr < R; rr++) {                                 \
+                float as = ac[(size_t)rr * ars];                                              \
+                PRAGMA_UNROLL(4) for (int vv = 0; vv < NV; vv++) acc[rr][vv] += as * bv[vv];  \
+            }                                                                                 \
+        }                                                                                     \
+        PRAGMA_UNROLL(8) for (int rr = 0; rr < R; rr++)                                       \
+            PRAGMA_UNROLL(4) for (int vv = 0; vv < NV; vv++)                                  \
+                ST(C + (r + (size_t)rr) * ldc + v * W + (size_t)vv * W,                       \
+                   acc[rr][vv] * alpha + 0.0f);                                               \
+    } while (0)
+
+/* one-vector products: rows in tiles of RM; then rows in tiles of 4, then 1, vectors in pairs
+ * then one */
+#define MM_BODY(VT, LD, ST, W, RM)                                                            \
+    size_t r = 0;                                                                             \
+    if (nv == 1)                                                                              \
+        for (; r + RM <= rows; r += RM) {                                                     \
+            size_t v = 0;                                                                     \
+            MM_TILE(VT, LD, ST, W, RM, 1);                                                    \
+        }                                                                                     \
+    for (; r + 4 <= rows; r += 4) {                                                           \
+        size_t v = 0;                                                                         \
+        for (; v + 2 <= nv; v += 2) MM_TILE(VT, LD, ST, W, 4, 2);                             \
+        if (v < nv) MM_TILE(VT, LD, ST, W, 4, 1);                                             \
+    }                                                                                         \
+    for (; r < rows; r++) {                                                                   \
+        size_t v = 0;                                                                         \
+        for (; v + 2 <= nv; v += 2) MM_TILE(VT, LD, ST, W, 1, 2);                             \
+        if (v < nv) MM_TILE(VT, LD, ST, W, 1, 1);                                             \
     }
-    for (; r < rows; r++) {
-        const float *a0 = A + r * lda;
-        v8f *c0 = C + r * ldc;
-        size_t v = 0;
-        for (; v + 2 <= nv; v += 2) {
-            v8f s0 = vsplat(0.0f), s1 = s0;
-            for (size_t c = 0; c < K; c++) {
-                s0 += a0[c] * Bv[c * ldb + v];
-                s1 += a0[c] * Bv[c * ldb + v + 1];
-            }
-            c0[v] = s0;
-            c0[v + 1] = s1;
+
+#define MM_ARGS                                                                               \
+    float *C, size_t ldc, const float *A, size_t ars, size_t acs, const float *B, size_t ldb, \
+        size_t rows, size_t K, size_t nv, float alpha
+
+static void mm8(MM_ARGS) { MM_BODY(v8f, ld8, st8, 8, 4) }
+#if VL == 16
+static void mm16(MM_ARGS) { MM_BODY(v16f, ld16, st16, 16, 8) }
+#endif
+/* key lanes: W = VL */
+static void mmk(MM_ARGS) {
+#if VL == 16
+    mm16(C, ldc, A, ars, acs, B, ldb, rows, K, nv, alpha);
+#else
+    mm8(C, ldc, A, ars, acs, B, ldb, rows, K, nv, alpha);
+#endif
+}
+/* head-dim lanes: HP floats per row, in vectors of 16 when they divide it */
+static void mmd(float *C, size_t ldc, const float *A, size_t ars, size_t acs, const float *B,
+                size_t ldb, size_t rows, size_t K, size_t HP, float alpha) {
+#if VL == 16
+    if (HP % 16 == 0) {
+        mm16(C, ldc, A, ars, acs, B, ldb, rows, K, HP / 16, alpha);
+        return;
+    }
+#endif
+    mm8(C, ldc, A, ars, acs, B, ldb, rows, K, HP / 8, alpha);
+}
+
+/* ===== transposes ===== */
+
+/* y[c][r] = src[r lds + c] for c < 8, r < 8; source rows r >= n read as zeros */
+static inline __attribute__((always_inline)) void tr8x(v8f y[8], const float *src, size_t lds,
+                                                        size_t n) {
+    v8f z = {0}, x[8];
+    for (size_t r = 0; r < 8; r++) x[r] = r < n ? ld8(src + r * lds) : z;
+    v8f t0 = __builtin_shuffle(x[0], x[1], (v8i){0, 8, 1, 9, 4, 12, 5, 13});
+    v8f t1 = __builtin_shuffle(x[0], x[1], (v8i){2, 10, 3, 11, 6, 14, 7, 15});
+    v8f t2 = __builtin_shuffle(x[2], x[3], (v8i){0, 8, 1, 9, 4, 12, 5, 13});
+    v8f t3 = __builtin_shuffle(x[2], x[3], (v8i){2, 10, 3, 11, 6, 14, 7, 15});
+    v8f t4 = __builtin_shuffle(x[4], x[5], (v8i){0, 8, 1, 9, 4, 12, 5, 13});
+    v8f t5 = __builtin_shuffle(x[4], x[5], (v8i){2, 10, 3, 11, 6, 14, 7, 15});
+    v8f t6 = __builtin_shuffle(x[6], x[7], (v8i){0, 8, 1, 9, 4, 12, 5, 13});
+    v8f t7 = __builtin_shuffle(x[6], x[7], (v8i){2, 10, 3, 11, 6, 14, 7, 15});
+    v8f u0 = __builtin_shuffle(t0, t2, (v8i){0, 1, 8, 9, 4, 5, 12, 13});
+    v8f u1 = __builtin_shuffle(t0, t2, (v8i){2, 3, 10, 11, 6, 7, 14, 15});
+    v8f u2 = __builtin_shuffle(t1, t3, (v8i){0, 1, 8, 9, 4, 5, 12, 13});
+    v8f u3 = __builtin_shuffle(t1, t3, (v8i){2, 3, 10, 11, 6, 7, 14, 15});
+    v8f u4 = __builtin_shuffle(t4, t6, (v8i){0, 1, 8, 9, 4, 5, 12, 13});
+    v8f u5 = __builtin_shuffle(t4, t6, (v8i){2, 3, 10, 11, 6, 7, 14, 15});
+    v8f u6 = __builtin_shuffle(t5, t7, (v8i){0, 1, 8, 9, 4, 5, 12, 13});
+    v8f u7 = __builtin_shuffle(t5, t7, (v8i){2, 3, 10, 11, 6, 7, 14, 15});
+    y[0] = __builtin_shuffle(u0, u4, (v8i){0, 1, 2, 3, 8, 9, 10, 11});
+    y[4] = __builtin_shuffle(u0, u4, (v8i){4, 5, 6, 7, 12, 13, 14, 15});
+    y[1] = __builtin_shuffle(u1, u5, (v8i){0, 1, 2, 3, 8, 9, 10, 11});
+    y[5] = __builtin_shuffle(u1, u5, (v8i){4, 5, 6, 7, 12, 13, 14, 15});
+    y[2] = __builtin_shuffle(u2, u6, (v8i){0, 1, 2, 3, 8, 9, 10, 11});
+    y[6] = __builtin_shuffle(u2, u6, (v8i){4, 5, 6, 7, 12, 13, 14, 15});
+    y[3] = __builtin_shuffle(u3, u7, (v8i){0, 1, 2, 3, 8, 9, 10, 11});
+    y[7] = __builtin_shuffle(u3, u7, (v8i){4, 5, 6, 7, 12, 13, 14, 15});
+}
+/* dst[c ldd + r] = src[r lds + c] for c < 8, r < 8; source rows r >= n read as zeros */
+static inline void tr8(float *dst, size_t ldd, const float *src, size_t lds, size_t n) {
+    v8f y[8];
+    tr8x(y, src, lds, n);
+    for (size_t c = 0; c < 8; c++) st8(dst + c * ldd, y[c]);
+}
+
+/* dst[d ld + j] = src[j lds + d] for d < HP (a multiple of 8), j < n; lanes n <= j < ld zero
+ * (ld a multiple of 8) */
+static void transpose_rows(float *dst, size_t ld, const float *src, size_t lds, size_t n,
+                           size_t HP) {
+    v8f z = {0};
+    for (size_t d0 = 0; d0 < HP; d0 += 8) {
+        float *dd = dst + d0 * ld;
+        size_t j0 = 0;
+        for (; j0 + 8 <= n; j0 += 8) tr8(dd + j0, ld, src + j0 * lds + d0, lds, 8);
+        size_t rem = n - j0;
+        if (rem >= 3) {   /* a partial block, zeros below its rows */
+            tr8(dd + j0, ld, src + j0 * lds + d0, lds, rem);
+            j0 += 8;
+            rem = 0;
         }
-        if (v < nv) {
-            v8f s0 = vsplat(0.0f);
-            for (size_t c = 0; c < K; c++) s0 += a0[c] * Bv[c * ldb + v];
-            c0[v] = s0;
-        }
+        for (size_t d = 0; d < 8; d++)
+            for (size_t j = j0; j < ld; j += 8) st8(dd + d * ld + j, z);
+        for (size_t j = j0; j < j0 + rem; j++)
+            for (size_t d = 0; d < 8; d++) dd[d * ld + j] = src[j * lds + d0 + d];
     }
 }
 
-/* per-(b,h) working set, padded and aligned. Row-major matrices of vectors: q, k, v, y, dy
- * [T][MAX_HB]; kt, vt [d][MAX_TB] (kt[d][jb] lanes = k[jb*8 .. jb*8+7][d]); s, at, dst
- * [T][MAX_TB] (probabilities / score gradients, and transposes) */
-typedef struct head {
-    v8f q[HY_ATTN_MAX_T][MAX_HB], k[HY_ATTN_MAX_T][MAX_HB], v[HY_ATTN_MAX_T][MAX_HB];
-    v8f kt[MAX_HB * 8][MAX_TB];
-    v8f s[HY_ATTN_MAX_T][MAX_TB];
-    v8f y[HY_ATTN_MAX_T][MAX_HB];
-    v8f madd[MAX_TB];               /* 0 for valid keys, -inf for masked and padded lanes */
-} head;
+/* dst rows of HP floats = the n rows of src (stride lds) of HS floats, zero-padded */
+static void pad_rows(float *dst, size_t HP, const float *src, size_t lds, size_t n, size_t HS) {
+    for (size_t j = 0; j < n; j++) {
+        for (size_t d = 0; d < HS; d++) dst[j * HP + d] = src[j * lds + d];
+        for (size_t d = HS; d < HP; d++) dst[j * HP + d] = 0.0f;
+    }
+}
+/* the first HS floats of n rows: dst (stride ldd) = src (stride HP) */
+static void unpad_rows(float *dst, size_t ldd, const float *src, size_t HP, size_t n, size_t HS) {
+    for (size_t j = 0; j < n; j++)
+        for (size_t d = 0; d < HS; d++) dst[j * ldd + d] = src[j * HP + d];
+}
+/* HS zeros in rows [i0, i1) of stride ld */
+static void zero_rows(float *p, size_t ld, size_t i0, size_t i1, size_t HS) {
+    for (size_t i = i0; i < i1; i++) memset(p + i * ld, 0, HS * sizeof *p);
+}
 
-/* backward's extra buffers */
-typedef struct bwd_ws {
-    head w;
-    v8f vt[MAX_HB * 8][MAX_TB];
-    v8f go[HY_ATTN_MAX_T][MAX_HB], dy[HY_ATTN_MAX_T][MAX_HB];
-    v8f at[HY_ATTN_MAX_T][MAX_TB], dst[HY_ATTN_MAX_T][MAX_TB];
-    v8f dk[HY_ATTN_MAX_T][MAX_HB], dv[HY_ATTN_MAX_T][MAX_HB];
-} bwd_ws;
-/* per-thread working sets (~0.6 and ~1.5 MB at the largest T: too big for OpenMP thread
- * stacks); each task overwrites what it reads, so nothing carries over between tasks */
-static _Thread_local head fwd_ws;
-static _Thread_local bwd_ws bwd_wsp;
+/* per-thread working sets (sized for T = 257, HS = 64: too big for OpenMP thread stacks);
+ * each task overwrites what it reads, so nothing carries over between tasks. kt: the head's
+ * k (forward) or v (backward) transposed, rows of ld floats; s: scores / probabilities /
+ * score gradients, rows of ld floats; q, k, v, g, y*: zero-padded copies and result buffers of
+ * heads whose size is not a multiple of 8 */
+typedef struct ws {
+    _Alignas(64) float kt[MAX_HP * MAX_LD];
+    _Alignas(64) float s[HY_ATTN_MAX_T * MAX_LD];
+    _Alignas(64) float q[HY_ATTN_MAX_T * MAX_HP], k[HY_ATTN_MAX_T * MAX_HP],
+        v[HY_ATTN_MAX_T * MAX_HP], g[HY_ATTN_MAX_T * MAX_HP];
+    _Alignas(64) float y0[HY_ATTN_MAX_T * MAX_HP], y1[HY_ATTN_MAX_T * MAX_HP],
+        y2[HY_ATTN_MAX_T * MAX_HP];
+} ws;
+static _Thread_local ws wsp;
 
 /* Prefetch: a head reads one 64-byte slice of each of its sample's rows (qkv row stride 3C
  * floats), a pattern the hardware prefetchers follow poorly, so each (b, h) task first asks for
@@ -138,102 +340,103 @@ static inline void prefetch_share(const float *base, size_t bytes, size_t h, siz
     }
 }
 
-/* q (times qscale), k, v of the first n = nk rows of head (b, h) into w (rows j >= nk are
- * padding: neither a key nor a query anyone reads); kt always, vt when non-NULL, both with lanes
- * j >= nk zero up to the next multiple of 8 */
-static void load_head(head *w, v8f (*vt)[MAX_TB], const float *qkv, size_t b, size_t h,
-                      size_t T, size_t C, size_t HS, size_t nk, float qscale) {
-    size_t HB = (HS + 7) / 8, TB = (nk + 7) / 8;
-    const float *base = qkv + b * T * 3 * C + h * HS;
-    for (size_t j = 0; j < nk; j++) {
-        float *q = (float *)w->q[j], *k = (float *)w->k[j], *v = (float *)w->v[j];
-        const float *r = base + j * 3 * C;
-        for (size_t d = 0; d < HS; d++) {   /* loops, not memcpy: HS is tiny */
-            q[d] = r[d] * qscale;
-            k[d] = r[C + d];
-            v[d] = r[2 * C + d];
-        }
-        for (size_t d = HS; d < HB * 8; d++) q[d] = k[d] = v[d] = 0.0f;
-    }
-    for (size_t d = 0; d < HS; d++) {
-        float *kt = (float *)w->kt[d];
-        for (size_t j = 0; j < nk; j++) kt[j] = ((float *)w->k[j])[d];
-        for (size_t j = nk; j < TB * 8; j++) kt[j] = 0.0f;
-        if (vt) {
-            float *vtd = (float *)vt[d];
-            for (size_t j = 0; j < nk; j++) vtd[j] = ((float *)w->v[j])[d];
-            for (size_t j = nk; j < TB * 8; j++) vtd[j] = 0.0f;
-        }
-    }
-    float *ma = (float *)w->madd;
-    for (size_t j = 0; j < TB * 8; j++) ma[j] = j < nk ? 0.0f : -INFINITY;
-}
-
-/* s (TB vectors, the row's scores) = softmax over the valid keys (+ madd); 0 elsewhere */
-static void softmax_row(v8f *s, const v8f *madd, size_t TB) {
-    for (size_t jb = 0; jb < TB; jb++) s[jb] += madd[jb];
-    /* max from -inf; an all -inf row gives zeros, not NaN */
-    v8f m = s[0];
-    for (size_t jb = 1; jb < TB; jb++) m = vsel(s[jb] > m, s[jb], m);
-    float mx = hmax8(m);
-    if (mx == -INFINITY) {
-        for (size_t jb = 0; jb < TB; jb++) s[jb] = vsplat(0.0f);
-        return;
-    }
-    /* exponentials and their sum; normalise */
-    v8f acc = vsplat(0.0f);
-    for (size_t jb = 0; jb < TB; jb++) {
-        s[jb] = hy_exp8(s[jb] - mx);
-        acc += s[jb];
-    }
-    float inv = 1.0f / hsum8(acc);
-    for (size_t jb = 0; jb < TB; jb++) s[jb] *= inv;
-}
-
 /* ===== attention forward ===== */
+
+/* Softmax down the columns of st (rows j < nk: keys; IB vectors of lanes: queries), in place:
+ * max, exp and sum run vertically, so no horizontal reduction and a query's keys are all
+ * independent lanes of different vectors. A column whose scores are all -inf gives zeros, not
+ * NaN. */
+static void softmax_cols(float *st, size_t ldi, size_t IB, size_t nk) {
+    for (size_t ib = 0; ib < IB; ib++) {
+        float *c = st + ib * VL;
+        vf m0 = ldv(c), m1 = m0;
+        size_t j = 1;
+        for (; j + 2 <= nk; j += 2) {
+            m0 = maxv(ldv(c + j * ldi), m0);
+            m1 = maxv(ldv(c + (j + 1) * ldi), m1);
+        }
+        if (j < nk) m0 = maxv(ldv(c + j * ldi), m0);
+        vf m = maxv(m0, m1);
+        vi allinf = m == -INFINITY;
+        m = selv(allinf, splatv(0.0f), m);
+        vf s0 = splatv(0.0f), s1 = s0;
+        for (j = 0; j + 2 <= nk; j += 2) {
+            vf e0 = expv(ldv(c + j * ldi) - m), e1 = expv(ldv(c + (j + 1) * ldi) - m);
+            stv(c + j * ldi, e0);
+            stv(c + (j + 1) * ldi, e1);
+            s0 += e0;
+            s1 += e1;
+        }
+        if (j < nk) {
+            vf e0 = expv(ldv(c + j * ldi) - m);
+            stv(c + j * ldi, e0);
+            s0 += e0;
+        }
+        vf inv = selv(allinf, splatv(0.0f), 1.0f / (s0 + s1));
+        for (j = 0; j < nk; j++) stv(c + j * ldi, ldv(c + j * ldi) * inv);
+    }
+}
+
+/* the head's probability rows i < nk of att (row stride T) from their transpose pt (rows
+ * j < nk of ldi floats): att[i][j] = pt[j][i] for j < nk, 0 for nk <= j < T */
+static void store_att(float *att, size_t T, const float *pt, size_t ldi, size_t nk) {
+    for (size_t i0 = 0; i0 < nk; i0 += 8) {
+        size_t m = nk - i0 < 8 ? nk - i0 : 8, j0 = 0;
+        for (; j0 + 8 <= T; j0 += 8) {
+            float *dst = att + i0 * T + j0;
+            size_t n = j0 >= nk ? 0 : nk - j0 < 8 ? nk - j0 : 8;
+            v8f y[8];
+            tr8x(y, pt + j0 * ldi + i0, ldi, n);
+            if (m == 8)
+                for (size_t r = 0; r < 8; r++) st8(dst + r * T, y[r]);
+            else
+                for (size_t r = 0; r < m; r++) st8(dst + r * T, y[r]);
+        }
+        for (size_t j = j0; j < T; j++)
+            for (size_t i = i0; i < i0 + m; i++) att[i * T + j] = j < nk ? pt[j * ldi + i] : 0.0f;
+    }
+}
 
 /* pair bh = b * NH + h of the forward */
 static void fwd_pair(float *out, float *att, const float *qkv, const float *gate,
                      const int32_t *kvalid, size_t B, size_t T, size_t C, size_t NH, size_t bh,
                      float scale) {
-    size_t HS = C / NH, HB = (HS + 7) / 8;
-    head *w = &fwd_ws;
+    size_t HS = C / NH, HP = (HS + 7) / 8 * 8;
+    ws *w = &wsp;
     size_t b = bh / NH, h = bh % NH;
     /* nk valid keys; the query rows i >= nk are padding too (see attn.h): zeros */
-    size_t nk = kvalid ? (size_t)kvalid[b] : T, KB = (nk + 7) / 8;
+    size_t nk = kvalid ? (size_t)kvalid[b] : T, IB = (nk + VL - 1) / VL, ldi = IB * VL;
     float g = gate[h];
-    if (b + 1 < B) {
+    if (HY_ATTN_PREFETCH && b + 1 < B) {
         prefetch_share(qkv + (b + 1) * T * 3 * C, T * 3 * C * sizeof(float), h, NH, 0);
         prefetch_share(out + (b + 1) * T * C, T * C * sizeof(float), h, NH, 1);
     }
-    load_head(w, NULL, qkv, b, h, T, C, HS, nk, scale);
-    /* scores (scale q) K^T over the KB key vectors, then softmax row by row; att rows keep
-     * the probabilities (0 for masked keys) */
-    mm(&w->s[0][0], MAX_TB, (const float *)w->q, MAX_HB * 8, &w->kt[0][0], MAX_TB, nk, HS, KB);
-    for (size_t i = 0; i < nk; i++) {
-        softmax_row(w->s[i], w->madd, KB);
-        if (!att) continue;
-        const float *sf = (const float *)w->s[i];
-        float *arow = att + (bh * T + i) * T;
-        for (size_t j = 0; j < nk; j++) arow[j] = sf[j];
-        for (size_t j = nk; j < T; j++) arow[j] = 0.0f;
+    const float *q = qkv + b * T * 3 * C + h * HS, *k = q + C, *v = q + 2 * C;
+    size_t qs = 3 * C, ks = 3 * C, vs = 3 * C;
+    float *y = out + b * T * C + h * HS;
+    size_t ys = C;
+    if (HS != HP) {
+        pad_rows(w->q, HP, q, qs, nk, HS);
+        pad_rows(w->v, HP, v, vs, nk, HS);
+        q = w->q, v = w->v, qs = vs = HP;
+        y = w->y0, ys = HP;
     }
-    /* y = A V over the valid keys; out = gate * y */
-    mm(&w->y[0][0], MAX_HB, (const float *)w->s, MAX_TP, &w->v[0][0], MAX_HB, nk, nk, HB);
-    for (size_t i = 0; i < T; i++) {
-        const float *yf = (const float *)w->y[i];
-        float *orow = out + (b * T + i) * C + h * HS;
-        if (i < nk)
-            for (size_t d = 0; d < HS; d++) orow[d] = g * yf[d];
-        else
-            for (size_t d = 0; d < HS; d++) orow[d] = 0.0f;
-    }
+    /* transposed scores st[j][i] = scale (k_j . q_i) (lanes: queries, from q^T), softmax down
+     * the columns: st becomes A^T */
+    transpose_rows(w->kt, ldi, q, qs, nk, HP);
+    mmk(w->s, ldi, k, ks, 1, w->kt, ldi, nk, HS, IB, scale);
+    softmax_cols(w->s, ldi, IB, nk);
+    if (att) store_att(att + bh * T * T, T, w->s, ldi, nk);
+    /* out = gate * (A V) over the valid keys (A read from A^T); padding rows zero */
+    mmd(y, ys, w->s, 1, ldi, v, vs, nk, nk, HP, g);
+    if (HS != HP) unpad_rows(out + b * T * C + h * HS, C, y, HP, nk, HS);
+    zero_rows(out + b * T * C + h * HS, C, nk, T, HS);
 }
 
 void hy_attn_forward(float *out, float *att, const float *qkv, const float *gate,
                      const int32_t *kvalid, size_t B, size_t T, size_t C, size_t NH) {
-    size_t HS = C / NH, HB = (HS + 7) / 8;
-    HY_ASSERT(HS * NH == C && HB <= MAX_HB && T <= HY_ATTN_MAX_T && T >= 1);
+    size_t HS = C / NH;
+    HY_ASSERT(HS * NH == C && HS <= MAX_HP && T <= HY_ATTN_MAX_T && T >= 1);
     float scale = 1.0f / sqrtf((float)HS);
     size_t BH = B * NH;
     uint64_t t0 = hy_prof_t0();
@@ -245,8 +448,8 @@ void hy_attn_forward(float *out, float *att, const float *qkv, const float *gate
 void hy_attn_forward_part(float *out, float *att, const float *qkv, const float *gate,
                           const int32_t *kvalid, size_t B, size_t T, size_t C, size_t NH,
                           size_t part, size_t parts) {
-    size_t HS = C / NH, HB = (HS + 7) / 8;
-    HY_ASSERT(HS * NH == C && HB <= MAX_HB && T <= HY_ATTN_MAX_T && T >= 1 && part < parts);
+    size_t HS = C / NH;
+    HY_ASSERT(HS * NH == C && HS <= MAX_HP && T <= HY_ATTN_MAX_T && T >= 1 && part < parts);
     float scale = 1.0f / sqrtf((float)HS);
     size_t lo, hi;
     hy_team_share(B * NH, part, parts, &lo, &hi);
@@ -255,99 +458,110 @@ void hy_attn_forward_part(float *out, float *att, const float *qkv, const float 
 
 /* ===== attention backward ===== */
 
+/* key vector jb of row arow (keys j >= nk zero; never reads past the row's T floats) */
+static inline vf load_keys(const float *arow, size_t jb, size_t nk, size_t T) {
+    size_t j0 = jb * VL;
+    if (j0 + VL <= nk) return ldv(arow + j0);
+    vi keep = iotav() < (int32_t)(nk - j0);
+    if (j0 + VL <= T) return selv(keep, ldv(arow + j0), splatv(0.0f));
+    if (T >= VL)   /* the row's last VL floats, moved down to lane 0 = key j0 */
+        return selv(keep, __builtin_shuffle(ldv(arow + T - VL), iotav() + (int32_t)(j0 + VL - T)),
+                    splatv(0.0f));
+    vf a = splatv(0.0f);
+    for (size_t j = j0; j < nk; j++) a[j - j0] = arow[j];
+    return a;
+}
+
+/* pair bh = b * NH + h of the backward; its dgate partial into scratch[bh] */
+static void bwd_pair(float *dqkv, float *scratch, const float *dout, const float *qkv,
+                     const float *att, const float *gate, const int32_t *kvalid, size_t B,
+                     size_t T, size_t C, size_t NH, size_t bh, float scale) {
+    size_t HS = C / NH, HP = (HS + 7) / 8 * 8;
+    ws *w = &wsp;
+    size_t b = bh / NH, h = bh % NH;
+    /* nk valid keys and query rows (the padding rows i >= nk: zero gradients) */
+    size_t nk = kvalid ? (size_t)kvalid[b] : T, KB = (nk + VL - 1) / VL, ld = KB * VL;
+    float g = gate[h];
+    if (HY_ATTN_PREFETCH && b + 1 < B) {
+        prefetch_share(qkv + (b + 1) * T * 3 * C, T * 3 * C * sizeof(float), h, NH, 0);
+        prefetch_share(dqkv + (b + 1) * T * 3 * C, T * 3 * C * sizeof(float), h, NH, 1);
+        prefetch_share(dout + (b + 1) * T * C, T * C * sizeof(float), h, NH, 0);
+        prefetch_share(att + (b + 1) * NH * T * T, NH * T * T * sizeof(float), h, NH, 0);
+    }
+    const float *q = qkv + b * T * 3 * C + h * HS, *k = q + C, *v = q + 2 * C;
+    const float *go = dout + b * T * C + h * HS;
+    const float *A = att + bh * T * T;
+    size_t qs = 3 * C, ks = 3 * C, vs = 3 * C, gs = C;
+    float *dq = dqkv + b * T * 3 * C + h * HS, *dk = dq + C, *dv = dq + 2 * C;
+    float *yq = dq, *yk = dk, *yv = dv;
+    size_t ys = 3 * C;
+    if (HS != HP) {
+        pad_rows(w->q, HP, q, qs, nk, HS);
+        pad_rows(w->k, HP, k, ks, nk, HS);
+        pad_rows(w->v, HP, v, vs, nk, HS);
+        pad_rows(w->g, HP, go, gs, nk, HS);
+        q = w->q, k = w->k, v = w->v, go = w->g, qs = ks = vs = gs = HP;
+        yq = w->y0, yk = w->y1, yv = w->y2, ys = HP;
+    }
+    /* P = dout_h V^T (key lanes from the transpose of v): with out = g y, y = A V,
+     * dgate = sum_ij a_ij P_ij (= sum_i dout_i . y_i) and dA = g P */
+    transpose_rows(w->kt, ld, v, vs, nk, HP);
+    mmk(w->s, ld, go, gs, 1, w->kt, ld, nk, HS, KB, 1.0f);
+    /* softmax backward: ds_ij = a_ij (da_ij - sum_k a_ik da_ik) * scale (masked: a = 0);
+     * the dS rows overwrite P's */
+    vf dgv = splatv(0.0f);
+    for (size_t i = 0; i < nk; i++) {
+        float *p = w->s + i * ld;
+        const float *arow = A + i * T;
+        vf tv = splatv(0.0f);
+        for (size_t jb = 0; jb < KB; jb++) {
+            vf a = load_keys(arow, jb, nk, T), pv = ldv(p + jb * VL);
+            dgv += a * pv;
+            pv = g * pv;
+            tv += a * pv;
+            stv(p + jb * VL, pv);
+        }
+        if (g == 0.0f) continue;
+        float t = hsumv(tv);
+        for (size_t jb = 0; jb < KB; jb++) {
+            vf a = load_keys(arow, jb, nk, T);
+            stv(p + jb * VL, a * (ldv(p + jb * VL) - t) * scale);
+        }
+    }
+    scratch[bh] = hsumv(dgv);
+    if (g == 0.0f) {   /* pruned head: no q/k/v gradient at all (zeros) */
+        float *base = dqkv + b * T * 3 * C + h * HS;
+        zero_rows(base, 3 * C, 0, T, HS);
+        zero_rows(base + C, 3 * C, 0, T, HS);
+        zero_rows(base + 2 * C, 3 * C, 0, T, HS);
+        return;
+    }
+    /* dV = g (A^T dout_h), A^T read in place; s_ij = scale q_i . k_j: dQ = dS K, dK = dS^T Q */
+    mmd(yv, ys, A, 1, T, go, gs, nk, nk, HP, g);
+    mmd(yq, ys, w->s, ld, 1, k, ks, nk, nk, HP, 1.0f);
+    mmd(yk, ys, w->s, 1, ld, q, qs, nk, nk, HP, 1.0f);
+    if (HS != HP) {
+        unpad_rows(dq, 3 * C, yq, HP, nk, HS);
+        unpad_rows(dk, 3 * C, yk, HP, nk, HS);
+        unpad_rows(dv, 3 * C, yv, HP, nk, HS);
+    }
+    /* the padding rows j >= nk get no gradient */
+    zero_rows(dq, 3 * C, nk, T, HS);
+    zero_rows(dk, 3 * C, nk, T, HS);
+    zero_rows(dv, 3 * C, nk, T, HS);
+}
+
 void hy_attn_backward(float *dqkv, float *dgate, const float *dout, const float *qkv,
                       const float *att, const float *gate, const int32_t *kvalid,
                       float *scratch, size_t B, size_t T, size_t C, size_t NH) {
-    size_t HS = C / NH, HB = (HS + 7) / 8;
-    HY_ASSERT(HS * NH == C && HB <= MAX_HB && T <= HY_ATTN_MAX_T && T >= 1);
+    size_t HS = C / NH;
+    HY_ASSERT(HS * NH == C && HS <= MAX_HP && T <= HY_ATTN_MAX_T && T >= 1);
     float scale = 1.0f / sqrtf((float)HS);
     size_t BH = B * NH;
     uint64_t t0 = hy_prof_t0();
 #pragma omp parallel for schedule(static) if (BH > 1 && BH * T * T * HS > PAR_MIN_WORK)
-    for (size_t bh = 0; bh < BH; bh++) {
-        bwd_ws *ws = &bwd_wsp;
-        head *w = &ws->w;
-        size_t b = bh / NH, h = bh % NH;
-        /* nk valid keys and query rows (the padding rows i >= nk: zero gradients) */
-        size_t nk = kvalid ? (size_t)kvalid[b] : T, KB = (nk + 7) / 8, KP = KB * 8;
-        float g = gate[h];
-        if (b + 1 < B) {
-            prefetch_share(qkv + (b + 1) * T * 3 * C, T * 3 * C * sizeof(float), h, NH, 0);
-            prefetch_share(dqkv + (b + 1) * T * 3 * C, T * 3 * C * sizeof(float), h, NH, 1);
-            prefetch_share(dout + (b + 1) * T * C, T * C * sizeof(float), h, NH, 0);
-            prefetch_share(att + (b + 1) * NH * T * T, NH * T * T * sizeof(float), h, NH, 0);
-        }
-        load_head(w, ws->vt, qkv, b, h, T, C, HS, nk, 1.0f);
-        /* A (saved probabilities) into s, padded with zeros, and its transpose into at;
-         * dout's head slice into go */
-        for (size_t i = 0; i < nk; i++) {
-            const float *arow = att + (bh * T + i) * T, *grow = dout + (b * T + i) * C + h * HS;
-            float *a = (float *)w->s[i], *gof = (float *)ws->go[i];
-            for (size_t j = 0; j < nk; j++) {
-                a[j] = arow[j];
-                ((float *)ws->at[j])[i] = arow[j];
-            }
-            for (size_t j = nk; j < KP; j++) a[j] = 0.0f;
-            for (size_t d = 0; d < HS; d++) gof[d] = grow[d];
-            for (size_t d = HS; d < HB * 8; d++) gof[d] = 0.0f;
-        }
-        /* P = dout_h V^T (the key lanes from vt): with out = g * y, y = A V,
-         * dgate = sum_ij a_ij P_ij (= sum_i dout_i . y_i) and dA = g P */
-        v8f (*P)[MAX_TB] = ws->dst;   /* P first, then (below) the transpose of dS */
-        mm(&P[0][0], MAX_TB, (const float *)ws->go, MAX_HB * 8, &ws->vt[0][0], MAX_TB, nk, HS,
-           KB);
-        v8f dgv = vsplat(0.0f);
-        for (size_t i = 0; i < nk; i++)
-            for (size_t jb = 0; jb < KB; jb++) dgv += w->s[i][jb] * P[i][jb];
-        scratch[bh] = hsum8(dgv);
-        if (g == 0.0f) {             /* pruned head: no q/k/v gradient at all (zeros) */
-            for (size_t i = 0; i < T; i++) {
-                float *base = dqkv + (b * T + i) * 3 * C + h * HS;
-                for (size_t d = 0; d < HS; d++) base[d] = base[C + d] = base[2 * C + d] = 0.0f;
-            }
-            continue;
-        }
-        /* softmax backward: ds_ij = a_ij (da_ij - sum_k a_ik da_ik) * scale (masked: a = 0);
-         * the dS rows overwrite P's */
-        for (size_t i = 0; i < nk; i++) {
-            v8f tv = vsplat(0.0f);
-            for (size_t jb = 0; jb < KB; jb++) {
-                P[i][jb] = g * P[i][jb];
-                tv += w->s[i][jb] * P[i][jb];
-            }
-            float t = hsum8(tv);
-            for (size_t jb = 0; jb < KB; jb++) P[i][jb] = w->s[i][jb] * (P[i][jb] - t) * scale;
-        }
-        /* dy = g * dout_h; dV = A^T dy over the valid rows */
-        for (size_t i = 0; i < nk; i++)
-            for (size_t hb = 0; hb < HB; hb++) ws->dy[i][hb] = g * ws->go[i][hb];
-        mm(&ws->dv[0][0], MAX_HB, (const float *)ws->at, MAX_TP, &ws->dy[0][0], MAX_HB, nk, nk,
-           HB);
-        /* s_ij = scale q_i . k_j:  dQ = dS K;  dK = dS^T Q */
-        mm(&w->y[0][0], MAX_HB, (const float *)P, MAX_TP, &w->k[0][0], MAX_HB, nk, nk, HB);
-        for (size_t i = 0; i < nk; i++) {   /* dS^T into at (A^T is no longer needed) */
-            const float *dsr = (const float *)P[i];
-            for (size_t j = 0; j < nk; j++) ((float *)ws->at[j])[i] = dsr[j];
-        }
-        mm(&ws->dk[0][0], MAX_HB, (const float *)ws->at, MAX_TP, &w->q[0][0], MAX_HB, nk, nk,
-           HB);
-        /* written (+ 0.0f: a -0 result is stored as +0, as when it was added to zeros); the
-         * padding rows j >= nk get no gradient */
-        for (size_t j = 0; j < T; j++) {
-            float *base = dqkv + (b * T + j) * 3 * C + h * HS;
-            if (j < nk) {
-                const float *dqf = (const float *)w->y[j], *dkf = (const float *)ws->dk[j],
-                            *dvf = (const float *)ws->dv[j];
-                for (size_t d = 0; d < HS; d++) {
-                    base[d] = dqf[d] + 0.0f;
-                    base[C + d] = dkf[d] + 0.0f;
-                    base[2 * C + d] = dvf[d] + 0.0f;
-                }
-            } else {
-                for (size_t d = 0; d < HS; d++) base[d] = base[C + d] = base[2 * C + d] = 0.0f;
-            }
-        }
-    }
+    for (size_t bh = 0; bh < BH; bh++)
+        bwd_pair(dqkv, scratch, dout, qkv, att, gate, kvalid, B, T, C, NH, bh, scale);
     /* dgate: per-(b,h) partials summed over b in a fixed order */
     for (size_t h = 0; h < NH; h++) {
         float acc = 0.0f;
