@@ -2,19 +2,26 @@
  * allow it: every product is a register-tiled micro-kernel (mm_*) broadcasting scalars of an
  * operand A (any row and column strides, so A^T is only a change of strides) against vectors
  * of a row-major operand B read in place (rows of q, k, v or dout in their (B, T, 3C) /
- * (B, T, C) arrays), and the results go straight into out / dqkv. The only copy is the
- * transpose of the head's k (forward) or v (backward), built from 8x8 vector shuffles, for the
- * two products whose lanes run over keys: scores Q K^T and dO V^T. Lanes: keys in vectors of
- * VL floats (16 with AVX-512, else 8), head dims in vectors of 16 (AVX-512 and HS a multiple
- * of 16) or 8. GCC vector extensions (vmath.h): explicit, so it vectorises at -O2 and on any
- * x86-64, lowering to SSE pairs, AVX or AVX-512 lanes as the flags allow. Each output element
- * of a product is summed in index order (acc = a_0 b_0, then acc += a_c b_c for c = 1, 2, ...)
- * whatever the tile, so a result never depends on the tiling or on the thread count. Masked
- * keys' scores are replaced by -inf (a select), so they get exactly 0 probability; exp is
- * hy_exp8's polynomial (vmath.h) lane by lane. Heads whose size is not a multiple of 8 (the
- * tests' tiny shapes) copy q, k, v (and dout) into zero-padded buffers first and write their
- * results through a buffer. No BLAS: per-head 17x17x16 products lose to call overhead
- * (DESIGN §7). */
+ * (B, T, C) arrays), and the results go straight into out / dqkv. Lanes: keys or queries in
+ * vectors of VL floats (16 with AVX-512, else 8), head dims in vectors of 16 (AVX-512 and HS a
+ * multiple of 16) or 8. GCC vector extensions (vmath.h): explicit, so it vectorises at -O2 and
+ * on any x86-64, lowering to SSE pairs, AVX or AVX-512 lanes as the flags allow.
+ * Forward: scores transposed, st[j][i] = scale k_j . q_i with lanes over queries (from q^T, built
+ * by 8x8 vector shuffles), so the softmax runs down the columns with no horizontal reduction;
+ * A V reads A from st by strides; att rows are written by 8x8 shuffle transposes of st. The few
+ * queries past the last whole vector (vit-fm: T = 17 = 16 + 1) would cost a mostly empty vector
+ * per key; they take a row path instead: dot products with lanes over head dims summed by a
+ * transposed reduction, a softmax along the row, probabilities into st's column.
+ * Backward: P = dO V^T with lanes over keys (from v^T), A rows read in place, dV = A^T dO with A^T
+ * read by strides, dQ = dS K and dK = dS^T Q from the dS rows.
+ * Each output element of a product is summed in index order (acc = a_0 b_0, then
+ * acc += a_c b_c for c = 1, 2, ...) whatever the tile, and every reduction (softmax sums, the
+ * row path's dot products, dgate partials) has a fixed order that depends on the shape and
+ * kvalid only, so a result never depends on the tiling or on the thread count. Masked keys get
+ * exactly 0 probability; exp is hy_exp8's polynomial (vmath.h) lane by lane. Heads whose size
+ * is not a multiple of 8 (the tests' tiny shapes) copy q, k, v (and dout) into zero-padded
+ * buffers first and write their results through a buffer. No BLAS: per-head 17x17x16 products
+ * lose to call overhead (DESIGN §7). */
 #include "attn.h"
 
 #include <math.h>
@@ -50,6 +57,10 @@ typedef hy_v8u vu;
  * thread: waking a passive OpenMP team costs tens of microseconds, more than a batch-1
  * attention of vit-fm (8 x 17 x 17 x 16) takes on one core. */
 #define PAR_MIN_WORK ((size_t)1 << 18)
+/* at most this many queries past the last whole vector of VL take the row path (fwd_pair) */
+#ifndef TAIL_MAX
+#define TAIL_MAX (VL / 4)
+#endif
 #ifndef HY_ATTN_PREFETCH
 #define HY_ATTN_PREFETCH 1
 #endif
@@ -121,6 +132,85 @@ static inline float hsumv(vf v) { return hsum8(lo8(v) + hi8(v)); }
 static inline float hmaxv(vf v) { return hmax8(v); }
 static inline float hsumv(vf v) { return hsum8(v); }
 #endif
+
+/* Transposed reductions: r[l] = sum of the lanes of x[l] (l < W), by a fixed tree: at block
+ * size b = W/2, ..., 1, vectors k and k + b are folded into one (their lanes' pairs at distance
+ * b summed), so the last vector holds every x[l]'s sum at lane l. W/2 + W/4 + ... adds and
+ * twice as many two-source shuffles for W sums. */
+static inline v8f tred8(v8f x[8]) {
+    const v8i l4 = {0, 1, 2, 3, 8, 9, 10, 11}, h4 = {4, 5, 6, 7, 12, 13, 14, 15};
+    const v8i l2 = {0, 1, 8, 9, 4, 5, 12, 13}, h2 = {2, 3, 10, 11, 6, 7, 14, 15};
+    const v8i l1 = {0, 8, 2, 10, 4, 12, 6, 14}, h1 = {1, 9, 3, 11, 5, 13, 7, 15};
+    for (int k = 0; k < 4; k++)
+        x[k] = __builtin_shuffle(x[k], x[k + 4], l4) + __builtin_shuffle(x[k], x[k + 4], h4);
+    for (int k = 0; k < 2; k++)
+        x[k] = __builtin_shuffle(x[k], x[k + 2], l2) + __builtin_shuffle(x[k], x[k + 2], h2);
+    return __builtin_shuffle(x[0], x[1], l1) + __builtin_shuffle(x[0], x[1], h1);
+}
+#if VL == 16
+static inline v16f tred16(v16f x[16]) {
+    const v16i l8 = {0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23},
+               h8 = {8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31};
+    const v16i l4 = {0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27},
+               h4 = {4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31};
+    const v16i l2 = {0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29},
+               h2 = {2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31};
+    const v16i l1 = {0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30},
+               h1 = {1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31};
+    for (int k = 0; k < 8; k++)
+        x[k] = __builtin_shuffle(x[k], x[k + 8], l8) + __builtin_shuffle(x[k], x[k + 8], h8);
+    for (int k = 0; k < 4; k++)
+        x[k] = __builtin_shuffle(x[k], x[k + 4], l4) + __builtin_shuffle(x[k], x[k + 4], h4);
+    for (int k = 0; k < 2; k++)
+        x[k] = __builtin_shuffle(x[k], x[k + 2], l2) + __builtin_shuffle(x[k], x[k + 2], h2);
+    return __builtin_shuffle(x[0], x[1], l1) + __builtin_shuffle(x[0], x[1], h1);
+}
+static inline float hsum16(v16f v) { return hsum8(lo8(v) + hi8(v)); }
+#endif
+
+/* out[j] = sum_{d < HP} x[d] y_j[d] for the n rows y_j = y + j ys (x, y_j: HP floats, HP a
+ * multiple of 8; W = 16 lanes when they divide HP): per row, the HP / W lane products are
+ * summed in order, then each row's lanes by a transposed reduction of W rows (or hsum for a
+ * block of at most 3 rows). */
+static void dots(float *out, const float *x, const float *y, size_t ys, size_t n, size_t HP) {
+#if VL == 16
+    if (HP % 16 == 0) {
+        v16f xv[MAX_HP / 16];
+        for (size_t d = 0; d < HP / 16; d++) xv[d] = ld16(x + 16 * d);
+        for (size_t j0 = 0; j0 < n; j0 += 16) {
+            size_t m = n - j0 < 16 ? n - j0 : 16;
+            v16f p[16];
+            for (size_t l = 0; l < 16; l++) {
+                const float *yr = y + (j0 + (l < m ? l : 0)) * ys;
+                v16f a = xv[0] * ld16(yr);
+                for (size_t d = 1; d < HP / 16; d++) a += xv[d] * ld16(yr + 16 * d);
+                p[l] = a;
+            }
+            if (m <= 3)
+                for (size_t l = 0; l < m; l++) out[j0 + l] = hsum16(p[l]);
+            else
+                st16(out + j0, tred16(p));
+        }
+        return;
+    }
+#endif
+    v8f xv[MAX_HP / 8];
+    for (size_t d = 0; d < HP / 8; d++) xv[d] = ld8(x + 8 * d);
+    for (size_t j0 = 0; j0 < n; j0 += 8) {
+        size_t m = n - j0 < 8 ? n - j0 : 8;
+        v8f p[8];
+        for (size_t l = 0; l < 8; l++) {
+            const float *yr = y + (j0 + (l < m ? l : 0)) * ys;
+            v8f a = xv[0] * ld8(yr);
+            for (size_t d = 1; d < HP / 8; d++) a += xv[d] * ld8(yr + 8 * d);
+            p[l] = a;
+        }
+        if (m <= 2)
+            for (size_t l = 0; l < m; l++) out[j0 + l] = hsum8(p[l]);
+        else
+            st8(out + j0, tred8(p));
+    }
+}
 
 /* exp for x <= 0 (or -inf): hy_exp8's operations lane by lane (vmath.h) without the clamp at
  * the top, which such inputs never reach */
@@ -273,10 +363,10 @@ static inline void tr8(float *dst, size_t ldd, const float *src, size_t lds, siz
     for (size_t c = 0; c < 8; c++) st8(dst + c * ldd, y[c]);
 }
 
-/* dst[d ld + j] = src[j lds + d] for d < HP (a multiple of 8), j < n; lanes n <= j < ld zero
- * (ld a multiple of 8) */
-static void transpose_rows(float *dst, size_t ld, const float *src, size_t lds, size_t n,
-                           size_t HP) {
+/* dst[d ld + j] = src[j lds + d] for d < HP (a multiple of 8), j < n; lanes n <= j < lend
+ * zero (lend <= ld multiples of 8, n <= lend) */
+static void transpose_rows(float *dst, size_t ld, size_t lend, const float *src, size_t lds,
+                           size_t n, size_t HP) {
     v8f z = {0};
     for (size_t d0 = 0; d0 < HP; d0 += 8) {
         float *dd = dst + d0 * ld;
@@ -289,7 +379,7 @@ static void transpose_rows(float *dst, size_t ld, const float *src, size_t lds, 
             rem = 0;
         }
         for (size_t d = 0; d < 8; d++)
-            for (size_t j = j0; j < ld; j += 8) st8(dd + d * ld + j, z);
+            for (size_t j = j0; j < lend; j += 8) st8(dd + d * ld + j, z);
         for (size_t j = j0; j < j0 + rem; j++)
             for (size_t d = 0; d < 8; d++) dd[d * ld + j] = src[j * lds + d0 + d];
     }
@@ -320,6 +410,7 @@ static void zero_rows(float *p, size_t ld, size_t i0, size_t i1, size_t HS) {
 typedef struct ws {
     _Alignas(64) float kt[MAX_HP * MAX_LD];
     _Alignas(64) float s[HY_ATTN_MAX_T * MAX_LD];
+    _Alignas(64) float row[MAX_LD + 16];
     _Alignas(64) float q[HY_ATTN_MAX_T * MAX_HP], k[HY_ATTN_MAX_T * MAX_HP],
         v[HY_ATTN_MAX_T * MAX_HP], g[HY_ATTN_MAX_T * MAX_HP];
     _Alignas(64) float y0[HY_ATTN_MAX_T * MAX_HP], y1[HY_ATTN_MAX_T * MAX_HP],
@@ -341,6 +432,33 @@ static inline void prefetch_share(const float *base, size_t bytes, size_t h, siz
 }
 
 /* ===== attention forward ===== */
+
+/* softmax of the score row s (KB vectors; keys j >= nk masked to -inf) times scale, in place;
+ * an all -inf row gives zeros, not NaN */
+static void softmax_row(float *s, size_t KB, size_t nk, float scale) {
+    size_t last = (KB - 1) * VL;
+    vf xl = selv(iotav() < (int32_t)(nk - last), ldv(s + last) * scale, splatv(-INFINITY));
+    stv(s + last, xl);
+    vf m = xl;
+    for (size_t jb = 0; jb + 1 < KB; jb++) {
+        vf x = ldv(s + jb * VL) * scale;
+        stv(s + jb * VL, x);
+        m = maxv(x, m);
+    }
+    float mx = hmaxv(m);
+    if (mx == -INFINITY) {
+        for (size_t jb = 0; jb < KB; jb++) stv(s + jb * VL, splatv(0.0f));
+        return;
+    }
+    vf acc = splatv(0.0f);
+    for (size_t jb = 0; jb < KB; jb++) {
+        vf e = expv(ldv(s + jb * VL) - mx);
+        stv(s + jb * VL, e);
+        acc += e;
+    }
+    float inv = 1.0f / hsumv(acc);
+    for (size_t jb = 0; jb < KB; jb++) stv(s + jb * VL, ldv(s + jb * VL) * inv);
+}
 
 /* Softmax down the columns of st (rows j < nk: keys; IB vectors of lanes: queries), in place:
  * max, exp and sum run vertically, so no horizontal reduction and a query's keys are all
@@ -423,9 +541,19 @@ static void fwd_pair(float *out, float *att, const float *qkv, const float *gate
     }
     /* transposed scores st[j][i] = scale (k_j . q_i) (lanes: queries, from q^T), softmax down
      * the columns: st becomes A^T */
-    transpose_rows(w->kt, ldi, q, qs, nk, HP);
-    mmk(w->s, ldi, k, ks, 1, w->kt, ldi, nk, HS, IB, scale);
-    softmax_cols(w->s, ldi, IB, nk);
+    size_t IBm = IB, tail = nk - (IB - 1) * VL;
+    if (IB >= 2 && tail <= TAIL_MAX && HS == HP) IBm = IB - 1;
+    transpose_rows(w->kt, ldi, IBm * VL, q, qs, IBm < IB ? IBm * VL : nk, HP);
+    mmk(w->s, ldi, k, ks, 1, w->kt, ldi, nk, HS, IBm, scale);
+    softmax_cols(w->s, ldi, IBm, nk);
+    /* a few queries past the last whole vector: each a row of dot products (lanes over the head
+     * dims, a transposed reduction), softmax along the row, probabilities into st's column */
+    for (size_t i = IBm * VL; i < nk; i++) {
+        float *sc = w->row;
+        dots(sc, q + i * qs, k, ks, nk, HP);
+        softmax_row(sc, (nk + VL - 1) / VL, nk, scale);
+        for (size_t j = 0; j < nk; j++) w->s[j * ldi + i] = sc[j];
+    }
     if (att) store_att(att + bh * T * T, T, w->s, ldi, nk);
     /* out = gate * (A V) over the valid keys (A read from A^T); padding rows zero */
     mmd(y, ys, w->s, 1, ldi, v, vs, nk, nk, HP, g);
@@ -505,7 +633,7 @@ static void bwd_pair(float *dqkv, float *scratch, const float *dout, const float
     }
     /* P = dout_h V^T (key lanes from the transpose of v): with out = g y, y = A V,
      * dgate = sum_ij a_ij P_ij (= sum_i dout_i . y_i) and dA = g P */
-    transpose_rows(w->kt, ld, v, vs, nk, HP);
+    transpose_rows(w->kt, ld, ld, v, vs, nk, HP);
     mmk(w->s, ld, go, gs, 1, w->kt, ld, nk, HS, KB, 1.0f);
     /* softmax backward: ds_ij = a_ij (da_ij - sum_k a_ik da_ik) * scale (masked: a = 0);
      * the dS rows overwrite P's */
