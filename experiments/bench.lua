@@ -19,7 +19,7 @@
 -- Single). Recorded: CPU model and flags, OpenBLAS core, threads, the sgemm 2048^3 peak and each
 -- figure's GFLOP/s as a fraction of it, per-round raw values, the load average. Writes
 -- results/bench/bench.json (layout: results/README.md, "Benchmark").
--- Knobs (environment): HYDRA_BENCH_ROUNDS (default 3), HYDRA_BENCH_PYTHON (default
+-- Knobs (environment): HYDRA_BENCH_ROUNDS (default 5), HYDRA_BENCH_PYTHON (default
 -- /usr/bin/python3: Debian's python3-torch; when it cannot import torch the PyTorch side is
 -- skipped, said so, and no ratio is written), HYDRA_DATA_DIR (SST-2, prepared on first use; the
 -- text model is skipped, said so, when it is missing). Training FLOPs = 3x forward FLOPs.
@@ -28,7 +28,7 @@ local core = require("hydra.core")
 local json_value = require("hydra.eval").json_value
 local model = hydra.model
 
-local ROUNDS = math.tointeger(tonumber(os.getenv("HYDRA_BENCH_ROUNDS") or "")) or 3
+local ROUNDS = math.tointeger(tonumber(os.getenv("HYDRA_BENCH_ROUNDS") or "")) or 5
 if ROUNDS < 1 then error("bench: HYDRA_BENCH_ROUNDS must be an integer >= 1", 0) end
 local PYTHON = os.getenv("HYDRA_BENCH_PYTHON") or "/usr/bin/python3"
 local TORCH_SCRIPT = "tests/ref/bench_torch.py"
@@ -294,6 +294,8 @@ end
 
 local cpu = cpu_info()
 local blas = core.blas_info()
+-- OPENBLAS_CORETYPE, when the environment pins OpenBLAS's kernels (both sides inherit it)
+blas.coretype_env = os.getenv("OPENBLAS_CORETYPE") or "(unset)"
 local r = {
   model = "vit-fm", params = m:config().params, threads = threads, rounds = ROUNDS,
   cpu = cpu, openblas = blas, omp_wait_policy = os.getenv("OMP_WAIT_POLICY") or "(unset)",
@@ -442,8 +444,9 @@ r.cost = dofile("experiments/bench_cost.lua")({ rounds = ROUNDS,
 local function summary()
 
   local function yes(ok) return ok and "met" or "NOT met" end
-  print(("hydra bench: %s (%s), %d threads, OpenBLAS core %s, OMP_WAIT_POLICY=%s")
-    :format(cpu.model, cpu.simd, threads, blas.corename, r.omp_wait_policy))
+  print(("hydra bench: %s (%s), %d threads, OpenBLAS core %s (OPENBLAS_CORETYPE=%s, for both "
+    .. "sides), OMP_WAIT_POLICY=%s")
+    :format(cpu.model, cpu.simd, threads, blas.corename, blas.coretype_env, r.omp_wait_policy))
   print(("median of %d interleaved rounds; sgemm 2048^3 %.1f GFLOP/s; load average %s -> %s")
     :format(ROUNDS, peak, tostring(load0), tostring(load1)))
   local labels = { train = "training samples/s (B=128)", infer = "inference samples/s (B=256)",
