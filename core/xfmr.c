@@ -687,10 +687,25 @@ static void layers_fwd(hy_xfmr *m, size_t B, size_t T, bool keep, bool drop,
         float *ln1 = a->ln1 + s * a->sD, *qkv = a->qkv + s * a->sQ, *att = a->att + s * a->sA;
         float *ao = a->ao + s * a->sD, *xm = a->xm + s * a->sD, *ln2 = a->ln2 + s * a->sD;
         float *h = a->h + s * a->sH, *hg = a->hg + s * a->sH;
+        /* In an inference team (2 threads) each thread computes the whole LayerNorm, the second
+         * into the other LayerNorm's buffers (free at that point of the layer), and reads its own
+         * copy: the same rows, bitwise, with no barrier (about 1 us of work at batch 1, against a
+         * barrier's 2-8 us on the 2-core VM). Kept for backward: the shared path. */
+        bool dup = sh && !keep && sh->parts == 2;
+        float *ln1_in = ln1, *ln2_in = ln2;
         /* attention: xm = x + drop(proj(attn(LN1(x)))) */
-        step_layernorm(sh, ln1, a->ln1_mean + s * a->sR, a->ln1_rstd + s * a->sR, x, w->norm1_w,
-                       w->norm1_b, BT, D);
-        step_linear(sh, m, l, HY_ENS_QKV, qkv, NULL, ln1, w->qkv_w, w->qkv_b, NULL, BT, D, 3 * D);
+        if (dup) {
+            bool own = sh->part == 0;
+            ln1_in = own ? ln1 : ln2;
+            hy_layernorm_forward(ln1_in, (own ? a->ln1_mean : a->ln2_mean) + s * a->sR,
+                                 (own ? a->ln1_rstd : a->ln2_rstd) + s * a->sR, x, w->norm1_w,
+                                 w->norm1_b, BT, D, HY_XFMR_LN_EPS);
+        } else {
+            step_layernorm(sh, ln1, a->ln1_mean + s * a->sR, a->ln1_rstd + s * a->sR, x,
+                           w->norm1_w, w->norm1_b, BT, D);
+        }
+        step_linear(sh, m, l, HY_ENS_QKV, qkv, NULL, ln1_in, w->qkv_w, w->qkv_b, NULL, BT, D,
+                    3 * D);
         step_attn(sh, ao, keep ? att : NULL, qkv, m->gates + l * NH, kv, R, T, D, NH);
         if (drop && c->attn_dropout > 0.0f) {
             /* xm = proj(ao), then xm = x + xm * mask in one pass */
@@ -701,9 +716,17 @@ static void layers_fwd(hy_xfmr *m, size_t B, size_t T, bool keep, bool drop,
             step_linear(sh, m, l, HY_ENS_PROJ, xm, NULL, ao, w->proj_w, w->proj_b, x, BT, D, D);
         }
         /* MLP: xo = xm + drop(fc2(drop(GELU(fc1(LN2(xm)))))) */
-        step_layernorm(sh, ln2, a->ln2_mean + s * a->sR, a->ln2_rstd + s * a->sR, xm, w->norm2_w,
-                       w->norm2_b, BT, D);
-        step_linear(sh, m, l, HY_ENS_FC1, h, hg, ln2, w->fc1_w, w->fc1_b, NULL, BT, D, DM);
+        if (dup) {   /* the second thread's copy into LN1's buffers (qkv has read them) */
+            bool own = sh->part == 0;
+            ln2_in = own ? ln2 : ln1;
+            hy_layernorm_forward(ln2_in, (own ? a->ln2_mean : a->ln1_mean) + s * a->sR,
+                                 (own ? a->ln2_rstd : a->ln1_rstd) + s * a->sR, xm, w->norm2_w,
+                                 w->norm2_b, BT, D, HY_XFMR_LN_EPS);
+        } else {
+            step_layernorm(sh, ln2, a->ln2_mean + s * a->sR, a->ln2_rstd + s * a->sR, xm,
+                           w->norm2_w, w->norm2_b, BT, D);
+        }
+        step_linear(sh, m, l, HY_ENS_FC1, h, hg, ln2_in, w->fc1_w, w->fc1_b, NULL, BT, D, DM);
         if (drop && c->mlp_dropout > 0.0f) {
             hy_rng r1 = site_rng(fwd_rng, l, 1), r2 = site_rng(fwd_rng, l, 2);
             hy_dropout_apply(hg, hg, NULL, &r1, BT, DM, c->mlp_dropout);
