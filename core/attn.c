@@ -13,7 +13,11 @@
  * per key; they take a row path instead: dot products with lanes over head dims summed by a
  * transposed reduction, a softmax along the row, probabilities into st's column.
  * Backward: P = dO V^T with lanes over keys (from v^T), A rows read in place, dV = A^T dO with A^T
- * read by strides, dQ = dS K and dK = dS^T Q from the dS rows.
+ * read by strides, dQ = dS K and dK = dS^T Q from the dS rows. Keys past the last whole vector
+ * (up to VL/4 of them) take a row path like the forward's queries: their P column as dot
+ * products, and the softmax backward's part of them by columns with lanes over queries; the
+ * row sums t_i = sum_j a_ij P_ij of the keys in vectors are transposed reductions of VL rows.
+ * Only the next sample's valid rows (and its head's valid block of att) are prefetched.
  * Each output element of a product is summed in index order (acc = a_0 b_0, then
  * acc += a_c b_c for c = 1, 2, ...) whatever the tile, and every reduction (softmax sums, the
  * row path's dot products, dgate partials) has a fixed order that depends on the shape and
@@ -166,6 +170,9 @@ static inline v16f tred16(v16f x[16]) {
     return __builtin_shuffle(x[0], x[1], l1) + __builtin_shuffle(x[0], x[1], h1);
 }
 static inline float hsum16(v16f v) { return hsum8(lo8(v) + hi8(v)); }
+static inline vf tredv(vf x[VL]) { return tred16(x); }
+#else
+static inline vf tredv(vf x[VL]) { return tred8(x); }
 #endif
 
 /* out[j] = sum_{d < HP} x[d] y_j[d] for the n rows y_j = y + j ys (x, y_j: HP floats, HP a
@@ -411,6 +418,7 @@ typedef struct ws {
     _Alignas(64) float kt[MAX_HP * MAX_LD];
     _Alignas(64) float s[HY_ATTN_MAX_T * MAX_LD];
     _Alignas(64) float row[MAX_LD + 16];
+    _Alignas(64) float tc[VL / 4][MAX_LD + 16], ac[VL / 4][MAX_LD + 16];
     _Alignas(64) float q[HY_ATTN_MAX_T * MAX_HP], k[HY_ATTN_MAX_T * MAX_HP],
         v[HY_ATTN_MAX_T * MAX_HP], g[HY_ATTN_MAX_T * MAX_HP];
     _Alignas(64) float y0[HY_ATTN_MAX_T * MAX_HP], y1[HY_ATTN_MAX_T * MAX_HP],
@@ -428,6 +436,17 @@ static inline void prefetch_share(const float *base, size_t bytes, size_t h, siz
     for (size_t l = l0; l < l1; l++) {
         if (w) __builtin_prefetch(p + 64 * l, 1, 3);
         else __builtin_prefetch(p + 64 * l, 0, 3);
+    }
+}
+
+/* the lines of the first n floats of the n rows (stride ld) at p: a head's valid block of att */
+static inline void prefetch_block(const float *p, size_t ld, size_t n) {
+    uintptr_t next = 0;
+    for (size_t i = 0; i < n; i++) {
+        uintptr_t l0 = (uintptr_t)(p + i * ld) / 64, l1 = (uintptr_t)(p + i * ld + n - 1) / 64;
+        for (uintptr_t l = l0 > next ? l0 : next; l <= l1; l++)
+            __builtin_prefetch((const void *)(l * 64), 0, 3);
+        next = l1 + 1;
     }
 }
 
@@ -611,10 +630,12 @@ static void bwd_pair(float *dqkv, float *scratch, const float *dout, const float
     size_t nk = kvalid ? (size_t)kvalid[b] : T, KB = (nk + VL - 1) / VL, ld = KB * VL;
     float g = gate[h];
     if (HY_ATTN_PREFETCH && b + 1 < B) {
-        prefetch_share(qkv + (b + 1) * T * 3 * C, T * 3 * C * sizeof(float), h, NH, 0);
+        /* of the next sample, only its valid rows (and keys) are read */
+        size_t nn = kvalid ? (size_t)kvalid[b + 1] : T;
+        prefetch_share(qkv + (b + 1) * T * 3 * C, nn * 3 * C * sizeof(float), h, NH, 0);
         prefetch_share(dqkv + (b + 1) * T * 3 * C, T * 3 * C * sizeof(float), h, NH, 1);
-        prefetch_share(dout + (b + 1) * T * C, T * C * sizeof(float), h, NH, 0);
-        prefetch_share(att + (b + 1) * NH * T * T, NH * T * T * sizeof(float), h, NH, 0);
+        prefetch_share(dout + (b + 1) * T * C, nn * C * sizeof(float), h, NH, 0);
+        prefetch_block(att + ((b + 1) * NH + h) * T * T, T, nn);
     }
     const float *q = qkv + b * T * 3 * C + h * HS, *k = q + C, *v = q + 2 * C;
     const float *go = dout + b * T * C + h * HS;
@@ -632,30 +653,79 @@ static void bwd_pair(float *dqkv, float *scratch, const float *dout, const float
         yq = w->y0, yk = w->y1, yv = w->y2, ys = HP;
     }
     /* P = dout_h V^T (key lanes from the transpose of v): with out = g y, y = A V,
-     * dgate = sum_ij a_ij P_ij (= sum_i dout_i . y_i) and dA = g P */
-    transpose_rows(w->kt, ld, ld, v, vs, nk, HP);
-    mmk(w->s, ld, go, gs, 1, w->kt, ld, nk, HS, KB, 1.0f);
-    /* softmax backward: ds_ij = a_ij (da_ij - sum_k a_ik da_ik) * scale (masked: a = 0);
-     * the dS rows overwrite P's */
-    vf dgv = splatv(0.0f);
-    for (size_t i = 0; i < nk; i++) {
-        float *p = w->s + i * ld;
-        const float *arow = A + i * T;
-        vf tv = splatv(0.0f);
-        for (size_t jb = 0; jb < KB; jb++) {
-            vf a = load_keys(arow, jb, nk, T), pv = ldv(p + jb * VL);
-            dgv += a * pv;
-            pv = g * pv;
-            tv += a * pv;
-            stv(p + jb * VL, pv);
+     * dgate = sum_ij a_ij P_ij (= sum_i dout_i . y_i) and dA = g P. Keys in KBv vectors; a few
+     * keys past the last whole vector (vit-fm: T = 17 = 16 + 1) would cost a mostly empty
+     * vector per query, here and in the softmax backward: they take a row path instead, their
+     * column of P as dot products v_j . dout_i (lanes over head dims, a transposed reduction) */
+    size_t KBv = KB, tail = nk - (KB - 1) * VL;
+    if (KB >= 2 && tail <= TAIL_MAX) KBv = KB - 1;
+    size_t jt = KBv * VL < nk ? KBv * VL : nk;   /* keys [jt, nk): the row path */
+    transpose_rows(w->kt, ld, KBv * VL, v, vs, jt, HP);
+    mmk(w->s, ld, go, gs, 1, w->kt, ld, nk, HS, KBv, 1.0f);
+    /* softmax backward: with da = g P, ds_ij = a_ij (da_ij - sum_k a_ik da_ik) * scale
+     * = a_ij (P_ij - t_i) * (g scale), t_i = sum_j a_ij P_ij (masked: a = 0), and
+     * dgate = sum_i t_i; the dS rows overwrite P's. The row path's keys first, by columns
+     * (lanes over queries): their P column pc, A column ac, and tt_i = their part of t_i, in
+     * key order. */
+    size_t nt = nk - jt, IB = (nk + VL - 1) / VL;
+    float *tt = w->row, gsc = g * scale;
+    for (size_t u = 0; u < nt; u++) dots(w->tc[u], v + (jt + u) * vs, go, gs, nk, HP);
+    for (size_t ib = 0; ib < IB; ib++) stv(tt + ib * VL, splatv(0.0f));
+    for (size_t u = 0; u < nt; u++) {
+        size_t j = jt + u;
+        float *pc = w->tc[u], *ac = w->ac[u];
+        for (size_t i = 0; i < nk; i++) ac[i] = A[i * T + j];
+        for (size_t i = nk; i < IB * VL; i++) ac[i] = pc[i] = 0.0f;
+        for (size_t ib = 0; ib < IB; ib++)
+            stv(tt + ib * VL, ldv(tt + ib * VL) + ldv(ac + ib * VL) * ldv(pc + ib * VL));
+    }
+    /* the keys in vectors, by rows: per block of VL rows, each row's lanes of t summed by a
+     * transposed reduction (hsum for a block of at most 3 rows), plus tt; then the dS rows.
+     * Keys [0, KBf VL) in whole vectors, then the partial vector (when no row path). */
+    size_t KBf = jt / VL;
+    int part = KBv > KBf;
+    for (size_t i0 = 0; i0 < nk; i0 += VL) {
+        size_t m = nk - i0 < VL ? nk - i0 : VL;
+        vf x[VL];
+        for (size_t l = 0; l < m; l++) {
+            const float *p = w->s + (i0 + l) * ld, *arow = A + (i0 + l) * T;
+            vf tv = ldv(arow) * ldv(p);
+            for (size_t jb = 1; jb < KBf; jb++) tv += ldv(arow + jb * VL) * ldv(p + jb * VL);
+            if (part) {
+                vf pr = load_keys(arow, KBf, nk, T) * ldv(p + KBf * VL);
+                tv = KBf ? tv + pr : pr;
+            }
+            x[l] = tv;
+        }
+        if (m <= 3)
+            for (size_t l = 0; l < m; l++) tt[i0 + l] += hsumv(x[l]);
+        else {
+            for (size_t l = m; l < VL; l++) x[l] = splatv(0.0f);
+            stv(tt + i0, tredv(x) + ldv(tt + i0));
         }
         if (g == 0.0f) continue;
-        float t = hsumv(tv);
-        for (size_t jb = 0; jb < KB; jb++) {
-            vf a = load_keys(arow, jb, nk, T);
-            stv(p + jb * VL, a * (ldv(p + jb * VL) - t) * scale);
+        for (size_t l = 0; l < m; l++) {
+            float *p = w->s + (i0 + l) * ld;
+            const float *arow = A + (i0 + l) * T;
+            vf t = tt[i0 + l] - (vf){0};   /* a broadcast (splatv: lane inserts) */
+            for (size_t jb = 0; jb < KBf; jb++) {
+                vf a = ldv(arow + jb * VL);
+                stv(p + jb * VL, a * (ldv(p + jb * VL) - t) * gsc);
+            }
+            if (part) {
+                vf a = load_keys(arow, KBf, nk, T);
+                stv(p + KBf * VL, a * (ldv(p + KBf * VL) - t) * gsc);
+            }
         }
     }
+    /* the row path's dS columns */
+    if (g != 0.0f)
+        for (size_t u = 0; u < nt; u++) {
+            const float *pc = w->tc[u], *ac = w->ac[u];
+            for (size_t i = 0; i < nk; i++) w->s[i * ld + jt + u] = ac[i] * (pc[i] - tt[i]) * gsc;
+        }
+    vf dgv = ldv(tt);
+    for (size_t ib = 1; ib < IB; ib++) dgv += ldv(tt + ib * VL);
     scratch[bh] = hsumv(dgv);
     if (g == 0.0f) {   /* pruned head: no q/k/v gradient at all (zeros) */
         float *base = dqkv + b * T * 3 * C + h * HS;
