@@ -17,7 +17,8 @@
  * (up to VL/4 of them) take a row path like the forward's queries: their P column as dot
  * products, and the softmax backward's part of them by columns with lanes over queries; the
  * row sums t_i = sum_j a_ij P_ij of the keys in vectors are transposed reductions of VL rows.
- * Only the next sample's valid rows (and its head's valid block of att) are prefetched.
+ * Only the next sample's valid rows (and its head's valid block of att) are prefetched, and
+ * nothing of dqkv.
  * Each output element of a product is summed in index order (acc = a_0 b_0, then
  * acc += a_c b_c for c = 1, 2, ...) whatever the tile, and every reduction (softmax sums, the
  * row path's dot products, dgate partials) has a fixed order that depends on the shape and
@@ -630,10 +631,10 @@ static void bwd_pair(float *dqkv, float *scratch, const float *dout, const float
     size_t nk = kvalid ? (size_t)kvalid[b] : T, KB = (nk + VL - 1) / VL, ld = KB * VL;
     float g = gate[h];
     if (HY_ATTN_PREFETCH && b + 1 < B) {
-        /* of the next sample, only its valid rows (and keys) are read */
+        /* of the next sample, only its valid rows (and keys) are read; dqkv is only written
+         * (prefetching it for writing was slower) */
         size_t nn = kvalid ? (size_t)kvalid[b + 1] : T;
         prefetch_share(qkv + (b + 1) * T * 3 * C, nn * 3 * C * sizeof(float), h, NH, 0);
-        prefetch_share(dqkv + (b + 1) * T * 3 * C, T * 3 * C * sizeof(float), h, NH, 1);
         prefetch_share(dout + (b + 1) * T * C, nn * C * sizeof(float), h, NH, 0);
         prefetch_block(att + ((b + 1) * NH + h) * T * T, T, nn);
     }
