@@ -431,13 +431,14 @@ static void zero_qkv_rows(float *p, size_t ld, size_t C, size_t i0, size_t i1, s
 /* per-thread working sets (sized for T = 257, HS = 64: too big for OpenMP thread stacks);
  * each task overwrites what it reads, so nothing carries over between tasks. kt: the head's
  * k (forward) or v (backward) transposed, rows of ld floats; s: scores / probabilities /
- * score gradients, rows of ld floats; q, k, v, g, y*: zero-padded copies and result buffers of
- * heads whose size is not a multiple of 8 */
+ * score gradients, rows of ld floats; row: a score row (forward's row path) or the row sums t
+ * (backward); tc, ac: the backward row path's P and A columns; q, k, v, g, y*: zero-padded
+ * copies and result buffers of heads whose size is not a multiple of 8 */
 typedef struct ws {
     _Alignas(64) float kt[MAX_HP * MAX_LD];
     _Alignas(64) float s[HY_ATTN_MAX_T * MAX_LD];
     _Alignas(64) float row[MAX_LD + 16];
-    _Alignas(64) float tc[VL / 4][MAX_LD + 16], ac[VL / 4][MAX_LD + 16];
+    _Alignas(64) float tc[TAIL_MAX + 1][MAX_LD + 16], ac[TAIL_MAX + 1][MAX_LD + 16];
     _Alignas(64) float q[HY_ATTN_MAX_T * MAX_HP], k[HY_ATTN_MAX_T * MAX_HP],
         v[HY_ATTN_MAX_T * MAX_HP], g[HY_ATTN_MAX_T * MAX_HP];
     _Alignas(64) float y0[HY_ATTN_MAX_T * MAX_HP], y1[HY_ATTN_MAX_T * MAX_HP],
