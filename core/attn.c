@@ -23,7 +23,7 @@
  * acc += a_c b_c for c = 1, 2, ...) whatever the tile, and every reduction (softmax sums, the
  * row path's dot products, dgate partials) has a fixed order that depends on the shape and
  * kvalid only, so a result never depends on the tiling or on the thread count. Masked keys get
- * exactly 0 probability; exp is hy_exp8's polynomial (vmath.h) lane by lane. Heads whose size
+ * exactly 0 probability; exp is vmath.h's hy_exp16 / hy_exp8 lane by lane. Heads whose size
  * is not a multiple of 8 (the tests' tiny shapes) copy q, k, v (and dout) into zero-padded
  * buffers first and write their results through a buffer. No BLAS: per-head 17x17x16 products
  * lose to call overhead (DESIGN §7). */
@@ -40,20 +40,28 @@
 typedef hy_v8f v8f;
 typedef hy_v8i v8i;
 
-/* key lanes: vf holds VL floats */
+/* key lanes: vf holds VL floats (vmath.h's vector types and their load, store, splat, select
+ * and exp) */
 #ifdef __AVX512F__
 #define VL 16
-typedef float v16f __attribute__((vector_size(64)));
-typedef int32_t v16i __attribute__((vector_size(64)));
-typedef uint32_t v16u __attribute__((vector_size(64)));
-typedef v16f vf;
-typedef v16i vi;
-typedef v16u vu;
+typedef hy_v16f v16f;
+typedef hy_v16i v16i;
+typedef hy_v16f vf;
+typedef hy_v16i vi;
+#define ldv hy_v16_load
+#define stv hy_v16_store
+#define splatv hy_v16_splat
+#define selv hy_v16_sel
+#define expv hy_exp16
 #else
 #define VL 8
 typedef hy_v8f vf;
 typedef hy_v8i vi;
-typedef hy_v8u vu;
+#define ldv hy_v8_load
+#define stv hy_v8_store
+#define splatv hy_v8_splat
+#define selv hy_v8_sel
+#define expv hy_exp8
 #endif
 
 #define MAX_HP 64                                       /* HS <= 64 */
@@ -74,34 +82,17 @@ typedef hy_v8u vu;
 #define PRAGMA_UNROLL(n) UNROLL(GCC unroll n)
 
 /* ===== vector helpers ===== */
-static inline v8f ld8(const float *p) {
-    v8f v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-static inline void st8(float *p, v8f v) { memcpy(p, &v, sizeof v); }
-static inline vf ldv(const float *p) {
-    vf v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-static inline void stv(float *p, vf v) { memcpy(p, &v, sizeof v); }
+#define ld8 hy_v8_load
+#define st8 hy_v8_store
 #if VL == 16
-static inline v16f ld16(const float *p) { return ldv(p); }
-static inline void st16(float *p, v16f v) { stv(p, v); }
+#define ld16 hy_v16_load
+#define st16 hy_v16_store
 #endif
-static inline vf splatv(float x) {
-    vf v;
-    for (int i = 0; i < VL; i++) v[i] = x;
-    return v;
-}
 static inline vi iotav(void) {
     vi v;
     for (int i = 0; i < VL; i++) v[i] = i;
     return v;
 }
-/* m ? a : b lane-wise (m all ones or zero) */
-static inline vf selv(vi m, vf a, vf b) { return (vf)((m & (vi)a) | (~m & (vi)b)); }
 static inline v8f max8(v8f a, v8f b) {
     v8i m = a > b;
     return (v8f)((m & (v8i)a) | (~m & (v8i)b));
@@ -218,27 +209,6 @@ static void dots(float *out, const float *x, const float *y, size_t ys, size_t n
         else
             st8(out + j0, tred8(p));
     }
-}
-
-/* exp for x <= 0 (or -inf): hy_exp8's operations lane by lane (vmath.h) without the clamp at
- * the top, which such inputs never reach */
-static inline vf expv(vf x) {
-    vi under = x < -87.33654f;
-    vf xc = selv(under, splatv(-87.33654f), x);
-    vf t = xc * 1.44269504088896341f + 12582912.0f;
-    vf nf = t - 12582912.0f;
-    vu n = (vu)t - 0x4B400000u;
-    vf r = xc - nf * 0.693359375f;
-    r = r - nf * -2.12194440e-4f;
-    vf p = splatv(1.9875691500e-4f);
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * r * r + r + 1.0f;
-    vf scale = (vf)((n + 127u) << 23);
-    return selv(under, splatv(0.0f), p * scale);
 }
 
 /* IN_REG(x): x is in a register here (an empty asm), so that GCC does not fold its load into

@@ -640,6 +640,26 @@ static void step_layernorm(const share *sh, float *out, float *mean, float *rstd
     if (sh) hy_team_barrier(sh->team);
 }
 
+/* LayerNorm of x into out (mean, rstd), and the buffer the next product reads. In an inference
+ * team of two (dup: nothing reads out's statistics later) each thread computes the whole
+ * LayerNorm, the second into `spare` (another LayerNorm's buffers, free at that point of the
+ * layer), and reads its own copy: the same rows, bitwise, and no barrier (about 1 us of work at
+ * batch 1 against a barrier's 1-8 us on the 2-core VM). Otherwise the team shares the rows. */
+static const float *layernorm_in(const share *sh, bool dup, float *out, float *mean,
+                                 float *rstd, float *spare, float *spare_mean,
+                                 float *spare_rstd, const float *x, const float *w,
+                                 const float *b, size_t N, size_t D) {
+    if (!(sh && dup && sh->parts == 2)) {
+        step_layernorm(sh, out, mean, rstd, x, w, b, N, D);
+        return out;
+    }
+    bool own = sh->part == 0;
+    float *o = own ? out : spare;
+    hy_layernorm_forward(o, own ? mean : spare_mean, own ? rstd : spare_rstd, x, w, b, N, D,
+                         HY_XFMR_LN_EPS);
+    return o;
+}
+
 /* out = [res +] in W^T + b, gelu_out = GELU(out) when non-NULL: the model's linear at site s
  * of layer l (an ensemble's per-member layers when m->ens) */
 static void step_linear(const share *sh, hy_xfmr *m, size_t l, hy_ens_site s, float *out,
@@ -687,23 +707,11 @@ static void layers_fwd(hy_xfmr *m, size_t B, size_t T, bool keep, bool drop,
         float *ln1 = a->ln1 + s * a->sD, *qkv = a->qkv + s * a->sQ, *att = a->att + s * a->sA;
         float *ao = a->ao + s * a->sD, *xm = a->xm + s * a->sD, *ln2 = a->ln2 + s * a->sD;
         float *h = a->h + s * a->sH, *hg = a->hg + s * a->sH;
-        /* In an inference team (2 threads) each thread computes the whole LayerNorm, the second
-         * into the other LayerNorm's buffers (free at that point of the layer), and reads its own
-         * copy: the same rows, bitwise, with no barrier (about 1 us of work at batch 1, against a
-         * barrier's 2-8 us on the 2-core VM). Kept for backward: the shared path. */
-        bool dup = sh && !keep && sh->parts == 2;
-        float *ln1_in = ln1, *ln2_in = ln2;
         /* attention: xm = x + drop(proj(attn(LN1(x)))) */
-        if (dup) {
-            bool own = sh->part == 0;
-            ln1_in = own ? ln1 : ln2;
-            hy_layernorm_forward(ln1_in, (own ? a->ln1_mean : a->ln2_mean) + s * a->sR,
-                                 (own ? a->ln1_rstd : a->ln2_rstd) + s * a->sR, x, w->norm1_w,
-                                 w->norm1_b, BT, D, HY_XFMR_LN_EPS);
-        } else {
-            step_layernorm(sh, ln1, a->ln1_mean + s * a->sR, a->ln1_rstd + s * a->sR, x,
-                           w->norm1_w, w->norm1_b, BT, D);
-        }
+        const float *ln1_in =
+            layernorm_in(sh, !keep, ln1, a->ln1_mean + s * a->sR, a->ln1_rstd + s * a->sR, ln2,
+                         a->ln2_mean + s * a->sR, a->ln2_rstd + s * a->sR, x, w->norm1_w,
+                         w->norm1_b, BT, D);
         step_linear(sh, m, l, HY_ENS_QKV, qkv, NULL, ln1_in, w->qkv_w, w->qkv_b, NULL, BT, D,
                     3 * D);
         step_attn(sh, ao, keep ? att : NULL, qkv, m->gates + l * NH, kv, R, T, D, NH);
@@ -716,16 +724,11 @@ static void layers_fwd(hy_xfmr *m, size_t B, size_t T, bool keep, bool drop,
             step_linear(sh, m, l, HY_ENS_PROJ, xm, NULL, ao, w->proj_w, w->proj_b, x, BT, D, D);
         }
         /* MLP: xo = xm + drop(fc2(drop(GELU(fc1(LN2(xm)))))) */
-        if (dup) {   /* the second thread's copy into LN1's buffers (qkv has read them) */
-            bool own = sh->part == 0;
-            ln2_in = own ? ln2 : ln1;
-            hy_layernorm_forward(ln2_in, (own ? a->ln2_mean : a->ln1_mean) + s * a->sR,
-                                 (own ? a->ln2_rstd : a->ln1_rstd) + s * a->sR, xm, w->norm2_w,
-                                 w->norm2_b, BT, D, HY_XFMR_LN_EPS);
-        } else {
-            step_layernorm(sh, ln2, a->ln2_mean + s * a->sR, a->ln2_rstd + s * a->sR, xm,
-                           w->norm2_w, w->norm2_b, BT, D);
-        }
+        /* (an inference team's second LN2 goes into LN1's buffers: qkv has read them) */
+        const float *ln2_in =
+            layernorm_in(sh, !keep, ln2, a->ln2_mean + s * a->sR, a->ln2_rstd + s * a->sR, ln1,
+                         a->ln1_mean + s * a->sR, a->ln1_rstd + s * a->sR, xm, w->norm2_w,
+                         w->norm2_b, BT, D);
         step_linear(sh, m, l, HY_ENS_FC1, h, hg, ln2_in, w->fc1_w, w->fc1_b, NULL, BT, D, DM);
         if (drop && c->mlp_dropout > 0.0f) {
             hy_rng r1 = site_rng(fwd_rng, l, 1), r2 = site_rng(fwd_rng, l, 2);

@@ -150,6 +150,25 @@ static void attn_bwd(gcase *g, const float *dout, float **gr) {
                      AT_C, AT_NH);
 }
 
+/* attention at a vit-fm-like shape (HS 16, T = 17 = 16 + 1: the kernel's in-place operands and
+ * its row paths for the query and key past the last whole vector), one sample with padding */
+enum { AV_B = 2, AV_T = 17, AV_C = 32, AV_NH = 2 };
+static const int32_t av_kvalid[AV_B] = {17, 9};
+static void attnv_setup(gcase *g) {
+    add_in(g, "qkv", rand_vec(AV_B * AV_T * 3 * AV_C, 1.5f), AV_B * AV_T * 3 * AV_C);
+    add_in(g, "gate", rand_vec(AV_NH, 1), AV_NH);
+    g->nout = AV_B * AV_T * AV_C;
+}
+static void attnv_fwd(gcase *g, double *out) {
+    ref_attn(out, NULL, g->in[0], g->in[1], av_kvalid, AV_B, AV_T, AV_C, AV_NH);
+}
+static void attnv_bwd(gcase *g, const float *dout, float **gr) {
+    static float out[AV_B * AV_T * AV_C], att[AV_B * AV_NH * AV_T * AV_T], part[AV_B * AV_NH];
+    hy_attn_forward(out, att, g->in[0], g->in[1], av_kvalid, AV_B, AV_T, AV_C, AV_NH);
+    hy_attn_backward(gr[0], gr[1], dout, g->in[0], att, g->in[1], av_kvalid, part, AV_B, AV_T,
+                     AV_C, AV_NH);
+}
+
 /* patch embedding: images fixed; w (D, Cin, p, p), b (D); out (B*NP, D) */
 enum { PE_B = 2, PE_C = 2, PE_S = 6, PE_P = 3, PE_D = 4, PE_NP = 4, PE_F = PE_C * PE_P * PE_P };
 static float pe_images[PE_B * PE_C * PE_S * PE_S];
@@ -336,6 +355,8 @@ static gcase CASES[] = {
      .backward = lin_bwd},
     {.name = "attention", .eps = 1e-3, .tol = 1e-3, .setup = attn_setup, .forward = attn_fwd,
      .backward = attn_bwd},
+    {.name = "attention T17 HS16", .eps = 1e-3, .tol = 1e-3, .setup = attnv_setup,
+     .forward = attnv_fwd, .backward = attnv_bwd},
     {.name = "patch-embed", .eps = 1e-3, .tol = 1e-3, .setup = pe_setup, .forward = pe_fwd,
      .backward = pe_bwd},
     {.name = "tok-embed", .eps = 1e-3, .tol = 1e-5, .setup = te_setup, .forward = te_fwd,
