@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "base.h"
 #include "prof.h"
 
 static const double PI = 3.14159265358979323846;
@@ -129,17 +130,49 @@ double hy_sched_lr(const hy_schedule *s, int64_t step) {
     return s->min_lr + 0.5 * (s->base_lr - s->min_lr) * (1.0 + cos(PI * progress));
 }
 
-double hy_grad_norm(const float *grads, size_t n) {
-    /* 4 interleaved double accumulators, combined in a fixed order: deterministic */
-    double acc[4] = {0, 0, 0, 0};
+/* The sum of squares in NORM_BLOCKS blocks fixed by n alone, each block in 8 double lanes
+ * (two 4-lane accumulators, element i into lane i mod 8 of its block) added up in a fixed tree,
+ * the blocks' sums then added in order: the same bits with any thread count. Blocks run on the
+ * threads from NORM_PAR elements up (a scalar loop over 1.2 M gradients took ~1 ms a step). */
+#define NORM_BLOCKS 64
+#define NORM_PAR ((size_t)1 << 16)
+typedef double v4d __attribute__((vector_size(32)));
+typedef float v4f __attribute__((vector_size(16)));
+
+static double sumsq(const float *g, size_t n) {
+    v4d a0 = {0, 0, 0, 0}, a1 = a0;
     size_t i = 0;
-    for (; i + 4 <= n; i += 4)
-        for (size_t k = 0; k < 4; k++) {
-            double g = (double)grads[i + k];
-            acc[k] += g * g;
-        }
-    for (; i < n; i++) acc[0] += (double)grads[i] * (double)grads[i];
-    return sqrt((acc[0] + acc[1]) + (acc[2] + acc[3]));
+    for (; i + 8 <= n; i += 8) {
+        v4f x0, x1;
+        memcpy(&x0, g + i, sizeof x0);
+        memcpy(&x1, g + i + 4, sizeof x1);
+        v4d d0 = __builtin_convertvector(x0, v4d), d1 = __builtin_convertvector(x1, v4d);
+        a0 += d0 * d0;
+        a1 += d1 * d1;
+    }
+    double s = ((a0[0] + a1[0]) + (a0[1] + a1[1])) + ((a0[2] + a1[2]) + (a0[3] + a1[3]));
+    for (; i < n; i++) s += (double)g[i] * (double)g[i];
+    return s;
+}
+
+static double block_sumsq(const float *g, size_t n, size_t b) {
+    size_t lo = n * b / NORM_BLOCKS, hi = n * (b + 1) / NORM_BLOCKS;
+    return sumsq(g + lo, hi - lo);
+}
+
+double hy_grad_norm(const float *grads, size_t n) {
+    double part[NORM_BLOCKS];
+    if (hy_omp_par(n >= NORM_PAR)) {
+#pragma omp parallel for schedule(static)
+        for (size_t b = 0; b < NORM_BLOCKS; b++)
+            part[b] = block_sumsq(grads, n, b);
+    } else {
+        for (size_t b = 0; b < NORM_BLOCKS; b++)
+            part[b] = block_sumsq(grads, n, b);
+    }
+    double acc = 0;
+    for (size_t b = 0; b < NORM_BLOCKS; b++) acc += part[b];
+    return sqrt(acc);
 }
 
 double hy_grad_clip(float *grads, size_t n, double max_norm) {

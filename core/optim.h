@@ -68,7 +68,8 @@ double hy_sched_lr(const hy_schedule *s, int64_t step);
 hy_schedule hy_sched_plan(hy_sched_kind kind, double base_lr, double min_lr, size_t epochs,
                           double warmup_epochs, size_t per_epoch);
 
-/* Global L2 norm of grads (n), accumulated in double, in a fixed order. */
+/* Global L2 norm of grads (n), accumulated in double, in an order fixed by n (blocks, lanes:
+ * optim.c), on the threads for large n: the same bits with any thread count. */
 double hy_grad_norm(const float *grads, size_t n);
 /* If max_norm > 0 and the norm exceeds it, scales grads by max_norm / (norm + 1e-6) as
  * torch.nn.utils.clip_grad_norm_ does. Returns the norm before clipping (non-finite when a

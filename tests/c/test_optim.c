@@ -1,6 +1,7 @@
 /* test_optim.c: AdamW against a double-precision twin of torch.optim.AdamW's update, no decay
  * outside decayed segments, the warmup + cosine schedule, grad-norm clipping, config errors. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
@@ -155,6 +156,20 @@ static void test_clip(void) {
     CHECK(isnan(norm) && h[0] == 1, "non-finite norm reported, grads untouched");
     norm = hy_grad_clip(g, 4, 0);
     CHECK(fabs(norm - 1.0) < 1e-6, "max_norm 0 disables clipping");
+    /* a large vector (blocks on the threads, an odd length for the tails) against a double sum */
+    size_t n = 300001;
+    float *big = malloc(n * sizeof *big);
+    hy_rng r;
+    hy_rng_seed(&r, check_seed());
+    double sq = 0;
+    for (size_t i = 0; i < n; i++) {
+        big[i] = (float)hy_rng_normal(&r);
+        sq += (double)big[i] * (double)big[i];
+    }
+    double got = hy_grad_norm(big, n);
+    CHECK(fabs(got - sqrt(sq)) <= 1e-12 * sqrt(sq), "norm of %zu floats %.17g, double sum %.17g",
+          n, got, sqrt(sq));
+    free(big);
 }
 
 int main(void) {
