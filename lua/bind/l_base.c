@@ -5,7 +5,8 @@
  *   core.threads() -> the count in force;  core.threads_default() -> what n <= 0 would use
  *   core.alloc_count() -> allocations made through hy_x* so far (failure-injection tests)
  *   core.version (string)  core.debug (built with HY_DEBUG, make MODE=asan: HYDRA_FAIL_ALLOC=N
- *   is honoured) */
+ *   is honoured)  core.vector_isa ("avx512", "avx2" or "baseline": the vector unit the build
+ *   targets, which sets the float kernels' lane counts) */
 #include "bind.h"
 
 static int l_now(lua_State *L) {
@@ -51,4 +52,14 @@ void l_open_base(lua_State *L) {
     lua_pushboolean(L, 0);
 #endif
     lua_setfield(L, -2, "debug");
+    /* the widest vector unit the build targets: the float kernels' lane counts follow it
+     * (attention's key vectors: 16 floats with AVX-512, else 8), so their rounding does too */
+#if defined(__AVX512F__)
+    lua_pushliteral(L, "avx512");
+#elif defined(__AVX2__)
+    lua_pushliteral(L, "avx2");
+#else
+    lua_pushliteral(L, "baseline");
+#endif
+    lua_setfield(L, -2, "vector_isa");
 }

@@ -212,25 +212,43 @@ end
 -- Re-pinned params for member stages keyed by their gate row (issue 18): of the 6 fine-tuned
 -- members (Taylor, CircAvg, 2 x Hydra (Taylor), 2 x Hydra (Circ)) only 3 gate rows differ, so 3
 -- member files are written, not 6 (13 stage files, not 16); preds and metrics digests unchanged.
+-- Re-pinned params/preds/metrics for the engine speed work of issue 13, second part (an intended
+-- change of float rounding, run-ids unchanged): attention reads its operands in place with
+-- transposed scores and row paths for the query and key past the last whole vector (other
+-- summation orders), LayerNorm sums rows in 16-lane registers, the gradient norm sums in 64
+-- fixed blocks. Pins are now keyed by the OpenBLAS core and the build's vector unit
+-- (core.vector_isa), since attention's lanes follow it. The "Zen/avx2" digests were made on the
+-- AVX-512 Zen 5 with a `-march=znver3` build and OPENBLAS_CORETYPE=Zen, a method checked first
+-- against the old pins: the binary of 8f078c3 built that way reproduced them exactly.
 -- Run-ids depend on configs and hy_hash64 only; the digests also on the float kernels, so they
--- are recorded per OpenBLAS kernel set (core.blas_info().corename): its GEMM micro-kernels round
--- differently on another CPU family (recorded here on an AMD EPYC with AVX2, core "Zen").
+-- are recorded per kernel set: OpenBLAS's core (core.blas_info().corename: its GEMM
+-- micro-kernels round differently on another CPU family) and the vector unit the build targets
+-- (attention's lanes).
 local ID = { image = "f4c75b0e74cb", text = "c4bad2aeb939" }
+local IMAGE_AVX = {   -- the image run rounds the same with AVX2 and AVX-512 builds
+  params = "8eca0720b91409fbe4bc5a1898c820ebdf78488954e07352a7df80b46c86640c",
+  preds = "c246e6eb37750bce4f4ddba76a15cb49907f8ff70a0109908615ccdff7b5ca19",
+  metrics = "770518a603591056a616821a45aa94a5a4a8de6cc7165766f1f3fe5f76972547",
+}
+local TEXT_AVX2 = {
+  params = "06a0d02b817f006cb6ce4d023d035064f62ef37483c7dadf1ee1312dc46ab055",
+  preds = "1a07185bd4defb23bf1f3c664fa44cdcbbf3300eaebcf50ca147afdef3dc8aec",
+  metrics = "7a1b9b3c75e09f98b1d68da176fee779de5a18232c616a9b2ebde5025d53fa96",
+}
 local PIN = {
-  Zen = {
-    image = {
-      params = "a092f7e728975c4ed72e4847f4591f484a616402383712c6f81a093d0f24b4df",
-      preds = "44ac50de683e78f0726e8b30802fce753f4e065be2bb9183ff1130e7b8ce8841",
-      metrics = "963a49a024c4a5105b719464f315efe52c88d43d75ba3cda5ad9393717afaf33",
-    },
+  ["Zen/avx2"] = { image = IMAGE_AVX, text = TEXT_AVX2 },
+  ["Haswell/avx2"] = { image = IMAGE_AVX, text = TEXT_AVX2 },
+  ["Haswell/avx512"] = {
+    image = IMAGE_AVX,
     text = {
-      params = "bb4e7afc5d5018e8063ee4d0e3e28654e6290e8db09dd0df2741cc4894b5f0e3",
-      preds = "72d82340896db71d2fc983969f93bbbe8332e577ec238500afbdfaea20b09384",
-      metrics = "e070fd651ce3470d69777e53031b596b326de5586ad00718c9a96b5ddc3ee8f9",
+      params = "f03b226dcd10f0948650e4c97c1472e5c10cbaf3064c5c258c957847a1faf06f",
+      preds = "95371ae099598c6d85b9d40d1bff8f83c957c9ed999767519133f99ccd7bbd28",
+      metrics = "4e995f707b8017fba7eb2a5bde14d33b20d630e25313953c9a59ebb07c0225e5",
     },
   },
 }
-local BLAS_CORE = core.blas_info().corename
+-- the kernel set: OpenBLAS's core and the build's vector unit (attention's lanes, attn.c)
+local BLAS_CORE = core.blas_info().corename .. "/" .. core.vector_isa
 
 -- The digests are those of the release build (make; the build that produces results) for the
 -- OpenBLAS kernel set they were recorded with. On a CPU whose kernel set has no pins the digests
