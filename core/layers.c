@@ -14,44 +14,25 @@
 #define PAR_MIN 32768
 
 /* ===== linear ===== */
-/* The bias (and residual) are added to each GEMM tile just after its product, GELU / GELU'
- * applied to the tile in the same pass, and the bias gradient summed for each row range of dW, on
- * the thread that computes the tile while it is in cache (gemm.h hooks): no separate pass over
- * the activations, one OpenMP team. The product runs with beta = 0 and the hook computes
- * acc + (res + b), the value of the other order (C = res + b before the product, then beta = 1:
- * C + acc), bit for bit; but a large output is touched once in memory, by the product, instead
- * of first by a bias pass. Small products and in-place residuals take the other order
- * (linear_fwd). Hook operands: w = C (ld its row stride), u = bias, v = residual or
- * the GELU input, x = GELU output. */
+/* The bias (and residual) are written into each GEMM tile just before its product (beta = 1),
+ * GELU / GELU' applied to each tile just after it, and the bias gradient summed for each row
+ * range of dW, on the thread that computes the tile (gemm.h hooks): no separate pass over the
+ * activations, one OpenMP team. Every element sees exactly the operations of separate passes,
+ * so the hooks change no bit. (Adding the bias after a beta = 0 product instead, the same bits,
+ * saves nothing with OpenBLAS: for beta = 0 it zeroes C in a pass of its own, inside the GEMM
+ * call: measured on the Zen 5, 2026-12-02.) Hook operands: w = C (ld its row stride), u = bias,
+ * v = residual or the GELU input, x = GELU output. */
 
 static void gelu_span(float *out, const float *x, size_t n);
 static void dgelu_span(float *dx, const float *dx_add, const float *dout, const float *x,
                        size_t n);
 
-/* C tile += bias */
-static void post_bias(const hy_gemm_epi *e, size_t r0, size_t r1, size_t c0, size_t c1) {
-    for (size_t r = r0; r < r1; r++) {
-        float *o = e->w + r * e->ld;
-        const float *b = e->u;
-#pragma omp simd
-        for (size_t j = c0; j < c1; j++) o[j] = o[j] + b[j];
-    }
-}
-/* C tile = C + (res + bias) */
-static void post_res_bias(const hy_gemm_epi *e, size_t r0, size_t r1, size_t c0, size_t c1) {
-    for (size_t r = r0; r < r1; r++) {
-        float *o = e->w + r * e->ld;
-        const float *rr = e->v + r * e->ld, *b = e->u;
-#pragma omp simd
-        for (size_t j = c0; j < c1; j++) o[j] = o[j] + (rr[j] + b[j]);
-    }
-}
-/* C tile = bias, before the product (then beta = 1) */
+/* C tile = bias */
 static void pre_bias(const hy_gemm_epi *e, size_t r0, size_t r1, size_t c0, size_t c1) {
     for (size_t r = r0; r < r1; r++)
         memcpy(e->w + r * e->ld + c0, e->u + c0, (c1 - c0) * sizeof(float));
 }
-/* C tile = res + bias, before the product (then beta = 1) */
+/* C tile = res + bias */
 static void pre_res_bias(const hy_gemm_epi *e, size_t r0, size_t r1, size_t c0, size_t c1) {
     for (size_t r = r0; r < r1; r++) {
         float *o = e->w + r * e->ld;
@@ -60,9 +41,8 @@ static void pre_res_bias(const hy_gemm_epi *e, size_t r0, size_t r1, size_t c0, 
         for (size_t j = c0; j < c1; j++) o[j] = rr[j] + b[j];
     }
 }
-/* C tile [+= bias when e->n], then GELU output tile = GELU(C tile) */
+/* GELU output tile = GELU(C tile) */
 static void post_gelu(const hy_gemm_epi *e, size_t r0, size_t r1, size_t c0, size_t c1) {
-    if (e->n) post_bias(e, r0, r1, c0, c1);
     for (size_t r = r0; r < r1; r++)
         gelu_span(e->x + r * e->ld + c0, e->w + r * e->ld + c0, c1 - c0);
 }
@@ -90,31 +70,22 @@ static void post_bias_grad(const hy_gemm_epi *e, size_t r0, size_t r1, size_t c0
 static void linear_fwd(float *out, float *gelu_out, const float *in, const float *w,
                        const float *b, const float *res, size_t N, size_t Din, size_t Dout,
                        size_t part, size_t parts) {
-    /* The bias (and residual) go in before the product (beta = 1) when out is res (the fused
-     * model's in-place residual stream: the product would overwrite it) and for products below
-     * HY_GEMM_PAR_MIN_WORK (a batch-1 pass: the tiles are in cache either way, and OpenBLAS's
-     * beta = 0 costs a call of its own that zeroes C); after it otherwise. The same bits. */
-    bool before = b && ((res && res == out) || (double)N * (double)Din * (double)Dout <
-                                                    (double)HY_GEMM_PAR_MIN_WORK);
     hy_gemm_epi e = {0};
-    e.pre = before ? (res ? pre_res_bias : pre_bias) : NULL;
+    e.pre = b ? (res ? pre_res_bias : pre_bias) : NULL;
     e.pre_kind = res ? HY_PROF_RESID : HY_PROF_BIAS;
-    e.post = gelu_out ? post_gelu : before || !b ? NULL : res ? post_res_bias : post_bias;
-    e.post_kind = gelu_out ? HY_PROF_GELU : res ? HY_PROF_RESID : HY_PROF_BIAS;
+    e.post = gelu_out ? post_gelu : NULL;
+    e.post_kind = HY_PROF_GELU;
     e.u = b;
     e.v = res;
     e.w = out;
     e.x = gelu_out;
     e.ld = Dout;
-    e.n = b && !before;   /* post_gelu adds the bias */
-    float beta = before ? 1.0f : 0.0f;
-    HY_ASSERT(!(gelu_out && res));
     if (parts)
-        hy_gemm_ex_part(CblasNoTrans, CblasTrans, N, Dout, Din, 1.0f, in, Din, w, Din, beta, out,
-                        Dout, &e, part, parts);
+        hy_gemm_ex_part(CblasNoTrans, CblasTrans, N, Dout, Din, 1.0f, in, Din, w, Din,
+                        b ? 1.0f : 0.0f, out, Dout, &e, part, parts);
     else
-        hy_gemm_ex(CblasNoTrans, CblasTrans, N, Dout, Din, 1.0f, in, Din, w, Din, beta, out,
-                   Dout, &e);
+        hy_gemm_ex(CblasNoTrans, CblasTrans, N, Dout, Din, 1.0f, in, Din, w, Din,
+                   b ? 1.0f : 0.0f, out, Dout, &e);
 }
 
 void hy_linear_forward_part(float *out, float *gelu_out, const float *in, const float *w,

@@ -24,9 +24,8 @@ void hy_linear_backward(float *din, float *dw, float *db, const float *dout, con
 /*   the same with din (N, Din) written = dout W (no zeroing needed; din must not be NULL). */
 void hy_linear_backward_set(float *din, float *dw, float *db, const float *dout,
                             const float *in, const float *w, size_t N, size_t Din, size_t Dout);
-/*   out (N, Dout) written = in W^T + (res + b), the residual add fused in (added to each tile
- *   just after its product; when res is out, res + b is written before the product and the GEMM
- *   adds into it, beta = 1: the same bits); b must not be NULL. */
+/*   out (N, Dout) written = res + in W^T + b, the residual add fused in (res is copied with the
+ *   bias before the GEMM adds into it: beta = 1); res may be out; b must not be NULL. */
 void hy_linear_forward_res(float *out, const float *in, const float *w, const float *b,
                            const float *res, size_t N, size_t Din, size_t Dout);
 

@@ -109,8 +109,8 @@ static void test_linear_gelu_fused(void) {
     free(dh1); free(dh2); free(dw1); free(dw2); free(db1); free(db2); free(dbw);
 }
 
-/* the bias and residual go in after the product (large products) or before it (small ones, and
- * out == res): both orders give the bits of C = res + b followed by C += in W^T (beta = 1) */
+/* the bias and residual: the bits of C = res + b followed by C += in W^T (beta = 1), above and
+ * below the products' 2^21 tiling threshold, and with out == res */
 static void test_linear_bias_order(void) {
     static const size_t shapes[][3] = {{301, 128, 203}, {17, 64, 96}};   /* above / below 2^21 */
     for (size_t s = 0; s < 2; s++) {
