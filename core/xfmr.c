@@ -706,7 +706,10 @@ static void layers_fwd(hy_xfmr *m, size_t B, size_t T, bool keep, bool drop,
         float *xo = a->x + x_slot(l, L, keep, true) * a->sD;
         float *ln1 = a->ln1 + s * a->sD, *qkv = a->qkv + s * a->sQ, *att = a->att + s * a->sA;
         float *ao = a->ao + s * a->sD, *xm = a->xm + s * a->sD, *ln2 = a->ln2 + s * a->sD;
-        float *h = a->h + s * a->sH, *hg = a->hg + s * a->sH;
+        /* GELU's output: its own buffer when kept for backward (which reads h), else over h
+         * (in place: the fc1 tile is rewritten while in cache, and hg's ~9 MB at batch 256
+         * are never touched) */
+        float *h = a->h + s * a->sH, *hg = keep ? a->hg + s * a->sH : h;
         /* attention: xm = x + drop(proj(attn(LN1(x)))) */
         const float *ln1_in =
             layernorm_in(sh, !keep, ln1, a->ln1_mean + s * a->sR, a->ln1_rstd + s * a->sR, ln2,
