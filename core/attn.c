@@ -167,6 +167,26 @@ static inline vf tredv(vf x[VL]) { return tred16(x); }
 static inline vf tredv(vf x[VL]) { return tred8(x); }
 #endif
 
+/* one width of dots: W lanes (VT, loads LD, stores ST, the transposed reduction TRED, the
+ * horizontal sum HSUM for blocks of at most SMALL rows) */
+#define DOTS_BODY(VT, LD, ST, TRED, HSUM, W, SMALL)                                               \
+    VT xv[MAX_HP / W];                                                                          \
+    for (size_t d = 0; d < HP / W; d++) xv[d] = LD(x + W * d);                                  \
+    for (size_t j0 = 0; j0 < n; j0 += W) {                                                      \
+        size_t m = n - j0 < W ? n - j0 : W;                                                     \
+        VT p[W];                                                                                \
+        for (size_t l = 0; l < W; l++) {                                                        \
+            const float *yr = y + (j0 + (l < m ? l : 0)) * ys;                                  \
+            VT a = xv[0] * LD(yr);                                                              \
+            for (size_t d = 1; d < HP / W; d++) a += xv[d] * LD(yr + W * d);                    \
+            p[l] = a;                                                                           \
+        }                                                                                       \
+        if (m <= SMALL)                                                                         \
+            for (size_t l = 0; l < m; l++) out[j0 + l] = HSUM(p[l]);                            \
+        else                                                                                    \
+            ST(out + j0, TRED(p));                                                              \
+    }
+
 /* out[j] = sum_{d < HP} x[d] y_j[d] for the n rows y_j = y + j ys (x, y_j: HP floats, HP a
  * multiple of 8; W = 16 lanes when they divide HP): per row, the HP / W lane products are
  * summed in order, then each row's lanes by a transposed reduction of W rows (or hsum for a
@@ -174,41 +194,11 @@ static inline vf tredv(vf x[VL]) { return tred8(x); }
 static void dots(float *out, const float *x, const float *y, size_t ys, size_t n, size_t HP) {
 #if VL == 16
     if (HP % 16 == 0) {
-        v16f xv[MAX_HP / 16];
-        for (size_t d = 0; d < HP / 16; d++) xv[d] = ld16(x + 16 * d);
-        for (size_t j0 = 0; j0 < n; j0 += 16) {
-            size_t m = n - j0 < 16 ? n - j0 : 16;
-            v16f p[16];
-            for (size_t l = 0; l < 16; l++) {
-                const float *yr = y + (j0 + (l < m ? l : 0)) * ys;
-                v16f a = xv[0] * ld16(yr);
-                for (size_t d = 1; d < HP / 16; d++) a += xv[d] * ld16(yr + 16 * d);
-                p[l] = a;
-            }
-            if (m <= 3)
-                for (size_t l = 0; l < m; l++) out[j0 + l] = hsum16(p[l]);
-            else
-                st16(out + j0, tred16(p));
-        }
+        DOTS_BODY(v16f, ld16, st16, tred16, hsum16, 16, 3)
         return;
     }
 #endif
-    v8f xv[MAX_HP / 8];
-    for (size_t d = 0; d < HP / 8; d++) xv[d] = ld8(x + 8 * d);
-    for (size_t j0 = 0; j0 < n; j0 += 8) {
-        size_t m = n - j0 < 8 ? n - j0 : 8;
-        v8f p[8];
-        for (size_t l = 0; l < 8; l++) {
-            const float *yr = y + (j0 + (l < m ? l : 0)) * ys;
-            v8f a = xv[0] * ld8(yr);
-            for (size_t d = 1; d < HP / 8; d++) a += xv[d] * ld8(yr + 8 * d);
-            p[l] = a;
-        }
-        if (m <= 2)
-            for (size_t l = 0; l < m; l++) out[j0 + l] = hsum8(p[l]);
-        else
-            st8(out + j0, tred8(p));
-    }
+    DOTS_BODY(v8f, ld8, st8, tred8, hsum8, 8, 2)
 }
 
 /* IN_REG(x): x is in a register here (an empty asm), so that GCC does not fold its load into
