@@ -105,12 +105,7 @@ static inline float hmax8(v8f v) {
     v = max8(v, __builtin_shuffle(v, (v8i){1, 0, 3, 2, 5, 4, 7, 6}));
     return v[0];
 }
-/* ((v0 + v1) + (v2 + v3)) + ((v4 + v5) + (v6 + v7)) */
-static inline float hsum8(v8f v) {
-    v = v + __builtin_shuffle(v, (v8i){1, 0, 3, 2, 5, 4, 7, 6});
-    v = v + __builtin_shuffle(v, (v8i){2, 3, 0, 1, 6, 7, 4, 5});
-    return v[0] + v[4];
-}
+#define hsum8 hy_hsum8
 #if VL == 16
 static inline v8f lo8(v16f v) {
     v8f r;
@@ -123,10 +118,10 @@ static inline v8f hi8(v16f v) {
     return r;
 }
 static inline float hmaxv(vf v) { return hmax8(max8(lo8(v), hi8(v))); }
-static inline float hsumv(vf v) { return hsum8(lo8(v) + hi8(v)); }
+#define hsumv hy_hsum16
 #else
 static inline float hmaxv(vf v) { return hmax8(v); }
-static inline float hsumv(vf v) { return hsum8(v); }
+#define hsumv hy_hsum8
 #endif
 
 /* Transposed reductions: r[l] = sum of the lanes of x[l] (l < W), by a fixed tree: at block
@@ -161,7 +156,7 @@ static inline v16f tred16(v16f x[16]) {
         x[k] = __builtin_shuffle(x[k], x[k + 2], l2) + __builtin_shuffle(x[k], x[k + 2], h2);
     return __builtin_shuffle(x[0], x[1], l1) + __builtin_shuffle(x[0], x[1], h1);
 }
-static inline float hsum16(v16f v) { return hsum8(lo8(v) + hi8(v)); }
+#define hsum16 hy_hsum16
 static inline vf tredv(vf x[VL]) { return tred16(x); }
 #else
 static inline vf tredv(vf x[VL]) { return tred8(x); }

@@ -160,16 +160,9 @@ void hy_linear_backward_gelu_set(float *din, float *dw, float *db, const float *
 #define LN_COLS 32
 
 /* Row sums of the LayerNorm kernels: 16-lane partial sums over the row's whole 16-float blocks,
- * added up in a fixed tree, then the < 16 left over in order: the same bits whatever thread
- * runs the row. (The `omp simd reduction` loops they replace summed into one vector register,
- * a chain of dependent adds, then spilled its lanes for 16 scalar adds.) */
-static inline float hsum16(hy_v16f v) {
-    float t[16];
-    __builtin_memcpy(t, &v, sizeof t);
-    return (((t[0] + t[8]) + (t[4] + t[12])) + ((t[2] + t[10]) + (t[6] + t[14]))) +
-           (((t[1] + t[9]) + (t[5] + t[13])) + ((t[3] + t[11]) + (t[7] + t[15])));
-}
-
+ * added up by vmath.h's fixed tree (hy_hsum16), then the < 16 left over in order: the same bits
+ * whatever thread runs the row. (The `omp simd reduction` loops they replace summed into one
+ * vector register, a chain of dependent adds, then spilled its lanes for 16 scalar adds.) */
 /* sum of x[i] (sq 0) or of (x[i] - m)^2 (sq 1) over i < D */
 static inline float row_sum(const float *x, size_t D, float m, int sq) {
     hy_v16f acc = hy_v16_splat(0.0f);
@@ -179,7 +172,7 @@ static inline float row_sum(const float *x, size_t D, float m, int sq) {
         if (sq) v = (v - m) * (v - m);
         acc += v;
     }
-    float s = hsum16(acc);
+    float s = hy_hsum16(acc);
     for (; i < D; i++) s += sq ? (x[i] - m) * (x[i] - m) : x[i];
     return s;
 }
@@ -232,7 +225,7 @@ void hy_layernorm_backward(float *dx, float *dw, float *db, const float *dout, c
             a1 += dn;
             a2 += dn * (hy_v16_load(xr + i) - m) * r;
         }
-        float s1 = hsum16(a1), s2 = hsum16(a2);
+        float s1 = hy_hsum16(a1), s2 = hy_hsum16(a2);
         for (size_t j = i; j < D; j++) {
             float dn = g[j] * w[j];
             s1 += dn;

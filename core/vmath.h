@@ -130,4 +130,18 @@ typedef uint32_t hy_v16u __attribute__((vector_size(64)));
 HY_VMATH_DEFINE(8, hy_v8f, hy_v8i, hy_v8u)
 HY_VMATH_DEFINE(16, hy_v16f, hy_v16i, hy_v16u)
 
+/* Horizontal sums in a fixed tree: hy_hsum8(v) = ((v0 + v1) + (v2 + v3)) + ((v4 + v5) + (v6 + v7)),
+ * hy_hsum16(v) = hy_hsum8 of the lane pairs v_i + v_{i+8} (attention's and LayerNorm's row sums) */
+static inline float hy_hsum8(hy_v8f v) {
+    v = v + __builtin_shuffle(v, (hy_v8i){1, 0, 3, 2, 5, 4, 7, 6});
+    v = v + __builtin_shuffle(v, (hy_v8i){2, 3, 0, 1, 6, 7, 4, 5});
+    return v[0] + v[4];
+}
+static inline float hy_hsum16(hy_v16f v) {
+    hy_v8f lo, hi;
+    __builtin_memcpy(&lo, &v, sizeof lo);
+    __builtin_memcpy(&hi, (const char *)&v + sizeof lo, sizeof hi);
+    return hy_hsum8(lo + hi);
+}
+
 #endif

@@ -7,7 +7,6 @@
 
 #include "base.h"
 #include "check.h"
-#include "gemm.h"
 #include "layers.h"
 #include "ref_engine.h"
 #include "rng.h"
@@ -109,32 +108,26 @@ static void test_linear_gelu_fused(void) {
     free(dh1); free(dh2); free(dw1); free(dw2); free(db1); free(db2); free(dbw);
 }
 
-/* the bias and residual: the bits of C = res + b followed by C += in W^T (beta = 1), above and
- * below the products' 2^21 tiling threshold, and with out == res */
-static void test_linear_bias_order(void) {
-    static const size_t shapes[][3] = {{301, 128, 203}, {17, 64, 96}};   /* above / below 2^21 */
+/* the residual form in place (out == res: the fused model's residual stream) gives the bits of
+ * the out-of-place form, above and below the products' 2^21 tiling threshold, and both are the
+ * double reference res + in W^T + b */
+static void test_linear_res_inplace(void) {
+    static const size_t shapes[][3] = {{301, 128, 203}, {17, 64, 96}};
     for (size_t s = 0; s < 2; s++) {
         size_t N = shapes[s][0], Din = shapes[s][1], Dout = shapes[s][2];
         float *x = rand_vec(N * Din, 1), *w = rand_vec(Dout * Din, 0.5f), *b = rand_vec(Dout, 1);
         float *res = rand_vec(N * Dout, 2), *out = malloc(N * Dout * sizeof *out);
-        float *want = malloc(N * Dout * sizeof *want);
-        for (int with_res = 0; with_res < 2; with_res++) {
-            for (size_t n = 0; n < N; n++)
-                for (size_t o = 0; o < Dout; o++)
-                    want[n * Dout + o] = with_res ? res[n * Dout + o] + b[o] : b[o];
-            hy_gemm(CblasNoTrans, CblasTrans, N, Dout, Din, 1.0f, x, Din, w, Din, 1.0f, want,
-                    Dout);
-            if (with_res) hy_linear_forward_res(out, x, w, b, res, N, Din, Dout);
-            else hy_linear_forward(out, x, w, b, N, Din, Dout);
-            CHECK(memcmp(out, want, N * Dout * sizeof *out) == 0,
-                  "%zu x %zu x %zu, residual %d: not the bits of bias first, then beta = 1", N,
-                  Dout, Din, with_res);
-        }
-        memcpy(out, res, N * Dout * sizeof *out);   /* out == res */
-        hy_linear_forward_res(out, x, w, b, out, N, Din, Dout);
-        CHECK(memcmp(out, want, N * Dout * sizeof *out) == 0,
-              "%zu x %zu x %zu in place: not the bits of bias first", N, Dout, Din);
-        free(x); free(w); free(b); free(res); free(out); free(want);
+        float *inpl = malloc(N * Dout * sizeof *inpl);
+        double *want = malloc(N * Dout * sizeof *want);
+        hy_linear_forward_res(out, x, w, b, res, N, Din, Dout);
+        ref_linear(want, x, w, b, N, Din, Dout);
+        for (size_t i = 0; i < N * Dout; i++) want[i] += (double)res[i];
+        compare("linear + residual", T_LINEAR, out, want, N * Dout);
+        memcpy(inpl, res, N * Dout * sizeof *inpl);
+        hy_linear_forward_res(inpl, x, w, b, inpl, N, Din, Dout);
+        CHECK(memcmp(inpl, out, N * Dout * sizeof *out) == 0,
+              "%zu x %zu x %zu: the residual in place differs from out of place", N, Dout, Din);
+        free(x); free(w); free(b); free(res); free(out); free(inpl); free(want);
     }
 }
 
@@ -362,7 +355,7 @@ int main(void) {
     RUN(test_vmath);
     RUN(test_linear);
     RUN(test_linear_gelu_fused);
-    RUN(test_linear_bias_order);
+    RUN(test_linear_res_inplace);
     RUN(test_layernorm);
     RUN(test_gelu);
     RUN(test_softmax);
