@@ -48,6 +48,7 @@ typedef struct hy_gemm_epi {
     const float *u, *v;               /* the hooks' operands and sizes (meaning theirs) */
     float *w, *x;
     size_t ld, n;
+    const void *aux;                  /* further operands of a hook (its own struct) */
 } hy_gemm_epi;
 
 /* hy_gemm with per-tile hooks (epi may be NULL: hy_gemm). */

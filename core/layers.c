@@ -24,6 +24,8 @@
  * v = residual or the GELU input, x = GELU output. */
 
 static void gelu_span(float *out, const float *x, size_t n);
+static void gelu_d_span(float *out, float *xd, size_t n);
+static void mul_span(float *dx, const float *dout, const float *d, size_t n);
 static void dgelu_span(float *dx, const float *dx_add, const float *dout, const float *x,
                        size_t n);
 
@@ -46,6 +48,17 @@ static void post_gelu(const hy_gemm_epi *e, size_t r0, size_t r1, size_t c0, siz
     for (size_t r = r0; r < r1; r++)
         gelu_span(e->x + r * e->ld + c0, e->w + r * e->ld + c0, c1 - c0);
 }
+/* GELU output tile = GELU(C tile), then C tile = GELU'(C tile): the derivative backward needs,
+ * computed from the erf the forward computes anyway, while the tile is in cache */
+static void post_gelu_d(const hy_gemm_epi *e, size_t r0, size_t r1, size_t c0, size_t c1) {
+    for (size_t r = r0; r < r1; r++)
+        gelu_d_span(e->x + r * e->ld + c0, e->w + r * e->ld + c0, c1 - c0);
+}
+/* C tile *= v tile (a stored GELU') */
+static void post_mul(const hy_gemm_epi *e, size_t r0, size_t r1, size_t c0, size_t c1) {
+    for (size_t r = r0; r < r1; r++)
+        mul_span(e->w + r * e->ld + c0, e->w + r * e->ld + c0, e->v + r * e->ld + c0, c1 - c0);
+}
 /* C tile *= GELU'(v tile) */
 static void post_dgelu(const hy_gemm_epi *e, size_t r0, size_t r1, size_t c0, size_t c1) {
     for (size_t r = r0; r < r1; r++)
@@ -65,15 +78,15 @@ static void post_bias_grad(const hy_gemm_epi *e, size_t r0, size_t r1, size_t c0
     }
 }
 
-/* out = [res +] in W^T [+ b]; gelu_out = GELU(out) when non-NULL; parts > 0: only part `part`
- * of the product's tiles (hy_gemm_ex_part) */
-static void linear_fwd(float *out, float *gelu_out, const float *in, const float *w,
-                       const float *b, const float *res, size_t N, size_t Din, size_t Dout,
-                       size_t part, size_t parts) {
+/* out = [res +] in W^T [+ b]; gelu_out = GELU(out) when non-NULL, and then out = GELU'(out)
+ * when keep_d; parts > 0: only part `part` of the product's tiles (hy_gemm_ex_part) */
+static void linear_fwd(float *out, float *gelu_out, bool keep_d, const float *in,
+                       const float *w, const float *b, const float *res, size_t N, size_t Din,
+                       size_t Dout, size_t part, size_t parts) {
     hy_gemm_epi e = {0};
     e.pre = b ? (res ? pre_res_bias : pre_bias) : NULL;
     e.pre_kind = res ? HY_PROF_RESID : HY_PROF_BIAS;
-    e.post = gelu_out ? post_gelu : NULL;
+    e.post = gelu_out ? (keep_d ? post_gelu_d : post_gelu) : NULL;
     e.post_kind = HY_PROF_GELU;
     e.u = b;
     e.v = res;
@@ -92,36 +105,47 @@ void hy_linear_forward_part(float *out, float *gelu_out, const float *in, const 
                             const float *b, const float *res, size_t N, size_t Din, size_t Dout,
                             size_t part, size_t parts) {
     HY_ASSERT(!res || b);
-    linear_fwd(out, gelu_out, in, w, b, res, N, Din, Dout, part, parts);
+    linear_fwd(out, gelu_out, false, in, w, b, res, N, Din, Dout, part, parts);
+}
+
+void hy_linear_gelu_d_forward_part(float *dgelu, float *gelu_out, const float *in,
+                                   const float *w, const float *b, size_t N, size_t Din,
+                                   size_t Dout, size_t part, size_t parts) {
+    linear_fwd(dgelu, gelu_out, true, in, w, b, NULL, N, Din, Dout, part, parts);
 }
 
 void hy_linear_forward(float *out, const float *in, const float *w, const float *b, size_t N,
                        size_t Din, size_t Dout) {
-    linear_fwd(out, NULL, in, w, b, NULL, N, Din, Dout, 0, 0);
+    linear_fwd(out, NULL, false, in, w, b, NULL, N, Din, Dout, 0, 0);
 }
 
 void hy_linear_forward_res(float *out, const float *in, const float *w, const float *b,
                            const float *res, size_t N, size_t Din, size_t Dout) {
     HY_ASSERT(b != NULL);
-    linear_fwd(out, NULL, in, w, b, res, N, Din, Dout, 0, 0);
+    linear_fwd(out, NULL, false, in, w, b, res, N, Din, Dout, 0, 0);
 }
 
 void hy_linear_gelu_forward(float *out, float *gelu_out, const float *in, const float *w,
                             const float *b, size_t N, size_t Din, size_t Dout) {
-    linear_fwd(out, gelu_out, in, w, b, NULL, N, Din, Dout, 0, 0);
+    linear_fwd(out, gelu_out, false, in, w, b, NULL, N, Din, Dout, 0, 0);
 }
 
-/* din = beta din + dout W (beta 0: written, 1: added), times GELU'(hpre) when hpre != NULL
- * (beta 0 only); the weight grads */
-static void linear_backward(float *din, float beta, const float *hpre, float *dw, float *db,
-                            const float *dout, const float *in, const float *w, size_t N,
-                            size_t Din, size_t Dout) {
+void hy_linear_gelu_d_forward(float *dgelu, float *gelu_out, const float *in, const float *w,
+                              const float *b, size_t N, size_t Din, size_t Dout) {
+    linear_fwd(dgelu, gelu_out, true, in, w, b, NULL, N, Din, Dout, 0, 0);
+}
+
+/* din = beta din + dout W (beta 0: written, 1: added), times GELU'(hpre) when hpre != NULL,
+ * or times dgelu (a stored GELU') when dgelu != NULL (beta 0 only); the weight grads */
+static void linear_backward(float *din, float beta, const float *hpre, const float *dgelu,
+                            float *dw, float *db, const float *dout, const float *in,
+                            const float *w, size_t N, size_t Din, size_t Dout) {
     /* out = in W^T + b  =>  din += dout W;  dW += dout^T in;  db += sum_n dout[n] */
     if (din) {
         hy_gemm_epi e = {0};
-        e.post = hpre ? post_dgelu : NULL;
+        e.post = hpre ? post_dgelu : dgelu ? post_mul : NULL;
         e.post_kind = HY_PROF_GELU;
-        e.v = hpre;
+        e.v = hpre ? hpre : dgelu;
         e.w = din;
         e.ld = Din;
         hy_gemm_ex(CblasNoTrans, CblasNoTrans, N, Din, Dout, 1.0f, dout, Dout, w, Din, beta, din,
@@ -140,72 +164,203 @@ static void linear_backward(float *din, float beta, const float *hpre, float *dw
 
 void hy_linear_backward(float *din, float *dw, float *db, const float *dout, const float *in,
                         const float *w, size_t N, size_t Din, size_t Dout) {
-    linear_backward(din, 1.0f, NULL, dw, db, dout, in, w, N, Din, Dout);
+    linear_backward(din, 1.0f, NULL, NULL, dw, db, dout, in, w, N, Din, Dout);
 }
 
 void hy_linear_backward_set(float *din, float *dw, float *db, const float *dout,
                             const float *in, const float *w, size_t N, size_t Din, size_t Dout) {
-    linear_backward(din, 0.0f, NULL, dw, db, dout, in, w, N, Din, Dout);
+    linear_backward(din, 0.0f, NULL, NULL, dw, db, dout, in, w, N, Din, Dout);
 }
 
 void hy_linear_backward_gelu_set(float *din, float *dw, float *db, const float *dout,
                                  const float *in, const float *w, const float *hpre, size_t N,
                                  size_t Din, size_t Dout) {
-    linear_backward(din, 0.0f, hpre, dw, db, dout, in, w, N, Din, Dout);
+    linear_backward(din, 0.0f, hpre, NULL, dw, db, dout, in, w, N, Din, Dout);
+}
+
+void hy_linear_backward_dgelu_set(float *din, float *dw, float *db, const float *dout,
+                                  const float *in, const float *w, const float *dgelu, size_t N,
+                                  size_t Din, size_t Dout) {
+    linear_backward(din, 0.0f, NULL, dgelu, dw, db, dout, in, w, N, Din, Dout);
 }
 
 /* ===== layernorm ===== */
 
 /* columns per block of the weight-gradient sums */
 #define LN_COLS 32
+/* rows per thread's share of the LayerNorm forward (a multiple of 4) */
+#define LN_GROUP 32
 
 /* Row sums of the LayerNorm kernels: 16-lane partial sums over the row's whole 16-float blocks,
  * added up by vmath.h's fixed tree (hy_hsum16), then the < 16 left over in order: the same bits
  * whatever thread runs the row. (The `omp simd reduction` loops they replace summed into one
  * vector register, a chain of dependent adds, then spilled its lanes for 16 scalar adds.) */
-/* sum of x[i] (sq 0) or of (x[i] - m)^2 (sq 1) over i < D */
-static inline float row_sum(const float *x, size_t D, float m, int sq) {
-    hy_v16f acc = hy_v16_splat(0.0f);
-    size_t i = 0;
-    for (; i + 16 <= D; i += 16) {
-        hy_v16f v = hy_v16_load(x + i);
-        if (sq) v = (v - m) * (v - m);
-        acc += v;
+/* rows [n0, n0 + NR) of the LayerNorm forward, NR (a constant at each call) rows side by side:
+ * each row's sums are chains of dependent adds (and a square root and a division at the end),
+ * so one row at a time waits on latencies; NR interleaved chains fill the vector units. Every
+ * row does exactly row_sum's operations in row_sum's order: bitwise one row at a time. */
+static inline __attribute__((always_inline)) void ln_rows(float *out, float *mean, float *rstd,
+                                                          const float *x, const float *w,
+                                                          const float *b, size_t n0, size_t NR,
+                                                          size_t D, float eps) {
+    hy_v16f acc[4];
+    float m[4], r[4];
+    size_t D16 = D / 16 * 16;
+    /* pass 1: mean; pass 2: biased variance about the mean */
+    for (size_t k = 0; k < NR; k++) acc[k] = hy_v16_splat(0.0f);
+    for (size_t i = 0; i < D16; i += 16)
+        for (size_t k = 0; k < NR; k++) acc[k] += hy_v16_load(x + (n0 + k) * D + i);
+    for (size_t k = 0; k < NR; k++) {
+        const float *xr = x + (n0 + k) * D;
+        float sm = hy_hsum16(acc[k]);
+        for (size_t i = D16; i < D; i++) sm += xr[i];
+        m[k] = sm / (float)D;
+        acc[k] = hy_v16_splat(0.0f);
     }
-    float s = hy_hsum16(acc);
-    for (; i < D; i++) s += sq ? (x[i] - m) * (x[i] - m) : x[i];
-    return s;
+    for (size_t i = 0; i < D16; i += 16)
+        for (size_t k = 0; k < NR; k++) {
+            hy_v16f v = hy_v16_load(x + (n0 + k) * D + i) - m[k];
+            acc[k] += v * v;
+        }
+    for (size_t k = 0; k < NR; k++) {
+        const float *xr = x + (n0 + k) * D;
+        float v = hy_hsum16(acc[k]);
+        for (size_t i = D16; i < D; i++) v += (xr[i] - m[k]) * (xr[i] - m[k]);
+        r[k] = 1.0f / sqrtf(v / (float)D + eps);
+    }
+    /* pass 3: out = (x - mean) * rstd * w + b */
+    for (size_t i = 0; i < D16; i += 16) {
+        hy_v16f wv = hy_v16_load(w + i), bv = hy_v16_load(b + i);
+        for (size_t k = 0; k < NR; k++)
+            hy_v16_store(out + (n0 + k) * D + i,
+                         (hy_v16_load(x + (n0 + k) * D + i) - m[k]) * r[k] * wv + bv);
+    }
+    for (size_t k = 0; k < NR; k++) {
+        const float *xr = x + (n0 + k) * D;
+        float *o = out + (n0 + k) * D;
+        for (size_t i = D16; i < D; i++) o[i] = (xr[i] - m[k]) * r[k] * w[i] + b[i];
+        mean[n0 + k] = m[k];
+        rstd[n0 + k] = r[k];
+    }
 }
 
-/* row n of the LayerNorm forward */
-static inline void ln_row(float *out, float *mean, float *rstd, const float *x, const float *w,
-                          const float *b, size_t n, size_t D, float eps) {
-    const float *xr = x + n * D;
-    float *o = out + n * D;
-    /* pass 1: mean; pass 2: biased variance about the mean */
-    float m = row_sum(xr, D, 0.0f, 0) / (float)D;
-    float v = row_sum(xr, D, m, 1);
-    float r = 1.0f / sqrtf(v / (float)D + eps);
-    /* pass 3: out = (x - mean) * rstd * w + b */
-    size_t i = 0;
-    for (; i + 16 <= D; i += 16)
-        hy_v16_store(o + i,
-                     (hy_v16_load(xr + i) - m) * r * hy_v16_load(w + i) + hy_v16_load(b + i));
-    for (; i < D; i++) o[i] = (xr[i] - m) * r * w[i] + b[i];
-    mean[n] = m;
-    rstd[n] = r;
+/* rows [n0, n1) of the LayerNorm forward: 4 at a time, then one by one (out may alias x: a
+ * row is read whole before it is written) */
+static void ln_range(float *out, float *mean, float *rstd, const float *x, const float *w,
+                     const float *b, size_t n0, size_t n1, size_t D, float eps) {
+    size_t n = n0;
+    for (; n + 4 <= n1; n += 4) ln_rows(out, mean, rstd, x, w, b, n, 4, D, eps);
+    for (; n < n1; n++) ln_rows(out, mean, rstd, x, w, b, n, 1, D, eps);
+}
+
+/* the LayerNorm of a residual product's fresh tile (hy_linear_forward_res_ln) */
+typedef struct {
+    float *out, *mean, *rstd;
+    const float *w, *b;
+    float eps;
+} ln_args;
+
+/* rows [r0, r1) of LN(C): a tile of whole rows (c0 = 0, c1 = the row width) */
+static void post_ln(const hy_gemm_epi *e, size_t r0, size_t r1, size_t c0, size_t c1) {
+    const ln_args *a = e->aux;
+    HY_ASSERT(c0 == 0 && c1 == e->ld);
+    ln_range(a->out, a->mean, a->rstd, e->w, a->w, a->b, r0, r1, e->ld, a->eps);
+}
+
+void hy_linear_forward_res_ln(float *out, float *ln_out, float *ln_mean, float *ln_rstd,
+                              const float *in, const float *w, const float *b, const float *res,
+                              const float *ln_w, const float *ln_b, float eps, size_t N,
+                              size_t Din, size_t Dout) {
+    HY_ASSERT(b != NULL);
+    size_t rt, ct;
+    hy_gemm_tiling(N, Dout, Din, &rt, &ct);
+    if (ct < Dout) {   /* column tiles: the LayerNorm after the whole product */
+        linear_fwd(out, NULL, false, in, w, b, res, N, Din, Dout, 0, 0);
+        hy_layernorm_forward(ln_out, ln_mean, ln_rstd, out, ln_w, ln_b, N, Dout, eps);
+        return;
+    }
+    ln_args a = {ln_out, ln_mean, ln_rstd, ln_w, ln_b, eps};
+    hy_gemm_epi e = {0};
+    e.pre = res ? pre_res_bias : pre_bias;
+    e.pre_kind = res ? HY_PROF_RESID : HY_PROF_BIAS;
+    e.post = post_ln;
+    e.post_kind = HY_PROF_LN;
+    e.u = b;
+    e.v = res;
+    e.w = out;
+    e.ld = Dout;
+    e.aux = &a;
+    hy_gemm_ex(CblasNoTrans, CblasTrans, N, Dout, Din, 1.0f, in, Din, w, Din, 1.0f, out, Dout, &e);
 }
 
 void hy_layernorm_forward(float *out, float *mean, float *rstd, const float *x, const float *w,
                           const float *b, size_t N, size_t D, float eps) {
     uint64_t t0 = hy_prof_t0();
     if (hy_omp_par(N * D > PAR_MIN)) {
+        /* groups of LN_GROUP rows (whole 4-row blocks) for the threads */
+        size_t ng = (N + LN_GROUP - 1) / LN_GROUP;
 #pragma omp parallel for schedule(static)
-        for (size_t n = 0; n < N; n++) ln_row(out, mean, rstd, x, w, b, n, D, eps);
+        for (size_t g = 0; g < ng; g++)
+            ln_range(out, mean, rstd, x, w, b, g * LN_GROUP,
+                     (g + 1) * LN_GROUP < N ? (g + 1) * LN_GROUP : N, D, eps);
     } else {
-        for (size_t n = 0; n < N; n++) ln_row(out, mean, rstd, x, w, b, n, D, eps);
+        ln_range(out, mean, rstd, x, w, b, 0, N, D, eps);
     }
     hy_prof_add(HY_PROF_LN, t0, 0);
+}
+
+/* rows [n0, n0 + NR) of the LayerNorm backward's dx, NR (a constant at each call) rows side by
+ * side, as ln_rows: every row exactly the one-row operations in their order (bitwise) */
+static inline __attribute__((always_inline)) void ln_back_rows(float *dx, const float *dout,
+                                                               const float *x,
+                                                               const float *mean,
+                                                               const float *rstd,
+                                                               const float *w, size_t n0,
+                                                               size_t NR, size_t D) {
+    hy_v16f a1[4], a2[4];
+    float m[4], r[4], s1[4], s2[4];
+    size_t D16 = D / 16 * 16;
+    for (size_t k = 0; k < NR; k++) {
+        m[k] = mean[n0 + k], r[k] = rstd[n0 + k];
+        a1[k] = hy_v16_splat(0.0f), a2[k] = a1[k];
+    }
+    for (size_t i = 0; i < D16; i += 16) {
+        hy_v16f wv = hy_v16_load(w + i);
+        for (size_t k = 0; k < NR; k++) {
+            hy_v16f dn = hy_v16_load(dout + (n0 + k) * D + i) * wv;
+            a1[k] += dn;
+            a2[k] += dn * (hy_v16_load(x + (n0 + k) * D + i) - m[k]) * r[k];
+        }
+    }
+    for (size_t k = 0; k < NR; k++) {
+        const float *xr = x + (n0 + k) * D, *g = dout + (n0 + k) * D;
+        float t1 = hy_hsum16(a1[k]), t2 = hy_hsum16(a2[k]);
+        for (size_t j = D16; j < D; j++) {
+            float dn = g[j] * w[j];
+            t1 += dn;
+            t2 += dn * (xr[j] - m[k]) * r[k];
+        }
+        s1[k] = t1 / (float)D;
+        s2[k] = t2 / (float)D;
+    }
+    for (size_t i = 0; i < D16; i += 16) {
+        hy_v16f wv = hy_v16_load(w + i);
+        for (size_t k = 0; k < NR; k++) {
+            float *d = dx + (n0 + k) * D;
+            hy_v16f xh = (hy_v16_load(x + (n0 + k) * D + i) - m[k]) * r[k];
+            hy_v16_store(d + i, hy_v16_load(d + i) +
+                                    r[k] * (hy_v16_load(dout + (n0 + k) * D + i) * wv - s1[k] -
+                                            xh * s2[k]));
+        }
+    }
+    for (size_t k = 0; k < NR; k++) {
+        const float *xr = x + (n0 + k) * D, *g = dout + (n0 + k) * D;
+        float *d = dx + (n0 + k) * D;
+        for (size_t i = D16; i < D; i++) {
+            float xh = (xr[i] - m[k]) * r[k];
+            d[i] += r[k] * (g[i] * w[i] - s1[k] - xh * s2[k]);
+        }
+    }
 }
 
 void hy_layernorm_backward(float *dx, float *dw, float *db, const float *dout, const float *x,
@@ -214,35 +369,12 @@ void hy_layernorm_backward(float *dx, float *dw, float *db, const float *dout, c
     uint64_t t0 = hy_prof_t0();
     /* xhat = (x - mean) * rstd; out = xhat * w + b
      * dxhat = dout * w;  dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)) */
+    size_t ng = (N + LN_GROUP - 1) / LN_GROUP;
 #pragma omp parallel for schedule(static) if (N * D > PAR_MIN)
-    for (size_t n = 0; n < N; n++) {
-        const float *xr = x + n * D, *g = dout + n * D;
-        float m = mean[n], r = rstd[n];
-        hy_v16f a1 = hy_v16_splat(0.0f), a2 = a1;
-        size_t i = 0;
-        for (; i + 16 <= D; i += 16) {
-            hy_v16f dn = hy_v16_load(g + i) * hy_v16_load(w + i);
-            a1 += dn;
-            a2 += dn * (hy_v16_load(xr + i) - m) * r;
-        }
-        float s1 = hy_hsum16(a1), s2 = hy_hsum16(a2);
-        for (size_t j = i; j < D; j++) {
-            float dn = g[j] * w[j];
-            s1 += dn;
-            s2 += dn * (xr[j] - m) * r;
-        }
-        s1 /= (float)D;
-        s2 /= (float)D;
-        float *d = dx + n * D;
-        for (i = 0; i + 16 <= D; i += 16) {
-            hy_v16f xh = (hy_v16_load(xr + i) - m) * r;
-            hy_v16_store(d + i, hy_v16_load(d + i) +
-                                    r * (hy_v16_load(g + i) * hy_v16_load(w + i) - s1 - xh * s2));
-        }
-        for (; i < D; i++) {
-            float xh = (xr[i] - m) * r;
-            d[i] += r * (g[i] * w[i] - s1 - xh * s2);
-        }
+    for (size_t gi = 0; gi < ng; gi++) {
+        size_t n = gi * LN_GROUP, n1 = n + LN_GROUP < N ? n + LN_GROUP : N;
+        for (; n + 4 <= n1; n += 4) ln_back_rows(dx, dout, x, mean, rstd, w, n, 4, D);
+        for (; n < n1; n++) ln_back_rows(dx, dout, x, mean, rstd, w, n, 1, D);
     }
     /* weight grads: blocks of columns in parallel, each summing the rows in order (the same
      * bits as one serial loop, whatever the thread count); a whole block of LN_COLS columns
@@ -318,6 +450,33 @@ static void gelu_span(float *out, const float *x, size_t n) {
     }
     for (; i < n; i++) out[i] = gelu1(x[i]);
 }
+/* out = GELU(x) and x = GELU'(x) over n floats, one erf for both: each value bitwise what
+ * gelu_span and dgelu_span's GELU' give (the same operations on the same erf) */
+static void gelu_d_span(float *out, float *xd, size_t n) {
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        hy_v16f v = hy_v16_load(xd + i), e = hy_erf16(v * INV_SQRT2);
+        hy_v16_store(out + i, 0.5f * v * (1.0f + e));
+        hy_v16_store(xd + i, 0.5f * (1.0f + e) + v * (INV_SQRT2PI * hy_exp16(-0.5f * v * v)));
+    }
+    if (i + 8 <= n) {
+        hy_v8f v = hy_v8_load(xd + i), e = hy_erf8(v * INV_SQRT2);
+        hy_v8_store(out + i, 0.5f * v * (1.0f + e));
+        hy_v8_store(xd + i, 0.5f * (1.0f + e) + v * (INV_SQRT2PI * hy_exp8(-0.5f * v * v)));
+        i += 8;
+    }
+    for (; i < n; i++) {
+        float v = xd[i], e = hy_erf(v * INV_SQRT2);
+        out[i] = 0.5f * v * (1.0f + e);
+        xd[i] = 0.5f * (1.0f + e) + v * (INV_SQRT2PI * hy_exp(-0.5f * v * v));
+    }
+}
+/* dx = dout * d over n floats (may alias dout) */
+static void mul_span(float *dx, const float *dout, const float *d, size_t n) {
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) hy_v16_store(dx + i, hy_v16_load(dout + i) * hy_v16_load(d + i));
+    for (; i < n; i++) dx[i] = dout[i] * d[i];
+}
 /* dx = [dx_add +] dout * GELU'(x) over n floats (dx_add NULL: written; may alias dx / dout) */
 static void dgelu_span(float *dx, const float *dx_add, const float *dout, const float *x,
                        size_t n) {
@@ -373,6 +532,28 @@ void hy_gelu_backward(float *dx, const float *dout, const float *x, size_t n) {
 
 void hy_gelu_backward_set(float *dx, const float *dout, const float *x, size_t n) {
     gelu_backward(dx, dout, x, n, 0);
+}
+
+void hy_gelu_d_forward(float *out, float *xd, size_t n) {
+    uint64_t t0 = hy_prof_t0();
+    size_t nb = (n + GELU_BLOCK - 1) / GELU_BLOCK;
+#pragma omp parallel for schedule(static) if (n > PAR_MIN)
+    for (size_t b = 0; b < nb; b++) {
+        size_t lo = b * GELU_BLOCK, hi = lo + GELU_BLOCK < n ? lo + GELU_BLOCK : n;
+        gelu_d_span(out + lo, xd + lo, hi - lo);
+    }
+    hy_prof_add(HY_PROF_GELU, t0, 0);
+}
+
+void hy_gelu_backward_d_set(float *dx, const float *dout, const float *dgelu, size_t n) {
+    uint64_t t0 = hy_prof_t0();
+    size_t nb = (n + GELU_BLOCK - 1) / GELU_BLOCK;
+#pragma omp parallel for schedule(static) if (n > PAR_MIN)
+    for (size_t b = 0; b < nb; b++) {
+        size_t lo = b * GELU_BLOCK, hi = lo + GELU_BLOCK < n ? lo + GELU_BLOCK : n;
+        mul_span(dx + lo, dout + lo, dgelu + lo, hi - lo);
+    }
+    hy_prof_add(HY_PROF_GELU, t0, 0);
 }
 
 /* ===== softmax ===== */

@@ -29,11 +29,32 @@ void hy_linear_backward_set(float *din, float *dw, float *db, const float *dout,
 void hy_linear_forward_res(float *out, const float *in, const float *w, const float *b,
                            const float *res, size_t N, size_t Din, size_t Dout);
 
+/*   out (N, Dout) written = [res +] in W^T + b (res may be NULL, or out), then ln_out (N, Dout),
+ *   ln_mean, ln_rstd (N) written = hy_layernorm_forward of out (ln_w, ln_b, eps): each tile's
+ *   rows normalised right after its product, while in cache, when the product's tiles span
+ *   whole rows (else the LayerNorm runs after the product). Bitwise the two calls;
+ *   b must not be NULL; ln_out must not overlap out, in or res. */
+void hy_linear_forward_res_ln(float *out, float *ln_out, float *ln_mean, float *ln_rstd,
+                              const float *in, const float *w, const float *b, const float *res,
+                              const float *ln_w, const float *ln_b, float eps, size_t N,
+                              size_t Din, size_t Dout);
+
 /*   out (N, Dout) written = in W^T + b, and gelu_out (N, Dout) written = GELU(out) (the MLP's
  *   fc1 + GELU in one pass over each GEMM tile); b must not be NULL. gelu_out may be out (then
  *   it holds GELU(in W^T + b) alone), but not overlap it otherwise. */
 void hy_linear_gelu_forward(float *out, float *gelu_out, const float *in, const float *w,
                             const float *b, size_t N, size_t Din, size_t Dout);
+
+/*   The same for training: gelu_out (N, Dout) written = GELU(z), z = in W^T + b, and dgelu
+ *   (N, Dout) written = GELU'(z), the derivative the backward needs (z itself is not kept; one
+ *   erf serves both, computed while the GEMM tile is in cache); b must not be NULL. Each value
+ *   is bitwise what hy_linear_gelu_forward and the GELU' of hy_gelu_backward_set give. */
+void hy_linear_gelu_d_forward(float *dgelu, float *gelu_out, const float *in, const float *w,
+                              const float *b, size_t N, size_t Din, size_t Dout);
+/*   part `part` of `parts` of hy_linear_gelu_d_forward (a small pass's team, as below). */
+void hy_linear_gelu_d_forward_part(float *dgelu, float *gelu_out, const float *in,
+                                   const float *w, const float *b, size_t N, size_t Din,
+                                   size_t Dout, size_t part, size_t parts);
 
 /*   A small pass's team (team.h): part `part` of `parts` of out = [res +] in W^T [+ b] (res
  *   needs b) and, when gelu_out is non-NULL, gelu_out = GELU(out): the product's tiles
@@ -47,6 +68,11 @@ void hy_linear_forward_part(float *out, float *gelu_out, const float *in, const 
 void hy_linear_backward_gelu_set(float *din, float *dw, float *db, const float *dout,
                                  const float *in, const float *w, const float *hpre, size_t N,
                                  size_t Din, size_t Dout);
+/*   the same with the stored derivative: din = (dout W) * dgelu (dgelu (N, Din) from
+ *   hy_linear_gelu_d_forward or hy_gelu_d_forward); bitwise hy_linear_backward_gelu_set. */
+void hy_linear_backward_dgelu_set(float *din, float *dw, float *db, const float *dout,
+                                  const float *in, const float *w, const float *dgelu, size_t N,
+                                  size_t Din, size_t Dout);
 
 /* ===== layernorm over the last axis, eps given ===== */
 /*   out (N, D) written; mean, rstd (N) written (saved); x (N, D); w, b (D). out may alias x. */
@@ -65,6 +91,12 @@ void hy_gelu_forward(float *out, const float *x, size_t n);
 void hy_gelu_backward(float *dx, const float *dout, const float *x, size_t n);
 /*   dx (n) written = dout * gelu'(x); dx may alias dout. */
 void hy_gelu_backward_set(float *dx, const float *dout, const float *x, size_t n);
+/*   out (n) written = GELU(x), then xd (n) = GELU'(x) in place of x (training: the backward
+ *   needs only the derivative); out must not overlap xd. */
+void hy_gelu_d_forward(float *out, float *xd, size_t n);
+/*   dx (n) written = dout * dgelu (a stored GELU'); dx may alias dout. Bitwise
+ *   hy_gelu_backward_set of the pre-activation dgelu was computed from. */
+void hy_gelu_backward_d_set(float *dx, const float *dout, const float *dgelu, size_t n);
 
 /* ===== softmax over rows ===== */
 /*   out (N, K) written; x (N, K); max starts at -INFINITY, an all -inf row gives zeros. */

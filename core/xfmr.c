@@ -34,7 +34,8 @@ struct hy_xfmr_acts {
     float *ln2;           /* (L, B, T, D) LN2(xm) */
     float *ln2_mean;      /* (L, B, T) */
     float *ln2_rstd;      /* (L, B, T) */
-    float *h;             /* (L, B, T, DM) fc1 output (pre-GELU) */
+    float *h;             /* (L, B, T, DM) GELU'(fc1 output) when kept for backward; at inference
+                           * the fc1 output, then GELU of it in place */
     float *hg;            /* (L, B, T, DM) drop(GELU(h)) */
     float *cls;           /* (B, D) x[L][:, 0] */
     float *lnf;           /* (B, D) LN_f(cls) */
@@ -660,20 +661,29 @@ static const float *layernorm_in(const share *sh, bool dup, float *out, float *m
     return o;
 }
 
-/* out = [res +] in W^T + b, gelu_out = GELU(out) when non-NULL: the model's linear at site s
- * of layer l (an ensemble's per-member layers when m->ens) */
+/* out = [res +] in W^T + b, gelu_out = GELU(out) when non-NULL, and then out = GELU'(out) when
+ * keep_d (training: the backward reads the derivative, not the pre-activation): the model's
+ * linear at site s of layer l (an ensemble's per-member layers when m->ens) */
 static void step_linear(const share *sh, hy_xfmr *m, size_t l, hy_ens_site s, float *out,
-                        float *gelu_out, const float *in, const float *w, const float *b,
-                        const float *res, size_t N, size_t Din, size_t Dout) {
+                        float *gelu_out, bool keep_d, const float *in, const float *w,
+                        const float *b, const float *res, size_t N, size_t Din, size_t Dout) {
+    HY_ASSERT(!keep_d || (gelu_out && gelu_out != out && !res));
     if (sh) {
-        hy_linear_forward_part(out, gelu_out, in, w, b, res, N, Din, Dout, sh->part, sh->parts);
+        if (keep_d)
+            hy_linear_gelu_d_forward_part(out, gelu_out, in, w, b, N, Din, Dout, sh->part,
+                                          sh->parts);
+        else
+            hy_linear_forward_part(out, gelu_out, in, w, b, res, N, Din, Dout, sh->part,
+                                   sh->parts);
         hy_team_barrier(sh->team);
     } else if (gelu_out && !m->ens) {
-        hy_linear_gelu_forward(out, gelu_out, in, w, b, N, Din, Dout);
+        if (keep_d) hy_linear_gelu_d_forward(out, gelu_out, in, w, b, N, Din, Dout);
+        else hy_linear_gelu_forward(out, gelu_out, in, w, b, N, Din, Dout);
     } else {
         if (res) lin_fwd_res(m, l, s, out, in, w, b, res, N, Din, Dout);
         else lin_fwd(m, l, s, out, in, w, b, N, Din, Dout);
-        if (gelu_out) hy_gelu_forward(gelu_out, out, N * Dout);
+        if (gelu_out && keep_d) hy_gelu_d_forward(gelu_out, out, N * Dout);
+        else if (gelu_out) hy_gelu_forward(gelu_out, out, N * Dout);
     }
 }
 
@@ -697,6 +707,10 @@ static void layers_fwd(hy_xfmr *m, size_t B, size_t T, bool keep, bool drop,
     size_t R = hy_xfmr_members(m) * B, BT = R * T;
     const int32_t *kv = c->kind == HY_XFMR_VIT ? NULL : a->kvalid;
     HY_ASSERT(!sh || (!drop && !m->ens));
+    /* a single model's whole kernels: the LayerNorm after a residual product runs in its
+     * epilogue (hy_linear_forward_res_ln: the fresh tile's rows, in cache); ln1_done: layer
+     * l's LN1 was so computed by layer l-1's fc2 */
+    bool fuse_ln = !sh && !m->ens, ln1_done = false;
     for (size_t l = 0; l < L; l++) {
         const hy_xfmr_block_tensors *w = &m->p.blk[l];
         /* slot s of the per-layer buffers: layer l's own when kept for backward, else the
@@ -705,17 +719,22 @@ static void layers_fwd(hy_xfmr *m, size_t B, size_t T, bool keep, bool drop,
         float *x = a->x + x_slot(l, L, keep, false) * a->sD;
         float *xo = a->x + x_slot(l, L, keep, true) * a->sD;
         float *ln1 = a->ln1 + s * a->sD, *qkv = a->qkv + s * a->sQ, *att = a->att + s * a->sA;
-        float *ao = a->ao + s * a->sD, *xm = a->xm + s * a->sD, *ln2 = a->ln2 + s * a->sD;
-        /* GELU's output: its own buffer when kept for backward (which reads h), else over h
-         * (in place: the fc1 tile is rewritten while in cache, and hg's ~9 MB at batch 256
-         * are never touched) */
+        float *ao = a->ao + s * a->sD, *ln2 = a->ln2 + s * a->sD;
+        /* the attention block's residual: at inference over x in place (x is not read again:
+         * one buffer's traffic instead of two), unless dropout's mask must see proj alone */
+        float *xm = !keep && !(drop && c->attn_dropout > 0.0f) ? x : a->xm + s * a->sD;
+        /* GELU's output: its own buffer when kept for backward, and h then holds GELU'(h)
+         * (the backward's factor, from the forward's erf), else over h (in place: the fc1
+         * tile is rewritten while in cache, and hg's ~9 MB at batch 256 are never touched) */
         float *h = a->h + s * a->sH, *hg = keep ? a->hg + s * a->sH : h;
         /* attention: xm = x + drop(proj(attn(LN1(x)))) */
         const float *ln1_in =
-            layernorm_in(sh, !keep, ln1, a->ln1_mean + s * a->sR, a->ln1_rstd + s * a->sR, ln2,
-                         a->ln2_mean + s * a->sR, a->ln2_rstd + s * a->sR, x, w->norm1_w,
-                         w->norm1_b, BT, D);
-        step_linear(sh, m, l, HY_ENS_QKV, qkv, NULL, ln1_in, w->qkv_w, w->qkv_b, NULL, BT, D,
+            ln1_done ? ln1
+                     : layernorm_in(sh, !keep, ln1, a->ln1_mean + s * a->sR,
+                                    a->ln1_rstd + s * a->sR, ln2, a->ln2_mean + s * a->sR,
+                                    a->ln2_rstd + s * a->sR, x, w->norm1_w, w->norm1_b, BT, D);
+        bool ln2_done = false;
+        step_linear(sh, m, l, HY_ENS_QKV, qkv, NULL, false, ln1_in, w->qkv_w, w->qkv_b, NULL, BT, D,
                     3 * D);
         step_attn(sh, ao, keep ? att : NULL, qkv, m->gates + l * NH, kv, R, T, D, NH);
         if (drop && c->attn_dropout > 0.0f) {
@@ -723,23 +742,39 @@ static void layers_fwd(hy_xfmr *m, size_t B, size_t T, bool keep, bool drop,
             hy_rng r = site_rng(fwd_rng, l, 0);
             lin_fwd(m, l, HY_ENS_PROJ, xm, ao, w->proj_w, w->proj_b, BT, D, D);
             hy_dropout_apply(xm, xm, x, &r, BT, D, c->attn_dropout);
+        } else if (fuse_ln) {
+            hy_linear_forward_res_ln(xm, ln2, a->ln2_mean + s * a->sR, a->ln2_rstd + s * a->sR,
+                                     ao, w->proj_w, w->proj_b, x, w->norm2_w, w->norm2_b,
+                                     HY_XFMR_LN_EPS, BT, D, D);
+            ln2_done = true;
         } else {
-            step_linear(sh, m, l, HY_ENS_PROJ, xm, NULL, ao, w->proj_w, w->proj_b, x, BT, D, D);
+            step_linear(sh, m, l, HY_ENS_PROJ, xm, NULL, false, ao, w->proj_w, w->proj_b, x, BT, D, D);
         }
         /* MLP: xo = xm + drop(fc2(drop(GELU(fc1(LN2(xm)))))) */
         /* (an inference team's second LN2 goes into LN1's buffers: qkv has read them) */
         const float *ln2_in =
-            layernorm_in(sh, !keep, ln2, a->ln2_mean + s * a->sR, a->ln2_rstd + s * a->sR, ln1,
-                         a->ln1_mean + s * a->sR, a->ln1_rstd + s * a->sR, xm, w->norm2_w,
-                         w->norm2_b, BT, D);
-        step_linear(sh, m, l, HY_ENS_FC1, h, hg, ln2_in, w->fc1_w, w->fc1_b, NULL, BT, D, DM);
+            ln2_done ? ln2
+                     : layernorm_in(sh, !keep, ln2, a->ln2_mean + s * a->sR,
+                                    a->ln2_rstd + s * a->sR, ln1, a->ln1_mean + s * a->sR,
+                                    a->ln1_rstd + s * a->sR, xm, w->norm2_w, w->norm2_b, BT, D);
+        ln1_done = false;
+        step_linear(sh, m, l, HY_ENS_FC1, h, hg, keep, ln2_in, w->fc1_w, w->fc1_b, NULL, BT, D, DM);
         if (drop && c->mlp_dropout > 0.0f) {
             hy_rng r1 = site_rng(fwd_rng, l, 1), r2 = site_rng(fwd_rng, l, 2);
             hy_dropout_apply(hg, hg, NULL, &r1, BT, DM, c->mlp_dropout);
             lin_fwd(m, l, HY_ENS_FC2, xo, hg, w->fc2_w, w->fc2_b, BT, DM, D);
             hy_dropout_apply(xo, xo, xm, &r2, BT, D, c->mlp_dropout);
+        } else if (fuse_ln && l + 1 < L) {
+            /* and the next layer's LN1 into its buffers (slot 0 at inference: this layer's
+             * LN1 has been read by qkv) */
+            const hy_xfmr_block_tensors *wn = &m->p.blk[l + 1];
+            size_t sn = keep ? l + 1 : 0;
+            hy_linear_forward_res_ln(xo, a->ln1 + sn * a->sD, a->ln1_mean + sn * a->sR,
+                                     a->ln1_rstd + sn * a->sR, hg, w->fc2_w, w->fc2_b, xm,
+                                     wn->norm1_w, wn->norm1_b, HY_XFMR_LN_EPS, BT, DM, D);
+            ln1_done = true;
         } else {
-            step_linear(sh, m, l, HY_ENS_FC2, xo, NULL, hg, w->fc2_w, w->fc2_b, xm, BT, DM, D);
+            step_linear(sh, m, l, HY_ENS_FC2, xo, NULL, false, hg, w->fc2_w, w->fc2_b, xm, BT, DM, D);
         }
     }
 }
@@ -930,18 +965,19 @@ hy_status hy_xfmr_backward_hidden(hy_xfmr *m, const float *dlogits, const float 
             hy_dropout_apply(dtmp, dres, NULL, &r2, BT, D, c->mlp_dropout);
             dbranch = dtmp;
         }
-        /* hg = drop(GELU(h)): dh = (dhg * mask) GELU'(h), in place in dhg (GELU' fused into
-         * the fc2 backward GEMM without dropout, for a single model) */
+        /* hg = drop(GELU(h)): dh = (dhg * mask) GELU'(h), in place in dhg (h holds GELU'(h),
+         * stored by the forward; the product fused into the fc2 backward GEMM without dropout,
+         * for a single model) */
         if (dm || m->ens) {
             lin_bwd(m, l, HY_ENS_FC2, dhg, gw->fc2_w, gw->fc2_b, dbranch, hg, w->fc2_w, BT, DM, D);
             if (dm) {
                 hy_rng r1 = site_rng(&m->last_drop_rng, l, 1);
                 hy_dropout_apply(dhg, dhg, NULL, &r1, BT, DM, c->mlp_dropout);
             }
-            hy_gelu_backward_set(dhg, dhg, h, BT * DM);
+            hy_gelu_backward_d_set(dhg, dhg, h, BT * DM);
         } else {
-            hy_linear_backward_gelu_set(dhg, gw->fc2_w, gw->fc2_b, dbranch, hg, w->fc2_w, h, BT,
-                                        DM, D);
+            hy_linear_backward_dgelu_set(dhg, gw->fc2_w, gw->fc2_b, dbranch, hg, w->fc2_w, h, BT,
+                                         DM, D);
         }
         lin_bwd(m, l, HY_ENS_FC1, dln, gw->fc1_w, gw->fc1_b, dhg, ln2, w->fc1_w, BT, D, DM);
         /* ln2 = LN2(xm); dres += LN2 backward, so dres becomes dxm */

@@ -7,6 +7,7 @@
 
 #include "base.h"
 #include "check.h"
+#include "gemm.h"
 #include "layers.h"
 #include "ref_engine.h"
 #include "rng.h"
@@ -104,8 +105,35 @@ static void test_linear_gelu_fused(void) {
     CHECK(memcmp(dw1, dw2, D2 * Dout * sizeof *dw1) == 0, "dW differs");
     CHECK(memcmp(db1, dbw, D2 * sizeof *db1) == 0 && memcmp(db2, dbw, D2 * sizeof *db2) == 0,
           "the bias gradient is not the column sum in row order");
+    /* training's form: GELU' stored by the forward (over the pre-activation's buffer), the
+     * backward multiplying by it: GELU(h1) and dh1 bitwise, in the product's tiles, as a
+     * separate pass (an ensemble's), and in a small pass's two parts */
+    float *d = malloc(N * Dout * sizeof *d), *gd = malloc(N * Dout * sizeof *gd);
+    hy_linear_gelu_d_forward(d, gd, x, w, b, N, Din, Dout);
+    CHECK(memcmp(gd, g1, N * Dout * sizeof *gd) == 0, "GELU with the stored GELU' differs");
+    memset(dw2, 0, D2 * Dout * sizeof *dw2);
+    memset(db2, 0, D2 * sizeof *db2);
+    hy_linear_backward_dgelu_set(dh2, dw2, db2, dout, gd, w2, d, N, Dout, D2);
+    CHECK(memcmp(dh2, dh1, N * Dout * sizeof *dh2) == 0, "the stored GELU' gives another dh");
+    CHECK(memcmp(dw2, dw1, D2 * Dout * sizeof *dw2) == 0 && memcmp(db2, db1, D2 * sizeof *db2) == 0,
+          "the stored GELU' changes dW or db");
+    memcpy(h2, h1, N * Dout * sizeof *h2);
+    hy_gelu_d_forward(g2, h2, N * Dout);
+    CHECK(memcmp(g2, g1, N * Dout * sizeof *g2) == 0 && memcmp(h2, d, N * Dout * sizeof *h2) == 0,
+          "the separate GELU + GELU' pass differs from the fused one");
+    hy_linear_backward_set(dh2, dw2, db2, dout, g1, w2, N, Dout, D2);
+    hy_gelu_backward_d_set(dh2, dh2, d, N * Dout);
+    CHECK(memcmp(dh2, dh1, N * Dout * sizeof *dh2) == 0, "the separate GELU' product differs");
+    size_t Ns = 17;   /* a small pass: below the 2^21 threshold, two column tiles */
+    memset(h2, 0, N * Dout * sizeof *h2);
+    memset(g2, 0, N * Dout * sizeof *g2);
+    for (size_t part = 0; part < 2; part++)
+        hy_linear_gelu_d_forward_part(h2, g2, x, w, b, Ns, Din, Dout, part, 2);
+    hy_linear_gelu_d_forward(d, gd, x, w, b, Ns, Din, Dout);
+    CHECK(memcmp(h2, d, Ns * Dout * sizeof *h2) == 0 && memcmp(g2, gd, Ns * Dout * sizeof *g2) == 0,
+          "the two parts of fc1 + GELU + GELU' differ from the whole");
     free(x); free(w); free(b); free(h1); free(g1); free(h2); free(g2); free(w2); free(dout);
-    free(dh1); free(dh2); free(dw1); free(dw2); free(db1); free(db2); free(dbw);
+    free(dh1); free(dh2); free(dw1); free(dw2); free(db1); free(db2); free(dbw); free(d); free(gd);
 }
 
 /* the residual form in place (out == res: the fused model's residual stream) gives the bits of
@@ -128,6 +156,39 @@ static void test_linear_res_inplace(void) {
         CHECK(memcmp(inpl, out, N * Dout * sizeof *out) == 0,
               "%zu x %zu x %zu: the residual in place differs from out of place", N, Dout, Din);
         free(x); free(w); free(b); free(res); free(out); free(inpl); free(want);
+    }
+}
+
+/* the residual product with the LayerNorm in its epilogue: bitwise the two calls, for tiles of
+ * whole rows (vit-fm's proj at batch 128: 2176 x 128 x 128; its fc2, K = 512, in place) and
+ * for column tiles (the LayerNorm after the product: 129 x 128 x 128, 2^21 multiply-adds) */
+static void test_linear_res_ln(void) {
+    static const size_t shapes[][3] = {{2176, 128, 128}, {2176, 512, 128}, {129, 128, 128}};
+    for (size_t s = 0; s < 3; s++) {
+        size_t N = shapes[s][0], Din = shapes[s][1], D = shapes[s][2];
+        size_t rt, ct;
+        hy_gemm_tiling(N, D, Din, &rt, &ct);
+        CHECK((ct == D) == (s < 2), "shape %zu: expected %s tiles", s, s < 2 ? "whole-row" : "column");
+        float *x = rand_vec(N * Din, 1), *w = rand_vec(D * Din, 0.5f), *b = rand_vec(D, 1);
+        float *res = rand_vec(N * D, 2), *lw = rand_vec(D, 1), *lb = rand_vec(D, 1);
+        float *o1 = malloc(N * D * sizeof *o1), *o2 = malloc(N * D * sizeof *o2);
+        float *l1 = malloc(N * D * sizeof *l1), *l2 = malloc(N * D * sizeof *l2);
+        float *m1 = malloc(N * sizeof *m1), *m2 = malloc(N * sizeof *m2);
+        float *r1 = malloc(N * sizeof *r1), *r2 = malloc(N * sizeof *r2);
+        hy_linear_forward_res(o1, x, w, b, res, N, Din, D);
+        hy_layernorm_forward(l1, m1, r1, o1, lw, lb, N, D, 1e-6f);
+        if (s == 1) {   /* in place: out is the residual */
+            memcpy(o2, res, N * D * sizeof *o2);
+            hy_linear_forward_res_ln(o2, l2, m2, r2, x, w, b, o2, lw, lb, 1e-6f, N, Din, D);
+        } else {
+            hy_linear_forward_res_ln(o2, l2, m2, r2, x, w, b, res, lw, lb, 1e-6f, N, Din, D);
+        }
+        CHECK(memcmp(o1, o2, N * D * sizeof *o1) == 0, "shape %zu: the residual product differs", s);
+        CHECK(memcmp(l1, l2, N * D * sizeof *l1) == 0 && memcmp(m1, m2, N * sizeof *m1) == 0 &&
+                  memcmp(r1, r2, N * sizeof *r1) == 0,
+              "shape %zu: the LayerNorm in the epilogue differs from its own pass", s);
+        free(x); free(w); free(b); free(res); free(lw); free(lb); free(o1); free(o2); free(l1);
+        free(l2); free(m1); free(m2); free(r1); free(r2);
     }
 }
 
@@ -356,6 +417,7 @@ int main(void) {
     RUN(test_linear);
     RUN(test_linear_gelu_fused);
     RUN(test_linear_res_inplace);
+    RUN(test_linear_res_ln);
     RUN(test_layernorm);
     RUN(test_gelu);
     RUN(test_softmax);
