@@ -721,8 +721,10 @@ static void layers_fwd(hy_xfmr *m, size_t B, size_t T, bool keep, bool drop,
         float *ln1 = a->ln1 + s * a->sD, *qkv = a->qkv + s * a->sQ, *att = a->att + s * a->sA;
         float *ao = a->ao + s * a->sD, *ln2 = a->ln2 + s * a->sD;
         /* the attention block's residual: at inference over x in place (x is not read again:
-         * one buffer's traffic instead of two), unless dropout's mask must see proj alone */
-        float *xm = !keep && !(drop && c->attn_dropout > 0.0f) ? x : a->xm + s * a->sD;
+         * one buffer's traffic instead of two), unless dropout's mask must see proj alone or
+         * an ensemble's member linears (which write out beside res) compute it */
+        bool xm_in_x = !keep && !m->ens && !(drop && c->attn_dropout > 0.0f);
+        float *xm = xm_in_x ? x : a->xm + s * a->sD;
         /* GELU's output: its own buffer when kept for backward, and h then holds GELU'(h)
          * (the backward's factor, from the forward's erf), else over h (in place: the fc1
          * tile is rewritten while in cache, and hg's ~9 MB at batch 256 are never touched) */

@@ -190,6 +190,11 @@ static void test_members_stack(void) {
         for (size_t i = 0; i < 2 * S * S; i++) img[i] = urand();
         hy_batch in = {.images = img};
         CHECK_OK(hy_xfmr_forward(&m3, &in, 2, l3));
+        /* inference (one layer's buffers, no state for backward) gives the forward's bits */
+        float li[3 * 2 * 3];
+        CHECK_OK(hy_xfmr_infer(&m3, &in, 2, li));
+        CHECK(memcmp(li, l3, sizeof li) == 0, "%s: inference differs from the forward",
+              hy_ens_method_name(e3.kind));
         for (size_t mm = 0; mm < 3; mm++) {
             memcpy(m1.params, m3.params, nb * sizeof(float));
             memcpy(m1.gates, m3.gates, c.depth * c.n_heads * sizeof(float));
