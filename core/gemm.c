@@ -165,6 +165,16 @@ void hy_gemm_ex_part(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, size_t M, size_t N,
     tiles(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, e, rt, ct, i0, i1, false, p);
 }
 
+void hy_gemm_ex_block(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, size_t M, size_t N, size_t K,
+                      float alpha, const float *A, size_t lda, const float *B, size_t ldb,
+                      float beta, float *C, size_t ldc, const hy_gemm_epi *e, uint64_t ns[3]) {
+    HY_ASSERT(ldc >= N);
+    HY_ASSERT(lda >= (ta == CblasNoTrans ? K : M));
+    HY_ASSERT(ldb >= (tb == CblasNoTrans ? N : K));
+    if (M == 0 || N == 0) return;
+    tile(ta, tb, 0, M, 0, N, K, alpha, A, lda, B, ldb, beta, C, ldc, e, ns);
+}
+
 void hy_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, size_t M, size_t N, size_t K, float alpha,
              const float *A, size_t lda, const float *B, size_t ldb, float beta, float *C,
              size_t ldc) {

@@ -65,6 +65,15 @@ void hy_gemm_ex_part(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, size_t M, size_t N,
                      float beta, float *C, size_t ldc, const hy_gemm_epi *e, size_t part,
                      size_t parts);
 
+/* The whole M x N product as ONE OpenBLAS call with the hooks (rows [0, M), columns [0, N)),
+ * on the calling thread, no tiling: what hy_gemm_ex computes for a tile of that shape at those
+ * operands, bitwise (the caller offsets A, C and the hooks' operands to the tile). For a kernel
+ * that runs several products tile by tile (layers.h hy_mlp_infer). ns[0..2] += the pre, product
+ * and post times when timing (prof.h); the caller records them. */
+void hy_gemm_ex_block(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, size_t M, size_t N, size_t K,
+                      float alpha, const float *A, size_t lda, const float *B, size_t ldb,
+                      float beta, float *C, size_t ldc, const hy_gemm_epi *e, uint64_t ns[3]);
+
 /* One product of a grouped GEMM: C = alpha * op(A) op(B) + beta * C with the *stored* shapes
  * given, so that mismatches can be reported. ld* = 0 means tightly packed (ld = cols). */
 typedef struct hy_gemm_desc {

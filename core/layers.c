@@ -10,6 +10,10 @@
 #include "prof.h"
 #include "vmath.h"
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 /* elements of work below which a loop stays on one thread */
 #define PAR_MIN 32768
 
@@ -291,6 +295,103 @@ void hy_linear_forward_res_ln(float *out, float *ln_out, float *ln_mean, float *
     e.ld = Dout;
     e.aux = &a;
     hy_gemm_ex(CblasNoTrans, CblasTrans, N, Dout, Din, 1.0f, in, Din, w, Din, 1.0f, out, Dout, &e);
+}
+
+/* ===== the MLP at inference, row tile by row tile ===== */
+
+/* One row tile of the inference MLP: h = GELU(in W1^T + b1) into the thread's scratch (which
+ * stays in cache), out = res + h W2^T + b2, [ln_out = LN(out)]: each product one call with the
+ * operands hy_gemm_ex gives that tile (bitwise). ns: the classes' times (MLP_NS). */
+enum { MLP_BIAS, MLP_GEMM, MLP_GELU, MLP_RESID, MLP_LN, MLP_NS };
+static void mlp_tile(float *out, const ln_args *ln, float *h, const float *in, const float *w1,
+                     const float *b1, const float *w2, const float *b2, const float *res,
+                     size_t r0, size_t r1, size_t D, size_t DM, uint64_t ns[MLP_NS]) {
+    size_t rows = r1 - r0;
+    uint64_t t[3] = {0, 0, 0};
+    hy_gemm_epi e = {0};
+    e.pre = pre_bias;
+    e.post = post_gelu;
+    e.u = b1;
+    e.w = h;
+    e.x = h;
+    e.ld = DM;
+    hy_gemm_ex_block(CblasNoTrans, CblasTrans, rows, DM, D, 1.0f, in + r0 * D, D, w1, D, 1.0f,
+                     h, DM, &e, t);
+    ns[MLP_BIAS] += t[0], ns[MLP_GEMM] += t[1], ns[MLP_GELU] += t[2];
+    t[0] = t[1] = t[2] = 0;
+    ln_args la;
+    hy_gemm_epi f = {0};
+    f.pre = res ? pre_res_bias : pre_bias;
+    f.u = b2;
+    f.v = res ? res + r0 * D : NULL;
+    f.w = out + r0 * D;
+    f.ld = D;
+    if (ln) {
+        la = (ln_args){ln->out + r0 * D, ln->mean + r0, ln->rstd + r0, ln->w, ln->b, ln->eps};
+        f.post = post_ln;
+        f.aux = &la;
+    }
+    hy_gemm_ex_block(CblasNoTrans, CblasTrans, rows, D, DM, 1.0f, h, DM, w2, DM, 1.0f,
+                     out + r0 * D, D, &f, t);
+    ns[res ? MLP_RESID : MLP_BIAS] += t[0], ns[MLP_GEMM] += t[1], ns[MLP_LN] += t[2];
+}
+
+void hy_mlp_infer(float *out, float *ln_out, float *ln_mean, float *ln_rstd, const float *ln_w,
+                  const float *ln_b, float eps, float *h, const float *in, const float *w1,
+                  const float *b1, const float *w2, const float *b2, const float *res, size_t N,
+                  size_t D, size_t DM) {
+    HY_ASSERT(b1 && b2);
+    size_t r1t, c1t, r2t, c2t;
+    hy_gemm_tiling(N, DM, D, &r1t, &c1t);
+    hy_gemm_tiling(N, D, DM, &r2t, &c2t);
+    int nt = 1;
+    bool nested = false;
+#ifdef _OPENMP
+    nt = omp_get_max_threads();
+    nested = omp_in_parallel();   /* there a large product is one call (gemm.c), not tiles */
+#endif
+    size_t ntiles = (N + r1t - 1) / r1t;
+    /* whole-row tiles, the same rows for both products, a scratch tile per thread within h */
+    if (nested || c1t < DM || c2t < D || r1t != r2t || r1t == N || ntiles < (size_t)nt) {
+        hy_linear_gelu_forward(h, h, in, w1, b1, N, D, DM);
+        if (ln_out)
+            hy_linear_forward_res_ln(out, ln_out, ln_mean, ln_rstd, h, w2, b2, res, ln_w, ln_b,
+                                     eps, N, DM, D);
+        else if (res)
+            hy_linear_forward_res(out, h, w2, b2, res, N, DM, D);
+        else
+            hy_linear_forward(out, h, w2, b2, N, DM, D);
+        return;
+    }
+    ln_args la = {ln_out, ln_mean, ln_rstd, ln_w, ln_b, eps};
+    const ln_args *ln = ln_out ? &la : NULL;
+    uint64_t t0 = hy_prof_t0();
+    uint64_t n0 = 0, n1 = 0, n2 = 0, n3 = 0, n4 = 0;
+#pragma omp parallel num_threads(nt) reduction(+ : n0, n1, n2, n3, n4)
+    {
+        size_t th = 0;
+#ifdef _OPENMP
+        th = (size_t)omp_get_thread_num();
+#endif
+        float *scratch = h + th * r1t * DM;
+        uint64_t ns[MLP_NS] = {0, 0, 0, 0, 0};
+#pragma omp for schedule(dynamic, 1)
+        for (size_t i = 0; i < ntiles; i++) {
+            size_t r0 = i * r1t, r1 = r0 + r1t < N ? r0 + r1t : N;
+            mlp_tile(out, ln, scratch, in, w1, b1, w2, b2, res, r0, r1, D, DM, ns);
+        }
+        n0 += ns[0], n1 += ns[1], n2 += ns[2], n3 += ns[3], n4 += ns[4];
+    }
+    if (hy_prof_on) {
+        /* the wall time, shared out by the classes' CPU times (as hy_gemm_ex does) */
+        double wall = (double)(hy_prof_clock() - t0), cpu = (double)(n0 + n1 + n2 + n3 + n4);
+        double f = cpu > 0 ? wall / cpu : 0;
+        hy_prof_record_ns(HY_PROF_BIAS, (uint64_t)((double)n0 * f), 0);
+        hy_prof_record_ns(HY_PROF_GEMM, (uint64_t)((double)n1 * f), 4 * (uint64_t)N * D * DM);
+        hy_prof_record_ns(HY_PROF_GELU, (uint64_t)((double)n2 * f), 0);
+        hy_prof_record_ns(HY_PROF_RESID, (uint64_t)((double)n3 * f), 0);
+        hy_prof_record_ns(HY_PROF_LN, (uint64_t)((double)n4 * f), 0);
+    }
 }
 
 void hy_layernorm_forward(float *out, float *mean, float *rstd, const float *x, const float *w,

@@ -39,6 +39,18 @@ void hy_linear_forward_res_ln(float *out, float *ln_out, float *ln_mean, float *
                               const float *ln_w, const float *ln_b, float eps, size_t N,
                               size_t Din, size_t Dout);
 
+/*   The MLP at inference: out (N, D) written = [res +] GELU(in W1^T + b1) W2^T + b2 (w1 (DM, D),
+ *   w2 (D, DM); res may be NULL, or out), then, when ln_out is non-NULL, ln_out (N, D), ln_mean,
+ *   ln_rstd (N) = hy_layernorm_forward of out (ln_w, ln_b, eps). h (N, DM) is scratch: when the
+ *   products' tiles span whole rows, each thread runs whole row tiles through fc1, GELU, fc2 (and
+ *   the LayerNorm) in its own tile of h, which stays in cache (h's other rows are not touched);
+ *   otherwise h = GELU(in W1^T + b1) and the second product follow. Bitwise the separate calls
+ *   (the same OpenBLAS calls on the same operands). ln_out must not overlap out, in, res or h. */
+void hy_mlp_infer(float *out, float *ln_out, float *ln_mean, float *ln_rstd, const float *ln_w,
+                  const float *ln_b, float eps, float *h, const float *in, const float *w1,
+                  const float *b1, const float *w2, const float *b2, const float *res, size_t N,
+                  size_t D, size_t DM);
+
 /*   out (N, Dout) written = in W^T + b, and gelu_out (N, Dout) written = GELU(out) (the MLP's
  *   fc1 + GELU in one pass over each GEMM tile); b must not be NULL. gelu_out may be out (then
  *   it holds GELU(in W^T + b) alone), but not overlap it otherwise. */

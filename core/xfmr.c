@@ -760,8 +760,21 @@ static void layers_fwd(hy_xfmr *m, size_t B, size_t T, bool keep, bool drop,
                                     a->ln2_rstd + s * a->sR, ln1, a->ln1_mean + s * a->sR,
                                     a->ln1_rstd + s * a->sR, xm, w->norm2_w, w->norm2_b, BT, D);
         ln1_done = false;
+        bool mlp_drop = drop && c->mlp_dropout > 0.0f;
+        if (fuse_ln && !keep && !mlp_drop) {
+            /* inference: fc1, GELU, fc2 (and the next LN1) row tile by row tile, each tile's
+             * hidden rows in a thread's own tile of h, in cache (hy_mlp_infer; bitwise) */
+            bool nx = l + 1 < L;
+            const hy_xfmr_block_tensors *wn = nx ? &m->p.blk[l + 1] : NULL;
+            hy_mlp_infer(xo, nx ? a->ln1 : NULL, nx ? a->ln1_mean : NULL,
+                         nx ? a->ln1_rstd : NULL, nx ? wn->norm1_w : NULL,
+                         nx ? wn->norm1_b : NULL, HY_XFMR_LN_EPS, h, ln2_in, w->fc1_w,
+                         w->fc1_b, w->fc2_w, w->fc2_b, xm, BT, D, DM);
+            ln1_done = nx;
+            continue;
+        }
         step_linear(sh, m, l, HY_ENS_FC1, h, hg, keep, ln2_in, w->fc1_w, w->fc1_b, NULL, BT, D, DM);
-        if (drop && c->mlp_dropout > 0.0f) {
+        if (mlp_drop) {
             hy_rng r1 = site_rng(fwd_rng, l, 1), r2 = site_rng(fwd_rng, l, 2);
             hy_dropout_apply(hg, hg, NULL, &r1, BT, DM, c->mlp_dropout);
             lin_fwd(m, l, HY_ENS_FC2, xo, hg, w->fc2_w, w->fc2_b, BT, DM, D);

@@ -192,6 +192,42 @@ static void test_linear_res_ln(void) {
     }
 }
 
+/* the inference MLP tile by tile: bitwise fc1 + GELU, then the residual fc2 (+ LayerNorm), at
+ * vit-fm's batch-256 shape (whole-row tiles: the tiled path) and at a shape that falls back
+ * (129 rows: column tiles), with and without the LayerNorm, at 1 and 2 threads */
+static void test_mlp_infer(void) {
+    static const size_t rows[] = {4352, 129};
+    size_t D = 128, DM = 512;
+    int nt0 = omp_get_max_threads();
+    for (size_t s = 0; s < 2; s++) {
+        size_t N = rows[s];
+        float *x = rand_vec(N * D, 1), *w1 = rand_vec(DM * D, 0.3f), *b1 = rand_vec(DM, 1);
+        float *w2 = rand_vec(D * DM, 0.2f), *b2 = rand_vec(D, 1), *res = rand_vec(N * D, 2);
+        float *lw = rand_vec(D, 1), *lb = rand_vec(D, 1);
+        float *h = malloc(N * DM * sizeof *h), *o1 = malloc(N * D * sizeof *o1);
+        float *o2 = malloc(N * D * sizeof *o2), *l1 = malloc(N * D * sizeof *l1);
+        float *l2 = malloc(N * D * sizeof *l2), *m1 = malloc(N * sizeof *m1);
+        float *m2 = malloc(N * sizeof *m2), *r1 = malloc(N * sizeof *r1), *r2 = malloc(N * sizeof *r2);
+        hy_linear_gelu_forward(h, h, x, w1, b1, N, D, DM);
+        hy_linear_forward_res(o1, h, w2, b2, res, N, DM, D);
+        hy_layernorm_forward(l1, m1, r1, o1, lw, lb, N, D, 1e-6f);
+        for (int th = 1; th <= 2; th++) {
+            omp_set_num_threads(th);
+            hy_mlp_infer(o2, l2, m2, r2, lw, lb, 1e-6f, h, x, w1, b1, w2, b2, res, N, D, DM);
+            CHECK(memcmp(o1, o2, N * D * sizeof *o1) == 0 && memcmp(l1, l2, N * D * sizeof *l1) == 0 &&
+                      memcmp(m1, m2, N * sizeof *m1) == 0 && memcmp(r1, r2, N * sizeof *r1) == 0,
+                  "%zu rows, %d threads: the tiled MLP (+ LN) differs from its separate calls", N, th);
+            memset(o2, 0, N * D * sizeof *o2);
+            hy_mlp_infer(o2, NULL, NULL, NULL, NULL, NULL, 0.0f, h, x, w1, b1, w2, b2, res, N, D, DM);
+            CHECK(memcmp(o1, o2, N * D * sizeof *o1) == 0,
+                  "%zu rows, %d threads: the tiled MLP differs from its separate calls", N, th);
+        }
+        omp_set_num_threads(nt0);
+        free(x); free(w1); free(b1); free(w2); free(b2); free(res); free(lw); free(lb); free(h);
+        free(o1); free(o2); free(l1); free(l2); free(m1); free(m2); free(r1); free(r2);
+    }
+}
+
 static void test_layernorm(void) {
     size_t N = 41, D = 128;
     float *x = rand_vec(N * D, 3), *w = rand_vec(D, 1), *b = rand_vec(D, 1);
@@ -418,6 +454,7 @@ int main(void) {
     RUN(test_linear_gelu_fused);
     RUN(test_linear_res_inplace);
     RUN(test_linear_res_ln);
+    RUN(test_mlp_infer);
     RUN(test_layernorm);
     RUN(test_gelu);
     RUN(test_softmax);

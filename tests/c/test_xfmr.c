@@ -227,6 +227,28 @@ static void test_infer(void) {
     hy_batch tin = {.ids = ids, .lengths = lens, .len = 9};
     hy_batch tin2 = {.ids = ids2, .lengths = lens, .len = 9};
     infer_vs_forward(&TEXT, 4, &tin, &tin2, false);
+    /* batches whose products have whole-row tiles: the inference MLP runs tile by tile in
+     * per-thread scratch (layers.h hy_mlp_infer), the LayerNorms in the products' epilogues */
+    size_t BB = 64;
+    float *bi = rand_vec(BB * 28 * 28, 2), *bi2 = rand_vec(BB * 28 * 28, 2);
+    hy_batch bin = {.images = bi}, bin2 = {.images = bi2};
+    hy_xfmr_config c3 = VIT_TINY;
+    c3.depth = 3;
+    infer_vs_forward(&c3, BB, &bin, &bin2, false);
+    free(bi);
+    free(bi2);
+    size_t BT = 256;
+    int32_t *tids = malloc(BT * 9 * sizeof *tids), *tids2 = malloc(BT * 9 * sizeof *tids2);
+    int32_t *tl = malloc(BT * sizeof *tl);
+    for (size_t i = 0; i < BT * 9; i++) tids[i] = (int32_t)hy_rng_below(&rng, 40);
+    for (size_t i = 0; i < BT * 9; i++) tids2[i] = (int32_t)hy_rng_below(&rng, 40);
+    for (size_t b = 0; b < BT; b++) tl[b] = (int32_t)hy_rng_below(&rng, 10);
+    hy_batch btin = {.ids = tids, .lengths = tl, .len = 9};
+    hy_batch btin2 = {.ids = tids2, .lengths = tl, .len = 9};
+    infer_vs_forward(&TEXT, BT, &btin, &btin2, false);
+    free(tids);
+    free(tids2);
+    free(tl);
 }
 
 static void test_batch_errors(void) {
