@@ -410,72 +410,41 @@ void hy_layernorm_forward(float *out, float *mean, float *rstd, const float *x, 
     hy_prof_add(HY_PROF_LN, t0, 0);
 }
 
-/* rows [n0, n0 + NR) of the LayerNorm backward's dx, NR (a constant at each call) rows side by
- * side, as ln_rows: every row exactly the one-row operations in their order (bitwise) */
-static inline __attribute__((always_inline)) void ln_back_rows(float *dx, const float *dout,
-                                                               const float *x,
-                                                               const float *mean,
-                                                               const float *rstd,
-                                                               const float *w, size_t n0,
-                                                               size_t NR, size_t D) {
-    hy_v16f a1[4], a2[4];
-    float m[4], r[4], s1[4], s2[4];
-    size_t D16 = D / 16 * 16;
-    for (size_t k = 0; k < NR; k++) {
-        m[k] = mean[n0 + k], r[k] = rstd[n0 + k];
-        a1[k] = hy_v16_splat(0.0f), a2[k] = a1[k];
-    }
-    for (size_t i = 0; i < D16; i += 16) {
-        hy_v16f wv = hy_v16_load(w + i);
-        for (size_t k = 0; k < NR; k++) {
-            hy_v16f dn = hy_v16_load(dout + (n0 + k) * D + i) * wv;
-            a1[k] += dn;
-            a2[k] += dn * (hy_v16_load(x + (n0 + k) * D + i) - m[k]) * r[k];
-        }
-    }
-    for (size_t k = 0; k < NR; k++) {
-        const float *xr = x + (n0 + k) * D, *g = dout + (n0 + k) * D;
-        float t1 = hy_hsum16(a1[k]), t2 = hy_hsum16(a2[k]);
-        for (size_t j = D16; j < D; j++) {
-            float dn = g[j] * w[j];
-            t1 += dn;
-            t2 += dn * (xr[j] - m[k]) * r[k];
-        }
-        s1[k] = t1 / (float)D;
-        s2[k] = t2 / (float)D;
-    }
-    for (size_t i = 0; i < D16; i += 16) {
-        hy_v16f wv = hy_v16_load(w + i);
-        for (size_t k = 0; k < NR; k++) {
-            float *d = dx + (n0 + k) * D;
-            hy_v16f xh = (hy_v16_load(x + (n0 + k) * D + i) - m[k]) * r[k];
-            hy_v16_store(d + i, hy_v16_load(d + i) +
-                                    r[k] * (hy_v16_load(dout + (n0 + k) * D + i) * wv - s1[k] -
-                                            xh * s2[k]));
-        }
-    }
-    for (size_t k = 0; k < NR; k++) {
-        const float *xr = x + (n0 + k) * D, *g = dout + (n0 + k) * D;
-        float *d = dx + (n0 + k) * D;
-        for (size_t i = D16; i < D; i++) {
-            float xh = (xr[i] - m[k]) * r[k];
-            d[i] += r[k] * (g[i] * w[i] - s1[k] - xh * s2[k]);
-        }
-    }
-}
-
 void hy_layernorm_backward(float *dx, float *dw, float *db, const float *dout, const float *x,
                            const float *mean, const float *rstd, const float *w, size_t N,
                            size_t D) {
     uint64_t t0 = hy_prof_t0();
     /* xhat = (x - mean) * rstd; out = xhat * w + b
      * dxhat = dout * w;  dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)) */
-    size_t ng = (N + LN_GROUP - 1) / LN_GROUP;
 #pragma omp parallel for schedule(static) if (N * D > PAR_MIN)
-    for (size_t gi = 0; gi < ng; gi++) {
-        size_t n = gi * LN_GROUP, n1 = n + LN_GROUP < N ? n + LN_GROUP : N;
-        for (; n + 4 <= n1; n += 4) ln_back_rows(dx, dout, x, mean, rstd, w, n, 4, D);
-        for (; n < n1; n++) ln_back_rows(dx, dout, x, mean, rstd, w, n, 1, D);
+    for (size_t n = 0; n < N; n++) {
+        const float *xr = x + n * D, *g = dout + n * D;
+        float m = mean[n], r = rstd[n];
+        hy_v16f a1 = hy_v16_splat(0.0f), a2 = a1;
+        size_t i = 0;
+        for (; i + 16 <= D; i += 16) {
+            hy_v16f dn = hy_v16_load(g + i) * hy_v16_load(w + i);
+            a1 += dn;
+            a2 += dn * (hy_v16_load(xr + i) - m) * r;
+        }
+        float s1 = hy_hsum16(a1), s2 = hy_hsum16(a2);
+        for (size_t j = i; j < D; j++) {
+            float dn = g[j] * w[j];
+            s1 += dn;
+            s2 += dn * (xr[j] - m) * r;
+        }
+        s1 /= (float)D;
+        s2 /= (float)D;
+        float *d = dx + n * D;
+        for (i = 0; i + 16 <= D; i += 16) {
+            hy_v16f xh = (hy_v16_load(xr + i) - m) * r;
+            hy_v16_store(d + i, hy_v16_load(d + i) +
+                                    r * (hy_v16_load(g + i) * hy_v16_load(w + i) - s1 - xh * s2));
+        }
+        for (; i < D; i++) {
+            float xh = (xr[i] - m) * r;
+            d[i] += r * (g[i] * w[i] - s1 - xh * s2);
+        }
     }
     /* weight grads: blocks of columns in parallel, each summing the rows in order (the same
      * bits as one serial loop, whatever the thread count); a whole block of LN_COLS columns
