@@ -82,21 +82,39 @@ static void post_bias_grad(const hy_gemm_epi *e, size_t r0, size_t r1, size_t c0
     }
 }
 
-/* out = [res +] in W^T [+ b]; gelu_out = GELU(out) when non-NULL, and then out = GELU'(out)
- * when keep_d; parts > 0: only part `part` of the product's tiles (hy_gemm_ex_part) */
-static void linear_fwd(float *out, float *gelu_out, bool keep_d, const float *in,
-                       const float *w, const float *b, const float *res, size_t N, size_t Din,
-                       size_t Dout, size_t part, size_t parts) {
+/* the LayerNorm of a residual product's fresh tile (hy_linear_forward_res_ln) */
+typedef struct {
+    float *out, *mean, *rstd;
+    const float *w, *b;
+    float eps;
+} ln_args;
+static void post_ln(const hy_gemm_epi *e, size_t r0, size_t r1, size_t c0, size_t c1);
+
+/* the hooks of out = [res +] in W^T [+ b] (ld Dout): gelu_out = GELU(out) when non-NULL, and
+ * then out = GELU'(out) when keep_d; or, when ln is non-NULL (tiles of whole rows), LN(out)
+ * into ln's buffers */
+static hy_gemm_epi linear_epi(float *out, float *gelu_out, bool keep_d, const ln_args *ln,
+                              const float *b, const float *res, size_t Dout) {
     hy_gemm_epi e = {0};
     e.pre = b ? (res ? pre_res_bias : pre_bias) : NULL;
     e.pre_kind = res ? HY_PROF_RESID : HY_PROF_BIAS;
-    e.post = gelu_out ? (keep_d ? post_gelu_d : post_gelu) : NULL;
-    e.post_kind = HY_PROF_GELU;
+    e.post = ln ? post_ln : gelu_out ? (keep_d ? post_gelu_d : post_gelu) : NULL;
+    e.post_kind = ln ? HY_PROF_LN : HY_PROF_GELU;
+    e.aux = ln;
     e.u = b;
     e.v = res;
     e.w = out;
     e.x = gelu_out;
     e.ld = Dout;
+    return e;
+}
+
+/* the product with linear_epi's hooks; parts > 0: only part `part` of its tiles
+ * (hy_gemm_ex_part) */
+static void linear_fwd(float *out, float *gelu_out, bool keep_d, const ln_args *ln,
+                       const float *in, const float *w, const float *b, const float *res,
+                       size_t N, size_t Din, size_t Dout, size_t part, size_t parts) {
+    hy_gemm_epi e = linear_epi(out, gelu_out, keep_d, ln, b, res, Dout);
     if (parts)
         hy_gemm_ex_part(CblasNoTrans, CblasTrans, N, Dout, Din, 1.0f, in, Din, w, Din,
                         b ? 1.0f : 0.0f, out, Dout, &e, part, parts);
@@ -109,34 +127,34 @@ void hy_linear_forward_part(float *out, float *gelu_out, const float *in, const 
                             const float *b, const float *res, size_t N, size_t Din, size_t Dout,
                             size_t part, size_t parts) {
     HY_ASSERT(!res || b);
-    linear_fwd(out, gelu_out, false, in, w, b, res, N, Din, Dout, part, parts);
+    linear_fwd(out, gelu_out, false, NULL, in, w, b, res, N, Din, Dout, part, parts);
 }
 
 void hy_linear_gelu_d_forward_part(float *dgelu, float *gelu_out, const float *in,
                                    const float *w, const float *b, size_t N, size_t Din,
                                    size_t Dout, size_t part, size_t parts) {
-    linear_fwd(dgelu, gelu_out, true, in, w, b, NULL, N, Din, Dout, part, parts);
+    linear_fwd(dgelu, gelu_out, true, NULL, in, w, b, NULL, N, Din, Dout, part, parts);
 }
 
 void hy_linear_forward(float *out, const float *in, const float *w, const float *b, size_t N,
                        size_t Din, size_t Dout) {
-    linear_fwd(out, NULL, false, in, w, b, NULL, N, Din, Dout, 0, 0);
+    linear_fwd(out, NULL, false, NULL, in, w, b, NULL, N, Din, Dout, 0, 0);
 }
 
 void hy_linear_forward_res(float *out, const float *in, const float *w, const float *b,
                            const float *res, size_t N, size_t Din, size_t Dout) {
     HY_ASSERT(b != NULL);
-    linear_fwd(out, NULL, false, in, w, b, res, N, Din, Dout, 0, 0);
+    linear_fwd(out, NULL, false, NULL, in, w, b, res, N, Din, Dout, 0, 0);
 }
 
 void hy_linear_gelu_forward(float *out, float *gelu_out, const float *in, const float *w,
                             const float *b, size_t N, size_t Din, size_t Dout) {
-    linear_fwd(out, gelu_out, false, in, w, b, NULL, N, Din, Dout, 0, 0);
+    linear_fwd(out, gelu_out, false, NULL, in, w, b, NULL, N, Din, Dout, 0, 0);
 }
 
 void hy_linear_gelu_d_forward(float *dgelu, float *gelu_out, const float *in, const float *w,
                               const float *b, size_t N, size_t Din, size_t Dout) {
-    linear_fwd(dgelu, gelu_out, true, in, w, b, NULL, N, Din, Dout, 0, 0);
+    linear_fwd(dgelu, gelu_out, true, NULL, in, w, b, NULL, N, Din, Dout, 0, 0);
 }
 
 /* din = beta din + dout W (beta 0: written, 1: added), times GELU'(hpre) when hpre != NULL,
@@ -257,12 +275,6 @@ static void ln_range(float *out, float *mean, float *rstd, const float *x, const
     for (; n < n1; n++) ln_rows(out, mean, rstd, x, w, b, n, 1, D, eps);
 }
 
-/* the LayerNorm of a residual product's fresh tile (hy_linear_forward_res_ln) */
-typedef struct {
-    float *out, *mean, *rstd;
-    const float *w, *b;
-    float eps;
-} ln_args;
 
 /* rows [r0, r1) of LN(C): a tile of whole rows (c0 = 0, c1 = the row width) */
 static void post_ln(const hy_gemm_epi *e, size_t r0, size_t r1, size_t c0, size_t c1) {
@@ -279,61 +291,36 @@ void hy_linear_forward_res_ln(float *out, float *ln_out, float *ln_mean, float *
     size_t rt, ct;
     hy_gemm_tiling(N, Dout, Din, &rt, &ct);
     if (ct < Dout) {   /* column tiles: the LayerNorm after the whole product */
-        linear_fwd(out, NULL, false, in, w, b, res, N, Din, Dout, 0, 0);
+        linear_fwd(out, NULL, false, NULL, in, w, b, res, N, Din, Dout, 0, 0);
         hy_layernorm_forward(ln_out, ln_mean, ln_rstd, out, ln_w, ln_b, N, Dout, eps);
         return;
     }
     ln_args a = {ln_out, ln_mean, ln_rstd, ln_w, ln_b, eps};
-    hy_gemm_epi e = {0};
-    e.pre = res ? pre_res_bias : pre_bias;
-    e.pre_kind = res ? HY_PROF_RESID : HY_PROF_BIAS;
-    e.post = post_ln;
-    e.post_kind = HY_PROF_LN;
-    e.u = b;
-    e.v = res;
-    e.w = out;
-    e.ld = Dout;
-    e.aux = &a;
-    hy_gemm_ex(CblasNoTrans, CblasTrans, N, Dout, Din, 1.0f, in, Din, w, Din, 1.0f, out, Dout, &e);
+    linear_fwd(out, NULL, false, &a, in, w, b, res, N, Din, Dout, 0, 0);
 }
 
 /* ===== the MLP at inference, row tile by row tile ===== */
 
 /* One row tile of the inference MLP: h = GELU(in W1^T + b1) into the thread's scratch (which
  * stays in cache), out = res + h W2^T + b2, [ln_out = LN(out)]: each product one call with the
- * operands hy_gemm_ex gives that tile (bitwise). ns: the classes' times (MLP_NS). */
-enum { MLP_BIAS, MLP_GEMM, MLP_GELU, MLP_RESID, MLP_LN, MLP_NS };
+ * operands and hooks hy_gemm_ex gives that tile (bitwise). ns: CPU ns per prof.h class. */
 static void mlp_tile(float *out, const ln_args *ln, float *h, const float *in, const float *w1,
                      const float *b1, const float *w2, const float *b2, const float *res,
-                     size_t r0, size_t r1, size_t D, size_t DM, uint64_t ns[MLP_NS]) {
+                     size_t r0, size_t r1, size_t D, size_t DM, uint64_t ns[HY_PROF_N]) {
     size_t rows = r1 - r0;
     uint64_t t[3] = {0, 0, 0};
-    hy_gemm_epi e = {0};
-    e.pre = pre_bias;
-    e.post = post_gelu;
-    e.u = b1;
-    e.w = h;
-    e.x = h;
-    e.ld = DM;
+    hy_gemm_epi e = linear_epi(h, h, false, NULL, b1, NULL, DM);
     hy_gemm_ex_block(CblasNoTrans, CblasTrans, rows, DM, D, 1.0f, in + r0 * D, D, w1, D, 1.0f,
                      h, DM, &e, t);
-    ns[MLP_BIAS] += t[0], ns[MLP_GEMM] += t[1], ns[MLP_GELU] += t[2];
-    t[0] = t[1] = t[2] = 0;
+    ns[e.pre_kind] += t[0], ns[HY_PROF_GEMM] += t[1], ns[e.post_kind] += t[2];
     ln_args la;
-    hy_gemm_epi f = {0};
-    f.pre = res ? pre_res_bias : pre_bias;
-    f.u = b2;
-    f.v = res ? res + r0 * D : NULL;
-    f.w = out + r0 * D;
-    f.ld = D;
-    if (ln) {
-        la = (ln_args){ln->out + r0 * D, ln->mean + r0, ln->rstd + r0, ln->w, ln->b, ln->eps};
-        f.post = post_ln;
-        f.aux = &la;
-    }
+    if (ln) la = (ln_args){ln->out + r0 * D, ln->mean + r0, ln->rstd + r0, ln->w, ln->b, ln->eps};
+    hy_gemm_epi f = linear_epi(out + r0 * D, NULL, false, ln ? &la : NULL, b2,
+                               res ? res + r0 * D : NULL, D);
+    t[0] = t[1] = t[2] = 0;
     hy_gemm_ex_block(CblasNoTrans, CblasTrans, rows, D, DM, 1.0f, h, DM, w2, DM, 1.0f,
                      out + r0 * D, D, &f, t);
-    ns[res ? MLP_RESID : MLP_BIAS] += t[0], ns[MLP_GEMM] += t[1], ns[MLP_LN] += t[2];
+    ns[f.pre_kind] += t[0], ns[HY_PROF_GEMM] += t[1], ns[f.post_kind] += t[2];
 }
 
 void hy_mlp_infer(float *out, float *ln_out, float *ln_mean, float *ln_rstd, const float *ln_w,
@@ -366,31 +353,29 @@ void hy_mlp_infer(float *out, float *ln_out, float *ln_mean, float *ln_rstd, con
     ln_args la = {ln_out, ln_mean, ln_rstd, ln_w, ln_b, eps};
     const ln_args *ln = ln_out ? &la : NULL;
     uint64_t t0 = hy_prof_t0();
-    uint64_t n0 = 0, n1 = 0, n2 = 0, n3 = 0, n4 = 0;
-#pragma omp parallel num_threads(nt) reduction(+ : n0, n1, n2, n3, n4)
+    uint64_t ns[HY_PROF_N] = {0};
+#pragma omp parallel num_threads(nt) reduction(+ : ns[:HY_PROF_N])
     {
         size_t th = 0;
 #ifdef _OPENMP
         th = (size_t)omp_get_thread_num();
 #endif
         float *scratch = h + th * r1t * DM;
-        uint64_t ns[MLP_NS] = {0, 0, 0, 0, 0};
 #pragma omp for schedule(dynamic, 1)
         for (size_t i = 0; i < ntiles; i++) {
             size_t r0 = i * r1t, r1 = r0 + r1t < N ? r0 + r1t : N;
             mlp_tile(out, ln, scratch, in, w1, b1, w2, b2, res, r0, r1, D, DM, ns);
         }
-        n0 += ns[0], n1 += ns[1], n2 += ns[2], n3 += ns[3], n4 += ns[4];
     }
     if (hy_prof_on) {
         /* the wall time, shared out by the classes' CPU times (as hy_gemm_ex does) */
-        double wall = (double)(hy_prof_clock() - t0), cpu = (double)(n0 + n1 + n2 + n3 + n4);
+        double wall = (double)(hy_prof_clock() - t0), cpu = 0;
+        for (int k = 0; k < HY_PROF_N; k++) cpu += (double)ns[k];
         double f = cpu > 0 ? wall / cpu : 0;
-        hy_prof_record_ns(HY_PROF_BIAS, (uint64_t)((double)n0 * f), 0);
-        hy_prof_record_ns(HY_PROF_GEMM, (uint64_t)((double)n1 * f), 4 * (uint64_t)N * D * DM);
-        hy_prof_record_ns(HY_PROF_GELU, (uint64_t)((double)n2 * f), 0);
-        hy_prof_record_ns(HY_PROF_RESID, (uint64_t)((double)n3 * f), 0);
-        hy_prof_record_ns(HY_PROF_LN, (uint64_t)((double)n4 * f), 0);
+        for (int k = 0; k < HY_PROF_N; k++)
+            if (ns[k])
+                hy_prof_record_ns((hy_prof_kind)k, (uint64_t)((double)ns[k] * f),
+                                  k == HY_PROF_GEMM ? 4 * (uint64_t)N * D * DM : 0);
     }
 }
 
@@ -572,58 +557,38 @@ static void dgelu_span(float *dx, const float *dx_add, const float *dout, const 
  * matter anyway) */
 #define GELU_BLOCK 1024
 
+/* SPAN over the n floats in blocks [lo, hi) of GELU_BLOCK, on the threads, timed as GELU */
+#define GELU_BLOCKS(n, SPAN)                                                                      \
+    do {                                                                                          \
+        uint64_t t0_ = hy_prof_t0();                                                              \
+        size_t nb_ = ((n) + GELU_BLOCK - 1) / GELU_BLOCK;                                         \
+        _Pragma("omp parallel for schedule(static) if ((n) > PAR_MIN)")                           \
+        for (size_t b_ = 0; b_ < nb_; b_++) {                                                     \
+            size_t lo = b_ * GELU_BLOCK, hi = lo + GELU_BLOCK < (n) ? lo + GELU_BLOCK : (n);     \
+            SPAN;                                                                                 \
+        }                                                                                         \
+        hy_prof_add(HY_PROF_GELU, t0_, 0);                                                        \
+    } while (0)
+
 void hy_gelu_forward(float *out, const float *x, size_t n) {
-    uint64_t t0 = hy_prof_t0();
-    size_t nb = (n + GELU_BLOCK - 1) / GELU_BLOCK;
-#pragma omp parallel for schedule(static) if (n > PAR_MIN)
-    for (size_t b = 0; b < nb; b++) {
-        size_t lo = b * GELU_BLOCK, hi = lo + GELU_BLOCK < n ? lo + GELU_BLOCK : n;
-        gelu_span(out + lo, x + lo, hi - lo);
-    }
-    hy_prof_add(HY_PROF_GELU, t0, 0);
+    GELU_BLOCKS(n, gelu_span(out + lo, x + lo, hi - lo));
 }
 
 /* d/dx [x Phi(x)] = Phi(x) + x phi(x); dx = dout * GELU'(x), added into dx when add */
-static inline void gelu_backward(float *dx, const float *dout, const float *x, size_t n,
-                                 int add) {
-    uint64_t t0 = hy_prof_t0();
-    size_t nb = (n + GELU_BLOCK - 1) / GELU_BLOCK;
-#pragma omp parallel for schedule(static) if (n > PAR_MIN)
-    for (size_t b = 0; b < nb; b++) {
-        size_t lo = b * GELU_BLOCK, hi = lo + GELU_BLOCK < n ? lo + GELU_BLOCK : n;
-        dgelu_span(dx + lo, add ? dx + lo : NULL, dout + lo, x + lo, hi - lo);
-    }
-    hy_prof_add(HY_PROF_GELU, t0, 0);
-}
-
 void hy_gelu_backward(float *dx, const float *dout, const float *x, size_t n) {
-    gelu_backward(dx, dout, x, n, 1);
+    GELU_BLOCKS(n, dgelu_span(dx + lo, dx + lo, dout + lo, x + lo, hi - lo));
 }
 
 void hy_gelu_backward_set(float *dx, const float *dout, const float *x, size_t n) {
-    gelu_backward(dx, dout, x, n, 0);
+    GELU_BLOCKS(n, dgelu_span(dx + lo, NULL, dout + lo, x + lo, hi - lo));
 }
 
 void hy_gelu_d_forward(float *out, float *xd, size_t n) {
-    uint64_t t0 = hy_prof_t0();
-    size_t nb = (n + GELU_BLOCK - 1) / GELU_BLOCK;
-#pragma omp parallel for schedule(static) if (n > PAR_MIN)
-    for (size_t b = 0; b < nb; b++) {
-        size_t lo = b * GELU_BLOCK, hi = lo + GELU_BLOCK < n ? lo + GELU_BLOCK : n;
-        gelu_d_span(out + lo, xd + lo, hi - lo);
-    }
-    hy_prof_add(HY_PROF_GELU, t0, 0);
+    GELU_BLOCKS(n, gelu_d_span(out + lo, xd + lo, hi - lo));
 }
 
 void hy_gelu_backward_d_set(float *dx, const float *dout, const float *dgelu, size_t n) {
-    uint64_t t0 = hy_prof_t0();
-    size_t nb = (n + GELU_BLOCK - 1) / GELU_BLOCK;
-#pragma omp parallel for schedule(static) if (n > PAR_MIN)
-    for (size_t b = 0; b < nb; b++) {
-        size_t lo = b * GELU_BLOCK, hi = lo + GELU_BLOCK < n ? lo + GELU_BLOCK : n;
-        mul_span(dx + lo, dout + lo, dgelu + lo, hi - lo);
-    }
-    hy_prof_add(HY_PROF_GELU, t0, 0);
+    GELU_BLOCKS(n, mul_span(dx + lo, dout + lo, dgelu + lo, hi - lo));
 }
 
 /* ===== softmax ===== */
