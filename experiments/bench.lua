@@ -166,6 +166,24 @@ end
 
 local peak = core.bench_sgemm(2048, 3)
 
+-- ===== per-kernel breakdown =====
+-- (core.prof_*, the timers of core/prof.h inside the real kernels): the time of each kernel
+-- class (GEMM, attention, GELU, LayerNorm, dropout, residual, bias, embed, copies, loss, optim)
+-- over PROF_STEPS training steps at batch 128 and over one inference pass at batch 256, run with
+-- the timers on in every round, after that round's timed figures; "other" is the measured wall
+-- time minus the classes (loader batch assembly, Lua, untimed glue). The table gives each
+-- class's median over the rounds and the median of the rounds' shares outside GEMMs (one
+-- round on a noisy host moves a single profile by a third). Written under "breakdown".
+local PROF_STEPS = 8
+local function profiled(fn)
+  core.prof_reset()
+  core.prof_enable(true)
+  local dt = seconds(fn)
+  core.prof_enable(false)
+  return { classes = core.prof_read(), ms = dt * 1e3 }
+end
+local prof = { train = {}, infer = {} }
+
 -- one hydra round: every figure once (train after one warm-up step of its trainer)
 local function hydra_round(round)
   local r = {}
@@ -202,6 +220,10 @@ local function hydra_round(round)
     r.text_latency_ms = 1e3 * seconds(function() text.m.ud:predict(text.lat, 1) end)
       / TEXT_LATENCY
   end
+  tr:start_epoch(ROUNDS + 1 + round)
+  tr:run(1)
+  prof.train[round] = profiled(function() tr:run(PROF_STEPS) end)
+  prof.infer[round] = profiled(function() m.ud:predict(ds, INFER_B) end)
   return r
 end
 
@@ -375,64 +397,64 @@ r.dropout_train = { rate = MC_RATE,
   no_dropout_train_samples_per_s = r.train_samples_per_s,
   ratio = drop_ratio, target = 1.1, met = drop_ratio <= 1.1 }
 
--- ===== per-kernel breakdown =====
--- (core.prof_*, the timers of core/prof.h inside the real kernels): the time of each kernel
--- class (GEMM, attention, GELU, LayerNorm, dropout, residual, bias, embed, copies, loss, optim)
--- over PROF_STEPS training steps at batch 128 (and over one inference pass at batch 256) run
--- with the timers on, after the rounds; "other" is the measured wall time minus the classes
--- (loader batch assembly, Lua, untimed glue). Written under "breakdown".
-local PROF_STEPS = 8
-local function profiled(fn)
-  core.prof_reset()
-  core.prof_enable(true)
-  local dt = seconds(fn)
-  core.prof_enable(false)
-  return core.prof_read(), dt * 1e3
-end
-tr:start_epoch(ROUNDS + 2)
-tr:run(1)
-local prof_train, prof_train_ms = profiled(function() tr:run(PROF_STEPS) end)
-local prof_infer, prof_infer_ms = profiled(function() m.ud:predict(ds, INFER_B) end)
-
--- breakdown table: classes sorted by time per step / batch, "other" = measured - classes
-local function breakdown(classes, total_ms, units, what, unit, batch)
-  local measured = total_ms / units
-  local out = { batch = batch, measured_ms = measured, classes_ms = {} }
-  local sum, rows = 0, {}
-  for _, c in ipairs(classes) do
-    local ms = c.ms / units
-    if c.calls > 0 then
-      rows[#rows + 1] = { name = c.name, ms = ms, calls = c.calls // units,
-        gflop_per_s = c.gflop > 0 and c.gflop / (c.ms / 1e3) or nil }
-      out.classes_ms[c.name] = ms
-      sum = sum + ms
+-- breakdown table: per class the median over the rounds of its time per step / batch, sorted;
+-- "other" = measured - classes; the share outside GEMMs is the median of the rounds' shares
+local function breakdown(rounds, units, what, unit, batch)
+  local per, measured, outside, calls, gflops = {}, {}, {}, {}, {}
+  for i, p in ipairs(rounds) do
+    measured[i] = p.ms / units
+    local gemm = 0
+    for _, c in ipairs(p.classes) do
+      if c.calls > 0 then
+        per[c.name] = per[c.name] or {}
+        per[c.name][i] = c.ms / units
+        calls[c.name] = c.calls // units
+        if c.gflop > 0 then
+          gflops[c.name] = gflops[c.name] or {}
+          gflops[c.name][i] = c.gflop / (c.ms / 1e3)
+        end
+        if c.name == "gemm" then gemm = c.ms / units end
+      end
     end
+    outside[i] = 100 * (measured[i] - gemm) / measured[i]
   end
-  local gemm = out.classes_ms.gemm or 0
-  out.other_ms = measured - sum
-  out.outside_gemm_pct = 100 * (measured - gemm) / measured
-  rows[#rows + 1] = { name = "other (untimed)", ms = measured - sum, calls = 0 }
-  table.sort(rows, function(a, b) return a.ms > b.ms end)
-  print(("per-kernel breakdown: %s, batch %d (timers in the real kernels, over %d %s%s)")
-    :format(what, batch, units, unit, units > 1 and (unit == "batch" and "es" or "s") or ""))
+  local out = { batch = batch, rounds = #rounds, measured_ms = median(measured),
+    classes_ms = {}, outside_gemm_pct = median(outside), outside_gemm_pct_rounds = outside }
+  local sum, rows = 0, {}
+  for name, xs in pairs(per) do
+    local ms = median(xs)
+    rows[#rows + 1] = { name = name, ms = ms, calls = calls[name],
+      gflop_per_s = gflops[name] and median(gflops[name]) or nil }
+    out.classes_ms[name] = ms
+    sum = sum + ms
+  end
+  out.other_ms = out.measured_ms - sum
+  rows[#rows + 1] = { name = "other (untimed)", ms = out.other_ms, calls = 0 }
+  table.sort(rows, function(x, y) return x.ms > y.ms end)
+  print(("per-kernel breakdown: %s, batch %d (timers in the real kernels, over %d %s%s, "
+    .. "medians of %d rounds)"):format(what, batch, units, unit,
+    units > 1 and (unit == "batch" and "es" or "s") or "", #rounds))
   print(("  %-18s %7s %9s %9s %8s"):format("class", "calls", "ms/" .. unit, "% of " .. unit,
     "GFLOP/s"))
   for _, row in ipairs(rows) do
     print(("  %-18s %7s %9.3f %8.1f%% %8s"):format(row.name,
-      row.calls > 0 and tostring(row.calls) or "", row.ms, 100 * row.ms / measured,
+      row.calls > 0 and tostring(row.calls) or "", row.ms, 100 * row.ms / out.measured_ms,
       row.gflop_per_s and ("%.1f"):format(row.gflop_per_s) or ""))
   end
-  print(("  %-18s %7s %9.3f   time outside GEMMs %.1f%% (target <= 15%%)")
-    :format("measured " .. unit, "", measured, out.outside_gemm_pct))
+  local rs = {}
+  for i, x in ipairs(outside) do rs[i] = ("%.1f"):format(x) end
+  print(("  %-18s %7s %9.3f   time outside GEMMs %.1f%% (target <= 15%%; rounds %s)")
+    :format("measured " .. unit, "", out.measured_ms, out.outside_gemm_pct,
+    table.concat(rs, " ")))
   return out
 end
 r.breakdown = {
   method = "timers of core/prof.h inside the kernels of the real training step (trainer, "
-    .. PROF_STEPS .. " steps) and inference (m:predict over 2048 images); other = measured - "
-    .. "sum of the classes",
-  train = breakdown(prof_train, prof_train_ms, PROF_STEPS, "training step", "step", TRAIN_B),
-  infer = breakdown(prof_infer, prof_infer_ms, INFER_N // INFER_B, "inference forward", "batch",
-    INFER_B),
+    .. PROF_STEPS .. " steps) and inference (m:predict over 2048 images) in every round; "
+    .. "per class the median over the rounds; outside_gemm_pct the median of the rounds' "
+    .. "shares; other = measured - sum of the classes",
+  train = breakdown(prof.train, PROF_STEPS, "training step", "step", TRAIN_B),
+  infer = breakdown(prof.infer, INFER_N // INFER_B, "inference forward", "batch", INFER_B),
 }
 
 -- ===== the Hydra cost section (experiments/bench_cost.lua: prints its own table) =====
