@@ -615,13 +615,14 @@ static hy_rng site_rng(const hy_rng *fwd, size_t l, size_t k) {
 }
 
 /* Activation slot of the residual stream entering layer l (out = 0: leaving it). Kept: slot l
- * (the input of layer l+1 is slot l+1). Not kept (inference): layer 0 reads slot 0, the layers
- * alternate between slots 1 and 2, and the last one writes slot L, where hy_xfmr_hidden reads
- * the result either way. */
-static size_t x_slot(size_t l, size_t L, bool keep, bool out) {
+ * (the input of layer l+1 is slot l+1). Not kept (inference): with both residual adds in place
+ * (inplace) every layer works in slot 0 and the last one writes slot L; otherwise layer 0 reads
+ * slot 0, the layers alternate between slots 1 and 2, and the last one writes slot L.
+ * hy_xfmr_hidden reads slot L either way. */
+static size_t x_slot(size_t l, size_t L, bool keep, bool inplace, bool out) {
     if (keep) return out ? l + 1 : l;
-    if (out) return l + 1 == L ? L : 1 + (l & 1);
-    return l == 0 ? 0 : x_slot(l - 1, L, false, true);
+    if (out) return l + 1 == L ? L : inplace ? 0 : 1 + (l & 1);
+    return l == 0 ? 0 : x_slot(l - 1, L, false, inplace, true);
 }
 
 /* threads in a small pass's team: the products' two column tiles (gemm.h) are its widest
@@ -711,13 +712,16 @@ static void layers_fwd(hy_xfmr *m, size_t B, size_t T, bool keep, bool drop,
      * epilogue (hy_linear_forward_res_ln: the fresh tile's rows, in cache); ln1_done: layer
      * l's LN1 was so computed by layer l-1's fc2 */
     bool fuse_ln = !sh && !m->ens, ln1_done = false;
+    /* inference of a single model without dropout: both residual adds in place over the
+     * stream (x is not read again; an ensemble's member linears write out beside res) */
+    bool inplace = !keep && !m->ens && !drop;
     for (size_t l = 0; l < L; l++) {
         const hy_xfmr_block_tensors *w = &m->p.blk[l];
         /* slot s of the per-layer buffers: layer l's own when kept for backward, else the
          * first layer's, reused (one layer's working set, which stays in cache) */
         size_t s = keep ? l : 0;
-        float *x = a->x + x_slot(l, L, keep, false) * a->sD;
-        float *xo = a->x + x_slot(l, L, keep, true) * a->sD;
+        float *x = a->x + x_slot(l, L, keep, inplace, false) * a->sD;
+        float *xo = a->x + x_slot(l, L, keep, inplace, true) * a->sD;
         float *ln1 = a->ln1 + s * a->sD, *qkv = a->qkv + s * a->sQ, *att = a->att + s * a->sA;
         float *ao = a->ao + s * a->sD, *ln2 = a->ln2 + s * a->sD;
         /* the attention block's residual: at inference over x in place (x is not read again:

@@ -398,14 +398,16 @@ r.dropout_train = { rate = MC_RATE,
   ratio = drop_ratio, target = 1.1, met = drop_ratio <= 1.1 }
 
 -- breakdown table: per class the median over the rounds of its time per step / batch, sorted;
--- "other" = measured - classes; the share outside GEMMs is the median of the rounds' shares
+-- "other" = the median of the rounds' measured - classes; the share outside GEMMs is the median
+-- of the rounds' shares
 local function breakdown(rounds, units, what, unit, batch)
-  local per, measured, outside, calls, gflops = {}, {}, {}, {}, {}
+  local per, measured, outside, other, calls, gflops = {}, {}, {}, {}, {}, {}
   for i, p in ipairs(rounds) do
     measured[i] = p.ms / units
-    local gemm = 0
+    local gemm, timed = 0, 0
     for _, c in ipairs(p.classes) do
       if c.calls > 0 then
+        timed = timed + c.ms / units
         per[c.name] = per[c.name] or {}
         per[c.name][i] = c.ms / units
         calls[c.name] = c.calls // units
@@ -417,18 +419,18 @@ local function breakdown(rounds, units, what, unit, batch)
       end
     end
     outside[i] = 100 * (measured[i] - gemm) / measured[i]
+    other[i] = measured[i] - timed
   end
   local out = { batch = batch, rounds = #rounds, measured_ms = median(measured),
     classes_ms = {}, outside_gemm_pct = median(outside), outside_gemm_pct_rounds = outside }
-  local sum, rows = 0, {}
+  local rows = {}
   for name, xs in pairs(per) do
     local ms = median(xs)
     rows[#rows + 1] = { name = name, ms = ms, calls = calls[name],
       gflop_per_s = gflops[name] and median(gflops[name]) or nil }
     out.classes_ms[name] = ms
-    sum = sum + ms
   end
-  out.other_ms = out.measured_ms - sum
+  out.other_ms = median(other)   -- (medians need not add up to the measured median)
   rows[#rows + 1] = { name = "other (untimed)", ms = out.other_ms, calls = 0 }
   table.sort(rows, function(x, y) return x.ms > y.ms end)
   print(("per-kernel breakdown: %s, batch %d (timers in the real kernels, over %d %s%s, "
