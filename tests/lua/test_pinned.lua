@@ -236,6 +236,20 @@ local TEXT_AVX2 = {
   metrics = "c3768ae1df4491baec6e5b3a5861254038426ddf3a8996efe92ca4f27b3b6571",
 }
 local PIN = {
+  -- OpenBLAS's own choice on AVX-512 Zen 4/5 (no OPENBLAS_CORETYPE): recorded on the Zen 5 at
+  -- 59ab462 with both variables unset; the binary of 0a51cf3 gives the same digests there
+  ["Cooperlake/avx512"] = {
+    image = {
+      params = "9084733e9503090619356468f94ba21efe0535b9477a118a7a483a7a8f3d9b50",
+      preds = "a635b7eb02d3bcfc663795ecbc73e3e819ea3f0507701c73dd04cb64cd19f64f",
+      metrics = "864649cedceb062f5c4257ebff9f7f1fe8dcb43ceb21cb09e81e813ae3a8b479",
+    },
+    text = {
+      params = "1873194f49d68877aef111d59e63fb8b82a2146bd68b0efb11efb505e0ab1eaa",
+      preds = "aa347180864ed7b525fe3f59867090f022e5e27a482df2bdeeffc7eec4ad32e2",
+      metrics = "edb1aa1fe2dce52344a721440a6c170003950b4d60269542810ba3a798f7665a",
+    },
+  },
   ["Zen/avx2"] = { image = IMAGE_AVX, text = TEXT_AVX2 },
   ["Haswell/avx2"] = { image = IMAGE_AVX, text = TEXT_AVX2 },
   ["Haswell/avx512"] = {
