@@ -754,7 +754,8 @@ static void layers_fwd(hy_xfmr *m, size_t B, size_t T, bool keep, bool drop,
                                      HY_XFMR_LN_EPS, BT, D, D);
             ln2_done = true;
         } else {
-            step_linear(sh, m, l, HY_ENS_PROJ, xm, NULL, false, ao, w->proj_w, w->proj_b, x, BT, D, D);
+            step_linear(sh, m, l, HY_ENS_PROJ, xm, NULL, false, ao, w->proj_w, w->proj_b, x, BT,
+                        D, D);
         }
         /* MLP: xo = xm + drop(fc2(drop(GELU(fc1(LN2(xm)))))) */
         /* (an inference team's second LN2 goes into LN1's buffers: qkv has read them) */
@@ -793,7 +794,8 @@ static void layers_fwd(hy_xfmr *m, size_t B, size_t T, bool keep, bool drop,
                                      wn->norm1_w, wn->norm1_b, HY_XFMR_LN_EPS, BT, DM, D);
             ln1_done = true;
         } else {
-            step_linear(sh, m, l, HY_ENS_FC2, xo, NULL, false, hg, w->fc2_w, w->fc2_b, xm, BT, DM, D);
+            step_linear(sh, m, l, HY_ENS_FC2, xo, NULL, false, hg, w->fc2_w, w->fc2_b, xm, BT,
+                        DM, D);
         }
     }
 }

@@ -168,7 +168,8 @@ static void test_linear_res_ln(void) {
         size_t N = shapes[s][0], Din = shapes[s][1], D = shapes[s][2];
         size_t rt, ct;
         hy_gemm_tiling(N, D, Din, &rt, &ct);
-        CHECK((ct == D) == (s < 2), "shape %zu: expected %s tiles", s, s < 2 ? "whole-row" : "column");
+        CHECK((ct == D) == (s < 2), "shape %zu: expected %s tiles", s,
+              s < 2 ? "whole-row" : "column");
         float *x = rand_vec(N * Din, 1), *w = rand_vec(D * Din, 0.5f), *b = rand_vec(D, 1);
         float *res = rand_vec(N * D, 2), *lw = rand_vec(D, 1), *lb = rand_vec(D, 1);
         float *o1 = malloc(N * D * sizeof *o1), *o2 = malloc(N * D * sizeof *o2);
@@ -183,7 +184,8 @@ static void test_linear_res_ln(void) {
         } else {
             hy_linear_forward_res_ln(o2, l2, m2, r2, x, w, b, res, lw, lb, 1e-6f, N, Din, D);
         }
-        CHECK(memcmp(o1, o2, N * D * sizeof *o1) == 0, "shape %zu: the residual product differs", s);
+        CHECK(memcmp(o1, o2, N * D * sizeof *o1) == 0, "shape %zu: the residual product differs",
+              s);
         CHECK(memcmp(l1, l2, N * D * sizeof *l1) == 0 && memcmp(m1, m2, N * sizeof *m1) == 0 &&
                   memcmp(r1, r2, N * sizeof *r1) == 0,
               "shape %zu: the LayerNorm in the epilogue differs from its own pass", s);
@@ -207,18 +209,22 @@ static void test_mlp_infer(void) {
         float *h = malloc(N * DM * sizeof *h), *o1 = malloc(N * D * sizeof *o1);
         float *o2 = malloc(N * D * sizeof *o2), *l1 = malloc(N * D * sizeof *l1);
         float *l2 = malloc(N * D * sizeof *l2), *m1 = malloc(N * sizeof *m1);
-        float *m2 = malloc(N * sizeof *m2), *r1 = malloc(N * sizeof *r1), *r2 = malloc(N * sizeof *r2);
+        float *m2 = malloc(N * sizeof *m2), *r1 = malloc(N * sizeof *r1);
+        float *r2 = malloc(N * sizeof *r2);
         hy_linear_gelu_forward(h, h, x, w1, b1, N, D, DM);
         hy_linear_forward_res(o1, h, w2, b2, res, N, DM, D);
         hy_layernorm_forward(l1, m1, r1, o1, lw, lb, N, D, 1e-6f);
         for (int th = 1; th <= 2; th++) {
             omp_set_num_threads(th);
             hy_mlp_infer(o2, l2, m2, r2, lw, lb, 1e-6f, h, x, w1, b1, w2, b2, res, N, D, DM);
-            CHECK(memcmp(o1, o2, N * D * sizeof *o1) == 0 && memcmp(l1, l2, N * D * sizeof *l1) == 0 &&
+            CHECK(memcmp(o1, o2, N * D * sizeof *o1) == 0 &&
+                      memcmp(l1, l2, N * D * sizeof *l1) == 0 &&
                       memcmp(m1, m2, N * sizeof *m1) == 0 && memcmp(r1, r2, N * sizeof *r1) == 0,
-                  "%zu rows, %d threads: the tiled MLP (+ LN) differs from its separate calls", N, th);
+                  "%zu rows, %d threads: the tiled MLP (+ LN) differs from its separate calls", N,
+                  th);
             memset(o2, 0, N * D * sizeof *o2);
-            hy_mlp_infer(o2, NULL, NULL, NULL, NULL, NULL, 0.0f, h, x, w1, b1, w2, b2, res, N, D, DM);
+            hy_mlp_infer(o2, NULL, NULL, NULL, NULL, NULL, 0.0f, h, x, w1, b1, w2, b2, res, N, D,
+                         DM);
             CHECK(memcmp(o1, o2, N * D * sizeof *o1) == 0,
                   "%zu rows, %d threads: the tiled MLP differs from its separate calls", N, th);
         }
