@@ -220,7 +220,7 @@ void hy_linear_backward_dgelu_set(float *din, float *dw, float *db, const float 
 /* rows [n0, n0 + NR) of the LayerNorm forward, NR (a constant at each call) rows side by side:
  * each row's sums are chains of dependent adds (and a square root and a division at the end),
  * so one row at a time waits on latencies; NR interleaved chains fill the vector units. Every
- * row does exactly row_sum's operations in row_sum's order: bitwise one row at a time. */
+ * row does exactly the operations of one row alone, in the same order: bitwise row by row. */
 static inline __attribute__((always_inline)) void ln_rows(float *out, float *mean, float *rstd,
                                                           const float *x, const float *w,
                                                           const float *b, size_t n0, size_t NR,
@@ -266,15 +266,14 @@ static inline __attribute__((always_inline)) void ln_rows(float *out, float *mea
     }
 }
 
-/* rows [n0, n1) of the LayerNorm forward: 4 at a time, then one by one (out may alias x: a
- * row is read whole before it is written) */
+/* rows [n0, n1) of the LayerNorm forward: 4 at a time, then one by one (out may alias x: each
+ * element is read before it is written, and a row reads only itself) */
 static void ln_range(float *out, float *mean, float *rstd, const float *x, const float *w,
                      const float *b, size_t n0, size_t n1, size_t D, float eps) {
     size_t n = n0;
     for (; n + 4 <= n1; n += 4) ln_rows(out, mean, rstd, x, w, b, n, 4, D, eps);
     for (; n < n1; n++) ln_rows(out, mean, rstd, x, w, b, n, 1, D, eps);
 }
-
 
 /* rows [r0, r1) of LN(C): a tile of whole rows (c0 = 0, c1 = the row width) */
 static void post_ln(const hy_gemm_epi *e, size_t r0, size_t r1, size_t c0, size_t c1) {
@@ -338,8 +337,9 @@ void hy_mlp_infer(float *out, float *ln_out, float *ln_mean, float *ln_rstd, con
     nested = omp_in_parallel();   /* there a large product is one call (gemm.c), not tiles */
 #endif
     size_t ntiles = (N + r1t - 1) / r1t;
-    /* whole-row tiles, the same rows for both products, a scratch tile per thread within h */
-    if (nested || c1t < DM || c2t < D || r1t != r2t || r1t == N || ntiles < (size_t)nt) {
+    /* whole-row tiles, the same rows for both products, a whole scratch tile per thread
+     * within h's N rows */
+    if (nested || c1t < DM || c2t < D || r1t != r2t || r1t == N || (size_t)nt * r1t > N) {
         hy_linear_gelu_forward(h, h, in, w1, b1, N, D, DM);
         if (ln_out)
             hy_linear_forward_res_ln(out, ln_out, ln_mean, ln_rstd, h, w2, b2, res, ln_w, ln_b,
@@ -476,23 +476,18 @@ void hy_layernorm_backward(float *dx, float *dw, float *db, const float *dout, c
 /* 16 floats at a time (one AVX-512 register, vmath.h), then at most one block of 8, then the
  * scalar tail: each lane is bitwise its scalar twin (vmath.h), so results do not depend on where
  * a span starts or on the thread count */
-static inline float gelu1(float v) { return 0.5f * v * (1.0f + hy_erf(v * INV_SQRT2)); }
-static inline hy_v8f gelu8(hy_v8f v) { return 0.5f * v * (1.0f + hy_erf8(v * INV_SQRT2)); }
-static inline hy_v16f gelu16(hy_v16f v) { return 0.5f * v * (1.0f + hy_erf16(v * INV_SQRT2)); }
-static inline float dgelu1(float v) {
-    float cdf = 0.5f * (1.0f + hy_erf(v * INV_SQRT2));
-    float pdf = INV_SQRT2PI * hy_exp(-0.5f * v * v);
-    return cdf + v * pdf;
-}
-static inline hy_v8f dgelu8(hy_v8f v) {
-    hy_v8f cdf = 0.5f * (1.0f + hy_erf8(v * INV_SQRT2));
-    hy_v8f pdf = INV_SQRT2PI * hy_exp8(-0.5f * v * v);
-    return cdf + v * pdf;
-}
+/* The formulas, once, from x and e = erf(x / sqrt 2) (and the exp for GELU'): every width and
+ * the stored-derivative pass below use them, so GELU and GELU' are the same operations
+ * wherever they are computed. GELU = x Phi(x); GELU' = Phi(x) + x phi(x). */
+#define GELU_OF(v, e) (0.5f * (v) * (1.0f + (e)))
+#define DGELU_OF(v, e, EXP) (0.5f * (1.0f + (e)) + (v) * (INV_SQRT2PI * EXP(-0.5f * (v) * (v))))
+static inline float gelu1(float v) { return GELU_OF(v, hy_erf(v * INV_SQRT2)); }
+static inline hy_v8f gelu8(hy_v8f v) { return GELU_OF(v, hy_erf8(v * INV_SQRT2)); }
+static inline hy_v16f gelu16(hy_v16f v) { return GELU_OF(v, hy_erf16(v * INV_SQRT2)); }
+static inline float dgelu1(float v) { return DGELU_OF(v, hy_erf(v * INV_SQRT2), hy_exp); }
+static inline hy_v8f dgelu8(hy_v8f v) { return DGELU_OF(v, hy_erf8(v * INV_SQRT2), hy_exp8); }
 static inline hy_v16f dgelu16(hy_v16f v) {
-    hy_v16f cdf = 0.5f * (1.0f + hy_erf16(v * INV_SQRT2));
-    hy_v16f pdf = INV_SQRT2PI * hy_exp16(-0.5f * v * v);
-    return cdf + v * pdf;
+    return DGELU_OF(v, hy_erf16(v * INV_SQRT2), hy_exp16);
 }
 
 /* out = GELU(x) over n floats */
@@ -511,19 +506,19 @@ static void gelu_d_span(float *out, float *xd, size_t n) {
     size_t i = 0;
     for (; i + 16 <= n; i += 16) {
         hy_v16f v = hy_v16_load(xd + i), e = hy_erf16(v * INV_SQRT2);
-        hy_v16_store(out + i, 0.5f * v * (1.0f + e));
-        hy_v16_store(xd + i, 0.5f * (1.0f + e) + v * (INV_SQRT2PI * hy_exp16(-0.5f * v * v)));
+        hy_v16_store(out + i, GELU_OF(v, e));
+        hy_v16_store(xd + i, DGELU_OF(v, e, hy_exp16));
     }
     if (i + 8 <= n) {
         hy_v8f v = hy_v8_load(xd + i), e = hy_erf8(v * INV_SQRT2);
-        hy_v8_store(out + i, 0.5f * v * (1.0f + e));
-        hy_v8_store(xd + i, 0.5f * (1.0f + e) + v * (INV_SQRT2PI * hy_exp8(-0.5f * v * v)));
+        hy_v8_store(out + i, GELU_OF(v, e));
+        hy_v8_store(xd + i, DGELU_OF(v, e, hy_exp8));
         i += 8;
     }
     for (; i < n; i++) {
         float v = xd[i], e = hy_erf(v * INV_SQRT2);
-        out[i] = 0.5f * v * (1.0f + e);
-        xd[i] = 0.5f * (1.0f + e) + v * (INV_SQRT2PI * hy_exp(-0.5f * v * v));
+        out[i] = GELU_OF(v, e);
+        xd[i] = DGELU_OF(v, e, hy_exp);
     }
 }
 /* dx = dout * d over n floats (may alias dout) */

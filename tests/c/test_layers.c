@@ -195,13 +195,16 @@ static void test_linear_res_ln(void) {
 }
 
 /* the inference MLP tile by tile: bitwise fc1 + GELU, then the residual fc2 (+ LayerNorm), at
- * vit-fm's batch-256 shape (whole-row tiles: the tiled path) and at a shape that falls back
- * (129 rows: column tiles), with and without the LayerNorm, at 1 and 2 threads */
+ * vit-fm's batch-256 shape (whole-row tiles: the tiled path), at a shape that falls back (129
+ * rows: column tiles), and at 960 rows (8 whole-row tiles, the last one short: 8 threads' scratch
+ * tiles would not fit in h, so it falls back there; h is allocated to its N rows exactly, so
+ * make asan catches a scratch tile past them), with and without the LayerNorm, at 1, 2 and 8
+ * threads */
 static void test_mlp_infer(void) {
-    static const size_t rows[] = {4352, 129};
+    static const size_t rows[] = {4352, 129, 960};
     size_t D = 128, DM = 512;
     int nt0 = omp_get_max_threads();
-    for (size_t s = 0; s < 2; s++) {
+    for (size_t s = 0; s < 3; s++) {
         size_t N = rows[s];
         float *x = rand_vec(N * D, 1), *w1 = rand_vec(DM * D, 0.3f), *b1 = rand_vec(DM, 1);
         float *w2 = rand_vec(D * DM, 0.2f), *b2 = rand_vec(D, 1), *res = rand_vec(N * D, 2);
@@ -214,7 +217,8 @@ static void test_mlp_infer(void) {
         hy_linear_gelu_forward(h, h, x, w1, b1, N, D, DM);
         hy_linear_forward_res(o1, h, w2, b2, res, N, DM, D);
         hy_layernorm_forward(l1, m1, r1, o1, lw, lb, N, D, 1e-6f);
-        for (int th = 1; th <= 2; th++) {
+        for (int th = 1; th <= 8; th *= 2) {
+            if (th == 4) continue;
             omp_set_num_threads(th);
             hy_mlp_infer(o2, l2, m2, r2, lw, lb, 1e-6f, h, x, w1, b1, w2, b2, res, N, D, DM);
             CHECK(memcmp(o1, o2, N * D * sizeof *o1) == 0 &&
