@@ -5,6 +5,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "attn.h"
 #include "base.h"
 #include "gemm.h"
 #include "prof.h"
@@ -377,6 +378,146 @@ void hy_mlp_infer(float *out, float *ln_out, float *ln_mean, float *ln_rstd, con
                 hy_prof_record_ns((hy_prof_kind)k, (uint64_t)((double)ns[k] * f),
                                   k == HY_PROF_GEMM ? 4 * (uint64_t)N * D * DM : 0);
     }
+}
+
+/* ===== Q/K/V and attention at inference, row tile by row tile ===== */
+
+/* the wall time of a region, shared out among the prof.h classes by their CPU times */
+static void record_shares(uint64_t t0, const uint64_t ns[HY_PROF_N], uint64_t gemm_flops) {
+    if (!hy_prof_on) return;
+    double wall = (double)(hy_prof_clock() - t0), cpu = 0;
+    for (int k = 0; k < HY_PROF_N; k++) cpu += (double)ns[k];
+    double f = cpu > 0 ? wall / cpu : 0;
+    for (int k = 0; k < HY_PROF_N; k++)
+        if (ns[k])
+            hy_prof_record_ns((hy_prof_kind)k, (uint64_t)((double)ns[k] * f),
+                              k == HY_PROF_GEMM ? gemm_flops : 0);
+}
+
+/* rows [a, b) of a window of rows (scratch row 0 = row w0, ld floats) into dst's rows */
+static void copy_rows(float *dst, const float *win, size_t w0, size_t a, size_t b, size_t ld) {
+    if (a < b) memcpy(dst + a * ld, win + (a - w0) * ld, (b - a) * ld * sizeof(float));
+}
+
+/* row tile [r0, r1) of hy_block_infer after its attention: xm = res + ao W_proj^T + b_proj
+ * and LN2 of it, then the MLP (mlp_tile, in the thread's tile of h) into xo and the next LN1:
+ * each product with the operands and hooks of the whole-batch kernels' tile (bitwise) */
+static void block_tile(const hy_block *k, float *h, size_t r0, size_t r1, uint64_t ns[HY_PROF_N]) {
+    size_t D = k->D;
+    uint64_t t[3] = {0, 0, 0};
+    ln_args la = {k->ln2 + r0 * D, k->ln2_mean + r0, k->ln2_rstd + r0, k->ln2_w, k->ln2_b,
+                  k->eps};
+    hy_gemm_epi e = linear_epi(k->xm + r0 * D, NULL, false, &la, k->proj_b, k->res + r0 * D, D);
+    hy_gemm_ex_block(CblasNoTrans, CblasTrans, r1 - r0, D, D, 1.0f, k->ao + r0 * D, D, k->proj_w,
+                     D, 1.0f, k->xm + r0 * D, D, &e, t);
+    ns[e.pre_kind] += t[0], ns[HY_PROF_GEMM] += t[1], ns[e.post_kind] += t[2];
+    ln_args ln1 = {k->ln1, k->ln1_mean, k->ln1_rstd, k->ln1_w, k->ln1_b, k->eps};
+    mlp_tile(k->xo, k->ln1 ? &ln1 : NULL, h, k->ln2, k->fc1_w, k->fc1_b, k->fc2_w, k->fc2_b,
+             k->xm, r0, r1, D, k->DM, ns);
+}
+
+#define BLOCK_MAX_THREADS 64
+
+bool hy_block_infer(const hy_block *k, float *scratch, size_t scratch_floats) {
+    size_t B = k->B, T = k->T, D = k->D, NH = k->NH, DM = k->DM;
+    size_t N = B * T, C3 = 3 * D, rt, ct, rp, cp, r1t, c1t, r2t, c2t;
+    hy_gemm_tiling(N, C3, D, &rt, &ct);
+    hy_gemm_tiling(N, D, D, &rp, &cp);
+    hy_gemm_tiling(N, DM, D, &r1t, &c1t);
+    hy_gemm_tiling(N, D, DM, &r2t, &c2t);
+    int nt = 1;
+    bool nested = false;
+#ifdef _OPENMP
+    nt = omp_get_max_threads();
+    nested = omp_in_parallel();
+#endif
+    size_t P = (size_t)nt, ntiles = (N + rt - 1) / rt, cap = rt + T;
+    /* whole-row tiles, the same rows for the four products, at least two per thread, every
+     * thread's rows longer than a sample (so a sample straddles at most one boundary between
+     * threads), the windows within scratch, a whole tile of h per thread within h's N rows */
+    if (nested || P < 2 || P > BLOCK_MAX_THREADS || ct < C3 || cp < D || rp != rt ||
+        c1t < DM || c2t < D || r1t != rt || r2t != rt || P * rt > N ||
+        rt >= N || ntiles < 2 * P || (ntiles / P - 1) * rt < T || P * cap * C3 > scratch_floats)
+        return false;
+    uint64_t t0 = hy_prof_t0();
+    uint64_t ns[HY_PROF_N] = {0};
+    size_t pa[BLOCK_MAX_THREADS], pb[BLOCK_MAX_THREADS];   /* tiles finished in the region */
+#pragma omp parallel num_threads(nt) reduction(+ : ns[:HY_PROF_N])
+    {
+        size_t th = 0, np = 1;
+#ifdef _OPENMP
+        th = (size_t)omp_get_thread_num();
+        np = (size_t)omp_get_num_threads();
+#endif
+        /* this thread's tiles [i0, i1): rows [R0, R1), its own samples [s0, s1) (the rows
+         * before s0 T and from s1 T belong to samples shared with a neighbour: copied to qkv
+         * for the pass after the region) */
+        size_t i0 = ntiles * th / np, i1 = ntiles * (th + 1) / np;
+        size_t R0 = i0 * rt, R1 = i1 * rt < N ? i1 * rt : N;
+        size_t s0 = (R0 + T - 1) / T, s1 = R1 / T;
+        float *win = scratch + th * cap * C3;   /* window row 0 = row w0 */
+        float *h = k->h + th * rt * DM;
+        size_t w0 = R0, next = s0;
+        /* tiles [pj0, pj) finished here (the first only when no sample straddles R0); the
+         * others, which hold a straddling sample, after the region */
+        size_t pj = R0 == s0 * T ? i0 : i0 + 1, pj0 = pj;
+        hy_gemm_epi e = {0};
+        e.pre = pre_bias;
+        e.u = k->qkv_b;
+        e.ld = C3;
+        for (size_t i = i0; i < i1; i++) {
+            size_t r0 = i * rt, r1 = r0 + rt < N ? r0 + rt : N;
+            uint64_t t[3] = {0, 0, 0};
+            e.w = win + (r0 - w0) * C3;
+            hy_gemm_ex_block(CblasNoTrans, CblasTrans, r1 - r0, C3, D, 1.0f, k->in + r0 * D, D,
+                             k->qkv_w, D, 1.0f, e.w, C3, &e, t);
+            ns[HY_PROF_BIAS] += t[0], ns[HY_PROF_GEMM] += t[1];
+            uint64_t u = hy_prof_t0();
+            size_t lead = s0 * T < R1 ? s0 * T : R1, tail = s1 * T > R0 ? s1 * T : R0;
+            copy_rows(k->qkv, win, w0, r0, r1 < lead ? r1 : lead, C3);
+            copy_rows(k->qkv, win, w0, r0 > tail ? r0 : tail, r1, C3);
+            /* the own samples whose rows are all in the window */
+            size_t done = r1 / T < s1 ? r1 / T : s1;
+            if (done > next) {
+                hy_attn_forward_part(k->ao + next * T * D, NULL, win + (next * T - w0) * C3,
+                                     k->gate, k->kvalid ? k->kvalid + next : NULL, done - next,
+                                     T, D, NH, 0, 1);
+                next = done;
+            }
+            /* keep the rows of the sample not yet complete at the window's start */
+            size_t keep = next * T > w0 ? next * T : w0;
+            if (keep > r1) keep = r1;
+            if (keep > w0) {
+                memmove(win, win + (keep - w0) * C3, (r1 - keep) * C3 * sizeof(float));
+                w0 = keep;
+            }
+            if (hy_prof_on) ns[HY_PROF_ATTN] += hy_prof_clock() - u;
+            /* the proj tiles whose rows have all been attended */
+            for (; pj < i1 && (pj + 1) * rt <= next * T; pj++)
+                block_tile(k, h, pj * rt, (pj + 1) * rt, ns);
+        }
+        pa[th] = pj0;
+        pb[th] = pj;
+    }
+    /* the samples straddling two threads' rows (from qkv), then the tiles left */
+    uint64_t u = hy_prof_t0();
+    for (size_t th = 1; th < P; th++) {
+        size_t R0 = ntiles * th / P * rt;
+        if (R0 % T == 0) continue;
+        size_t s = R0 / T;
+        hy_attn_forward_part(k->ao + s * T * D, NULL, k->qkv + s * T * C3, k->gate,
+                             k->kvalid ? k->kvalid + s : NULL, 1, T, D, NH, 0, 1);
+    }
+    if (hy_prof_on) ns[HY_PROF_ATTN] += hy_prof_clock() - u;
+    for (size_t th = 0; th < P; th++) {
+        size_t i0 = ntiles * th / P, i1 = ntiles * (th + 1) / P;
+        for (size_t i = i0; i < i1; i++) {
+            if (i >= pa[th] && i < pb[th]) continue;
+            block_tile(k, k->h, i * rt, (i + 1) * rt < N ? (i + 1) * rt : N, ns);
+        }
+    }
+    record_shares(t0, ns, 2 * (uint64_t)N * (C3 * D + D * D + 2 * D * DM));
+    return true;
 }
 
 void hy_layernorm_forward(float *out, float *mean, float *rstd, const float *x, const float *w,

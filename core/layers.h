@@ -8,6 +8,7 @@
 #ifndef HY_LAYERS_H
 #define HY_LAYERS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -38,6 +39,40 @@ void hy_linear_forward_res_ln(float *out, float *ln_out, float *ln_mean, float *
                               const float *in, const float *w, const float *b, const float *res,
                               const float *ln_w, const float *ln_b, float eps, size_t N,
                               size_t Din, size_t Dout);
+
+/*   A transformer block at inference, bitwise its kernels one after another:
+ *     qkv (B T, 3D) = in W_qkv^T + b_qkv;  ao (B T, D) = hy_attn_forward(qkv, gate, kvalid) (no
+ *     probabilities kept);  xm (B T, D) = res + ao W_proj^T + b_proj (res may be xm: in place);
+ *     ln2, ln2_mean, ln2_rstd = hy_layernorm_forward(xm);  xo = hy_mlp_infer(ln2) + xm (xo may
+ *     be xm), and, when ln1 is non-NULL, ln1, ln1_mean, ln1_rstd = the next block's LN1 of xo.
+ *   When the four products' tiles (hy_gemm_tiling) span whole rows, the same rows, at least two
+ *   per thread, each thread runs its contiguous Q/K/V tiles in order into its own window of
+ *   scratch ((tile rows + T) x 3D floats per thread, which stays in cache), the attention of each
+ *   sample as soon as its rows are there, and each row tile's proj, LN2, MLP and next LN1 as
+ *   soon as its rows are attended (the MLP in the thread's tile of h, (N, DM) scratch): one pass
+ *   over the rows, in cache. Only the rows of the samples that straddle two threads' tiles are
+ *   written to qkv (its other rows are not touched); those samples and the tiles holding them
+ *   run after. Returns false, having done nothing, when the shape does not suit (or one thread,
+ *   or inside a parallel region, or scratch_floats too small): the caller then runs the kernels.
+ *   in, ln1 (the same buffer: the next LN1 of a tile is written once every product has read its
+ *   rows), ln2, h, qkv and ao must not overlap xm, xo, res or each other otherwise. */
+typedef struct hy_block {
+    size_t B, T, D, NH, DM;
+    const float *in, *qkv_w, *qkv_b, *gate;
+    const int32_t *kvalid;   /* key counts per sample, or NULL */
+    float *qkv, *ao;
+    const float *proj_w, *proj_b, *res;
+    float *xm;
+    float *ln2, *ln2_mean, *ln2_rstd;
+    const float *ln2_w, *ln2_b;
+    float *h;
+    const float *fc1_w, *fc1_b, *fc2_w, *fc2_b;
+    float *xo;
+    float *ln1, *ln1_mean, *ln1_rstd;   /* NULL: no next LN1 */
+    const float *ln1_w, *ln1_b;
+    float eps;
+} hy_block;
+bool hy_block_infer(const hy_block *k, float *scratch, size_t scratch_floats);
 
 /*   The MLP at inference: out (N, D) written = [res +] GELU(in W1^T + b1) W2^T + b2 (w1 (DM, D),
  *   w2 (D, DM); res may be NULL, or out), then, when ln_out is non-NULL, ln_out (N, D), ln_mean,

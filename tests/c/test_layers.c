@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attn.h"
 #include "base.h"
 #include "check.h"
 #include "gemm.h"
@@ -238,6 +239,78 @@ static void test_mlp_infer(void) {
     }
 }
 
+/* hy_block_infer against the kernels one after another, bitwise: an image-like shape
+ * (T = 17, samples straddling the threads' tiles), a text-like one (T = 30, key-padding counts
+ * from 1 to T), the residual stream in place (res = xm = xo) and in three buffers, with and
+ * without the next LN1; at 1 thread (declined) and 2, 3 and 8 threads (taken when there are two
+ * tiles per thread: the text-like shape has 10, declined at 8; the third shape one tile) */
+static void test_block_infer(void) {
+    static const struct { size_t B, T, D, NH; bool pad; } S[] = {
+        {256, 17, 128, 8, false}, {40, 30, 64, 4, true}, {9, 17, 32, 2, false}};
+    int nt0 = omp_get_max_threads();
+    for (size_t s = 0; s < 3; s++) {
+        size_t B = S[s].B, T = S[s].T, D = S[s].D, NH = S[s].NH, DM = 4 * D, N = B * T;
+        size_t ND = N * D * sizeof(float), NS = N * sizeof(float);
+        float *in = rand_vec(N * D, 1), *wq = rand_vec(3 * D * D, 0.3f), *bq = rand_vec(3 * D, 1);
+        float *wp = rand_vec(D * D, 0.3f), *bp = rand_vec(D, 1), *res = rand_vec(N * D, 2);
+        float *w1 = rand_vec(DM * D, 0.3f), *b1 = rand_vec(DM, 1), *w2 = rand_vec(D * DM, 0.2f);
+        float *b2 = rand_vec(D, 1), *lw = rand_vec(D, 1), *lb = rand_vec(D, 1);
+        float *nw = rand_vec(D, 1), *nb = rand_vec(D, 1), *gate = rand_vec(NH, 1);
+        int32_t *kv = malloc(B * sizeof *kv);
+        for (size_t b = 0; b < B; b++) kv[b] = (int32_t)(1 + hy_rng_below(&rng, T));
+        const int32_t *kvp = S[s].pad ? kv : NULL;
+        float *qkv = malloc(N * 3 * D * sizeof *qkv), *h = malloc(N * DM * sizeof *h);
+        float *ao1 = malloc(ND), *x1 = malloc(ND), *l1 = malloc(ND), *o1 = malloc(ND);
+        float *n1 = malloc(ND), *m1 = malloc(NS), *r1 = malloc(NS), *nm1 = malloc(NS);
+        float *nr1 = malloc(NS);
+        float *ao2 = malloc(ND), *x2 = malloc(ND), *l2 = malloc(ND), *o2 = malloc(ND);
+        float *n2 = malloc(ND), *m2 = malloc(NS), *r2 = malloc(NS), *nm2 = malloc(NS);
+        float *nr2 = malloc(NS);
+        size_t nscr = 8 * (128 + T) * 3 * D;
+        float *scr = malloc(nscr * sizeof *scr);
+        hy_linear_forward(qkv, in, wq, bq, N, D, 3 * D);
+        hy_attn_forward(ao1, NULL, qkv, gate, kvp, B, T, D, NH);
+        hy_linear_forward_res_ln(x1, l1, m1, r1, ao1, wp, bp, res, lw, lb, 1e-6f, N, D, D);
+        hy_linear_gelu_forward(h, h, l1, w1, b1, N, D, DM);
+        hy_linear_forward_res_ln(o1, n1, nm1, nr1, h, w2, b2, x1, nw, nb, 1e-6f, N, DM, D);
+        for (int th = 1; th <= 8; th++) {
+            if (th > 3 && th < 8) continue;
+            omp_set_num_threads(th);
+            for (int v = 0; v < 4; v++) {
+                bool inplace = v & 1, next = v & 2;
+                memset(ao2, 0, ND), memset(l2, 0, ND), memset(o2, 0, ND);
+                memcpy(n2, in, ND);   /* the input, then the next LN1 over it */
+                memcpy(x2, res, ND);
+                hy_block k = {B, T, D, NH, DM, n2, wq, bq, gate, kvp, qkv, ao2, wp, bp, x2,
+                              inplace ? x2 : o2, l2, m2, r2, lw, lb, h, w1, b1, w2, b2,
+                              inplace ? x2 : o2, next ? n2 : NULL, nm2, nr2, nw, nb, 1e-6f};
+                if (!inplace) k.xm = malloc(ND);
+                bool taken = hy_block_infer(&k, scr, nscr);
+                bool want = th > 1 && (s == 0 || (s == 1 && th <= 3));
+                CHECK(taken == want, "shape %zu, %d threads: the tiled block %s", s, th,
+                      want ? "was declined" : "ran");
+                if (taken)
+                    CHECK(memcmp(ao1, ao2, ND) == 0 && memcmp(l1, l2, ND) == 0 &&
+                              memcmp(m1, m2, NS) == 0 && memcmp(r1, r2, NS) == 0 &&
+                              (inplace || memcmp(x1, k.xm, ND) == 0) &&
+                              memcmp(o1, inplace ? x2 : o2, ND) == 0 &&
+                              (!next || (memcmp(n1, n2, ND) == 0 && memcmp(nm1, nm2, NS) == 0 &&
+                                         memcmp(nr1, nr2, NS) == 0)),
+                          "shape %zu, %d threads, in place %d, next LN1 %d: the tiled block "
+                          "differs from its kernels", s, th, inplace, next);
+                if (!inplace) free(k.xm);
+            }
+        }
+        omp_set_num_threads(nt0);
+        free(in); free(wq); free(bq); free(wp); free(bp); free(res); free(w1); free(b1);
+        free(w2); free(b2); free(lw); free(lb); free(nw); free(nb); free(gate); free(kv);
+        free(qkv); free(h); free(scr);
+        free(ao1); free(x1); free(l1); free(o1); free(n1); free(m1); free(r1); free(nm1);
+        free(nr1); free(ao2); free(x2); free(l2); free(o2); free(n2); free(m2); free(r2);
+        free(nm2); free(nr2);
+    }
+}
+
 static void test_layernorm(void) {
     size_t N = 41, D = 128;
     float *x = rand_vec(N * D, 3), *w = rand_vec(D, 1), *b = rand_vec(D, 1);
@@ -465,6 +538,7 @@ int main(void) {
     RUN(test_linear_res_inplace);
     RUN(test_linear_res_ln);
     RUN(test_mlp_infer);
+    RUN(test_block_infer);
     RUN(test_layernorm);
     RUN(test_gelu);
     RUN(test_softmax);
