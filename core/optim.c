@@ -7,6 +7,10 @@
 #include "base.h"
 #include "prof.h"
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 static const double PI = 3.14159265358979323846;
 
 hy_status hy_adamw_config_check(const hy_adamw_config *c) {
@@ -78,24 +82,34 @@ void hy_adamw_step(hy_adamw *o, float *params, const float *grads, double lr) {
     float *m = o->m, *v = o->v;
     const size_t n = o->n;
 
-    /* pass 1: decoupled weight decay on the decayed segments (p *= 1 - lr*wd) */
-    if (o->cfg.weight_decay > 0) {
-        for (size_t s = 0; s < o->nseg; s++) {
+    /* one region: each thread takes its static share [lo, hi) of the block and runs on it
+     * pass 1, the decoupled weight decay of the decayed segments (p *= 1 - lr*wd, segment by
+     * segment in order), then pass 2, the Adam step on every element: each element sees the
+     * operations of the two passes over the whole block, in the same order, whatever the
+     * thread count (and no barrier or second fork between the passes) */
+    const bool decay = o->cfg.weight_decay > 0;
+#pragma omp parallel if (n > 32768)
+    {
+        size_t th = 0, nt = 1;
+#ifdef _OPENMP
+        th = (size_t)omp_get_thread_num();
+        nt = (size_t)omp_get_num_threads();
+#endif
+        const size_t lo = n * th / nt, hi = n * (th + 1) / nt;
+        for (size_t s = 0; decay && s < o->nseg; s++) {
             if (!o->seg[s].decay) continue;
-            float *p = params + o->seg[s].offset;
-            const size_t ns = o->seg[s].n;
-#pragma omp parallel for schedule(static) if (ns > 32768)
-            for (size_t i = 0; i < ns; i++) p[i] *= shrink;
+            size_t a = o->seg[s].offset, b = a + o->seg[s].n;
+            if (a < lo) a = lo;
+            if (b > hi) b = hi;
+            for (size_t i = a; i < b; i++) params[i] *= shrink;
         }
-    }
-    /* pass 2: the Adam step on every element */
-#pragma omp parallel for schedule(static) if (n > 32768)
-    for (size_t i = 0; i < n; i++) {
-        const float g = grads[i];
-        m[i] = fb1 * m[i] + ob1 * g;
-        v[i] = fb2 * v[i] + ob2 * g * g;
-        const float denom = sqrtf(v[i]) / bc2_sqrt + eps;
-        params[i] -= step_size * (m[i] / denom);
+        for (size_t i = lo; i < hi; i++) {
+            const float g = grads[i];
+            m[i] = fb1 * m[i] + ob1 * g;
+            v[i] = fb2 * v[i] + ob2 * g * g;
+            const float denom = sqrtf(v[i]) / bc2_sqrt + eps;
+            params[i] -= step_size * (m[i] / denom);
+        }
     }
     hy_prof_add(HY_PROF_OPTIM, t0, 0);
 }

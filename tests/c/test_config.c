@@ -289,7 +289,8 @@ static void test_many_keys(void) {
         if (i == N / 4 - 1) k4 = k;
     }
     double best_small = 1e30, best_big = 1e30;
-    for (int r = 0; r < 3; r++) {   /* interleaved rounds, minimum of each */
+    for (int r = 0; r < 5; r++) {   /* interleaved rounds, minimum of each (3 were seen to
+                                     * leave a 9.9x under the load of make test) */
         double a = parse_cpu(text, k4, N / 4), b = parse_cpu(text, k, N);
         if (a < best_small) best_small = a;
         if (b < best_big) best_big = b;
