@@ -412,8 +412,26 @@ static void block_tile(const hy_block *k, float *h, size_t r0, size_t r1, uint64
                      D, 1.0f, k->xm + r0 * D, D, &e, t);
     ns[e.pre_kind] += t[0], ns[HY_PROF_GEMM] += t[1], ns[e.post_kind] += t[2];
     ln_args ln1 = {k->ln1, k->ln1_mean, k->ln1_rstd, k->ln1_w, k->ln1_b, k->eps};
-    mlp_tile(k->xo, k->ln1 ? &ln1 : NULL, h, k->ln2, k->fc1_w, k->fc1_b, k->fc2_w, k->fc2_b,
-             k->xm, r0, r1, D, k->DM, ns);
+    if (!k->hg) {
+        mlp_tile(k->xo, k->ln1 ? &ln1 : NULL, h, k->ln2, k->fc1_w, k->fc1_b, k->fc2_w, k->fc2_b,
+                 k->xm, r0, r1, D, k->DM, ns);
+        return;
+    }
+    /* kept for backward: GELU(z) into hg's rows, GELU'(z) into h's (hy_linear_gelu_d_forward's
+     * tile), then xo = xm + hg W2^T + b2 [and the next LN1] (hy_linear_forward_res[_ln]'s) */
+    size_t DM = k->DM;
+    ln_args l1 = {k->ln1 + r0 * D, k->ln1_mean + r0, k->ln1_rstd + r0, k->ln1_w, k->ln1_b, k->eps};
+    hy_gemm_epi f = linear_epi(k->h + r0 * DM, k->hg + r0 * DM, true, NULL, k->fc1_b, NULL, DM);
+    t[0] = t[1] = t[2] = 0;
+    hy_gemm_ex_block(CblasNoTrans, CblasTrans, r1 - r0, DM, D, 1.0f, k->ln2 + r0 * D, D,
+                     k->fc1_w, D, 1.0f, k->h + r0 * DM, DM, &f, t);
+    ns[f.pre_kind] += t[0], ns[HY_PROF_GEMM] += t[1], ns[f.post_kind] += t[2];
+    hy_gemm_epi g = linear_epi(k->xo + r0 * D, NULL, false, k->ln1 ? &l1 : NULL, k->fc2_b,
+                               k->xm + r0 * D, D);
+    t[0] = t[1] = t[2] = 0;
+    hy_gemm_ex_block(CblasNoTrans, CblasTrans, r1 - r0, D, DM, 1.0f, k->hg + r0 * DM, DM,
+                     k->fc2_w, DM, 1.0f, k->xo + r0 * D, D, &g, t);
+    ns[g.pre_kind] += t[0], ns[HY_PROF_GEMM] += t[1], ns[g.post_kind] += t[2];
 }
 
 #define BLOCK_MAX_THREADS 64
@@ -437,7 +455,8 @@ bool hy_block_infer(const hy_block *k, float *scratch, size_t scratch_floats) {
      * threads), the windows within scratch, a whole tile of h per thread within h's N rows */
     if (nested || P < 2 || P > BLOCK_MAX_THREADS || ct < C3 || cp < D || rp != rt ||
         c1t < DM || c2t < D || r1t != rt || r2t != rt || P * rt > N ||
-        rt >= N || ntiles < 2 * P || (ntiles / P - 1) * rt < T || P * cap * C3 > scratch_floats)
+        rt >= N || ntiles < 2 * P || (ntiles / P - 1) * rt < T ||
+        (!k->hg && P * cap * C3 > scratch_floats))
         return false;
     uint64_t t0 = hy_prof_t0();
     uint64_t ns[HY_PROF_N] = {0};
@@ -455,9 +474,10 @@ bool hy_block_infer(const hy_block *k, float *scratch, size_t scratch_floats) {
         size_t i0 = ntiles * th / np, i1 = ntiles * (th + 1) / np;
         size_t R0 = i0 * rt, R1 = i1 * rt < N ? i1 * rt : N;
         size_t s0 = (R0 + T - 1) / T, s1 = R1 / T;
-        float *win = scratch + th * cap * C3;   /* window row 0 = row w0 */
-        float *h = k->h + th * rt * DM;
-        size_t w0 = R0, next = s0;
+        /* the window (row 0 = row w0); kept for backward: qkv itself, from row 0 */
+        float *win = k->hg ? k->qkv : scratch + th * cap * C3;
+        float *h = k->hg ? NULL : k->h + th * rt * DM;
+        size_t w0 = k->hg ? 0 : R0, next = s0;
         /* tiles [pj0, pj) finished here (the first only when no sample straddles R0); the
          * others, which hold a straddling sample, after the region */
         size_t pj = R0 == s0 * T ? i0 : i0 + 1, pj0 = pj;
@@ -474,12 +494,15 @@ bool hy_block_infer(const hy_block *k, float *scratch, size_t scratch_floats) {
             ns[HY_PROF_BIAS] += t[0], ns[HY_PROF_GEMM] += t[1];
             uint64_t u = hy_prof_t0();
             size_t lead = s0 * T < R1 ? s0 * T : R1, tail = s1 * T > R0 ? s1 * T : R0;
-            copy_rows(k->qkv, win, w0, r0, r1 < lead ? r1 : lead, C3);
-            copy_rows(k->qkv, win, w0, r0 > tail ? r0 : tail, r1, C3);
+            if (!k->hg) {
+                copy_rows(k->qkv, win, w0, r0, r1 < lead ? r1 : lead, C3);
+                copy_rows(k->qkv, win, w0, r0 > tail ? r0 : tail, r1, C3);
+            }
             /* the own samples whose rows are all in the window */
             size_t done = r1 / T < s1 ? r1 / T : s1;
             if (done > next) {
-                hy_attn_forward_part(k->ao + next * T * D, NULL, win + (next * T - w0) * C3,
+                hy_attn_forward_part(k->ao + next * T * D, k->att ? k->att + next * NH * T * T : NULL,
+                                     win + (next * T - w0) * C3,
                                      k->gate, k->kvalid ? k->kvalid + next : NULL, done - next,
                                      T, D, NH, 0, 1);
                 next = done;
@@ -487,7 +510,7 @@ bool hy_block_infer(const hy_block *k, float *scratch, size_t scratch_floats) {
             /* keep the rows of the sample not yet complete at the window's start */
             size_t keep = next * T > w0 ? next * T : w0;
             if (keep > r1) keep = r1;
-            if (keep > w0) {
+            if (!k->hg && keep > w0) {
                 memmove(win, win + (keep - w0) * C3, (r1 - keep) * C3 * sizeof(float));
                 w0 = keep;
             }
@@ -505,7 +528,8 @@ bool hy_block_infer(const hy_block *k, float *scratch, size_t scratch_floats) {
         size_t R0 = ntiles * th / P * rt;
         if (R0 % T == 0) continue;
         size_t s = R0 / T;
-        hy_attn_forward_part(k->ao + s * T * D, NULL, k->qkv + s * T * C3, k->gate,
+        hy_attn_forward_part(k->ao + s * T * D, k->att ? k->att + s * NH * T * T : NULL,
+                             k->qkv + s * T * C3, k->gate,
                              k->kvalid ? k->kvalid + s : NULL, 1, T, D, NH, 0, 1);
     }
     if (hy_prof_on) ns[HY_PROF_ATTN] += hy_prof_clock() - u;
@@ -513,7 +537,7 @@ bool hy_block_infer(const hy_block *k, float *scratch, size_t scratch_floats) {
         size_t i0 = ntiles * th / P, i1 = ntiles * (th + 1) / P;
         for (size_t i = i0; i < i1; i++) {
             if (i >= pa[th] && i < pb[th]) continue;
-            block_tile(k, k->h, i * rt, (i + 1) * rt < N ? (i + 1) * rt : N, ns);
+            block_tile(k, k->hg ? NULL : k->h, i * rt, (i + 1) * rt < N ? (i + 1) * rt : N, ns);
         }
     }
     record_shares(t0, ns, 2 * (uint64_t)N * (C3 * D + D * D + 2 * D * DM));

@@ -40,7 +40,8 @@ void hy_linear_forward_res_ln(float *out, float *ln_out, float *ln_mean, float *
                               const float *ln_w, const float *ln_b, float eps, size_t N,
                               size_t Din, size_t Dout);
 
-/*   A transformer block at inference, bitwise its kernels one after another:
+/*   A transformer block at inference or in the training forward, bitwise its kernels one after
+ *   another:
  *     qkv (B T, 3D) = in W_qkv^T + b_qkv;  ao (B T, D) = hy_attn_forward(qkv, gate, kvalid) (no
  *     probabilities kept);  xm (B T, D) = res + ao W_proj^T + b_proj (res may be xm: in place);
  *     ln2, ln2_mean, ln2_rstd = hy_layernorm_forward(xm);  xo = hy_mlp_infer(ln2) + xm (xo may
@@ -54,18 +55,23 @@ void hy_linear_forward_res_ln(float *out, float *ln_out, float *ln_mean, float *
  *   written to qkv (its other rows are not touched); those samples and the tiles holding them
  *   run after. Returns false, having done nothing, when the shape does not suit (or one thread,
  *   or inside a parallel region, or scratch_floats too small): the caller then runs the kernels.
+ *   The training forward (hg non-NULL: what backward reads is kept): qkv is written whole (no
+ *   window, no scratch), att (when non-NULL) gets the probabilities, h (N, DM) gets GELU'(z) and
+ *   hg (N, DM) GELU(z) of fc1's z, as hy_linear_gelu_d_forward writes them.
  *   in, ln1 (the same buffer: the next LN1 of a tile is written once every product has read its
- *   rows), ln2, h, qkv and ao must not overlap xm, xo, res or each other otherwise. */
+ *   rows), ln2, h, hg, att, qkv and ao must not overlap xm, xo, res or each other otherwise. */
 typedef struct hy_block {
     size_t B, T, D, NH, DM;
     const float *in, *qkv_w, *qkv_b, *gate;
     const int32_t *kvalid;   /* key counts per sample, or NULL */
     float *qkv, *ao;
+    float *att;   /* the attention probabilities (B, NH, T, T) kept, or NULL */
     const float *proj_w, *proj_b, *res;
     float *xm;
     float *ln2, *ln2_mean, *ln2_rstd;
     const float *ln2_w, *ln2_b;
     float *h;
+    float *hg;   /* NULL: inference (h is scratch); else the training forward (see above) */
     const float *fc1_w, *fc1_b, *fc2_w, *fc2_b;
     float *xo;
     float *ln1, *ln1_mean, *ln1_rstd;   /* NULL: no next LN1 */

@@ -740,17 +740,21 @@ static void layers_fwd(hy_xfmr *m, size_t B, size_t T, bool keep, bool drop,
                                     a->ln1_rstd + s * a->sR, ln2, a->ln2_mean + s * a->sR,
                                     a->ln2_rstd + s * a->sR, x, w->norm1_w, w->norm1_b, BT, D);
         bool ln2_done = false;
-        /* inference of a single model: the whole block row tile by row tile, the Q/K/V rows
-         * in a thread's window of the (unused) probability buffers (hy_block_infer) */
-        if (fuse_ln && !keep && !drop) {
+        /* a single model without dropout: the whole block row tile by row tile
+         * (hy_block_infer), at inference with the Q/K/V rows in a thread's window of the
+         * (unused) probability buffers, in training keeping what backward reads */
+        if (fuse_ln && !drop) {
             bool nx = l + 1 < L;
             const hy_xfmr_block_tensors *wn = nx ? &m->p.blk[l + 1] : NULL;
+            size_t sn = keep ? l + 1 : 0;   /* the next LN1's slot */
             hy_block blk = {R, T, D, NH, DM, ln1_in, w->qkv_w, w->qkv_b, m->gates + l * NH, kv,
-                            qkv, ao, w->proj_w, w->proj_b, x, xm, ln2, a->ln2_mean + s * a->sR,
-                            a->ln2_rstd + s * a->sR, w->norm2_w, w->norm2_b, h, w->fc1_w,
-                            w->fc1_b, w->fc2_w, w->fc2_b, xo, nx ? a->ln1 : NULL,
-                            nx ? a->ln1_mean : NULL, nx ? a->ln1_rstd : NULL,
-                            nx ? wn->norm1_w : NULL, nx ? wn->norm1_b : NULL, HY_XFMR_LN_EPS};
+                            qkv, ao, keep ? att : NULL, w->proj_w, w->proj_b, x, xm, ln2,
+                            a->ln2_mean + s * a->sR, a->ln2_rstd + s * a->sR, w->norm2_w,
+                            w->norm2_b, h, keep ? hg : NULL, w->fc1_w, w->fc1_b, w->fc2_w,
+                            w->fc2_b, xo, nx ? a->ln1 + sn * a->sD : NULL,
+                            nx ? a->ln1_mean + sn * a->sR : NULL,
+                            nx ? a->ln1_rstd + sn * a->sR : NULL, nx ? wn->norm1_w : NULL,
+                            nx ? wn->norm1_b : NULL, HY_XFMR_LN_EPS};
             if (hy_block_infer(&blk, a->att, L * a->sA)) {
                 ln1_done = nx;
                 continue;

@@ -241,16 +241,18 @@ static void test_mlp_infer(void) {
 
 /* hy_block_infer against the kernels one after another, bitwise: an image-like shape
  * (T = 17, samples straddling the threads' tiles), a text-like one (T = 30, key-padding counts
- * from 1 to T), the residual stream in place (res = xm = xo) and in three buffers, with and
- * without the next LN1; at 1 thread (declined) and 2, 3 and 8 threads (taken when there are two
- * tiles per thread: the text-like shape has 10, declined at 8; the third shape one tile) */
+ * from 1 to T), at inference and in the training forward (qkv, probabilities, GELU' and GELU
+ * kept), the residual stream in place (res = xm = xo) and in three buffers, with and without
+ * the next LN1; at 1 thread (declined) and 2, 3 and 8 threads (taken when there are two tiles
+ * per thread: the text-like shape has 10, declined at 8; the third shape one tile) */
 static void test_block_infer(void) {
     static const struct { size_t B, T, D, NH; bool pad; } S[] = {
         {256, 17, 128, 8, false}, {40, 30, 64, 4, true}, {9, 17, 32, 2, false}};
     int nt0 = omp_get_max_threads();
     for (size_t s = 0; s < 3; s++) {
         size_t B = S[s].B, T = S[s].T, D = S[s].D, NH = S[s].NH, DM = 4 * D, N = B * T;
-        size_t ND = N * D * sizeof(float), NS = N * sizeof(float);
+        size_t ND = N * D * sizeof(float), NS = N * sizeof(float), NQ = 3 * ND;
+        size_t NH_ = N * DM * sizeof(float), NA = B * NH * T * T * sizeof(float);
         float *in = rand_vec(N * D, 1), *wq = rand_vec(3 * D * D, 0.3f), *bq = rand_vec(3 * D, 1);
         float *wp = rand_vec(D * D, 0.3f), *bp = rand_vec(D, 1), *res = rand_vec(N * D, 2);
         float *w1 = rand_vec(DM * D, 0.3f), *b1 = rand_vec(DM, 1), *w2 = rand_vec(D * DM, 0.2f);
@@ -259,55 +261,65 @@ static void test_block_infer(void) {
         int32_t *kv = malloc(B * sizeof *kv);
         for (size_t b = 0; b < B; b++) kv[b] = (int32_t)(1 + hy_rng_below(&rng, T));
         const int32_t *kvp = S[s].pad ? kv : NULL;
-        float *qkv = malloc(N * 3 * D * sizeof *qkv), *h = malloc(N * DM * sizeof *h);
+        /* the kernels: 1; the tiled block: 2 */
+        /* (a1 zeroed like a2: attention leaves the padding rows of the probabilities alone) */
+        float *q1 = malloc(NQ), *a1 = calloc(1, NA), *h1 = malloc(NH_), *g1 = malloc(NH_);
         float *ao1 = malloc(ND), *x1 = malloc(ND), *l1 = malloc(ND), *o1 = malloc(ND);
         float *n1 = malloc(ND), *m1 = malloc(NS), *r1 = malloc(NS), *nm1 = malloc(NS);
-        float *nr1 = malloc(NS);
+        float *nr1 = malloc(NS), *o1i = malloc(ND);
+        float *q2 = malloc(NQ), *a2 = malloc(NA), *h2 = malloc(NH_), *g2 = malloc(NH_);
         float *ao2 = malloc(ND), *x2 = malloc(ND), *l2 = malloc(ND), *o2 = malloc(ND);
         float *n2 = malloc(ND), *m2 = malloc(NS), *r2 = malloc(NS), *nm2 = malloc(NS);
-        float *nr2 = malloc(NS);
+        float *nr2 = malloc(NS), *xm2 = malloc(ND);
         size_t nscr = 8 * (128 + T) * 3 * D;
         float *scr = malloc(nscr * sizeof *scr);
-        hy_linear_forward(qkv, in, wq, bq, N, D, 3 * D);
-        hy_attn_forward(ao1, NULL, qkv, gate, kvp, B, T, D, NH);
+        hy_linear_forward(q1, in, wq, bq, N, D, 3 * D);
+        hy_attn_forward(ao1, a1, q1, gate, kvp, B, T, D, NH);
         hy_linear_forward_res_ln(x1, l1, m1, r1, ao1, wp, bp, res, lw, lb, 1e-6f, N, D, D);
-        hy_linear_gelu_forward(h, h, l1, w1, b1, N, D, DM);
-        hy_linear_forward_res_ln(o1, n1, nm1, nr1, h, w2, b2, x1, nw, nb, 1e-6f, N, DM, D);
+        hy_linear_gelu_d_forward(h1, g1, l1, w1, b1, N, D, DM);
+        hy_linear_forward_res_ln(o1, n1, nm1, nr1, g1, w2, b2, x1, nw, nb, 1e-6f, N, DM, D);
+        /* inference's MLP output (GELU then fc2; the same bits as hy_mlp_infer) */
+        hy_linear_gelu_forward(h2, h2, l1, w1, b1, N, D, DM);
+        hy_linear_forward_res(o1i, h2, w2, b2, x1, N, DM, D);
         for (int th = 1; th <= 8; th++) {
             if (th > 3 && th < 8) continue;
             omp_set_num_threads(th);
-            for (int v = 0; v < 4; v++) {
-                bool inplace = v & 1, next = v & 2;
-                memset(ao2, 0, ND), memset(l2, 0, ND), memset(o2, 0, ND);
+            for (int v = 0; v < 8; v++) {
+                bool inplace = v & 1, next = v & 2, keep = v & 4;
+                memset(ao2, 0, ND), memset(l2, 0, ND), memset(o2, 0, ND), memset(q2, 0, NQ);
+                memset(a2, 0, NA), memset(g2, 0, NH_);
                 memcpy(n2, in, ND);   /* the input, then the next LN1 over it */
                 memcpy(x2, res, ND);
-                hy_block k = {B, T, D, NH, DM, n2, wq, bq, gate, kvp, qkv, ao2, wp, bp, x2,
-                              inplace ? x2 : o2, l2, m2, r2, lw, lb, h, w1, b1, w2, b2,
-                              inplace ? x2 : o2, next ? n2 : NULL, nm2, nr2, nw, nb, 1e-6f};
-                if (!inplace) k.xm = malloc(ND);
+                float *xm = inplace ? x2 : xm2, *xo = inplace ? x2 : o2;
+                hy_block k = {B, T, D, NH, DM, n2, wq, bq, gate, kvp, q2, ao2,
+                              keep ? a2 : NULL, wp, bp, x2, xm, l2, m2, r2, lw, lb, h2,
+                              keep ? g2 : NULL, w1, b1, w2, b2, xo, next ? n2 : NULL, nm2,
+                              nr2, nw, nb, 1e-6f};
                 bool taken = hy_block_infer(&k, scr, nscr);
                 bool want = th > 1 && (s == 0 || (s == 1 && th <= 3));
                 CHECK(taken == want, "shape %zu, %d threads: the tiled block %s", s, th,
                       want ? "was declined" : "ran");
-                if (taken)
-                    CHECK(memcmp(ao1, ao2, ND) == 0 && memcmp(l1, l2, ND) == 0 &&
-                              memcmp(m1, m2, NS) == 0 && memcmp(r1, r2, NS) == 0 &&
-                              (inplace || memcmp(x1, k.xm, ND) == 0) &&
-                              memcmp(o1, inplace ? x2 : o2, ND) == 0 &&
-                              (!next || (memcmp(n1, n2, ND) == 0 && memcmp(nm1, nm2, NS) == 0 &&
-                                         memcmp(nr1, nr2, NS) == 0)),
-                          "shape %zu, %d threads, in place %d, next LN1 %d: the tiled block "
-                          "differs from its kernels", s, th, inplace, next);
-                if (!inplace) free(k.xm);
+                if (!taken) continue;
+                CHECK(memcmp(ao1, ao2, ND) == 0 && memcmp(l1, l2, ND) == 0 &&
+                          memcmp(m1, m2, NS) == 0 && memcmp(r1, r2, NS) == 0 &&
+                          (inplace || memcmp(x1, xm2, ND) == 0) &&
+                          memcmp(keep ? o1 : o1i, xo, ND) == 0 &&
+                          (!next || (memcmp(n1, n2, ND) == 0 && memcmp(nm1, nm2, NS) == 0 &&
+                                     memcmp(nr1, nr2, NS) == 0)) &&
+                          (!keep || (memcmp(q1, q2, NQ) == 0 && memcmp(a1, a2, NA) == 0 &&
+                                     memcmp(h1, h2, NH_) == 0 && memcmp(g1, g2, NH_) == 0)),
+                      "shape %zu, %d threads, in place %d, next LN1 %d, kept %d: the tiled "
+                      "block differs from its kernels", s, th, inplace, next, keep);
             }
         }
         omp_set_num_threads(nt0);
         free(in); free(wq); free(bq); free(wp); free(bp); free(res); free(w1); free(b1);
         free(w2); free(b2); free(lw); free(lb); free(nw); free(nb); free(gate); free(kv);
-        free(qkv); free(h); free(scr);
-        free(ao1); free(x1); free(l1); free(o1); free(n1); free(m1); free(r1); free(nm1);
-        free(nr1); free(ao2); free(x2); free(l2); free(o2); free(n2); free(m2); free(r2);
-        free(nm2); free(nr2);
+        free(scr);
+        free(q1); free(a1); free(h1); free(g1); free(ao1); free(x1); free(l1); free(o1);
+        free(n1); free(m1); free(r1); free(nm1); free(nr1); free(o1i);
+        free(q2); free(a2); free(h2); free(g2); free(ao2); free(x2); free(l2); free(o2);
+        free(n2); free(m2); free(r2); free(nm2); free(nr2); free(xm2);
     }
 }
 
