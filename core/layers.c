@@ -29,6 +29,8 @@
  * v = residual or the GELU input, x = GELU output. */
 
 static void gelu_span(float *out, const float *x, size_t n);
+static void drop_rows(float *out, const float *x, const float *res, const hy_rng *stream,
+                      size_t r0, size_t n, size_t cols, float p);
 static void gelu_d_span(float *out, float *xd, size_t n);
 static void mul_span(float *dx, const float *dout, const float *d, size_t n);
 static void dgelu_span(float *dx, const float *dx_add, const float *dout, const float *x,
@@ -399,44 +401,71 @@ static void copy_rows(float *dst, const float *win, size_t w0, size_t a, size_t 
     if (a < b) memcpy(dst + a * ld, win + (a - w0) * ld, (b - a) * ld * sizeof(float));
 }
 
-/* row tile [r0, r1) of hy_block_infer after its attention: xm = res + ao W_proj^T + b_proj
+/* row tile [r0, r1) of hy_block_forward after its attention: xm = res + ao W_proj^T + b_proj
  * and LN2 of it, then the MLP (mlp_tile, in the thread's tile of h) into xo and the next LN1:
- * each product with the operands and hooks of the whole-batch kernels' tile (bitwise) */
+ * each product with the operands and hooks of the whole-batch kernels' tile, each dropout mask
+ * row that row's of hy_dropout_apply, each LayerNorm row ln_range's (bitwise) */
 static void block_tile(const hy_block *k, float *h, size_t r0, size_t r1, uint64_t ns[HY_PROF_N]) {
-    size_t D = k->D;
-    uint64_t t[3] = {0, 0, 0};
+    size_t D = k->D, DM = k->DM, n = r1 - r0;
+    uint64_t t[3] = {0, 0, 0}, u;
     ln_args la = {k->ln2 + r0 * D, k->ln2_mean + r0, k->ln2_rstd + r0, k->ln2_w, k->ln2_b,
                   k->eps};
-    hy_gemm_epi e = linear_epi(k->xm + r0 * D, NULL, false, &la, k->proj_b, k->res + r0 * D, D);
-    hy_gemm_ex_block(CblasNoTrans, CblasTrans, r1 - r0, D, D, 1.0f, k->ao + r0 * D, D, k->proj_w,
-                     D, 1.0f, k->xm + r0 * D, D, &e, t);
+    float *xm = k->xm + r0 * D, *xo = k->xo + r0 * D;
+    /* attention dropout: xm = proj(ao), then xm = res + xm * mask, then LN2 */
+    hy_gemm_epi e = linear_epi(xm, NULL, false, k->drop_attn ? NULL : &la, k->proj_b,
+                               k->drop_attn ? NULL : k->res + r0 * D, D);
+    hy_gemm_ex_block(CblasNoTrans, CblasTrans, n, D, D, 1.0f, k->ao + r0 * D, D, k->proj_w, D,
+                     1.0f, xm, D, &e, t);
     ns[e.pre_kind] += t[0], ns[HY_PROF_GEMM] += t[1], ns[e.post_kind] += t[2];
+    if (k->drop_attn) {
+        u = hy_prof_t0();
+        drop_rows(xm, xm, k->res + r0 * D, k->drop_attn, r0, n, D, k->p_attn);
+        if (hy_prof_on) { uint64_t v = hy_prof_clock(); ns[HY_PROF_RESID] += v - u; u = v; }
+        ln_range(k->ln2, k->ln2_mean, k->ln2_rstd, k->xm, k->ln2_w, k->ln2_b, r0, r1, D, k->eps);
+        if (hy_prof_on) ns[HY_PROF_LN] += hy_prof_clock() - u;
+    }
     ln_args ln1 = {k->ln1, k->ln1_mean, k->ln1_rstd, k->ln1_w, k->ln1_b, k->eps};
-    if (!k->hg) {
+    if (!k->hg && !k->drop_fc1) {
         mlp_tile(k->xo, k->ln1 ? &ln1 : NULL, h, k->ln2, k->fc1_w, k->fc1_b, k->fc2_w, k->fc2_b,
-                 k->xm, r0, r1, D, k->DM, ns);
+                 k->xm, r0, r1, D, DM, ns);
         return;
     }
-    /* kept for backward: GELU(z) into hg's rows, GELU'(z) into h's (hy_linear_gelu_d_forward's
-     * tile), then xo = xm + hg W2^T + b2 [and the next LN1] (hy_linear_forward_res[_ln]'s) */
-    size_t DM = k->DM;
+    /* kept for backward (GELU(z) into hg's rows, GELU'(z) into h's: hy_linear_gelu_d_forward's
+     * tile) or GELU in place in the thread's tile of h; [GELU's output *= mask;] then
+     * xo = [xm +] g W2^T + b2 [then xo = xm + xo * mask] [and the next LN1] */
+    float *z = k->hg ? k->h + r0 * DM : h, *g = k->hg ? k->hg + r0 * DM : h;
     ln_args l1 = {k->ln1 + r0 * D, k->ln1_mean + r0, k->ln1_rstd + r0, k->ln1_w, k->ln1_b, k->eps};
-    hy_gemm_epi f = linear_epi(k->h + r0 * DM, k->hg + r0 * DM, true, NULL, k->fc1_b, NULL, DM);
+    hy_gemm_epi f = linear_epi(z, g, k->hg != NULL, NULL, k->fc1_b, NULL, DM);
     t[0] = t[1] = t[2] = 0;
-    hy_gemm_ex_block(CblasNoTrans, CblasTrans, r1 - r0, DM, D, 1.0f, k->ln2 + r0 * D, D,
-                     k->fc1_w, D, 1.0f, k->h + r0 * DM, DM, &f, t);
+    hy_gemm_ex_block(CblasNoTrans, CblasTrans, n, DM, D, 1.0f, k->ln2 + r0 * D, D, k->fc1_w, D,
+                     1.0f, z, DM, &f, t);
     ns[f.pre_kind] += t[0], ns[HY_PROF_GEMM] += t[1], ns[f.post_kind] += t[2];
-    hy_gemm_epi g = linear_epi(k->xo + r0 * D, NULL, false, k->ln1 ? &l1 : NULL, k->fc2_b,
-                               k->xm + r0 * D, D);
+    if (k->drop_fc1) {
+        u = hy_prof_t0();
+        drop_rows(g, g, NULL, k->drop_fc1, r0, n, DM, k->p_mlp);
+        if (hy_prof_on) ns[HY_PROF_DROPOUT] += hy_prof_clock() - u;
+    }
+    bool d2 = k->drop_fc2 != NULL;
+    hy_gemm_epi q = linear_epi(xo, NULL, false, !d2 && k->ln1 ? &l1 : NULL, k->fc2_b,
+                               d2 ? NULL : xm, D);
     t[0] = t[1] = t[2] = 0;
-    hy_gemm_ex_block(CblasNoTrans, CblasTrans, r1 - r0, D, DM, 1.0f, k->hg + r0 * DM, DM,
-                     k->fc2_w, DM, 1.0f, k->xo + r0 * D, D, &g, t);
-    ns[g.pre_kind] += t[0], ns[HY_PROF_GEMM] += t[1], ns[g.post_kind] += t[2];
+    hy_gemm_ex_block(CblasNoTrans, CblasTrans, n, D, DM, 1.0f, g, DM, k->fc2_w, DM, 1.0f, xo, D,
+                     &q, t);
+    ns[q.pre_kind] += t[0], ns[HY_PROF_GEMM] += t[1], ns[q.post_kind] += t[2];
+    if (d2) {
+        u = hy_prof_t0();
+        drop_rows(xo, xo, xm, k->drop_fc2, r0, n, D, k->p_mlp);
+        if (hy_prof_on) { uint64_t v = hy_prof_clock(); ns[HY_PROF_RESID] += v - u; u = v; }
+        if (k->ln1)
+            ln_range(k->ln1, k->ln1_mean, k->ln1_rstd, k->xo, k->ln1_w, k->ln1_b, r0, r1, D,
+                     k->eps);
+        if (hy_prof_on) ns[HY_PROF_LN] += hy_prof_clock() - u;
+    }
 }
 
 #define BLOCK_MAX_THREADS 64
 
-bool hy_block_infer(const hy_block *k, float *scratch, size_t scratch_floats) {
+bool hy_block_forward(const hy_block *k, float *scratch, size_t scratch_floats) {
     size_t B = k->B, T = k->T, D = k->D, NH = k->NH, DM = k->DM;
     size_t N = B * T, C3 = 3 * D, rt, ct, rp, cp, r1t, c1t, r2t, c2t;
     hy_gemm_tiling(N, C3, D, &rt, &ct);
@@ -851,19 +880,17 @@ void hy_dropout_mask(float *mask, const hy_rng *stream, size_t rows, size_t cols
     hy_dropout_apply(mask, mask, NULL, stream, rows, cols, p);
 }
 
-void hy_dropout_apply(float *out, const float *x, const float *res, const hy_rng *stream,
-                      size_t rows, size_t cols, float p) {
-    uint64_t t0 = hy_prof_t0();
-    HY_ASSERT(cols <= UINT32_MAX);
+/* rows [0, n) of out = [res +] x * mask, row i with the mask of row r0 + i */
+static void drop_rows(float *out, const float *x, const float *res, const hy_rng *stream,
+                      size_t r0, size_t n, size_t cols, float p) {
     float keep = 1.0f / (1.0f - p);
     uint32_t thr = drop_threshold(p);
-#pragma omp parallel for schedule(static) if (rows * cols > PAR_MIN)
-    for (size_t r = 0; r < rows; r++) {
-        uint64_t k = hy_rng_split_key(stream, (uint64_t)r);
-        const float *xr = x + r * cols;
-        float *o = out + r * cols;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t k = hy_rng_split_key(stream, (uint64_t)(r0 + i));
+        const float *xr = x + i * cols;
+        float *o = out + i * cols;
         if (res) {
-            const float *rr = res + r * cols;
+            const float *rr = res + i * cols;
 #pragma omp simd
             for (size_t c = 0; c < cols; c++)
                 o[c] = rr[c] + xr[c] * (hy_ctr_bits24(k, (uint32_t)c) < thr ? 0.0f : keep);
@@ -873,6 +900,16 @@ void hy_dropout_apply(float *out, const float *x, const float *res, const hy_rng
                 o[c] = xr[c] * (hy_ctr_bits24(k, (uint32_t)c) < thr ? 0.0f : keep);
         }
     }
+}
+
+void hy_dropout_apply(float *out, const float *x, const float *res, const hy_rng *stream,
+                      size_t rows, size_t cols, float p) {
+    uint64_t t0 = hy_prof_t0();
+    HY_ASSERT(cols <= UINT32_MAX);
+#pragma omp parallel for schedule(static) if (rows * cols > PAR_MIN)
+    for (size_t r = 0; r < rows; r++)
+        drop_rows(out + r * cols, x + r * cols, res ? res + r * cols : NULL, stream, r, 1, cols,
+                  p);
     hy_prof_add(res ? HY_PROF_RESID : HY_PROF_DROPOUT, t0, 0);
 }
 

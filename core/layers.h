@@ -77,8 +77,13 @@ typedef struct hy_block {
     float *ln1, *ln1_mean, *ln1_rstd;   /* NULL: no next LN1 */
     const float *ln1_w, *ln1_b;
     float eps;
+    /* dropout (hy_dropout_apply's masks, row r of a site's mask from its stream and r): on
+     * proj's output before the residual add (rate p_attn), on GELU's output and on fc2's before
+     * its residual add (p_mlp); NULL: none at that site */
+    const hy_rng *drop_attn, *drop_fc1, *drop_fc2;
+    float p_attn, p_mlp;
 } hy_block;
-bool hy_block_infer(const hy_block *k, float *scratch, size_t scratch_floats);
+bool hy_block_forward(const hy_block *k, float *scratch, size_t scratch_floats);
 
 /*   The MLP at inference: out (N, D) written = [res +] GELU(in W1^T + b1) W2^T + b2 (w1 (DM, D),
  *   w2 (D, DM); res may be NULL, or out), then, when ln_out is non-NULL, ln_out (N, D), ln_mean,

@@ -740,11 +740,15 @@ static void layers_fwd(hy_xfmr *m, size_t B, size_t T, bool keep, bool drop,
                                     a->ln1_rstd + s * a->sR, ln2, a->ln2_mean + s * a->sR,
                                     a->ln2_rstd + s * a->sR, x, w->norm1_w, w->norm1_b, BT, D);
         bool ln2_done = false;
-        /* a single model without dropout: the whole block row tile by row tile
-         * (hy_block_infer), at inference with the Q/K/V rows in a thread's window of the
-         * (unused) probability buffers, in training keeping what backward reads */
-        if (fuse_ln && !drop) {
+        /* a single model: the whole block row tile by row tile (hy_block_forward), at
+         * inference with the Q/K/V rows in a thread's window of the (unused) probability
+         * buffers, in training keeping what backward reads; dropout's masks row by row */
+        if (fuse_ln) {
             bool nx = l + 1 < L;
+            bool da = drop && c->attn_dropout > 0.0f, dm = drop && c->mlp_dropout > 0.0f;
+            hy_rng r0, r1, r2;
+            if (da) r0 = site_rng(fwd_rng, l, 0);
+            if (dm) r1 = site_rng(fwd_rng, l, 1), r2 = site_rng(fwd_rng, l, 2);
             const hy_xfmr_block_tensors *wn = nx ? &m->p.blk[l + 1] : NULL;
             size_t sn = keep ? l + 1 : 0;   /* the next LN1's slot */
             hy_block blk = {R, T, D, NH, DM, ln1_in, w->qkv_w, w->qkv_b, m->gates + l * NH, kv,
@@ -754,8 +758,9 @@ static void layers_fwd(hy_xfmr *m, size_t B, size_t T, bool keep, bool drop,
                             w->fc2_b, xo, nx ? a->ln1 + sn * a->sD : NULL,
                             nx ? a->ln1_mean + sn * a->sR : NULL,
                             nx ? a->ln1_rstd + sn * a->sR : NULL, nx ? wn->norm1_w : NULL,
-                            nx ? wn->norm1_b : NULL, HY_XFMR_LN_EPS};
-            if (hy_block_infer(&blk, a->att, L * a->sA)) {
+                            nx ? wn->norm1_b : NULL, HY_XFMR_LN_EPS, da ? &r0 : NULL,
+                            dm ? &r1 : NULL, dm ? &r2 : NULL, c->attn_dropout, c->mlp_dropout};
+            if (hy_block_forward(&blk, a->att, L * a->sA)) {
                 ln1_done = nx;
                 continue;
             }

@@ -239,16 +239,71 @@ static void test_mlp_infer(void) {
     }
 }
 
-/* hy_block_infer against the kernels one after another, bitwise: an image-like shape
- * (T = 17, samples straddling the threads' tiles), a text-like one (T = 30, key-padding counts
- * from 1 to T), at inference and in the training forward (qkv, probabilities, GELU' and GELU
- * kept), the residual stream in place (res = xm = xo) and in three buffers, with and without
- * the next LN1; at 1 thread (declined) and 2, 3 and 8 threads (taken when there are two tiles
- * per thread: the text-like shape has 10, declined at 8; the third shape one tile) */
-static void test_block_infer(void) {
+/* the outputs test_block_forward compares (qkv, att, h, hg only when kept) */
+typedef struct block_out {
+    float *qkv, *att, *h, *hg, *ao, *xm, *ln2, *m2, *r2, *xo, *ln1, *m1, *r1;
+} block_out;
+
+static void block_out_alloc(block_out *o, size_t N, size_t D, size_t DM, size_t B, size_t NH,
+                            size_t T) {
+    o->qkv = calloc(N * 3 * D, sizeof(float)), o->att = calloc(B * NH * T * T, sizeof(float));
+    o->h = calloc(N * DM, sizeof(float)), o->hg = calloc(N * DM, sizeof(float));
+    o->ao = calloc(N * D, sizeof(float)), o->xm = calloc(N * D, sizeof(float));
+    o->ln2 = calloc(N * D, sizeof(float)), o->xo = calloc(N * D, sizeof(float));
+    o->ln1 = calloc(N * D, sizeof(float)), o->m2 = calloc(N, sizeof(float));
+    o->r2 = calloc(N, sizeof(float)), o->m1 = calloc(N, sizeof(float));
+    o->r1 = calloc(N, sizeof(float));
+}
+
+static void block_out_free(block_out *o) {
+    free(o->qkv), free(o->att), free(o->h), free(o->hg), free(o->ao), free(o->xm);
+    free(o->ln2), free(o->xo), free(o->ln1), free(o->m2), free(o->r2), free(o->m1);
+    free(o->r1);
+}
+
+/* the kernels one after another, as xfmr.c's layer runs them without the tiled block: k's
+ * operands, o's outputs (k->hg: kept; k->drop_*: dropout) */
+static void block_ref(const hy_block *k, block_out *o) {
+    size_t N = k->B * k->T, D = k->D, DM = k->DM;
+    hy_linear_forward(o->qkv, k->in, k->qkv_w, k->qkv_b, N, D, 3 * D);
+    hy_attn_forward(o->ao, k->hg ? o->att : NULL, o->qkv, k->gate, k->kvalid, k->B, k->T, D,
+                    k->NH);
+    if (k->drop_attn) {
+        hy_linear_forward(o->xm, o->ao, k->proj_w, k->proj_b, N, D, D);
+        hy_dropout_apply(o->xm, o->xm, k->res, k->drop_attn, N, D, k->p_attn);
+        hy_layernorm_forward(o->ln2, o->m2, o->r2, o->xm, k->ln2_w, k->ln2_b, N, D, k->eps);
+    } else {
+        hy_linear_forward_res_ln(o->xm, o->ln2, o->m2, o->r2, o->ao, k->proj_w, k->proj_b,
+                                 k->res, k->ln2_w, k->ln2_b, k->eps, N, D, D);
+    }
+    float *g = k->hg ? o->hg : o->h;
+    if (k->hg) hy_linear_gelu_d_forward(o->h, o->hg, o->ln2, k->fc1_w, k->fc1_b, N, D, DM);
+    else hy_linear_gelu_forward(o->h, o->h, o->ln2, k->fc1_w, k->fc1_b, N, D, DM);
+    if (k->drop_fc1) hy_dropout_apply(g, g, NULL, k->drop_fc1, N, DM, k->p_mlp);
+    if (k->drop_fc2) {
+        hy_linear_forward(o->xo, g, k->fc2_w, k->fc2_b, N, DM, D);
+        hy_dropout_apply(o->xo, o->xo, o->xm, k->drop_fc2, N, D, k->p_mlp);
+        hy_layernorm_forward(o->ln1, o->m1, o->r1, o->xo, k->ln1_w, k->ln1_b, N, D, k->eps);
+    } else {
+        hy_linear_forward_res_ln(o->xo, o->ln1, o->m1, o->r1, g, k->fc2_w, k->fc2_b, o->xm,
+                                 k->ln1_w, k->ln1_b, k->eps, N, DM, D);
+    }
+}
+
+/* hy_block_forward against the kernels one after another (block_ref), bitwise: an image-like
+ * shape (T = 17, samples straddling the threads' tiles), a text-like one (T = 30, key-padding
+ * counts from 1 to T), at inference and in the training forward (qkv, probabilities, GELU' and
+ * GELU kept), without and with dropout (attention and MLP sites), the residual stream in
+ * place (res = xm = xo, without attention dropout) and in three buffers, with and without the
+ * next LN1; at 1 thread (declined) and 2, 3 and 8 threads (taken when there are two tiles per
+ * thread: the text-like shape has 10, declined at 8; the third shape one tile) */
+static void test_block_forward(void) {
     static const struct { size_t B, T, D, NH; bool pad; } S[] = {
         {256, 17, 128, 8, false}, {40, 30, 64, 4, true}, {9, 17, 32, 2, false}};
     int nt0 = omp_get_max_threads();
+    hy_rng base;
+    hy_rng_seed(&base, 77);
+    hy_rng ra = hy_rng_split(&base, 0), r1 = hy_rng_split(&base, 1), r2 = hy_rng_split(&base, 2);
     for (size_t s = 0; s < 3; s++) {
         size_t B = S[s].B, T = S[s].T, D = S[s].D, NH = S[s].NH, DM = 4 * D, N = B * T;
         size_t ND = N * D * sizeof(float), NS = N * sizeof(float), NQ = 3 * ND;
@@ -261,65 +316,67 @@ static void test_block_infer(void) {
         int32_t *kv = malloc(B * sizeof *kv);
         for (size_t b = 0; b < B; b++) kv[b] = (int32_t)(1 + hy_rng_below(&rng, T));
         const int32_t *kvp = S[s].pad ? kv : NULL;
-        /* the kernels: 1; the tiled block: 2 */
-        /* (a1 zeroed like a2: attention leaves the padding rows of the probabilities alone) */
-        float *q1 = malloc(NQ), *a1 = calloc(1, NA), *h1 = malloc(NH_), *g1 = malloc(NH_);
-        float *ao1 = malloc(ND), *x1 = malloc(ND), *l1 = malloc(ND), *o1 = malloc(ND);
-        float *n1 = malloc(ND), *m1 = malloc(NS), *r1 = malloc(NS), *nm1 = malloc(NS);
-        float *nr1 = malloc(NS), *o1i = malloc(ND);
-        float *q2 = malloc(NQ), *a2 = malloc(NA), *h2 = malloc(NH_), *g2 = malloc(NH_);
-        float *ao2 = malloc(ND), *x2 = malloc(ND), *l2 = malloc(ND), *o2 = malloc(ND);
-        float *n2 = malloc(ND), *m2 = malloc(NS), *r2 = malloc(NS), *nm2 = malloc(NS);
-        float *nr2 = malloc(NS), *xm2 = malloc(ND);
         size_t nscr = 8 * (128 + T) * 3 * D;
         float *scr = malloc(nscr * sizeof *scr);
-        hy_linear_forward(q1, in, wq, bq, N, D, 3 * D);
-        hy_attn_forward(ao1, a1, q1, gate, kvp, B, T, D, NH);
-        hy_linear_forward_res_ln(x1, l1, m1, r1, ao1, wp, bp, res, lw, lb, 1e-6f, N, D, D);
-        hy_linear_gelu_d_forward(h1, g1, l1, w1, b1, N, D, DM);
-        hy_linear_forward_res_ln(o1, n1, nm1, nr1, g1, w2, b2, x1, nw, nb, 1e-6f, N, DM, D);
-        /* inference's MLP output (GELU then fc2; the same bits as hy_mlp_infer) */
-        hy_linear_gelu_forward(h2, h2, l1, w1, b1, N, D, DM);
-        hy_linear_forward_res(o1i, h2, w2, b2, x1, N, DM, D);
+        block_out want[4], got;
+        block_out_alloc(&got, N, D, DM, B, NH, T);
+        for (int kd = 0; kd < 4; kd++) {   /* kept x dropout */
+            block_out_alloc(&want[kd], N, D, DM, B, NH, T);
+            hy_block k = {B, T, D, NH, DM, in, wq, bq, gate, kvp, NULL, NULL, NULL, wp, bp, res,
+                          NULL, NULL, NULL, NULL, lw, lb, NULL, (kd & 1) ? want[kd].hg : NULL,
+                          w1, b1, w2, b2, NULL, NULL, NULL, NULL, nw, nb, 1e-6f,
+                          (kd & 2) ? &ra : NULL, (kd & 2) ? &r1 : NULL, (kd & 2) ? &r2 : NULL,
+                          0.25f, 0.4f};
+            block_ref(&k, &want[kd]);
+        }
         for (int th = 1; th <= 8; th++) {
             if (th > 3 && th < 8) continue;
             omp_set_num_threads(th);
-            for (int v = 0; v < 8; v++) {
-                bool inplace = v & 1, next = v & 2, keep = v & 4;
-                memset(ao2, 0, ND), memset(l2, 0, ND), memset(o2, 0, ND), memset(q2, 0, NQ);
-                memset(a2, 0, NA), memset(g2, 0, NH_);
-                memcpy(n2, in, ND);   /* the input, then the next LN1 over it */
-                memcpy(x2, res, ND);
-                float *xm = inplace ? x2 : xm2, *xo = inplace ? x2 : o2;
-                hy_block k = {B, T, D, NH, DM, n2, wq, bq, gate, kvp, q2, ao2,
-                              keep ? a2 : NULL, wp, bp, x2, xm, l2, m2, r2, lw, lb, h2,
-                              keep ? g2 : NULL, w1, b1, w2, b2, xo, next ? n2 : NULL, nm2,
-                              nr2, nw, nb, 1e-6f};
-                bool taken = hy_block_infer(&k, scr, nscr);
-                bool want = th > 1 && (s == 0 || (s == 1 && th <= 3));
-                CHECK(taken == want, "shape %zu, %d threads: the tiled block %s", s, th,
-                      want ? "was declined" : "ran");
-                if (!taken) continue;
-                CHECK(memcmp(ao1, ao2, ND) == 0 && memcmp(l1, l2, ND) == 0 &&
-                          memcmp(m1, m2, NS) == 0 && memcmp(r1, r2, NS) == 0 &&
-                          (inplace || memcmp(x1, xm2, ND) == 0) &&
-                          memcmp(keep ? o1 : o1i, xo, ND) == 0 &&
-                          (!next || (memcmp(n1, n2, ND) == 0 && memcmp(nm1, nm2, NS) == 0 &&
-                                     memcmp(nr1, nr2, NS) == 0)) &&
-                          (!keep || (memcmp(q1, q2, NQ) == 0 && memcmp(a1, a2, NA) == 0 &&
-                                     memcmp(h1, h2, NH_) == 0 && memcmp(g1, g2, NH_) == 0)),
-                      "shape %zu, %d threads, in place %d, next LN1 %d, kept %d: the tiled "
-                      "block differs from its kernels", s, th, inplace, next, keep);
+            for (int v = 0; v < 16; v++) {
+                bool inplace = v & 1, next = v & 2, keep = v & 4, drop = v & 8;
+                if (inplace && drop) continue;   /* attention dropout keeps xm beside x */
+                const block_out *w = &want[(keep ? 1 : 0) + (drop ? 2 : 0)];
+                memset(got.ao, 0, ND), memset(got.ln2, 0, ND), memset(got.xo, 0, ND);
+                memset(got.qkv, 0, NQ), memset(got.att, 0, NA), memset(got.hg, 0, NH_);
+                memset(got.xm, 0, ND);
+                memcpy(got.ln1, in, ND);   /* the input, then the next LN1 over it */
+                float *x = malloc(ND);
+                memcpy(x, res, ND);
+                float *xm = inplace ? x : got.xm, *xo = inplace ? x : got.xo;
+                hy_block k = {B, T, D, NH, DM, got.ln1, wq, bq, gate, kvp, got.qkv, got.ao,
+                              keep ? got.att : NULL, wp, bp, x, xm, got.ln2, got.m2, got.r2, lw,
+                              lb, got.h, keep ? got.hg : NULL, w1, b1, w2, b2, xo,
+                              next ? got.ln1 : NULL, got.m1, got.r1, nw, nb, 1e-6f,
+                              drop ? &ra : NULL, drop ? &r1 : NULL, drop ? &r2 : NULL, 0.25f,
+                              0.4f};
+                bool taken = hy_block_forward(&k, scr, nscr);
+                bool want_taken = th > 1 && (s == 0 || (s == 1 && th <= 3));
+                CHECK(taken == want_taken, "shape %zu, %d threads: the tiled block %s", s, th,
+                      want_taken ? "was declined" : "ran");
+                if (taken)
+                    CHECK(memcmp(w->ao, got.ao, ND) == 0 && memcmp(w->ln2, got.ln2, ND) == 0 &&
+                              memcmp(w->m2, got.m2, NS) == 0 && memcmp(w->r2, got.r2, NS) == 0 &&
+                              (inplace || memcmp(w->xm, got.xm, ND) == 0) &&
+                              memcmp(w->xo, xo, ND) == 0 &&
+                              (!next || (memcmp(w->ln1, got.ln1, ND) == 0 &&
+                                         memcmp(w->m1, got.m1, NS) == 0 &&
+                                         memcmp(w->r1, got.r1, NS) == 0)) &&
+                              (!keep || (memcmp(w->qkv, got.qkv, NQ) == 0 &&
+                                         memcmp(w->att, got.att, NA) == 0 &&
+                                         memcmp(w->h, got.h, NH_) == 0 &&
+                                         memcmp(w->hg, got.hg, NH_) == 0)),
+                          "shape %zu, %d threads, in place %d, next LN1 %d, kept %d, dropout "
+                          "%d: the tiled block differs from its kernels", s, th, inplace, next,
+                          keep, drop);
+                free(x);
             }
         }
         omp_set_num_threads(nt0);
+        for (int kd = 0; kd < 4; kd++) block_out_free(&want[kd]);
+        block_out_free(&got);
         free(in); free(wq); free(bq); free(wp); free(bp); free(res); free(w1); free(b1);
         free(w2); free(b2); free(lw); free(lb); free(nw); free(nb); free(gate); free(kv);
         free(scr);
-        free(q1); free(a1); free(h1); free(g1); free(ao1); free(x1); free(l1); free(o1);
-        free(n1); free(m1); free(r1); free(nm1); free(nr1); free(o1i);
-        free(q2); free(a2); free(h2); free(g2); free(ao2); free(x2); free(l2); free(o2);
-        free(n2); free(m2); free(r2); free(nm2); free(nr2); free(xm2);
     }
 }
 
@@ -550,7 +607,7 @@ int main(void) {
     RUN(test_linear_res_inplace);
     RUN(test_linear_res_ln);
     RUN(test_mlp_infer);
-    RUN(test_block_infer);
+    RUN(test_block_forward);
     RUN(test_layernorm);
     RUN(test_gelu);
     RUN(test_softmax);
