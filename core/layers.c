@@ -303,6 +303,19 @@ void hy_linear_forward_res_ln(float *out, float *ln_out, float *ln_mean, float *
 
 /* ===== the MLP at inference, row tile by row tile ===== */
 
+/* the wall time of a region, shared out among the prof.h classes by their CPU times (as
+ * hy_gemm_ex does) */
+static void record_shares(uint64_t t0, const uint64_t ns[HY_PROF_N], uint64_t gemm_flops) {
+    if (!hy_prof_on) return;
+    double wall = (double)(hy_prof_clock() - t0), cpu = 0;
+    for (int k = 0; k < HY_PROF_N; k++) cpu += (double)ns[k];
+    double f = cpu > 0 ? wall / cpu : 0;
+    for (int k = 0; k < HY_PROF_N; k++)
+        if (ns[k])
+            hy_prof_record_ns((hy_prof_kind)k, (uint64_t)((double)ns[k] * f),
+                              k == HY_PROF_GEMM ? gemm_flops : 0);
+}
+
 /* One row tile of the inference MLP: h = GELU(in W1^T + b1) into the thread's scratch (which
  * stays in cache), out = res + h W2^T + b2, [ln_out = LN(out)]: each product one call with the
  * operands and hooks hy_gemm_ex gives that tile (bitwise). ns: CPU ns per prof.h class. */
@@ -370,31 +383,10 @@ void hy_mlp_infer(float *out, float *ln_out, float *ln_mean, float *ln_rstd, con
             mlp_tile(out, ln, scratch, in, w1, b1, w2, b2, res, r0, r1, D, DM, ns);
         }
     }
-    if (hy_prof_on) {
-        /* the wall time, shared out by the classes' CPU times (as hy_gemm_ex does) */
-        double wall = (double)(hy_prof_clock() - t0), cpu = 0;
-        for (int k = 0; k < HY_PROF_N; k++) cpu += (double)ns[k];
-        double f = cpu > 0 ? wall / cpu : 0;
-        for (int k = 0; k < HY_PROF_N; k++)
-            if (ns[k])
-                hy_prof_record_ns((hy_prof_kind)k, (uint64_t)((double)ns[k] * f),
-                                  k == HY_PROF_GEMM ? 4 * (uint64_t)N * D * DM : 0);
-    }
+    record_shares(t0, ns, 4 * (uint64_t)N * D * DM);
 }
 
-/* ===== Q/K/V and attention at inference, row tile by row tile ===== */
-
-/* the wall time of a region, shared out among the prof.h classes by their CPU times */
-static void record_shares(uint64_t t0, const uint64_t ns[HY_PROF_N], uint64_t gemm_flops) {
-    if (!hy_prof_on) return;
-    double wall = (double)(hy_prof_clock() - t0), cpu = 0;
-    for (int k = 0; k < HY_PROF_N; k++) cpu += (double)ns[k];
-    double f = cpu > 0 ? wall / cpu : 0;
-    for (int k = 0; k < HY_PROF_N; k++)
-        if (ns[k])
-            hy_prof_record_ns((hy_prof_kind)k, (uint64_t)((double)ns[k] * f),
-                              k == HY_PROF_GEMM ? gemm_flops : 0);
-}
+/* ===== the whole block, row tile by row tile ===== */
 
 /* rows [a, b) of a window of rows (scratch row 0 = row w0, ld floats) into dst's rows */
 static void copy_rows(float *dst, const float *win, size_t w0, size_t a, size_t b, size_t ld) {
@@ -544,9 +536,9 @@ bool hy_block_forward(const hy_block *k, float *scratch, size_t scratch_floats) 
                 w0 = keep;
             }
             if (hy_prof_on) ns[HY_PROF_ATTN] += hy_prof_clock() - u;
-            /* the proj tiles whose rows have all been attended */
-            for (; pj < i1 && (pj + 1) * rt <= next * T; pj++)
-                block_tile(k, h, pj * rt, (pj + 1) * rt, ns);
+            /* the tiles whose rows have all been attended (the last one may be short) */
+            for (; pj < i1 && ((pj + 1) * rt < N ? (pj + 1) * rt : N) <= next * T; pj++)
+                block_tile(k, h, pj * rt, (pj + 1) * rt < N ? (pj + 1) * rt : N, ns);
         }
         pa[th] = pj0;
         pb[th] = pj;
