@@ -530,15 +530,16 @@ static void embed_samples(hy_fused *f, size_t m, const hy_batch *in, size_t B, s
     hy_embed_assemble_forward(dst, emb, P(f, m, HY_EMB_CLS), P(f, m, HY_EMB_POS), nb, T, D);
 }
 
-/* every layer and the head for the pairs of s (see above); kv: key counts or NULL */
+/* layers [l0, l1) of the pairs of s (see above), and the head when l1 is the last layer; kv:
+ * key counts or NULL */
 static void forward_slice(hy_fused *f, const slice *s, size_t T, const int32_t *kv,
-                          float *logits, const hy_team_part *tp) {
+                          float *logits, const hy_team_part *tp, size_t l0, size_t l1) {
     const hy_xfmr_config *c = &f->cfg;
     size_t B = s->B, D = c->d_model, DM = c->d_mlp, K = c->n_classes;
     size_t L = c->depth, HS = f->HS, BT = B * T;
     size_t r0 = s->p0 * T, nr = (s->p1 - s->p0) * T;   /* the slice's rows */
     const float *ones = f->ones;
-    for (size_t l = 0; l < L; l++) {
+    for (size_t l = l0; l < l1; l++) {
         size_t s0 = hy_xfmr_slot(c, l, 0);   /* slot of block l's HY_BLK_* = s0 + HY_BLK_* */
         /* ===== attention: x_m += proj_m(attn(qkv_m(LN1(x_m)))) ===== */
         norm_slice(f, s, f->ln, f->mean, f->rstd, f->x, s0 + HY_BLK_N1W, s0 + HY_BLK_N1B, T, tp);
@@ -642,7 +643,7 @@ static void forward_slice(hy_fused *f, const slice *s, size_t T, const int32_t *
 
     /* ===== head: logits_m = head_m(LN_f(x_m[:, 0])); cls / logits row = pair (a team's
      * first part alone: a few rows) ===== */
-    if (tp && tp->part != 0) return;
+    if (l1 < L || (tp && tp->part != 0)) return;
     size_t nf = hy_xfmr_head_slot(c, HY_HEAD_NW);   /* + HY_HEAD_* */
     HY_PROF(HY_PROF_COPY, for (size_t p = s->p0; p < s->p1; p++)
                               memcpy(f->cls + p * D, f->x + p * T * D, D * sizeof(float)));
@@ -672,14 +673,12 @@ static void forward(hy_fused *f, const hy_batch *in, size_t B, float *logits, si
     const int32_t *kv = c->kind == HY_XFMR_VIT ? NULL : f->kvalid;
     bool emb_shared = shared(f, HY_PART_EMBED);
     int nth = (int)P;
-    /* Chunks that do not divide evenly among the threads (3 pairs on 2 threads at batch 1, or
-     * a batch-1 member's one pair) are shared when they may be (chunks_shareable): every
-     * thread first runs its equal share of whole chunks, then the team runs each leftover one
-     * together, kernel by kernel (team.h). */
-    size_t nc = n_chunks(pairs, T), dealt = nc;
-    if (P > 1 && nc % P != 0 && chunks_shareable(f, pairs, T)) dealt = nc / P * P;
+    size_t nc = n_chunks(pairs, T);
+    bool shareable = chunks_shareable(f, pairs, T);
     hy_team tm;
     hy_team_init(&tm);
+    atomic_uint half_done;
+    atomic_init(&half_done, 0);
 #pragma omp parallel num_threads(nth)
     {
 #ifdef _OPENMP
@@ -691,6 +690,22 @@ static void forward(hy_fused *f, const hy_batch *in, size_t B, float *logits, si
 #else
         size_t t = 0, nt = 1;
 #endif
+        /* Chunks that do not divide evenly among the threads: with two threads and an odd
+         * number of chunks, three or more (3 pairs at batch 1), the last one is cut between its
+         * layers (split): the master runs its first half of the layers before its own chunks
+         * and signals, the worker its second half (and the head) after its own chunks: each
+         * thread runs one and a half streams with no barrier, and every kernel is the call it
+         * is when one thread runs the chunk whole. Otherwise (a batch-1 member's one pair, or
+         * more threads) a leftover chunk is shared when it may be (chunks_shareable): every
+         * thread first runs its equal share of whole chunks, then the team runs each leftover
+         * one together, kernel by kernel (team.h). */
+        bool split = nt == 2 && nc >= 3 && nc % 2 == 1;
+        size_t dealt = split                                  ? nc - 1
+                       : nt > 1 && nc % nt != 0 && shareable ? nc / nt * nt
+                                                             : nc;
+        size_t L = c->depth, Lh = L / 2;
+        slice sp;   /* the split chunk */
+        if (split) make_slice(&sp, chunk_start(pairs, nc, dealt), pairs, M, B);
         /* whole chunks are dealt out to the threads, the lower threads taking the extra ones:
          * the master starts at once, a worker only once it is woken, so the master carries
          * the larger share (3 chunks on 2 threads: 2 + 1, or 1 + 1 and the last one shared) */
@@ -717,6 +732,15 @@ static void forward(hy_fused *f, const hy_batch *in, size_t B, float *logits, si
             /* stream 0's rows are read above until every thread has copied them */
 #pragma omp barrier
         }
+        if (split && t == 0) {
+            for (size_t i = 0; i < sp.nseg && !emb_shared; i++) {
+                size_t m = sp.m[i];
+                embed_samples(f, m, in, B, sp.b0[i], sp.b1[i], T,
+                              f->x + (m * BT + sp.b0[i] * T) * D);
+            }
+            forward_slice(f, &sp, T, kv, logits, NULL, 0, Lh);
+            hy_signal_post(&half_done);
+        }
         /* the thread's chunks, each through every layer: its activations stay in cache */
         for (size_t ci = c0; ci < c1; ci++) {
             slice s;
@@ -725,12 +749,16 @@ static void forward(hy_fused *f, const hy_batch *in, size_t B, float *logits, si
                 size_t m = s.m[i];
                 embed_samples(f, m, in, B, s.b0[i], s.b1[i], T, f->x + (m * BT + s.b0[i] * T) * D);
             }
-            forward_slice(f, &s, T, kv, logits, NULL);
+            forward_slice(f, &s, T, kv, logits, NULL, 0, L);
         }
-        /* the leftover chunks, each shared by the team */
+        if (split && t == 1) {
+            hy_signal_wait(&half_done);
+            forward_slice(f, &sp, T, kv, logits, NULL, Lh, L);
+        }
+        /* the leftover chunks, each shared by the team (none when split) */
         hy_team_part tp = {&tm, t, nt};
         hy_team_join(&tm, (unsigned)nt);
-        for (size_t ci = dealt; ci < nc; ci++) {
+        for (size_t ci = dealt; ci < nc && !split; ci++) {
             slice s;
             make_slice(&s, chunk_start(pairs, nc, ci), chunk_start(pairs, nc, ci + 1), M, B);
             if (!emb_shared) {
@@ -742,7 +770,7 @@ static void forward(hy_fused *f, const hy_batch *in, size_t B, float *logits, si
                     }
                 hy_team_barrier(&tm);
             }
-            forward_slice(f, &s, T, kv, logits, &tp);
+            forward_slice(f, &s, T, kv, logits, &tp, 0, L);
         }
     }
 }

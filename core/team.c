@@ -24,6 +24,21 @@ void hy_team_join(hy_team *t, unsigned nthreads) {
     atomic_store_explicit(&t->n, nthreads, memory_order_relaxed);
 }
 
+/* spins (then yields) until *v differs from `old` */
+static void wait_change(atomic_uint *v, unsigned old) {
+    for (unsigned spins = 0; atomic_load_explicit(v, memory_order_acquire) == old;) {
+        cpu_relax();
+        if (++spins == SPINS_BEFORE_YIELD) {
+            spins = 0;
+            sched_yield();
+        }
+    }
+}
+
+void hy_signal_post(atomic_uint *s) { atomic_store_explicit(s, 1, memory_order_release); }
+
+void hy_signal_wait(atomic_uint *s) { wait_change(s, 0); }
+
 void hy_team_barrier(hy_team *t) {
     unsigned n = atomic_load_explicit(&t->n, memory_order_relaxed);
     if (n <= 1) return;
@@ -33,11 +48,5 @@ void hy_team_barrier(hy_team *t) {
         atomic_fetch_add_explicit(&t->gen, 1, memory_order_release);
         return;
     }
-    for (unsigned spins = 0; atomic_load_explicit(&t->gen, memory_order_acquire) == g;) {
-        cpu_relax();
-        if (++spins == SPINS_BEFORE_YIELD) {
-            spins = 0;
-            sched_yield();
-        }
-    }
+    wait_change(&t->gen, g);
 }

@@ -35,6 +35,13 @@ void hy_team_join(hy_team *t, unsigned nthreads);
 /* returns when all n threads have called it; what each wrote before is visible to all after */
 void hy_team_barrier(hy_team *t);
 
+/* A one-way signal between two threads of a region: hy_signal_post publishes what the posting
+ * thread wrote before it and returns at once (no barrier: the poster goes on with other work);
+ * hy_signal_wait returns once the signal is posted, spinning like the barrier (yielding when the
+ * poster is not running). A signal starts unposted (atomic_init(s, 0)) and is posted once. */
+void hy_signal_post(atomic_uint *s);
+void hy_signal_wait(atomic_uint *s);
+
 /* part `part` of `parts` of n items: [*lo, *hi), contiguous, sizes differing by at most 1 */
 static inline void hy_team_share(size_t n, size_t part, size_t parts, size_t *lo, size_t *hi) {
     *lo = n * part / parts;

@@ -256,7 +256,9 @@ static void run_threads_bitwise(hy_xfmr_kind kind, const hy_fuse_config *fc) {
         in.len = 12;
     }
     int threads0 = hy_threads();
-    static const size_t sizes[] = {1, 2, 7, B};
+    /* batch 1 and 3: 3 and 9 one-pair chunks, whose last one two threads split between its
+     * layers (fused.c, forward); 3 threads deal them out whole */
+    static const size_t sizes[] = {1, 2, 3, 7, B};
     for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++) {
         size_t nb = sizes[si], K = c.n_classes;
         static float lg[3][M * B * 8];
