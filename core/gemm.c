@@ -175,6 +175,28 @@ void hy_gemm_ex_block(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, size_t M, size_t N
     tile(ta, tb, 0, M, 0, N, K, alpha, A, lda, B, ldb, beta, C, ldc, e, ns);
 }
 
+size_t hy_gemm_ex_tiles(size_t M, size_t N, size_t K) {
+    if (M == 0 || N == 0) return 0;
+    size_t rt, ct;
+    hy_gemm_tiling(M, N, K, &rt, &ct);
+    return ceil_div(M, rt) * ceil_div(N, ct);
+}
+
+void hy_gemm_ex_tile(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, size_t M, size_t N, size_t K,
+                     float alpha, const float *A, size_t lda, const float *B, size_t ldb,
+                     float beta, float *C, size_t ldc, const hy_gemm_epi *e, size_t i,
+                     uint64_t ns[3]) {
+    HY_ASSERT(ldc >= N);
+    HY_ASSERT(lda >= (ta == CblasNoTrans ? K : M));
+    HY_ASSERT(ldb >= (tb == CblasNoTrans ? N : K));
+    HY_ASSERT(i < hy_gemm_ex_tiles(M, N, K));
+    size_t rt, ct;
+    hy_gemm_tiling(M, N, K, &rt, &ct);
+    size_t nct = ceil_div(N, ct), r0 = i / nct * rt, c0 = i % nct * ct;
+    size_t r1 = r0 + rt < M ? r0 + rt : M, c1 = c0 + ct < N ? c0 + ct : N;
+    tile(ta, tb, r0, r1, c0, c1, K, alpha, A, lda, B, ldb, beta, C, ldc, e, ns);
+}
+
 void hy_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, size_t M, size_t N, size_t K, float alpha,
              const float *A, size_t lda, const float *B, size_t ldb, float beta, float *C,
              size_t ldc) {

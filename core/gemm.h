@@ -74,6 +74,18 @@ void hy_gemm_ex_block(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, size_t M, size_t N
                       float alpha, const float *A, size_t lda, const float *B, size_t ldb,
                       float beta, float *C, size_t ldc, const hy_gemm_epi *e, uint64_t ns[3]);
 
+/* The tiles of hy_gemm_ex's product at the top level (its tiling, hy_gemm_tiling), one at a
+ * time, for a kernel that runs a product's tiles inside its own region beside other work
+ * (layers.h hy_linear_backward_ln): hy_gemm_ex_tiles is their count, hy_gemm_ex_tile runs tile
+ * i (row-major over the tiles, as hy_gemm_ex deals them) on the calling thread with the hooks;
+ * all of them, in any order on any threads, compute hy_gemm_ex's product bitwise. ns[0..2] +=
+ * the pre, product and post times when timing; the caller records them. */
+size_t hy_gemm_ex_tiles(size_t M, size_t N, size_t K);
+void hy_gemm_ex_tile(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, size_t M, size_t N, size_t K,
+                     float alpha, const float *A, size_t lda, const float *B, size_t ldb,
+                     float beta, float *C, size_t ldc, const hy_gemm_epi *e, size_t i,
+                     uint64_t ns[3]);
+
 /* One product of a grouped GEMM: C = alpha * op(A) op(B) + beta * C with the *stored* shapes
  * given, so that mismatches can be reported. ld* = 0 means tightly packed (ld = cols). */
 typedef struct hy_gemm_desc {

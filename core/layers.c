@@ -77,11 +77,36 @@ static void post_dgelu(const hy_gemm_epi *e, size_t r0, size_t r1, size_t c0, si
 static void post_bias_grad(const hy_gemm_epi *e, size_t r0, size_t r1, size_t c0, size_t c1) {
     (void)c1;
     if (c0 != 0) return;
-    for (size_t n = 0; n < e->n; n++) {
-        const float *d = e->u + n * e->ld;
-        float *db = e->w;
-#pragma omp simd
-        for (size_t o = r0; o < r1; o++) db[o] += d[o];
+    float *db = e->w;
+    const float *u = e->u;
+    size_t N = e->n, ld = e->ld, o = r0;
+    /* 64 columns at a time, their sums in four registers across the rows (the loop over rows
+     * with db in memory waited on a store and a reload per row): every db[o] still gets the
+     * rows' adds one by one, in order, so the bits are those of the plain loop */
+    for (; o + 64 <= r1; o += 64) {
+        hy_v16f a0 = hy_v16_load(db + o), a1 = hy_v16_load(db + o + 16);
+        hy_v16f a2 = hy_v16_load(db + o + 32), a3 = hy_v16_load(db + o + 48);
+        for (size_t n = 0; n < N; n++) {
+            const float *d = u + n * ld + o;
+            a0 += hy_v16_load(d);
+            a1 += hy_v16_load(d + 16);
+            a2 += hy_v16_load(d + 32);
+            a3 += hy_v16_load(d + 48);
+        }
+        hy_v16_store(db + o, a0);
+        hy_v16_store(db + o + 16, a1);
+        hy_v16_store(db + o + 32, a2);
+        hy_v16_store(db + o + 48, a3);
+    }
+    for (; o + 16 <= r1; o += 16) {
+        hy_v16f a = hy_v16_load(db + o);
+        for (size_t n = 0; n < N; n++) a += hy_v16_load(u + n * ld + o);
+        hy_v16_store(db + o, a);
+    }
+    for (; o < r1; o++) {
+        float a = db[o];
+        for (size_t n = 0; n < N; n++) a += u[n * ld + o];
+        db[o] = a;
     }
 }
 
@@ -160,22 +185,59 @@ void hy_linear_gelu_d_forward(float *dgelu, float *gelu_out, const float *in, co
     linear_fwd(dgelu, gelu_out, true, NULL, in, w, b, NULL, N, Din, Dout, 0, 0);
 }
 
+static void record_shares(uint64_t t0, const uint64_t ns[HY_PROF_N], uint64_t gemm_flops);
+
+/* The two products of a linear's backward, din = beta din + dout W (hook e: its row tiles'
+ * GELU' product or LayerNorm backward) and dW += dout^T in (hook g: the bias grads), tile by
+ * tile: tiles [0, n1) are din's, [n1, n1 + n2) dW's, as hy_gemm_ex cuts them (so any thread
+ * running any tile computes hy_gemm_ex's products bitwise). my[] += the tile's times. */
+typedef struct {
+    const hy_gemm_epi *e, *g;
+    float *din, *dw;
+    const float *dout, *in, *w;
+    float beta;
+    size_t N, Din, Dout, n1;
+} bwd_pair_args;
+static void bwd_tile(const bwd_pair_args *a, size_t i, uint64_t my[HY_PROF_N]) {
+    uint64_t p[3] = {0, 0, 0};
+    if (i < a->n1) {
+        hy_gemm_ex_tile(CblasNoTrans, CblasNoTrans, a->N, a->Din, a->Dout, 1.0f, a->dout,
+                        a->Dout, a->w, a->Din, a->beta, a->din, a->Din, a->e, i, p);
+        if (a->e->post) my[a->e->post_kind] += p[2];
+    } else {
+        hy_gemm_ex_tile(CblasTrans, CblasNoTrans, a->Dout, a->Din, a->N, 1.0f, a->dout, a->Dout,
+                        a->in, a->Din, 1.0f, a->dw, a->Din, a->g, i - a->n1, p);
+        if (a->g->post) my[a->g->post_kind] += p[2];
+    }
+    my[HY_PROF_GEMM] += p[1];
+}
+
+/* whether a backward may run its products' tiles in a region of its own: at the top level
+ * (inside a region hy_gemm_ex runs a large product as one call, which rounds differently)
+ * and work worth a region */
+static bool bwd_region(size_t N, size_t Din, size_t Dout) {
+#ifdef _OPENMP
+    return omp_get_level() == 0 &&
+           (double)N * (double)Din * (double)Dout >= (double)HY_GEMM_PAR_MIN_WORK;
+#else
+    (void)N, (void)Din, (void)Dout;
+    return false;
+#endif
+}
+
 /* din = beta din + dout W (beta 0: written, 1: added), times GELU'(hpre) when hpre != NULL,
- * or times dgelu (a stored GELU') when dgelu != NULL (beta 0 only); the weight grads */
+ * or times dgelu (a stored GELU') when dgelu != NULL (beta 0 only); the weight grads. With
+ * threads, both products' tiles in one region (they only read dout, in and w). */
 static void linear_backward(float *din, float beta, const float *hpre, const float *dgelu,
                             float *dw, float *db, const float *dout, const float *in,
                             const float *w, size_t N, size_t Din, size_t Dout) {
     /* out = in W^T + b  =>  din += dout W;  dW += dout^T in;  db += sum_n dout[n] */
-    if (din) {
-        hy_gemm_epi e = {0};
-        e.post = hpre ? post_dgelu : dgelu ? post_mul : NULL;
-        e.post_kind = HY_PROF_GELU;
-        e.v = hpre ? hpre : dgelu;
-        e.w = din;
-        e.ld = Din;
-        hy_gemm_ex(CblasNoTrans, CblasNoTrans, N, Din, Dout, 1.0f, dout, Dout, w, Din, beta, din,
-                   Din, &e);
-    }
+    hy_gemm_epi e = {0};
+    e.post = hpre ? post_dgelu : dgelu ? post_mul : NULL;
+    e.post_kind = HY_PROF_GELU;
+    e.v = hpre ? hpre : dgelu;
+    e.w = din;
+    e.ld = Din;
     hy_gemm_epi g = {0};
     g.post = db ? post_bias_grad : NULL;
     g.post_kind = HY_PROF_BIAS;
@@ -183,8 +245,28 @@ static void linear_backward(float *din, float beta, const float *hpre, const flo
     g.w = db;
     g.ld = Dout;
     g.n = N;
-    hy_gemm_ex(CblasTrans, CblasNoTrans, Dout, Din, N, 1.0f, dout, Dout, in, Din, 1.0f, dw, Din,
-               &g);
+    if (!bwd_region(N, Din, Dout)) {
+        if (din)
+            hy_gemm_ex(CblasNoTrans, CblasNoTrans, N, Din, Dout, 1.0f, dout, Dout, w, Din, beta,
+                       din, Din, &e);
+        hy_gemm_ex(CblasTrans, CblasNoTrans, Dout, Din, N, 1.0f, dout, Dout, in, Din, 1.0f, dw,
+                   Din, &g);
+        return;
+    }
+    size_t n1 = din ? hy_gemm_ex_tiles(N, Din, Dout) : 0, n2 = hy_gemm_ex_tiles(Dout, Din, N);
+    bwd_pair_args a = {&e, &g, din, dw, dout, in, w, beta, N, Din, Dout, n1};
+    uint64_t t0 = hy_prof_t0(), ns[HY_PROF_N] = {0};
+#pragma omp parallel
+    {
+        uint64_t my[HY_PROF_N] = {0};
+#pragma omp for schedule(dynamic, 1)
+        for (size_t i = 0; i < n1 + n2; i++) bwd_tile(&a, i, my);
+        if (hy_prof_on) {
+#pragma omp critical(hy_linear_backward)
+            for (int k = 0; k < HY_PROF_N; k++) ns[k] += my[k];
+        }
+    }
+    record_shares(t0, ns, (din ? 4 : 2) * (uint64_t)N * Din * Dout);
 }
 
 void hy_linear_backward(float *din, float *dw, float *db, const float *dout, const float *in,
@@ -581,14 +663,12 @@ void hy_layernorm_forward(float *out, float *mean, float *rstd, const float *x, 
     hy_prof_add(HY_PROF_LN, t0, 0);
 }
 
-void hy_layernorm_backward(float *dx, float *dw, float *db, const float *dout, const float *x,
-                           const float *mean, const float *rstd, const float *w, size_t N,
-                           size_t D) {
-    uint64_t t0 = hy_prof_t0();
-    /* xhat = (x - mean) * rstd; out = xhat * w + b
-     * dxhat = dout * w;  dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)) */
-#pragma omp parallel for schedule(static) if (N * D > PAR_MIN)
-    for (size_t n = 0; n < N; n++) {
+/* LayerNorm backward, dx += for rows [n0, n1):
+ * xhat = (x - mean) * rstd; out = xhat * w + b
+ * dxhat = dout * w;  dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)) */
+static void ln_bwd_rows(float *dx, const float *dout, const float *x, const float *mean,
+                        const float *rstd, const float *w, size_t n0, size_t n1, size_t D) {
+    for (size_t n = n0; n < n1; n++) {
         const float *xr = x + n * D, *g = dout + n * D;
         float m = mean[n], r = rstd[n];
         hy_v16f a1 = hy_v16_splat(0.0f), a2 = a1;
@@ -617,41 +697,114 @@ void hy_layernorm_backward(float *dx, float *dw, float *db, const float *dout, c
             d[i] += r * (g[i] * w[i] - s1 - xh * s2);
         }
     }
-    /* weight grads: blocks of columns in parallel, each summing the rows in order (the same
-     * bits as one serial loop, whatever the thread count); a whole block of LN_COLS columns
-     * keeps its sums in registers across the rows */
-    size_t ncb = (D + LN_COLS - 1) / LN_COLS;
-#pragma omp parallel for schedule(static) if (N * D > PAR_MIN && ncb > 1)
-    for (size_t cb = 0; cb < ncb; cb++) {
-        size_t i0 = cb * LN_COLS, i1 = i0 + LN_COLS < D ? i0 + LN_COLS : D;
-        if (i1 - i0 == LN_COLS) {
-            hy_v16f w0 = hy_v16_load(dw + i0), w1 = hy_v16_load(dw + i0 + 16);
-            hy_v16f b0 = hy_v16_load(db + i0), b1 = hy_v16_load(db + i0 + 16);
-            for (size_t n = 0; n < N; n++) {
-                const float *xr = x + n * D + i0, *g = dout + n * D + i0;
-                float m = mean[n], r = rstd[n];
-                hy_v16f g0 = hy_v16_load(g), g1 = hy_v16_load(g + 16);
-                w0 += g0 * (hy_v16_load(xr) - m) * r;
-                w1 += g1 * (hy_v16_load(xr + 16) - m) * r;
-                b0 += g0;
-                b1 += g1;
-            }
-            hy_v16_store(dw + i0, w0);
-            hy_v16_store(dw + i0 + 16, w1);
-            hy_v16_store(db + i0, b0);
-            hy_v16_store(db + i0 + 16, b1);
-            continue;
-        }
+}
+
+/* its weight grads for the columns of block cb (LN_COLS wide): every row in order, the same bits
+ * as one serial loop whatever thread runs the block; a whole block keeps its sums in registers
+ * across the rows */
+static void ln_bwd_cols(float *dw, float *db, const float *dout, const float *x,
+                        const float *mean, const float *rstd, size_t N, size_t D, size_t cb) {
+    size_t i0 = cb * LN_COLS, i1 = i0 + LN_COLS < D ? i0 + LN_COLS : D;
+    if (i1 - i0 == LN_COLS) {
+        hy_v16f w0 = hy_v16_load(dw + i0), w1 = hy_v16_load(dw + i0 + 16);
+        hy_v16f b0 = hy_v16_load(db + i0), b1 = hy_v16_load(db + i0 + 16);
         for (size_t n = 0; n < N; n++) {
-            const float *xr = x + n * D, *g = dout + n * D;
+            const float *xr = x + n * D + i0, *g = dout + n * D + i0;
             float m = mean[n], r = rstd[n];
-            for (size_t i = i0; i < i1; i++) {
-                dw[i] += g[i] * (xr[i] - m) * r;
-                db[i] += g[i];
-            }
+            hy_v16f g0 = hy_v16_load(g), g1 = hy_v16_load(g + 16);
+            w0 += g0 * (hy_v16_load(xr) - m) * r;
+            w1 += g1 * (hy_v16_load(xr + 16) - m) * r;
+            b0 += g0;
+            b1 += g1;
+        }
+        hy_v16_store(dw + i0, w0);
+        hy_v16_store(dw + i0 + 16, w1);
+        hy_v16_store(db + i0, b0);
+        hy_v16_store(db + i0 + 16, b1);
+        return;
+    }
+    for (size_t n = 0; n < N; n++) {
+        const float *xr = x + n * D, *g = dout + n * D;
+        float m = mean[n], r = rstd[n];
+        for (size_t i = i0; i < i1; i++) {
+            dw[i] += g[i] * (xr[i] - m) * r;
+            db[i] += g[i];
         }
     }
+}
+
+void hy_layernorm_backward(float *dx, float *dw, float *db, const float *dout, const float *x,
+                           const float *mean, const float *rstd, const float *w, size_t N,
+                           size_t D) {
+    uint64_t t0 = hy_prof_t0();
+#pragma omp parallel for schedule(static) if (N * D > PAR_MIN)
+    for (size_t n = 0; n < N; n++) ln_bwd_rows(dx, dout, x, mean, rstd, w, n, n + 1, D);
+    /* weight grads: blocks of columns in parallel */
+    size_t ncb = (D + LN_COLS - 1) / LN_COLS;
+#pragma omp parallel for schedule(static) if (N * D > PAR_MIN && ncb > 1)
+    for (size_t cb = 0; cb < ncb; cb++) ln_bwd_cols(dw, db, dout, x, mean, rstd, N, D, cb);
     hy_prof_add(HY_PROF_LN, t0, 0);
+}
+
+/* the LayerNorm backward of a product's fresh tile of whole rows (hy_linear_backward_ln) */
+typedef struct {
+    float *dx;
+    const float *x, *mean, *rstd, *w;
+} ln_bwd_args;
+static void post_ln_bwd(const hy_gemm_epi *e, size_t r0, size_t r1, size_t c0, size_t c1) {
+    const ln_bwd_args *a = e->aux;
+    HY_ASSERT(c0 == 0 && c1 == e->ld);
+    ln_bwd_rows(a->dx, e->w, a->x, a->mean, a->rstd, a->w, r0, r1, e->ld);
+}
+
+void hy_linear_backward_ln(float *dx, float *ln_dw, float *ln_db, const float *x,
+                           const float *mean, const float *rstd, const float *ln_w, float *din,
+                           float *dw, float *db, const float *dout, const float *in,
+                           const float *w, size_t N, size_t Din, size_t Dout) {
+    size_t rt, ct;
+    hy_gemm_tiling(N, Din, Dout, &rt, &ct);
+    if (ct < Din || !bwd_region(N, Din, Dout)) {   /* column tiles: the LayerNorm after */
+        linear_backward(din, 0.0f, NULL, NULL, dw, db, dout, in, w, N, Din, Dout);
+        hy_layernorm_backward(dx, ln_dw, ln_db, din, x, mean, rstd, ln_w, N, Din);
+        return;
+    }
+    ln_bwd_args la = {dx, x, mean, rstd, ln_w};
+    hy_gemm_epi e = {0}, g = {0};
+    e.post = post_ln_bwd;
+    e.post_kind = HY_PROF_LN;
+    e.w = din;
+    e.ld = Din;
+    e.aux = &la;
+    g.post = db ? post_bias_grad : NULL;
+    g.post_kind = HY_PROF_BIAS;
+    g.u = dout;
+    g.w = db;
+    g.ld = Dout;
+    g.n = N;
+    size_t n1 = hy_gemm_ex_tiles(N, Din, Dout), n2 = hy_gemm_ex_tiles(Dout, Din, N);
+    size_t ncb = (Din + LN_COLS - 1) / LN_COLS;
+    bwd_pair_args a = {&e, &g, din, dw, dout, in, w, 0.0f, N, Din, Dout, n1};
+    uint64_t t0 = hy_prof_t0(), ns[HY_PROF_N] = {0};
+#pragma omp parallel
+    {
+        uint64_t my[HY_PROF_N] = {0};
+        /* din = dout W (set) tile by tile, each tile's rows' LayerNorm backward while in
+         * cache, and dW += dout^T in with the bias grads */
+#pragma omp for schedule(dynamic, 1)
+        for (size_t i = 0; i < n1 + n2; i++) bwd_tile(&a, i, my);
+        /* then (every din row done) the LayerNorm's weight grads by column blocks */
+#pragma omp for schedule(dynamic, 1)
+        for (size_t cb = 0; cb < ncb; cb++) {
+            uint64_t t = hy_prof_t0();
+            ln_bwd_cols(ln_dw, ln_db, din, x, mean, rstd, N, Din, cb);
+            if (hy_prof_on) my[HY_PROF_LN] += hy_prof_clock() - t;
+        }
+        if (hy_prof_on) {
+#pragma omp critical(hy_linear_backward)
+            for (int k = 0; k < HY_PROF_N; k++) ns[k] += my[k];
+        }
+    }
+    record_shares(t0, ns, 4 * (uint64_t)N * Din * Dout);
 }
 
 /* ===== GELU (erf form; hy_erf is a vectorisable erf, see vmath.h) ===== */

@@ -141,6 +141,16 @@ void hy_layernorm_backward(float *dx, float *dw, float *db, const float *dout, c
                            const float *mean, const float *rstd, const float *w, size_t N,
                            size_t D);
 
+/* hy_linear_backward_set (din = dout W, dW += dout^T in, db += its column sums) followed by
+ * hy_layernorm_backward of din (dx += LN backward; ln_dw, ln_db += its weight grads), in one
+ * OpenMP region: each of the product's row tiles gets its rows' LayerNorm backward while in
+ * cache, then the weight products and the LayerNorm's column sums share the threads. Bitwise
+ * the two calls (every product the same tile, every sum in the same order). */
+void hy_linear_backward_ln(float *dx, float *ln_dw, float *ln_db, const float *x,
+                           const float *mean, const float *rstd, const float *ln_w, float *din,
+                           float *dw, float *db, const float *dout, const float *in,
+                           const float *w, size_t N, size_t Din, size_t Dout);
+
 /* ===== GELU, exact: x * 0.5 * (1 + erf(x / sqrt 2)) ===== */
 /*   out (n) written; x (n). out may alias x only if the caller does not need x for backward. */
 void hy_gelu_forward(float *out, const float *x, size_t n);

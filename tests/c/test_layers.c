@@ -380,6 +380,66 @@ static void test_block_forward(void) {
     }
 }
 
+/* A linear's backward in one region (hy_linear_backward_set: both products' tiles; and
+ * hy_linear_backward_ln: with the LayerNorm backward of din in the same region, each row
+ * tile's rows while in cache) against the separate kernels, bitwise: din = dout W, dW += dout^T
+ * in as hy_gemm computes them, db += the column sums row by row, then hy_layernorm_backward.
+ * Shapes: row tiles of whole rows (vit-fm's fc1 and qkv at batch 128), column tiles (the
+ * LayerNorm after the product), and a product too small for a region; 1, 2, 3 and 8 threads. */
+static void test_linear_backward_fused(void) {
+    static const struct { size_t N, Din, Dout; } S[] = {
+        {2176, 128, 512}, {2176, 128, 384}, {816, 64, 256}, {60, 32, 64}};
+    int nt0 = omp_get_max_threads();
+    for (size_t s = 0; s < sizeof S / sizeof *S; s++) {
+        size_t N = S[s].N, Di = S[s].Din, Do = S[s].Dout;
+        float *dout = rand_vec(N * Do, 1), *in = rand_vec(N * Di, 1), *w = rand_vec(Do * Di, 0.3f);
+        float *x = rand_vec(N * Di, 2), *lw = rand_vec(Di, 1), *dx0 = rand_vec(N * Di, 1);
+        float *dw0 = rand_vec(Do * Di, 1), *db0 = rand_vec(Do, 1), *lg0 = rand_vec(2 * Di, 1);
+        float *mean = malloc(N * sizeof *mean), *rstd = malloc(N * sizeof *rstd);
+        for (size_t n = 0; n < N; n++) {
+            mean[n] = 0.1f * x[n * Di];
+            rstd[n] = 0.5f + 0.25f * (float)(n % 5);
+        }
+        /* the separate kernels */
+        size_t nD = N * Di * sizeof(float), nW = Do * Di * sizeof(float);
+        float *din = malloc(nD), *dw = malloc(nW), *db = malloc(Do * sizeof *db);
+        float *dx = malloc(nD), *lg = malloc(2 * Di * sizeof *lg);
+        memcpy(dw, dw0, nW), memcpy(db, db0, Do * sizeof *db);
+        memcpy(dx, dx0, nD), memcpy(lg, lg0, 2 * Di * sizeof *lg);
+        hy_gemm(CblasNoTrans, CblasNoTrans, N, Di, Do, 1.0f, dout, Do, w, Di, 0.0f, din, Di);
+        hy_gemm(CblasTrans, CblasNoTrans, Do, Di, N, 1.0f, dout, Do, in, Di, 1.0f, dw, Di);
+        for (size_t n = 0; n < N; n++)
+            for (size_t o = 0; o < Do; o++) db[o] += dout[n * Do + o];
+        hy_layernorm_backward(dx, lg, lg + Di, din, x, mean, rstd, lw, N, Di);
+        float *gin = malloc(nD), *gw = malloc(nW), *gb = malloc(Do * sizeof *gb);
+        float *gx = malloc(nD), *gl = malloc(2 * Di * sizeof *gl);
+        for (int th = 1; th <= 8; th++) {
+            if (th > 3 && th < 8) continue;
+            omp_set_num_threads(th);
+            for (int ln = 0; ln < 2; ln++) {
+                memset(gin, 0xff, nD);   /* NaNs: every element must be written */
+                memcpy(gw, dw0, nW), memcpy(gb, db0, Do * sizeof *gb);
+                memcpy(gx, dx0, nD), memcpy(gl, lg0, 2 * Di * sizeof *gl);
+                if (ln)
+                    hy_linear_backward_ln(gx, gl, gl + Di, x, mean, rstd, lw, gin, gw, gb, dout,
+                                          in, w, N, Di, Do);
+                else
+                    hy_linear_backward_set(gin, gw, gb, dout, in, w, N, Di, Do);
+                CHECK(memcmp(gin, din, nD) == 0 && memcmp(gw, dw, nW) == 0 &&
+                          memcmp(gb, db, Do * sizeof *gb) == 0 &&
+                          (!ln || (memcmp(gx, dx, nD) == 0 &&
+                                   memcmp(gl, lg, 2 * Di * sizeof *gl) == 0)),
+                      "%zu x %zu x %zu, %d threads: %s differs from the separate kernels", N,
+                      Di, Do, th, ln ? "hy_linear_backward_ln" : "hy_linear_backward_set");
+            }
+        }
+        omp_set_num_threads(nt0);
+        free(dout); free(in); free(w); free(x); free(lw); free(dx0); free(dw0); free(db0);
+        free(lg0); free(mean); free(rstd); free(din); free(dw); free(db); free(dx); free(lg);
+        free(gin); free(gw); free(gb); free(gx); free(gl);
+    }
+}
+
 static void test_layernorm(void) {
     size_t N = 41, D = 128;
     float *x = rand_vec(N * D, 3), *w = rand_vec(D, 1), *b = rand_vec(D, 1);
@@ -608,6 +668,7 @@ int main(void) {
     RUN(test_linear_res_ln);
     RUN(test_mlp_infer);
     RUN(test_block_forward);
+    RUN(test_linear_backward_fused);
     RUN(test_layernorm);
     RUN(test_gelu);
     RUN(test_softmax);
