@@ -562,8 +562,16 @@ void hy_attn_forward(float *out, float *att, const float *qkv, const float *gate
     float scale = 1.0f / sqrtf((float)HS);
     size_t BH = B * NH;
     uint64_t t0 = hy_prof_t0();
-#pragma omp parallel for schedule(static) if (BH > 1 && BH * T * T * HS > PAR_MIN_WORK)
-    for (size_t bh = 0; bh < BH; bh++) fwd_pair(out, att, qkv, gate, kvalid, B, T, C, NH, bh, scale);
+    /* a region only where it adds threads (base.h hy_omp_par: inside the fused model's slices
+     * a nested region of one thread would cost more than a slice's attention) */
+    if (hy_omp_par(BH > 1 && BH * T * T * HS > PAR_MIN_WORK)) {
+#pragma omp parallel for schedule(static)
+        for (size_t bh = 0; bh < BH; bh++)
+            fwd_pair(out, att, qkv, gate, kvalid, B, T, C, NH, bh, scale);
+    } else {
+        for (size_t bh = 0; bh < BH; bh++)
+            fwd_pair(out, att, qkv, gate, kvalid, B, T, C, NH, bh, scale);
+    }
     hy_prof_add(HY_PROF_ATTN, t0, 0);
 }
 
@@ -728,9 +736,14 @@ void hy_attn_backward(float *dqkv, float *dgate, const float *dout, const float 
     float scale = 1.0f / sqrtf((float)HS);
     size_t BH = B * NH;
     uint64_t t0 = hy_prof_t0();
-#pragma omp parallel for schedule(static) if (BH > 1 && BH * T * T * HS > PAR_MIN_WORK)
-    for (size_t bh = 0; bh < BH; bh++)
-        bwd_pair(dqkv, scratch, dout, qkv, att, gate, kvalid, B, T, C, NH, bh, scale);
+    if (hy_omp_par(BH > 1 && BH * T * T * HS > PAR_MIN_WORK)) {
+#pragma omp parallel for schedule(static)
+        for (size_t bh = 0; bh < BH; bh++)
+            bwd_pair(dqkv, scratch, dout, qkv, att, gate, kvalid, B, T, C, NH, bh, scale);
+    } else {
+        for (size_t bh = 0; bh < BH; bh++)
+            bwd_pair(dqkv, scratch, dout, qkv, att, gate, kvalid, B, T, C, NH, bh, scale);
+    }
     /* dgate: per-(b,h) partials summed over b in a fixed order */
     for (size_t h = 0; h < NH; h++) {
         float acc = 0.0f;

@@ -1098,8 +1098,14 @@ void hy_patch_extract(float *patches, const float *images, size_t B, size_t Cin,
 
 void hy_tokembed_forward(float *out, const int32_t *ids, const float *w, size_t N, size_t D) {
     uint64_t t0 = hy_prof_t0();
-#pragma omp parallel for schedule(static) if (N * D > PAR_MIN)
-    for (size_t n = 0; n < N; n++) memcpy(out + n * D, w + (size_t)ids[n] * D, D * sizeof *out);
+    if (hy_omp_par(N * D > PAR_MIN)) {   /* (no nested region of one thread: base.h) */
+#pragma omp parallel for schedule(static)
+        for (size_t n = 0; n < N; n++)
+            memcpy(out + n * D, w + (size_t)ids[n] * D, D * sizeof *out);
+    } else {
+        for (size_t n = 0; n < N; n++)
+            memcpy(out + n * D, w + (size_t)ids[n] * D, D * sizeof *out);
+    }
     hy_prof_add(HY_PROF_EMBED, t0, 0);
 }
 
@@ -1117,20 +1123,28 @@ void hy_tokembed_backward(float *dw, const float *dout, const int32_t *ids, size
 
 /* ===== [cls; emb] + pos ===== */
 
+/* sample b of hy_embed_assemble_forward */
+static void assemble_sample(float *x, const float *emb, const float *cls, const float *pos,
+                            size_t b, size_t T, size_t D) {
+    float *xb = x + b * T * D;
+    for (size_t i = 0; i < D; i++) xb[i] = cls[i] + pos[i];
+    const float *e = emb + b * (T - 1) * D;
+    for (size_t t = 1; t < T; t++) {
+        float *xr = xb + t * D;
+        const float *er = e + (t - 1) * D, *pr = pos + t * D;
+#pragma omp simd
+        for (size_t i = 0; i < D; i++) xr[i] = er[i] + pr[i];
+    }
+}
+
 void hy_embed_assemble_forward(float *x, const float *emb, const float *cls, const float *pos,
                                size_t B, size_t T, size_t D) {
     uint64_t t0 = hy_prof_t0();
-#pragma omp parallel for schedule(static) if (B * T * D > PAR_MIN)
-    for (size_t b = 0; b < B; b++) {
-        float *xb = x + b * T * D;
-        for (size_t i = 0; i < D; i++) xb[i] = cls[i] + pos[i];
-        const float *e = emb + b * (T - 1) * D;
-        for (size_t t = 1; t < T; t++) {
-            float *xr = xb + t * D;
-            const float *er = e + (t - 1) * D, *pr = pos + t * D;
-#pragma omp simd
-            for (size_t i = 0; i < D; i++) xr[i] = er[i] + pr[i];
-        }
+    if (hy_omp_par(B * T * D > PAR_MIN)) {   /* (no nested region of one thread: base.h) */
+#pragma omp parallel for schedule(static)
+        for (size_t b = 0; b < B; b++) assemble_sample(x, emb, cls, pos, b, T, D);
+    } else {
+        for (size_t b = 0; b < B; b++) assemble_sample(x, emb, cls, pos, b, T, D);
     }
     hy_prof_add(HY_PROF_EMBED, t0, 0);
 }
