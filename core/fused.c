@@ -530,6 +530,15 @@ static void embed_samples(hy_fused *f, size_t m, const hy_batch *in, size_t B, s
     hy_embed_assemble_forward(dst, emb, P(f, m, HY_EMB_CLS), P(f, m, HY_EMB_POS), nb, T, D);
 }
 
+/* the embedded input of every member segment of s, each with its member's embedding */
+static void embed_slice(hy_fused *f, const slice *s, const hy_batch *in, size_t T) {
+    for (size_t i = 0; i < s->nseg; i++) {
+        size_t m = s->m[i];
+        embed_samples(f, m, in, s->B, s->b0[i], s->b1[i], T,
+                      f->x + (m * s->B * T + s->b0[i] * T) * f->cfg.d_model);
+    }
+}
+
 /* layers [l0, l1) of the pairs of s (see above), and the head when l1 is the last layer; kv:
  * key counts or NULL */
 static void forward_slice(hy_fused *f, const slice *s, size_t T, const int32_t *kv,
@@ -665,7 +674,7 @@ static void forward_slice(hy_fused *f, const slice *s, size_t T, const int32_t *
 static void forward(hy_fused *f, const hy_batch *in, size_t B, float *logits, size_t P) {
     const hy_xfmr_config *c = &f->cfg;
     size_t M = f->M, D = c->d_model, T = c->kind == HY_XFMR_VIT ? f->T : 1 + in->len;
-    size_t BT = B * T, pairs = M * B;
+    size_t pairs = M * B;
     if (c->kind == HY_XFMR_VIT)
         hy_patch_extract(f->patches, in->images, B, c->channels, c->image_size, c->patch);
     for (size_t b = 0; b < B; b++)
@@ -733,11 +742,7 @@ static void forward(hy_fused *f, const hy_batch *in, size_t B, float *logits, si
 #pragma omp barrier
         }
         if (split && t == 0) {
-            for (size_t i = 0; i < sp.nseg && !emb_shared; i++) {
-                size_t m = sp.m[i];
-                embed_samples(f, m, in, B, sp.b0[i], sp.b1[i], T,
-                              f->x + (m * BT + sp.b0[i] * T) * D);
-            }
+            if (!emb_shared) embed_slice(f, &sp, in, T);
             forward_slice(f, &sp, T, kv, logits, NULL, 0, Lh);
             hy_signal_post(&half_done);
         }
@@ -745,10 +750,7 @@ static void forward(hy_fused *f, const hy_batch *in, size_t B, float *logits, si
         for (size_t ci = c0; ci < c1; ci++) {
             slice s;
             make_slice(&s, chunk_start(pairs, nc, ci), chunk_start(pairs, nc, ci + 1), M, B);
-            for (size_t i = 0; i < s.nseg && !emb_shared; i++) {
-                size_t m = s.m[i];
-                embed_samples(f, m, in, B, s.b0[i], s.b1[i], T, f->x + (m * BT + s.b0[i] * T) * D);
-            }
+            if (!emb_shared) embed_slice(f, &s, in, T);
             forward_slice(f, &s, T, kv, logits, NULL, 0, L);
         }
         if (split && t == 1) {
@@ -762,12 +764,7 @@ static void forward(hy_fused *f, const hy_batch *in, size_t B, float *logits, si
             slice s;
             make_slice(&s, chunk_start(pairs, nc, ci), chunk_start(pairs, nc, ci + 1), M, B);
             if (!emb_shared) {
-                if (t == 0)
-                    for (size_t i = 0; i < s.nseg; i++) {
-                        size_t m = s.m[i];
-                        embed_samples(f, m, in, B, s.b0[i], s.b1[i], T,
-                                      f->x + (m * BT + s.b0[i] * T) * D);
-                    }
+                if (t == 0) embed_slice(f, &s, in, T);
                 hy_team_barrier(&tm);
             }
             forward_slice(f, &s, T, kv, logits, &tp, 0, L);

@@ -17,6 +17,8 @@
 
 /* elements of work below which a loop stays on one thread */
 #define PAR_MIN 32768
+/* columns per block of the weight-gradient sums */
+#define LN_COLS 32
 
 /* ===== linear ===== */
 /* The bias (and residual) are written into each GEMM tile just before its product (beta = 1),
@@ -225,6 +227,47 @@ static bool bwd_region(size_t N, size_t Din, size_t Dout) {
 #endif
 }
 
+/* the hook of dW += dout^T in (N rows of Dout): db += dout's column sums (none when db NULL) */
+static hy_gemm_epi bias_grad_epi(float *db, const float *dout, size_t N, size_t Dout) {
+    return (hy_gemm_epi){.post = db ? post_bias_grad : NULL, .post_kind = HY_PROF_BIAS,
+                         .u = dout, .w = db, .ld = Dout, .n = N};
+}
+
+/* the LayerNorm weight sums after a backward's products (hy_linear_backward_ln) */
+typedef struct {
+    float *dw, *db;
+    const float *dout, *x, *mean, *rstd;
+    size_t N, D;
+} ln_cols_args;
+static void ln_bwd_cols(float *dw, float *db, const float *dout, const float *x,
+                        const float *mean, const float *rstd, size_t N, size_t D, size_t cb);
+
+/* Both products' tiles of a (bwd_tile) in one region, dealt out dynamically; then, when lc is
+ * non-NULL and every tile is done, its LayerNorm weight sums by column blocks; the classes'
+ * times recorded for the region */
+static void bwd_run(const bwd_pair_args *a, const ln_cols_args *lc) {
+    size_t n = a->n1 + hy_gemm_ex_tiles(a->Dout, a->Din, a->N);
+    size_t ncb = lc ? (lc->D + LN_COLS - 1) / LN_COLS : 0;
+    uint64_t t0 = hy_prof_t0(), ns[HY_PROF_N] = {0};
+#pragma omp parallel
+    {
+        uint64_t my[HY_PROF_N] = {0};
+#pragma omp for schedule(dynamic, 1)
+        for (size_t i = 0; i < n; i++) bwd_tile(a, i, my);
+#pragma omp for schedule(dynamic, 1)
+        for (size_t cb = 0; cb < ncb; cb++) {
+            uint64_t t = hy_prof_t0();
+            ln_bwd_cols(lc->dw, lc->db, lc->dout, lc->x, lc->mean, lc->rstd, lc->N, lc->D, cb);
+            if (hy_prof_on) my[HY_PROF_LN] += hy_prof_clock() - t;
+        }
+        if (hy_prof_on) {
+#pragma omp critical(hy_bwd_run)
+            for (int k = 0; k < HY_PROF_N; k++) ns[k] += my[k];
+        }
+    }
+    record_shares(t0, ns, (a->n1 ? 4 : 2) * (uint64_t)a->N * a->Din * a->Dout);
+}
+
 /* din = beta din + dout W (beta 0: written, 1: added), times GELU'(hpre) when hpre != NULL,
  * or times dgelu (a stored GELU') when dgelu != NULL (beta 0 only); the weight grads. With
  * threads, both products' tiles in one region (they only read dout, in and w). */
@@ -238,13 +281,7 @@ static void linear_backward(float *din, float beta, const float *hpre, const flo
     e.v = hpre ? hpre : dgelu;
     e.w = din;
     e.ld = Din;
-    hy_gemm_epi g = {0};
-    g.post = db ? post_bias_grad : NULL;
-    g.post_kind = HY_PROF_BIAS;
-    g.u = dout;
-    g.w = db;
-    g.ld = Dout;
-    g.n = N;
+    hy_gemm_epi g = bias_grad_epi(db, dout, N, Dout);
     if (!bwd_region(N, Din, Dout)) {
         if (din)
             hy_gemm_ex(CblasNoTrans, CblasNoTrans, N, Din, Dout, 1.0f, dout, Dout, w, Din, beta,
@@ -253,20 +290,9 @@ static void linear_backward(float *din, float beta, const float *hpre, const flo
                    Din, &g);
         return;
     }
-    size_t n1 = din ? hy_gemm_ex_tiles(N, Din, Dout) : 0, n2 = hy_gemm_ex_tiles(Dout, Din, N);
-    bwd_pair_args a = {&e, &g, din, dw, dout, in, w, beta, N, Din, Dout, n1};
-    uint64_t t0 = hy_prof_t0(), ns[HY_PROF_N] = {0};
-#pragma omp parallel
-    {
-        uint64_t my[HY_PROF_N] = {0};
-#pragma omp for schedule(dynamic, 1)
-        for (size_t i = 0; i < n1 + n2; i++) bwd_tile(&a, i, my);
-        if (hy_prof_on) {
-#pragma omp critical(hy_linear_backward)
-            for (int k = 0; k < HY_PROF_N; k++) ns[k] += my[k];
-        }
-    }
-    record_shares(t0, ns, (din ? 4 : 2) * (uint64_t)N * Din * Dout);
+    bwd_pair_args a = {&e, &g, din, dw, dout, in, w, beta, N, Din, Dout,
+                       din ? hy_gemm_ex_tiles(N, Din, Dout) : 0};
+    bwd_run(&a, NULL);
 }
 
 void hy_linear_backward(float *din, float *dw, float *db, const float *dout, const float *in,
@@ -293,8 +319,6 @@ void hy_linear_backward_dgelu_set(float *din, float *dw, float *db, const float 
 
 /* ===== layernorm ===== */
 
-/* columns per block of the weight-gradient sums */
-#define LN_COLS 32
 /* rows per thread's share of the LayerNorm forward (a multiple of 4) */
 #define LN_GROUP 32
 
@@ -385,6 +409,17 @@ void hy_linear_forward_res_ln(float *out, float *ln_out, float *ln_mean, float *
 
 /* ===== the MLP at inference, row tile by row tile ===== */
 
+/* the threads a region opened here would have, and whether we are inside one already */
+static int region_threads(bool *nested) {
+#ifdef _OPENMP
+    *nested = omp_in_parallel();
+    return omp_get_max_threads();
+#else
+    *nested = false;
+    return 1;
+#endif
+}
+
 /* the wall time of a region, shared out among the prof.h classes by their CPU times (as
  * hy_gemm_ex does) */
 static void record_shares(uint64_t t0, const uint64_t ns[HY_PROF_N], uint64_t gemm_flops) {
@@ -428,12 +463,8 @@ void hy_mlp_infer(float *out, float *ln_out, float *ln_mean, float *ln_rstd, con
     size_t r1t, c1t, r2t, c2t;
     hy_gemm_tiling(N, DM, D, &r1t, &c1t);
     hy_gemm_tiling(N, D, DM, &r2t, &c2t);
-    int nt = 1;
-    bool nested = false;
-#ifdef _OPENMP
-    nt = omp_get_max_threads();
-    nested = omp_in_parallel();   /* there a large product is one call (gemm.c), not tiles */
-#endif
+    bool nested;   /* there a large product is one call (gemm.c), not tiles */
+    int nt = region_threads(&nested);
     size_t ntiles = (N + r1t - 1) / r1t;
     /* whole-row tiles, the same rows for both products, a whole scratch tile per thread
      * within h's N rows */
@@ -546,12 +577,8 @@ bool hy_block_forward(const hy_block *k, float *scratch, size_t scratch_floats) 
     hy_gemm_tiling(N, D, D, &rp, &cp);
     hy_gemm_tiling(N, DM, D, &r1t, &c1t);
     hy_gemm_tiling(N, D, DM, &r2t, &c2t);
-    int nt = 1;
-    bool nested = false;
-#ifdef _OPENMP
-    nt = omp_get_max_threads();
-    nested = omp_in_parallel();
-#endif
+    bool nested;
+    int nt = region_threads(&nested);
     size_t P = (size_t)nt, ntiles = (N + rt - 1) / rt, cap = rt + T;
     /* whole-row tiles, the same rows for the four products, at least two per thread, every
      * thread's rows longer than a sample (so a sample straddles at most one boundary between
@@ -769,42 +796,16 @@ void hy_linear_backward_ln(float *dx, float *ln_dw, float *ln_db, const float *x
         return;
     }
     ln_bwd_args la = {dx, x, mean, rstd, ln_w};
-    hy_gemm_epi e = {0}, g = {0};
+    hy_gemm_epi e = {0}, g = bias_grad_epi(db, dout, N, Dout);
     e.post = post_ln_bwd;
     e.post_kind = HY_PROF_LN;
     e.w = din;
     e.ld = Din;
     e.aux = &la;
-    g.post = db ? post_bias_grad : NULL;
-    g.post_kind = HY_PROF_BIAS;
-    g.u = dout;
-    g.w = db;
-    g.ld = Dout;
-    g.n = N;
-    size_t n1 = hy_gemm_ex_tiles(N, Din, Dout), n2 = hy_gemm_ex_tiles(Dout, Din, N);
-    size_t ncb = (Din + LN_COLS - 1) / LN_COLS;
-    bwd_pair_args a = {&e, &g, din, dw, dout, in, w, 0.0f, N, Din, Dout, n1};
-    uint64_t t0 = hy_prof_t0(), ns[HY_PROF_N] = {0};
-#pragma omp parallel
-    {
-        uint64_t my[HY_PROF_N] = {0};
-        /* din = dout W (set) tile by tile, each tile's rows' LayerNorm backward while in
-         * cache, and dW += dout^T in with the bias grads */
-#pragma omp for schedule(dynamic, 1)
-        for (size_t i = 0; i < n1 + n2; i++) bwd_tile(&a, i, my);
-        /* then (every din row done) the LayerNorm's weight grads by column blocks */
-#pragma omp for schedule(dynamic, 1)
-        for (size_t cb = 0; cb < ncb; cb++) {
-            uint64_t t = hy_prof_t0();
-            ln_bwd_cols(ln_dw, ln_db, din, x, mean, rstd, N, Din, cb);
-            if (hy_prof_on) my[HY_PROF_LN] += hy_prof_clock() - t;
-        }
-        if (hy_prof_on) {
-#pragma omp critical(hy_linear_backward)
-            for (int k = 0; k < HY_PROF_N; k++) ns[k] += my[k];
-        }
-    }
-    record_shares(t0, ns, 4 * (uint64_t)N * Din * Dout);
+    bwd_pair_args a = {&e, &g, din, dw, dout, in, w, 0.0f, N, Din, Dout,
+                       hy_gemm_ex_tiles(N, Din, Dout)};
+    ln_cols_args lc = {ln_dw, ln_db, din, x, mean, rstd, N, Din};
+    bwd_run(&a, &lc);
 }
 
 /* ===== GELU (erf form; hy_erf is a vectorisable erf, see vmath.h) ===== */

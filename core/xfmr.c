@@ -609,6 +609,22 @@ static void lin_bwd(hy_xfmr *m, size_t l, hy_ens_site s, float *din, float *dw, 
     else hy_linear_backward_set(din, dw, db, dout, in, w, N, Din, Dout);
 }
 
+/* the linear at site s of layer l backward into dln (its input, the LayerNorm's output), then
+ * that LayerNorm's backward: dx += LN backward(dln), its weight grads into lw, lb. A single
+ * model runs both in one region (hy_linear_backward_ln, bitwise the two calls) */
+static void lin_bwd_ln(hy_xfmr *m, size_t l, hy_ens_site s, float *dx, float *lw, float *lb,
+                       const float *x, const float *mean, const float *rstd, const float *ln_w,
+                       float *dln, float *dw, float *db, const float *dout, const float *in,
+                       const float *w, size_t N, size_t D, size_t Dout) {
+    if (m->ens) {
+        lin_bwd(m, l, s, dln, dw, db, dout, in, w, N, D, Dout);
+        hy_layernorm_backward(dx, lw, lb, dln, x, mean, rstd, ln_w, N, D);
+    } else {
+        hy_linear_backward_ln(dx, lw, lb, x, mean, rstd, ln_w, dln, dw, db, dout, in, w, N, D,
+                              Dout);
+    }
+}
+
 /* dropout stream for one site of one forward */
 static hy_rng site_rng(const hy_rng *fwd, size_t l, size_t k) {
     return hy_rng_split(fwd, (uint64_t)(l * 4 + k));
@@ -1025,18 +1041,10 @@ hy_status hy_xfmr_backward_hidden(hy_xfmr *m, const float *dlogits, const float 
             hy_linear_backward_dgelu_set(dhg, gw->fc2_w, gw->fc2_b, dbranch, hg, w->fc2_w, h, BT,
                                          DM, D);
         }
-        /* ln2 = LN2(xm); dres += LN2 backward, so dres becomes dxm (a single model: in the
-         * fc1 backward's region, each tile of dln's rows as it is computed) */
-        if (m->ens) {
-            lin_bwd(m, l, HY_ENS_FC1, dln, gw->fc1_w, gw->fc1_b, dhg, ln2, w->fc1_w, BT, D, DM);
-            hy_layernorm_backward(dres, gw->norm2_w, gw->norm2_b, dln, xm,
-                                  a->ln2_mean + l * a->sR, a->ln2_rstd + l * a->sR,
-                                  w->norm2_w, BT, D);
-        } else {
-            hy_linear_backward_ln(dres, gw->norm2_w, gw->norm2_b, xm, a->ln2_mean + l * a->sR,
-                                  a->ln2_rstd + l * a->sR, w->norm2_w, dln, gw->fc1_w,
-                                  gw->fc1_b, dhg, ln2, w->fc1_w, BT, D, DM);
-        }
+        /* ln2 = LN2(xm); dres += LN2 backward, so dres becomes dxm */
+        lin_bwd_ln(m, l, HY_ENS_FC1, dres, gw->norm2_w, gw->norm2_b, xm, a->ln2_mean + l * a->sR,
+                   a->ln2_rstd + l * a->sR, w->norm2_w, dln, gw->fc1_w, gw->fc1_b, dhg, ln2,
+                   w->fc1_w, BT, D, DM);
         /* xm = x + drop(proj(ao)) */
         dbranch = dres;
         if (drop && c->attn_dropout > 0.0f) {
@@ -1047,17 +1055,9 @@ hy_status hy_xfmr_backward_hidden(hy_xfmr *m, const float *dlogits, const float 
         lin_bwd(m, l, HY_ENS_PROJ, dao, gw->proj_w, gw->proj_b, dbranch, ao, w->proj_w, BT, D, D);
         hy_attn_backward(dqkv, m->dgates + l * NH, dao, qkv, att, m->gates + l * NH, kv, part, R,
                          T, D, NH);
-        if (m->ens) {
-            lin_bwd(m, l, HY_ENS_QKV, dln, gw->qkv_w, gw->qkv_b, dqkv, ln1, w->qkv_w, BT, D,
-                    3 * D);
-            hy_layernorm_backward(dres, gw->norm1_w, gw->norm1_b, dln, x,
-                                  a->ln1_mean + l * a->sR, a->ln1_rstd + l * a->sR,
-                                  w->norm1_w, BT, D);
-        } else {
-            hy_linear_backward_ln(dres, gw->norm1_w, gw->norm1_b, x, a->ln1_mean + l * a->sR,
-                                  a->ln1_rstd + l * a->sR, w->norm1_w, dln, gw->qkv_w,
-                                  gw->qkv_b, dqkv, ln1, w->qkv_w, BT, D, 3 * D);
-        }
+        lin_bwd_ln(m, l, HY_ENS_QKV, dres, gw->norm1_w, gw->norm1_b, x, a->ln1_mean + l * a->sR,
+                   a->ln1_rstd + l * a->sR, w->norm1_w, dln, gw->qkv_w, gw->qkv_b, dqkv, ln1,
+                   w->qkv_w, BT, D, 3 * D);
     }
 
     /* the members' streams all start from the shared embedding: their gradients add up */
