@@ -539,120 +539,127 @@ static void embed_slice(hy_fused *f, const slice *s, const hy_batch *in, size_t 
     }
 }
 
-/* layers [l0, l1) of the pairs of s (see above), and the head when l1 is the last layer; kv:
- * key counts or NULL */
-static void forward_slice(hy_fused *f, const slice *s, size_t T, const int32_t *kv,
-                          float *logits, const hy_team_part *tp, size_t l0, size_t l1) {
+/* Block l's attention for the pairs of s: x_m += proj_m(attn(qkv_m(LN1(x_m)))) */
+static void attn_layer(hy_fused *f, const slice *s, size_t T, const int32_t *kv,
+                       const hy_team_part *tp, size_t l) {
     const hy_xfmr_config *c = &f->cfg;
-    size_t B = s->B, D = c->d_model, DM = c->d_mlp, K = c->n_classes;
-    size_t L = c->depth, HS = f->HS, BT = B * T;
-    size_t r0 = s->p0 * T, nr = (s->p1 - s->p0) * T;   /* the slice's rows */
+    size_t B = s->B, D = c->d_model, L = c->depth, HS = f->HS, BT = B * T;
     const float *ones = f->ones;
-    for (size_t l = l0; l < l1; l++) {
-        size_t s0 = hy_xfmr_slot(c, l, 0);   /* slot of block l's HY_BLK_* = s0 + HY_BLK_* */
-        /* ===== attention: x_m += proj_m(attn(qkv_m(LN1(x_m)))) ===== */
-        norm_slice(f, s, f->ln, f->mean, f->rstd, f->x, s0 + HY_BLK_N1W, s0 + HY_BLK_N1B, T, tp);
-        /* Q/K/V: one ragged grouped GEMM, group i = member segment i (its own k_m heads):
-         * qkv_m (n T, 3 k_m HS) = bias + LN1(x_m) W_qkv,m^T. The segment's qkv (n, T, 3C) and
-         * ao (n, T, C) start where samples b0.. of member m would with every head kept: the
-         * same in every layer, as slices run their layers unsynchronised and C varies. */
-        hy_gemm_desc g[64];
-        for (size_t i = 0; i < s->nseg; i++) {
-            size_t m = s->m[i], b0 = s->b0[i], n = s->b1[i] - b0;
-            size_t C = f->kept[m * L + l] * HS, rm = (m * B + b0) * T;
-            float *qkv = f->qkv + (m * BT + b0 * T) * 3 * D;
-            const float *bias = P(f, m, s0 + HY_BLK_QKVB);
-            if (tp) {
-                linear_part(tp, qkv, f->ln + rm * D, P(f, m, s0 + HY_BLK_QKVW), bias, NULL,
-                            false, n * T, D, 3 * C);
-                continue;
-            }
-            HY_PROF(HY_PROF_BIAS, for (size_t r = 0; r < n * T; r++)
-                                      memcpy(qkv + r * 3 * C, bias, 3 * C * sizeof *qkv));
-            g[i] = (hy_gemm_desc){CblasNoTrans, CblasTrans, f->ln + rm * D, n * T, D, D,
-                                  P(f, m, s0 + HY_BLK_QKVW), 3 * C, D, D, qkv, n * T, 3 * C, 3 * C,
-                                  1.0f, 1.0f};
+    size_t s0 = hy_xfmr_slot(c, l, 0);   /* slot of block l's HY_BLK_* = s0 + HY_BLK_* */
+    norm_slice(f, s, f->ln, f->mean, f->rstd, f->x, s0 + HY_BLK_N1W, s0 + HY_BLK_N1B, T, tp);
+    /* Q/K/V: one ragged grouped GEMM, group i = member segment i (its own k_m heads):
+     * qkv_m (n T, 3 k_m HS) = bias + LN1(x_m) W_qkv,m^T. The segment's qkv (n, T, 3C) and
+     * ao (n, T, C) start where samples b0.. of member m would with every head kept: the
+     * same in every layer, as slices run their layers unsynchronised and C varies. */
+    hy_gemm_desc g[64];
+    for (size_t i = 0; i < s->nseg; i++) {
+        size_t m = s->m[i], b0 = s->b0[i], n = s->b1[i] - b0;
+        size_t C = f->kept[m * L + l] * HS, rm = (m * B + b0) * T;
+        float *qkv = f->qkv + (m * BT + b0 * T) * 3 * D;
+        const float *bias = P(f, m, s0 + HY_BLK_QKVB);
+        if (tp) {
+            linear_part(tp, qkv, f->ln + rm * D, P(f, m, s0 + HY_BLK_QKVW), bias, NULL,
+                        false, n * T, D, 3 * C);
+            continue;
         }
-        if (tp) team_sync(tp);
-        else HY_ASSERT(hy_gemm_grouped(g, s->nseg) == HY_OK);   /* built here: never fails */
-        /* attention over every kept head of the slice's member segments */
+        HY_PROF(HY_PROF_BIAS, for (size_t r = 0; r < n * T; r++)
+                                  memcpy(qkv + r * 3 * C, bias, 3 * C * sizeof *qkv));
+        g[i] = (hy_gemm_desc){CblasNoTrans, CblasTrans, f->ln + rm * D, n * T, D, D,
+                              P(f, m, s0 + HY_BLK_QKVW), 3 * C, D, D, qkv, n * T, 3 * C, 3 * C,
+                              1.0f, 1.0f};
+    }
+    if (tp) team_sync(tp);
+    else HY_ASSERT(hy_gemm_grouped(g, s->nseg) == HY_OK);   /* built here: never fails */
+    /* attention over every kept head of the slice's member segments */
+    for (size_t i = 0; i < s->nseg; i++) {
+        size_t m = s->m[i], b0 = s->b0[i], n = s->b1[i] - b0;
+        size_t k = f->kept[m * L + l], C = k * HS;
+        float *qkv = f->qkv + (m * BT + b0 * T) * 3 * D, *ao = f->ao + (m * BT + b0 * T) * D;
+        if (tp)
+            hy_attn_forward_part(ao, NULL, qkv, ones, kv ? kv + b0 : NULL, n, T, C, k,
+                                 tp->part, tp->parts);
+        else
+            hy_attn_forward(ao, NULL, qkv, ones, kv ? kv + b0 : NULL, n, T, C, k);
+    }
+    team_sync(tp);
+    /* output projections: one ragged grouped GEMM, x_m += bias + ao_m W_proj,m^T */
+    for (size_t i = 0; i < s->nseg; i++) {
+        size_t m = s->m[i], b0 = s->b0[i], n = s->b1[i] - b0;
+        size_t C = f->kept[m * L + l] * HS, rm = (m * B + b0) * T;
+        float *x = f->x + rm * D;
+        const float *bias = P(f, m, s0 + HY_BLK_PROJB);
+        if (tp) {
+            linear_part(tp, x, f->ao + (m * BT + b0 * T) * D, P(f, m, s0 + HY_BLK_PROJW),
+                        bias, x, false, n * T, C, D);
+            continue;
+        }
+        uint64_t t0 = hy_prof_t0();
+        for (size_t r = 0; r < n * T; r++) {
+#pragma omp simd
+            for (size_t j = 0; j < D; j++) x[r * D + j] += bias[j];
+        }
+        hy_prof_add(HY_PROF_BIAS, t0, 0);
+        g[i] = (hy_gemm_desc){CblasNoTrans, CblasTrans, f->ao + (m * BT + b0 * T) * D, n * T,
+                              C, C, P(f, m, s0 + HY_BLK_PROJW), D, C, C, x, n * T, D, D, 1.0f,
+                              1.0f};
+    }
+    if (tp) team_sync(tp);
+    else HY_ASSERT(hy_gemm_grouped(g, s->nseg) == HY_OK);
+}
+
+/* Block l's MLP for the pairs of s: x_m += fc2(GELU(fc1(LN2(x_m)))); shared: one GEMM over the
+ * slice's rows */
+static void mlp_layer(hy_fused *f, const slice *s, size_t T, const hy_team_part *tp, size_t l) {
+    const hy_xfmr_config *c = &f->cfg;
+    size_t B = s->B, D = c->d_model, DM = c->d_mlp;
+    size_t r0 = s->p0 * T, nr = (s->p1 - s->p0) * T;   /* the slice's rows */
+    size_t s0 = hy_xfmr_slot(c, l, 0);
+    norm_slice(f, s, f->ln, f->mean, f->rstd, f->x, s0 + HY_BLK_N2W, s0 + HY_BLK_N2B, T, tp);
+    if (tp && shared(f, HY_PART_MLP)) {
+        linear_part(tp, f->h + r0 * DM, f->ln + r0 * D, P(f, 0, s0 + HY_BLK_FC1W),
+                    P(f, 0, s0 + HY_BLK_FC1B), NULL, true, nr, D, DM);
+        team_sync(tp);
+        linear_part(tp, f->x + r0 * D, f->h + r0 * DM, P(f, 0, s0 + HY_BLK_FC2W),
+                    P(f, 0, s0 + HY_BLK_FC2B), f->x + r0 * D, false, nr, DM, D);
+        team_sync(tp);
+    } else if (tp) {
         for (size_t i = 0; i < s->nseg; i++) {
-            size_t m = s->m[i], b0 = s->b0[i], n = s->b1[i] - b0;
-            size_t k = f->kept[m * L + l], C = k * HS;
-            float *qkv = f->qkv + (m * BT + b0 * T) * 3 * D, *ao = f->ao + (m * BT + b0 * T) * D;
-            if (tp)
-                hy_attn_forward_part(ao, NULL, qkv, ones, kv ? kv + b0 : NULL, n, T, C, k,
-                                     tp->part, tp->parts);
-            else
-                hy_attn_forward(ao, NULL, qkv, ones, kv ? kv + b0 : NULL, n, T, C, k);
+            size_t m = s->m[i], rm = (m * B + s->b0[i]) * T, n = (s->b1[i] - s->b0[i]) * T;
+            linear_part(tp, f->h + rm * DM, f->ln + rm * D, P(f, m, s0 + HY_BLK_FC1W),
+                        P(f, m, s0 + HY_BLK_FC1B), NULL, true, n, D, DM);
         }
         team_sync(tp);
-        /* output projections: one ragged grouped GEMM, x_m += bias + ao_m W_proj,m^T */
         for (size_t i = 0; i < s->nseg; i++) {
-            size_t m = s->m[i], b0 = s->b0[i], n = s->b1[i] - b0;
-            size_t C = f->kept[m * L + l] * HS, rm = (m * B + b0) * T;
-            float *x = f->x + rm * D;
-            const float *bias = P(f, m, s0 + HY_BLK_PROJB);
-            if (tp) {
-                linear_part(tp, x, f->ao + (m * BT + b0 * T) * D, P(f, m, s0 + HY_BLK_PROJW),
-                            bias, x, false, n * T, C, D);
-                continue;
-            }
-            uint64_t t0 = hy_prof_t0();
-            for (size_t r = 0; r < n * T; r++) {
-#pragma omp simd
-                for (size_t j = 0; j < D; j++) x[r * D + j] += bias[j];
-            }
-            hy_prof_add(HY_PROF_BIAS, t0, 0);
-            g[i] = (hy_gemm_desc){CblasNoTrans, CblasTrans, f->ao + (m * BT + b0 * T) * D, n * T,
-                                  C, C, P(f, m, s0 + HY_BLK_PROJW), D, C, C, x, n * T, D, D, 1.0f,
-                                  1.0f};
+            size_t m = s->m[i], rm = (m * B + s->b0[i]) * T, n = (s->b1[i] - s->b0[i]) * T;
+            linear_part(tp, f->x + rm * D, f->h + rm * DM, P(f, m, s0 + HY_BLK_FC2W),
+                        P(f, m, s0 + HY_BLK_FC2B), f->x + rm * D, false, n, DM, D);
         }
-        if (tp) team_sync(tp);
-        else HY_ASSERT(hy_gemm_grouped(g, s->nseg) == HY_OK);
-        /* ===== MLP: x_m += fc2(GELU(fc1(LN2(x_m)))); merged: one GEMM over the slice ===== */
-        norm_slice(f, s, f->ln, f->mean, f->rstd, f->x, s0 + HY_BLK_N2W, s0 + HY_BLK_N2B, T, tp);
-        if (tp && shared(f, HY_PART_MLP)) {
-            linear_part(tp, f->h + r0 * DM, f->ln + r0 * D, P(f, 0, s0 + HY_BLK_FC1W),
-                        P(f, 0, s0 + HY_BLK_FC1B), NULL, true, nr, D, DM);
-            team_sync(tp);
-            linear_part(tp, f->x + r0 * D, f->h + r0 * DM, P(f, 0, s0 + HY_BLK_FC2W),
-                        P(f, 0, s0 + HY_BLK_FC2B), f->x + r0 * D, false, nr, DM, D);
-            team_sync(tp);
-        } else if (tp) {
-            for (size_t i = 0; i < s->nseg; i++) {
-                size_t m = s->m[i], rm = (m * B + s->b0[i]) * T, n = (s->b1[i] - s->b0[i]) * T;
-                linear_part(tp, f->h + rm * DM, f->ln + rm * D, P(f, m, s0 + HY_BLK_FC1W),
-                            P(f, m, s0 + HY_BLK_FC1B), NULL, true, n, D, DM);
-            }
-            team_sync(tp);
-            for (size_t i = 0; i < s->nseg; i++) {
-                size_t m = s->m[i], rm = (m * B + s->b0[i]) * T, n = (s->b1[i] - s->b0[i]) * T;
-                linear_part(tp, f->x + rm * D, f->h + rm * DM, P(f, m, s0 + HY_BLK_FC2W),
-                            P(f, m, s0 + HY_BLK_FC2B), f->x + rm * D, false, n, DM, D);
-            }
-            team_sync(tp);
-        } else if (shared(f, HY_PART_MLP)) {
-            hy_linear_gelu_forward(f->h + r0 * DM, f->h + r0 * DM, f->ln + r0 * D,
-                                   P(f, 0, s0 + HY_BLK_FC1W), P(f, 0, s0 + HY_BLK_FC1B), nr, D,
-                                   DM);
-            linear_add(f->x + r0 * D, f->h + r0 * DM, P(f, 0, s0 + HY_BLK_FC2W),
-                       P(f, 0, s0 + HY_BLK_FC2B), nr, DM, D);
-        } else {
-            for (size_t i = 0; i < s->nseg; i++) {
-                size_t m = s->m[i], rm = (m * B + s->b0[i]) * T, n = (s->b1[i] - s->b0[i]) * T;
-                hy_linear_gelu_forward(f->h + rm * DM, f->h + rm * DM, f->ln + rm * D,
-                                       P(f, m, s0 + HY_BLK_FC1W), P(f, m, s0 + HY_BLK_FC1B), n,
-                                       D, DM);
-                linear_add(f->x + rm * D, f->h + rm * DM, P(f, m, s0 + HY_BLK_FC2W),
-                           P(f, m, s0 + HY_BLK_FC2B), n, DM, D);
-            }
+        team_sync(tp);
+    } else if (shared(f, HY_PART_MLP)) {
+        hy_linear_gelu_forward(f->h + r0 * DM, f->h + r0 * DM, f->ln + r0 * D,
+                               P(f, 0, s0 + HY_BLK_FC1W), P(f, 0, s0 + HY_BLK_FC1B), nr, D,
+                               DM);
+        linear_add(f->x + r0 * D, f->h + r0 * DM, P(f, 0, s0 + HY_BLK_FC2W),
+                   P(f, 0, s0 + HY_BLK_FC2B), nr, DM, D);
+    } else {
+        for (size_t i = 0; i < s->nseg; i++) {
+            size_t m = s->m[i], rm = (m * B + s->b0[i]) * T, n = (s->b1[i] - s->b0[i]) * T;
+            hy_linear_gelu_forward(f->h + rm * DM, f->h + rm * DM, f->ln + rm * D,
+                                   P(f, m, s0 + HY_BLK_FC1W), P(f, m, s0 + HY_BLK_FC1B), n,
+                                   D, DM);
+            linear_add(f->x + rm * D, f->h + rm * DM, P(f, m, s0 + HY_BLK_FC2W),
+                       P(f, m, s0 + HY_BLK_FC2B), n, DM, D);
         }
     }
+}
 
-    /* ===== head: logits_m = head_m(LN_f(x_m[:, 0])); cls / logits row = pair (a team's
-     * first part alone: a few rows) ===== */
-    if (l1 < L || (tp && tp->part != 0)) return;
+/* logits_m = head_m(LN_f(x_m[:, 0])) of the pairs of s; cls / logits row = pair (a team's first
+ * part alone: a few rows) */
+static void head_slice(hy_fused *f, const slice *s, size_t T, float *logits,
+                       const hy_team_part *tp) {
+    const hy_xfmr_config *c = &f->cfg;
+    size_t B = s->B, D = c->d_model, K = c->n_classes;
+    if (tp && tp->part != 0) return;
     size_t nf = hy_xfmr_head_slot(c, HY_HEAD_NW);   /* + HY_HEAD_* */
     HY_PROF(HY_PROF_COPY, for (size_t p = s->p0; p < s->p1; p++)
                               memcpy(f->cls + p * D, f->x + p * T * D, D * sizeof(float)));
@@ -668,6 +675,39 @@ static void forward_slice(hy_fused *f, const slice *s, size_t T, const int32_t *
             hy_linear_forward(logits + p * K, f->lnf + p * D, P(f, m, nf + HY_HEAD_W),
                               P(f, m, nf + HY_HEAD_B), n, D, K);
         }
+    }
+}
+
+/* Sublayers [h0, h1) of the pairs of s (see above): sublayer 2l is block l's attention, 2l + 1
+ * its MLP; and the head when h1 is the last one. kv: key counts or NULL */
+static void forward_slice(hy_fused *f, const slice *s, size_t T, const int32_t *kv,
+                          float *logits, const hy_team_part *tp, size_t h0, size_t h1) {
+    for (size_t h = h0; h < h1; h++) {
+        if (h % 2 == 0) attn_layer(f, s, T, kv, tp, h / 2);
+        else mlp_layer(f, s, T, tp, h / 2);
+    }
+    if (h1 == 2 * f->cfg.depth) head_slice(f, s, T, logits, tp);
+}
+
+/* The split chunk's cut (forward): sublayer f->split_cut, where the master hands the chunk to
+ * the worker. The two threads are rarely equally fast (a virtual machine's cores differ by 10 %
+ * and more; the master also wakes the worker), and the one that finishes first idles: the cut
+ * moves one sublayer (an attention or an MLP) towards the thread that finished first once the
+ * difference of their finishing times, averaged over passes, exceeds a sublayer's cost (the
+ * pass over the 3 L sublayers a thread runs). Which thread computes a sublayer never changes a
+ * bit: every kernel is the same call wherever the cut is. */
+static void rebalance(hy_fused *f, uint64_t done0, uint64_t done1, uint64_t start) {
+    size_t H = 2 * f->cfg.depth;
+    double d = (double)done0 - (double)done1;   /* > 0: the master finished last */
+    double pass = (double)(done0 > done1 ? done0 : done1) - (double)start;
+    double sub = pass / (1.5 * (double)H);
+    f->split_skew += (d - f->split_skew) / 4;
+    if (f->split_skew > sub && f->split_cut > 1) {
+        f->split_cut--;
+        f->split_skew = 0;
+    } else if (f->split_skew < -sub && f->split_cut + 1 < H) {
+        f->split_cut++;
+        f->split_skew = 0;
     }
 }
 
@@ -688,6 +728,8 @@ static void forward(hy_fused *f, const hy_batch *in, size_t B, float *logits, si
     hy_team_init(&tm);
     atomic_uint half_done;
     atomic_init(&half_done, 0);
+    uint64_t done_ns[2] = {0, 0}, start_ns = hy_prof_clock();   /* split passes: the rebalance */
+    if (f->split_cut == 0 || f->split_cut >= 2 * c->depth) f->split_cut = c->depth / 2 * 2;
 #pragma omp parallel num_threads(nth)
     {
 #ifdef _OPENMP
@@ -701,10 +743,11 @@ static void forward(hy_fused *f, const hy_batch *in, size_t B, float *logits, si
 #endif
         /* Chunks that do not divide evenly among the threads: with two threads and an odd
          * number of chunks, three or more (3 pairs at batch 1), the last one is cut between its
-         * layers (split): the master runs its first half of the layers before its own chunks
-         * and signals, the worker its second half (and the head) after its own chunks: each
-         * thread runs one and a half streams with no barrier, and every kernel is the call it
-         * is when one thread runs the chunk whole. Otherwise (a batch-1 member's one pair, or
+         * sublayers (split): the master runs its sublayers before the cut (f->split_cut, half
+         * of them at first, then moved by rebalance) before its own chunks and signals, the
+         * worker the rest (and the head) after its own chunks: each thread runs about one and a
+         * half streams with no barrier, and every kernel is the call it is when one thread runs
+         * the chunk whole. Otherwise (a batch-1 member's one pair, or
          * more threads) a leftover chunk is shared when it may be (chunks_shareable): every
          * thread first runs its equal share of whole chunks, then the team runs each leftover
          * one together, kernel by kernel (team.h). */
@@ -712,7 +755,7 @@ static void forward(hy_fused *f, const hy_batch *in, size_t B, float *logits, si
         size_t dealt = split                                  ? nc - 1
                        : nt > 1 && nc % nt != 0 && shareable ? nc / nt * nt
                                                              : nc;
-        size_t L = c->depth, Lh = L / 2;
+        size_t L = c->depth, H = 2 * L, cut = f->split_cut;
         slice sp;   /* the split chunk */
         if (split) make_slice(&sp, chunk_start(pairs, nc, dealt), pairs, M, B);
         /* whole chunks are dealt out to the threads, the lower threads taking the extra ones:
@@ -743,7 +786,7 @@ static void forward(hy_fused *f, const hy_batch *in, size_t B, float *logits, si
         }
         if (split && t == 0) {
             if (!emb_shared) embed_slice(f, &sp, in, T);
-            forward_slice(f, &sp, T, kv, logits, NULL, 0, Lh);
+            forward_slice(f, &sp, T, kv, logits, NULL, 0, cut);
             hy_signal_post(&half_done);
         }
         /* the thread's chunks, each through every layer: its activations stay in cache */
@@ -751,12 +794,13 @@ static void forward(hy_fused *f, const hy_batch *in, size_t B, float *logits, si
             slice s;
             make_slice(&s, chunk_start(pairs, nc, ci), chunk_start(pairs, nc, ci + 1), M, B);
             if (!emb_shared) embed_slice(f, &s, in, T);
-            forward_slice(f, &s, T, kv, logits, NULL, 0, L);
+            forward_slice(f, &s, T, kv, logits, NULL, 0, H);
         }
         if (split && t == 1) {
             hy_signal_wait(&half_done);
-            forward_slice(f, &sp, T, kv, logits, NULL, Lh, L);
+            forward_slice(f, &sp, T, kv, logits, NULL, cut, H);
         }
+        if (split) done_ns[t] = hy_prof_clock();
         /* the leftover chunks, each shared by the team (none when split) */
         hy_team_part tp = {&tm, t, nt};
         hy_team_join(&tm, (unsigned)nt);
@@ -767,9 +811,10 @@ static void forward(hy_fused *f, const hy_batch *in, size_t B, float *logits, si
                 if (t == 0) embed_slice(f, &s, in, T);
                 hy_team_barrier(&tm);
             }
-            forward_slice(f, &s, T, kv, logits, &tp, 0, L);
+            forward_slice(f, &s, T, kv, logits, &tp, 0, H);
         }
     }
+    if (done_ns[0] && done_ns[1]) rebalance(f, done_ns[0], done_ns[1], start_ns);
 }
 
 hy_status hy_fused_forward(hy_fused *f, const hy_batch *in, size_t B, float *logits) {

@@ -75,6 +75,11 @@ typedef struct hy_fused {
     float *fmean, *frstd; /* (M, B) final LayerNorm statistics */
     int32_t *kvalid;      /* (B) valid keys per sample (T for vit, 1 + length for text) */
     float *ones;          /* owned: n_heads ones, the attention gates (allocated once) */
+    /* the two-thread forward's split chunk (fused.c, rebalance): the sublayer where the master
+     * hands it to the worker (0: not set yet), and the threads' finishing-time difference (ns,
+     * averaged over passes) that moves it. Scheduling only: no result depends on them. */
+    size_t split_cut;
+    double split_skew;
 } hy_fused;
 
 /* Packs M pruned members (each a model with binary head gates in m->gates, all with the same

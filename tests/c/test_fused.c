@@ -221,8 +221,16 @@ static void test_averaging(void) {
 /* logits of 1, 2 and 3 threads are bitwise identical (chunk boundaries, and so every GEMM's row
  * count, must not depend on the thread count: OpenBLAS's edge kernels round differently).
  * B = 40 with vit-fm-like T = 17: M B pairs span several chunks, which cross member streams. */
-static void run_threads_bitwise(hy_xfmr_kind kind, const hy_fuse_config *fc) {
+static void run_threads_bitwise(hy_xfmr_kind kind, const hy_fuse_config *fc, bool wide) {
     hy_xfmr_config c = cfg_of(kind);
+    if (wide) {
+        /* vit-fm's widths (two layers): its products reach HY_GEMM_PAR_MIN_WORK, where a
+         * product run as one OpenBLAS call and as its tiles round differently */
+        c.d_model = 128;
+        c.n_heads = 8;
+        c.d_mlp = 512;
+        c.depth = 2;
+    }
     uint64_t seed = check_seed();
     enum { M = 3, B = 2 * MAX_B };
     hy_xfmr xs[M];
@@ -268,9 +276,27 @@ static void run_threads_bitwise(hy_xfmr_kind kind, const hy_fuse_config *fc) {
         }
         for (int nt = 2; nt <= 3; nt++)
             CHECK(memcmp(lg[nt - 1], lg[0], M * nb * K * sizeof(float)) == 0,
-                  "%s mlp=%s embed=%s B=%zu: logits with %d threads differ from 1 thread",
-                  kind == HY_XFMR_VIT ? "vit" : "text", hy_fuse_mode_name(fc->mlp),
+                  "%s%s mlp=%s embed=%s B=%zu: logits with %d threads differ from 1 thread",
+                  kind == HY_XFMR_VIT ? "vit" : "text", wide ? " (wide)" : "",
+                  hy_fuse_mode_name(fc->mlp),
                   hy_fuse_mode_name(fc->embed), nb, nt);
+    }
+    /* two threads hand the split chunk over at any sublayer (fused.c, rebalance): the same
+     * bits wherever the cut is */
+    for (size_t si = 0; si < 3; si++) {
+        size_t nb = sizes[si], K = c.n_classes;
+        static float one[M * B * 8], two[M * B * 8];
+        hy_threads_init(1);
+        CHECK_OK(hy_fused_forward(&f, &in, nb, one));
+        hy_threads_init(2);
+        for (size_t cut = 1; cut < 2 * c.depth; cut++) {
+            f.split_cut = cut;
+            f.split_skew = 0;
+            CHECK_OK(hy_fused_forward(&f, &in, nb, two));
+            CHECK(memcmp(two, one, M * nb * K * sizeof(float)) == 0,
+                  "%s B=%zu: logits with the split chunk cut at sublayer %zu differ from 1 thread",
+                  kind == HY_XFMR_VIT ? "vit" : "text", nb, cut);
+        }
     }
     hy_threads_init(threads0);
     hy_fused_release(&f);
@@ -282,11 +308,13 @@ static void test_threads_bitwise(void) {
                                 HY_FUSE_AVERAGE};
     const hy_fuse_config dflt = {HY_FUSE_AVERAGE, HY_FUSE_MEMBER, HY_FUSE_MEMBER,
                                  HY_FUSE_MEMBER};
-    run_threads_bitwise(HY_XFMR_VIT, &ALL_MEMBER);
-    run_threads_bitwise(HY_XFMR_VIT, &dflt);
-    run_threads_bitwise(HY_XFMR_VIT, &avg);
-    run_threads_bitwise(HY_XFMR_TEXT, &dflt);
-    run_threads_bitwise(HY_XFMR_TEXT, &avg);
+    run_threads_bitwise(HY_XFMR_VIT, &ALL_MEMBER, false);
+    run_threads_bitwise(HY_XFMR_VIT, &dflt, false);
+    run_threads_bitwise(HY_XFMR_VIT, &avg, false);
+    run_threads_bitwise(HY_XFMR_TEXT, &dflt, false);
+    run_threads_bitwise(HY_XFMR_TEXT, &avg, false);
+    run_threads_bitwise(HY_XFMR_VIT, &dflt, true);
+    run_threads_bitwise(HY_XFMR_TEXT, &avg, true);
 }
 
 /* ===== file round trip, predict, cost ===== */
