@@ -73,7 +73,11 @@ static void tile(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, size_t r0, size_t r1, s
     }
     const float *a = ta == CblasNoTrans ? A + r0 * lda : A + r0;
     const float *b = tb == CblasNoTrans ? B + c0 : B + c0 * ldb;
-    if (K == 0) {
+    if (K > 0 && ta == CblasNoTrans && tb == CblasTrans && r1 - r0 <= HY_GEMM_SMALL_ROWS &&
+        alpha == 1.0f && (beta == 0.0f || beta == 1.0f)) {
+        /* a few rows of a linear's product: no packing (gemm.h hy_gemm_small_nt) */
+        hy_gemm_small_nt(r1 - r0, c1 - c0, K, a, lda, b, ldb, beta, C + r0 * ldc + c0, ldc);
+    } else if (K == 0) {
         /* C = beta * C (BLAS may skip the scaling when K == 0) */
         for (size_t i = r0; i < r1; i++)
             for (size_t j = c0; j < c1; j++)

@@ -27,6 +27,21 @@ void hy_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, size_t M, size_t N, size_t 
              const float *A, size_t lda, const float *B, size_t ldb, float beta, float *C,
              size_t ldc);
 
+/* C = A B^T (beta 0) or C + A B^T (beta 1) for row-major A (M, K), B (N, K), C (M, N): every
+ * output the dot product of a row of A and a row of B, summed in one fixed order (16 partial
+ * sums in k order, then a fixed tree; gemm_small.c) that every build (AVX-512, AVX2 + FMA,
+ * portable) and every split of the outputs computes bitwise the same. No packing: for a few
+ * rows OpenBLAS spends more time repacking B on every call than multiplying. hy_gemm's tiles of
+ * a linear's product (NoTrans, Trans, alpha 1, beta 0 or 1) with at most HY_GEMM_SMALL_ROWS rows
+ * run here, the others in OpenBLAS. Never allocates or fails. */
+void hy_gemm_small_nt(size_t M, size_t N, size_t K, const float *A, size_t lda, const float *B,
+                      size_t ldb, float beta, float *C, size_t ldc);
+
+/* Rows up to which a tile of a linear's product runs in hy_gemm_small_nt: above it OpenBLAS's
+ * packed kernels win (core/README.md, "The small-row GEMM"). A pure constant, so that which
+ * kernel computes a tile depends on its shape alone. */
+#define HY_GEMM_SMALL_ROWS ((size_t)48)
+
 /* Multiply-adds below which a product runs on the calling thread (its tiles one after another):
  * opening an OpenMP region would cost more than the product. */
 #define HY_GEMM_PAR_MIN_WORK ((size_t)1 << 21)

@@ -1,6 +1,6 @@
 /* test_gemm.c: hy_gemm against the double twin (every transpose pair, padded leading dims,
  * alpha/beta, K = 0; shapes cut into row tiles, column tiles or both), bitwise the same at 1, 2
- * and 3 threads, its per-tile hooks covering every element of C once, and hy_gemm_grouped (ragged groups; validation messages; nothing written
+ * and 3 threads, the small-row kernel bitwise its documented summation order, its per-tile hooks covering every element of C once, and hy_gemm_grouped (ragged groups; validation messages; nothing written
  * when one group is bad). */
 #include <math.h>
 #include <stdlib.h>
@@ -122,6 +122,86 @@ static void test_gemm_parts(void) {
         }
         free(A); free(B); free(bias); free(want); free(got);
     }
+}
+
+/* the order gemm.h promises for hy_gemm_small_nt, transcribed lane by lane: 16 partial sums in
+ * k order (lane k % 16; the missing lanes of a partial last vector add 0 * 0), then the tree */
+static float small_dot(const float *a, const float *b, size_t K) {
+    float x[16] = {0};
+    size_t kp = (K + 15) / 16 * 16;
+    for (size_t k = 0; k < kp; k++)
+        x[k % 16] = k < K ? fmaf(a[k], b[k], x[k % 16]) : fmaf(0.0f, 0.0f, x[k % 16]);
+    float z[4];
+    for (int i = 0; i < 4; i++) z[i] = (x[i] + x[8 + i]) + (x[4 + i] + x[12 + i]);
+    return (z[0] + z[2]) + (z[1] + z[3]);
+}
+
+/* hy_gemm_small_nt: bitwise the transcription above for every tile shape the kernels have
+ * (rows and columns 1..9 and past, K around the 16-lane vector), beta 0 (NaN in C ignored) and
+ * 1, padded leading dims, nothing written outside C; close to the double twin; and the same
+ * bits whether computed whole, column block by column block or row by row (the tilings
+ * hy_gemm and a team use). This build's vector unit runs it: AVX-512 or AVX2 in release
+ * builds, the portable path in `make asan`, the same transcription checked in both. */
+static void test_gemm_small(void) {
+    static const size_t Ms[] = {1, 2, 3, 4, 5, 7, 9, 17, 64};
+    static const size_t Ns[] = {1, 2, 3, 4, 5, 6, 9, 16, 17, 33};
+    static const size_t Ks[] = {1, 15, 16, 17, 49, 128, 300};
+    size_t bad = 0, cases = 0;
+    for (size_t mi = 0; mi < sizeof Ms / sizeof *Ms; mi++)
+        for (size_t ni = 0; ni < sizeof Ns / sizeof *Ns; ni++)
+            for (size_t ki = 0; ki < sizeof Ks / sizeof *Ks; ki++)
+                for (int beta1 = 0; beta1 < 2; beta1++) {
+                    size_t M = Ms[mi], N = Ns[ni], K = Ks[ki], pad = (mi + ki) % 3;
+                    size_t lda = K + pad, ldb = K + 2 * pad, ldc = N + pad;
+                    float *A = rand_vec(M * lda), *B = rand_vec(N * ldb), *C = rand_vec(M * ldc);
+                    float *C0 = malloc(M * ldc * sizeof *C0);
+                    memcpy(C0, C, M * ldc * sizeof *C);
+                    if (!beta1)
+                        for (size_t i = 0; i < M; i++) C[i * ldc] = NAN;   /* ignored */
+                    hy_gemm_small_nt(M, N, K, A, lda, B, ldb, beta1 ? 1.0f : 0.0f, C, ldc);
+                    for (size_t i = 0; i < M; i++)
+                        for (size_t j = 0; j < ldc; j++) {
+                            float want = C0[i * ldc + j];
+                            if (j < N) {
+                                float d = small_dot(A + i * lda, B + j * ldb, K);
+                                want = beta1 ? want + d : d;
+                            }
+                            float got = C[i * ldc + j];
+                            bad += memcmp(&got, &want, sizeof got) != 0;
+                        }
+                    cases++;
+                    free(A); free(B); free(C); free(C0);
+                }
+    CHECK(bad == 0, "hy_gemm_small_nt: %zu outputs of %zu shapes differ from the transcription",
+          bad, cases);
+
+    /* against the double twin, and split three ways */
+    size_t M = 17, N = 384, K = 128;
+    float *A = rand_vec(M * K), *B = rand_vec(N * K), *C = malloc(M * N * sizeof *C);
+    float *cols = malloc(M * N * sizeof *cols), *rows = malloc(M * N * sizeof *rows);
+    double *want = malloc(M * N * sizeof *want);
+    float *wantf = malloc(M * N * sizeof *wantf);
+    hy_gemm_small_nt(M, N, K, A, K, B, K, 0.0f, C, N);
+    ref_gemm(0, 1, M, N, K, 1.0, A, K, B, K, 0.0, C, N, want);
+    ref_to_float(wantf, want, M * N);
+    check_close("hy_gemm_small_nt 17x384x128 against the double twin", C, wantf, M * N,
+                TOL[0].atol, TOL[0].rtol);
+    for (size_t c0 = 0; c0 < N; c0 += 48)   /* column blocks of 48, as a tile of C */
+        hy_gemm_small_nt(M, 48, K, A, K, B + c0 * K, K, 0.0f, cols + c0, N);
+    for (size_t r = 0; r < M; r++)
+        hy_gemm_small_nt(1, N, K, A + r * K, K, B, K, 0.0f, rows + r * N, N);
+    CHECK(memcmp(C, cols, M * N * sizeof *C) == 0 && memcmp(C, rows, M * N * sizeof *C) == 0,
+          "hy_gemm_small_nt: column blocks or single rows give other bits than the whole");
+    /* hy_gemm routes a linear's few-row product there: the same bits at 1, 2 and 3 threads */
+    int threads0 = hy_threads();
+    for (int nt = 1; nt <= 3; nt++) {
+        hy_threads_init(nt);
+        hy_gemm(CblasNoTrans, CblasTrans, M, N, K, 1.0f, A, K, B, K, 0.0f, cols, N);
+        CHECK(memcmp(C, cols, M * N * sizeof *C) == 0,
+              "hy_gemm 17x384x128 (NoTrans, Trans) at %d threads is not hy_gemm_small_nt's", nt);
+    }
+    hy_threads_init(threads0);
+    free(A); free(B); free(C); free(cols); free(rows); free(want); free(wantf);
 }
 
 /* pre counts each element's visits in w, post checks the product is there (C = 0 + A B) */
@@ -252,6 +332,7 @@ int main(void) {
     RUN(test_gemm_vs_ref);
     RUN(test_gemm_tiled);
     RUN(test_gemm_parts);
+    RUN(test_gemm_small);
     RUN(test_gemm_hooks_cover_once);
     RUN(test_gemm_beta0_ignores_nan);
     RUN(test_grouped_ragged);

@@ -220,34 +220,41 @@ end
 -- (core.vector_isa), since attention's lanes follow it. The "Zen/avx2" digests were made on the
 -- AVX-512 Zen 5 with a `-march=znver3` build and OPENBLAS_CORETYPE=Zen, a method checked first
 -- against the old pins: the binary of 8f078c3 built that way reproduced them exactly.
+-- Re-pinned params/preds/metrics for the engine speed work of issue 13, third part (an intended
+-- change of float rounding, run-ids unchanged): the tiles of a linear's product with at most 48
+-- rows (gemm.h HY_GEMM_SMALL_ROWS: the tests' tiny batches, batch-1 passes) run in hydra's own
+-- small-row kernel (gemm_small.c: 16 partial sums and a fixed tree) instead of OpenBLAS. That
+-- kernel rounds the same on every build, so the image digests are still shared by the AVX2 and
+-- AVX-512 builds; all four kernel sets were recorded on the Zen 5 (Cooperlake: both variables
+-- unset; Zen and Haswell with avx2: a `-march=znver3` build, as before).
 -- Run-ids depend on configs and hy_hash64 only; the digests also on the float kernels, so they
 -- are recorded per kernel set: OpenBLAS's core (core.blas_info().corename: its GEMM
 -- micro-kernels round differently on another CPU family) and the vector unit the build targets
 -- (attention's lanes).
 local ID = { image = "f4c75b0e74cb", text = "c4bad2aeb939" }
 local IMAGE_AVX = {   -- the image run rounds the same with AVX2 and AVX-512 builds
-  params = "a5e2713ab3067a6155c253c4f924b4406fdd5a24cc78d27e45b8253409c0300e",
-  preds = "a29cc9ee7e074898150be6c76cce806e02144be1dba18d53551c721ea19da113",
-  metrics = "9baaafb3b53bfb2771f14a2527d1c61763006185ce2219f323119b2b72ca52bf",
+  params = "4c330b19310e918f3da62a59ba48caa70aefdf32b9cb5a0814d25e0dba835d83",
+  preds = "b739a50cf26c64015388c43e9a1770504a8c11b3396086ecec904699fdb3ef71",
+  metrics = "6080289c8bd5e654171f8eea01d58b28dfdf8f7280ea2d3c18b47dada42168c9",
 }
 local TEXT_AVX2 = {
-  params = "2840a15e499982cccef3b341f47f6c2f989a435c383736d59ef1dffead8144d5",
-  preds = "92ae640a92cdbf8b36398254822719dc78c88053862063ec3f38450861d57dac",
-  metrics = "c3768ae1df4491baec6e5b3a5861254038426ddf3a8996efe92ca4f27b3b6571",
+  params = "eede310b4a28236f690d554ee45559a9a5d697ad3c096ba708da8ded189a7183",
+  preds = "fcc9a28ca6b449b177dbcef33f0134e733bef7e72ba6d9040e3d2bd9f3c0b946",
+  metrics = "eb62a4934483fd0fddd6bef165470ed80a68ef3bebf6e9096a49feee943e272b",
 }
 local PIN = {
   -- OpenBLAS's own choice on AVX-512 Zen 4/5 (no OPENBLAS_CORETYPE): recorded on the Zen 5 at
-  -- 59ab462 with both variables unset; the binary of 0a51cf3 gives the same digests there
+  -- 59ab462 with both variables unset (re-pinned for the small-row kernel as above)
   ["Cooperlake/avx512"] = {
     image = {
-      params = "9084733e9503090619356468f94ba21efe0535b9477a118a7a483a7a8f3d9b50",
-      preds = "a635b7eb02d3bcfc663795ecbc73e3e819ea3f0507701c73dd04cb64cd19f64f",
-      metrics = "864649cedceb062f5c4257ebff9f7f1fe8dcb43ceb21cb09e81e813ae3a8b479",
+      params = "03115a1205923daea01c23ef024829e31e0c8b97dda68d8821341c09de6ae211",
+      preds = "0e21bfa404fa7b33a49d48eb3d98d5cdc0416e4b1bda66593c7b15dc5fc95c66",
+      metrics = "7c5392453b17a87d48642c180c3dcce55a5d74997b2f9fe0a5403db251e9c82e",
     },
     text = {
-      params = "1873194f49d68877aef111d59e63fb8b82a2146bd68b0efb11efb505e0ab1eaa",
-      preds = "aa347180864ed7b525fe3f59867090f022e5e27a482df2bdeeffc7eec4ad32e2",
-      metrics = "edb1aa1fe2dce52344a721440a6c170003950b4d60269542810ba3a798f7665a",
+      params = "9c0a793b8a249960cd2fb75e82cef888aa2df1336870e49dc90f3480e22827f5",
+      preds = "13bfedc89023ad6b2792f0599d09728fa96f97039d747d9259851a8c3a22e5d1",
+      metrics = "49d7e5a6c0cbb3032e7a4648172ec9c9cfb2286d4dce69b855197309e10f6518",
     },
   },
   ["Zen/avx2"] = { image = IMAGE_AVX, text = TEXT_AVX2 },
@@ -255,9 +262,9 @@ local PIN = {
   ["Haswell/avx512"] = {
     image = IMAGE_AVX,
     text = {
-      params = "31d5c00ae41f44214e3daf02676b0c48e37fc44ac0123341c248eb840b870d65",
-      preds = "de9f04b2d7ddfb8fb37f3b73cc3bc5c8563aa9bf67fb6e729f7bab89d6031268",
-      metrics = "fb0c47622530c526752ee6d809c53542f6d062f456412b350e00919bad59f50b",
+      params = "5570f566635aa2b0b886995c0119bf374fe2c317910bb4f2ff29aab72a668c29",
+      preds = "d4c2b0fd02aa484551ac0839c785801733b8d1000c3a51b5e7a934fe16d83a20",
+      metrics = "f84dfa1bde2a5d72b911f4fe2a191882a720596c820937077555c199a77741cb",
     },
   },
 }
