@@ -26,6 +26,19 @@
 
 #define KV 16               /* lanes of a partial sum */
 
+/* c[m ldc + n] (+)= out[m stride + n], m < mr, n < nr: a tile's reduced outputs one by one */
+static inline __attribute__((always_inline)) void store_out(const float *out, int stride, int mr,
+                                                            int nr, float beta, float *c,
+                                                            size_t ldc) {
+#pragma GCC unroll 16
+    for (int m = 0; m < mr; m++)
+#pragma GCC unroll 16
+        for (int n = 0; n < nr; n++) {
+            float *o = c + (size_t)m * ldc + n;
+            *o = beta == 0.0f ? out[m * stride + n] : *o + out[m * stride + n];
+        }
+}
+
 #if defined(__AVX512F__)
 /* ===== 16 lanes in one register; tiles of up to 4 rows x 4 columns ===== */
 #define NR 4
@@ -90,13 +103,7 @@ static inline __attribute__((always_inline)) void store_tile(const v16 acc[16], 
     }
     float out[16];
     _mm512_storeu_ps(out, s);
-#pragma GCC unroll 16
-    for (int m = 0; m < mr; m++)
-#pragma GCC unroll 16
-        for (int n = 0; n < nr; n++) {
-            float *o = c + (size_t)m * ldc + n;
-            *o = beta == 0.0f ? out[4 * m + n] : *o + out[4 * m + n];
-        }
+    store_out(out, 4, mr, nr, beta, c, ldc);
 }
 #define NACC 16
 
@@ -170,13 +177,7 @@ static inline __attribute__((always_inline)) void store_tile(const v16 acc[NACC]
                                                              float beta, float *c, size_t ldc) {
     float out[NACC];
     reduce16(acc, out);
-#pragma GCC unroll 16
-    for (int m = 0; m < mr; m++)
-#pragma GCC unroll 16
-        for (int n = 0; n < nr; n++) {
-            float *o = c + (size_t)m * ldc + n;
-            *o = beta == 0.0f ? out[m * NR + n] : *o + out[m * NR + n];
-        }
+    store_out(out, NR, mr, nr, beta, c, ldc);
 }
 #endif
 
