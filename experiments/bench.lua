@@ -523,8 +523,10 @@ local function summary()
   print(("dropout training / no-dropout training      %.3fx  (target <= 1.10x)  %s")
     :format(drop_ratio, yes(r.dropout_train.met)))
   for _, ck in ipairs(r.cost.checks) do
-    print(("Hydra fused (M=3) vs members one by one, B=%-3d %.2fx  (target >= %.1fx)  %s")
-      :format(ck.batch, ck.speedup_vs_members, ck.speedup_target, yes(ck.speedup_met)))
+    print(("Hydra fused (M=3) vs members one by one, B=%-3d %.2fx  (target >= %.1fx)  %s%s")
+      :format(ck.batch, ck.speedup_vs_members, ck.speedup_target, yes(ck.speedup_met),
+        ck.team_speedup and ("  = %d threads / members' team %.2fx x fused split %.2f")
+          :format(r.cost.threads, ck.team_speedup, ck.split_efficiency) or ""))
   end
   for _, ck in ipairs(r.cost.checks) do
     print(("time(Hydra)/time(Single), B=%-3d %.2fx vs FLOPs(Hydra)/FLOPs(Single) %.2fx  "

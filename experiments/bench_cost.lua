@@ -84,6 +84,7 @@ local function run(opts)
   local lora = hydra.model.new_ensemble(cfg, "lora_ensemble", 1)
   local T = 1 + (c.image_size // c.patch) ^ 2
   local rounds = opts.rounds or 7
+  local nth = core.threads()
   local methods = {
     { key = "single_s", time = function(b, k) return core.model_time(base.ud, b, k, 1) end },
     { key = "deep_ensemble_s", time = function(b, k)
@@ -103,16 +104,31 @@ local function run(opts)
     { key = "batch_ensemble_s", time = function(b, k) return core.model_time(be.ud, b, k, 1) end },
     { key = "lora_ensemble_s", time = function(b, k) return core.model_time(lora.ud, b, k, 1) end },
   }
+  -- at batch 1 (with more than one thread) also the members one by one on ONE thread: the work
+  -- that the fused model and the members' team each share out over the threads (see checks)
+  if nth > 1 then
+    methods[#methods + 1] = { key = "members_one_thread_s", batch = 1, time = function(b, k)
+      core.threads_init(1)
+      local s = 0
+      for i = 1, M do s = s + core.fused_time(singles[i].ud, b, k, 1) end
+      core.threads_init(nth)
+      return s
+    end }
+  end
   local load0 = loadavg()
   local rows = {}
   for _, B in ipairs(batches) do
     local n = reps[B] or 10
     local r, xs = { batch = B, reps = n, rounds = rounds }, {}
-    for _, mt in ipairs(methods) do xs[mt.key] = {} end
-    for i = 1, rounds do
-      for _, mt in ipairs(methods) do xs[mt.key][i] = mt.time(B, n) end
-    end
+    local ms = {}
     for _, mt in ipairs(methods) do
+      if not mt.batch or mt.batch == B then ms[#ms + 1] = mt end
+    end
+    for _, mt in ipairs(ms) do xs[mt.key] = {} end
+    for i = 1, rounds do
+      for _, mt in ipairs(ms) do xs[mt.key][i] = mt.time(B, n) end
+    end
+    for _, mt in ipairs(ms) do
       r[mt.key] = median(xs[mt.key])
       r[mt.key:gsub("_s$", "_min_s")] = math.min(table.unpack(xs[mt.key]))
     end
@@ -149,6 +165,16 @@ local function run(opts)
       time_ratio_hydra_single = r.hydra_s / r.single_s, flop_ratio_hydra_single = fr,
       time_within_flops = r.hydra_s / r.single_s <= fr,
     }
+    -- speedup_vs_members = (threads / team_speedup) x split_efficiency, with W the members'
+    -- one-thread time: team_speedup = W / members (how much faster the members run on the
+    -- team), split_efficiency = (W / threads) / hydra (1 = the fused model takes exactly the
+    -- members' work shared perfectly over the threads). Both do the same multiply-adds, so the
+    -- fused model's edge at batch 1 is bounded by threads / team_speedup (core/README.md)
+    if r.members_one_thread_s then
+      local ck = res.checks[#res.checks]
+      ck.team_speedup = r.members_one_thread_s / r.members_s
+      ck.split_efficiency = r.members_one_thread_s / nth / r.hydra_s
+    end
   end
   res.params_ratio_hydra_single = res.params.hydra / res.params.single
   return res
@@ -168,6 +194,17 @@ local function report(res)
     print(("%-8d %12.3f %12.3f %12.3f %12.3f %8.2fx %10.2fx"):format(r.batch, 1e3 * r.single_s,
       1e3 * r.deep_ensemble_s, 1e3 * r.members_s, 1e3 * r.hydra_s, ck.speedup_vs_members,
       ck.time_ratio_hydra_single))
+  end
+  for i, r in ipairs(res.rows) do
+    local ck = res.checks[i]
+    if ck.team_speedup then
+      print(("batch %d: members one by one on 1 thread %.3f ms; the members' team runs them "
+        .. "%.2fx as fast on %d threads, the fused model at %.0f%% of a perfect %d-way split of "
+        .. "that work: fused vs members = %d / %.2f x %.2f = %.2fx"):format(r.batch,
+        1e3 * r.members_one_thread_s, ck.team_speedup, res.threads, 100 * ck.split_efficiency,
+        res.threads, res.threads, ck.team_speedup, ck.split_efficiency,
+        ck.speedup_vs_members))
+    end
   end
   for _, r in ipairs(res.rows) do
     print(("packed ensemble (fused, M=3, alpha 2) batch %d: %.3f ms (%.2fx single)"):format(
