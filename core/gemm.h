@@ -13,7 +13,8 @@
 /* C = alpha * op(A) op(B) + beta * C, all row-major.
  * Threads: C is cut into tiles whose sizes depend on M, N, K alone (hy_gemm_tiling), never on
  * the thread count; each tile is one single-threaded OpenBLAS call (OpenBLAS runs at 1 thread:
- * hy_threads_init), and the tiles are shared out among hydra's OpenMP threads. A result is
+ * hy_threads_init) or, for a few rows of a linear's product, one hy_gemm_small_nt call, and the
+ * tiles are shared out among hydra's OpenMP threads. A result is
  * then bitwise the same with any number of threads (OpenBLAS's own threading is not: its
  * Haswell/Zen kernels round differently at 2 threads). Inside an OpenMP parallel region
  * (omp_get_level() > 0: the fused model's slices) the product runs on the calling thread, the
@@ -38,8 +39,8 @@ void hy_gemm_small_nt(size_t M, size_t N, size_t K, const float *A, size_t lda, 
                       size_t ldb, float beta, float *C, size_t ldc);
 
 /* Rows up to which a tile of a linear's product runs in hy_gemm_small_nt: above it OpenBLAS's
- * packed kernels win (core/README.md, "The small-row GEMM"). A pure constant, so that which
- * kernel computes a tile depends on its shape alone. */
+ * own AVX-512 kernels win (core/README.md, Kernels, `gemm_small.c`). A pure constant, so that
+ * which kernel computes a tile depends on its shape alone. */
 #define HY_GEMM_SMALL_ROWS ((size_t)48)
 
 /* Multiply-adds below which a product runs on the calling thread (its tiles one after another):
