@@ -1,7 +1,8 @@
 /* test_gemm.c: hy_gemm against the double twin (every transpose pair, padded leading dims,
  * alpha/beta, K = 0; shapes cut into row tiles, column tiles or both), bitwise the same at 1, 2
- * and 3 threads, the small-row kernel bitwise its documented summation order, its per-tile hooks covering every element of C once, and hy_gemm_grouped (ragged groups; validation messages; nothing written
- * when one group is bad). */
+ * and 3 threads, the small-row kernel bitwise its documented summation order, its per-tile
+ * hooks covering every element of C once, and hy_gemm_grouped (ragged groups; validation
+ * messages; nothing written when one group is bad). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -202,6 +203,15 @@ static void test_gemm_small(void) {
     }
     hy_threads_init(threads0);
     free(A); free(B); free(C); free(cols); free(rows); free(want); free(wantf);
+    /* up to HY_GEMM_SMALL_ROWS rows inclusive, a whole product is hy_gemm_small_nt's */
+    M = HY_GEMM_SMALL_ROWS, N = 64, K = 40;
+    A = rand_vec(M * K), B = rand_vec(N * K), C = malloc(M * N * sizeof *C);
+    cols = malloc(M * N * sizeof *cols);
+    hy_gemm_small_nt(M, N, K, A, K, B, K, 0.0f, C, N);
+    hy_gemm(CblasNoTrans, CblasTrans, M, N, K, 1.0f, A, K, B, K, 0.0f, cols, N);
+    CHECK(memcmp(C, cols, M * N * sizeof *C) == 0,
+          "hy_gemm %zux%zux%zu (NoTrans, Trans) is not hy_gemm_small_nt's", M, N, K);
+    free(A); free(B); free(C); free(cols);
 }
 
 /* pre counts each element's visits in w, post checks the product is there (C = 0 + A B) */
