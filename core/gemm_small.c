@@ -12,10 +12,10 @@
  * bits (tests/c/test_gemm.c checks each against a scalar transcription of the above). No
  * packing: OpenBLAS packs B on every call, which at a batch-1 pass's 17 rows costs about as
  * much as the multiply (17 x 384 x 128 on one Zen 5 core: OpenBLAS 63 GFLOP/s with its Haswell
- * kernels, 88 with its AVX-512 ones, this kernel 130; core/README.md). Every loop over a tile's rows, columns or lanes is fully
- * unrolled (`#pragma GCC unroll`): the accumulators and the reduction then stay in registers,
- * where GCC otherwise keeps the arrays on the stack (17 x 384 x 128 on one Zen 5 core: 100 ->
- * 130 GFLOP/s); vkeep keeps a loaded row of B in its register. */
+ * kernels, 88 with its AVX-512 ones, this kernel 130; core/README.md). Every loop over a
+ * tile's rows, columns or lanes is fully unrolled (`#pragma GCC unroll`): the accumulators and
+ * the reduction then stay in registers, where GCC otherwise keeps the arrays on the stack (100
+ * -> 130 GFLOP/s at that shape); vkeep keeps a loaded row of B in its register. */
 #include "gemm.h"
 
 #include <math.h>
@@ -114,7 +114,9 @@ static inline __attribute__((always_inline)) void store_tile(const v16 acc[16], 
 #define MR 3
 typedef struct { __m256 lo, hi; } v16;
 static inline v16 vzero(void) { return (v16){_mm256_setzero_ps(), _mm256_setzero_ps()}; }
-static inline v16 vload(const float *p) { return (v16){_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)}; }
+static inline v16 vload(const float *p) {
+    return (v16){_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)};
+}
 static inline v16 vfma(v16 a, v16 b, v16 c) {
     return (v16){_mm256_fmadd_ps(a.lo, b.lo, c.lo), _mm256_fmadd_ps(a.hi, b.hi, c.hi)};
 }
