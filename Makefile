@@ -33,8 +33,8 @@ LDFLAGS := -fopenmp $(filter -fsanitize=%,$(OPT_$(MODE)))
 # Build dir per MODE, so objects built with different flags never mix.
 # BUILD=dir overrides it (parallel work trees sharing one checkout use their own).
 B := $(if $(BUILD),$(BUILD),build/$(MODE))
-CORE_O := $(patsubst %.c,$(B)/%.o,$(wildcard core/*.c))
-BIND_O := $(patsubst %.c,$(B)/%.o,$(wildcard lua/bind/*.c))
+CORE_O := $(patsubst %.c,$(B)/%.o,$(wildcard core/*/*.c))
+BIND_O := $(patsubst %.c,$(B)/%.o,$(wildcard lua/bind/*.c lua/bind/*/*.c))
 # Shared test helpers: check.c and the naive double-precision reference kernels ref_*.c.
 TESTLIB_O := $(patsubst %.c,$(B)/%.o,tests/c/check.c $(wildcard tests/c/ref_*.c))
 # Test binaries go to $(B)/bin/, not $(B)/tests/: overlapping patterns would pick the wrong rule.
@@ -56,9 +56,9 @@ $(B)/%.o: %.c Makefile
 # vectorises) at -O3; release builds compile these files at -O3 (still no fast-math).
 # -fno-math-errno lets sqrtf be one instruction that vectorises (AdamW); it changes no result.
 ifeq ($(MODE),release)
-$(B)/core/attn.o $(B)/core/layers.o $(B)/core/optim.o: CFLAGS += -O3
+$(B)/core/tensor/attn.o $(B)/core/nn/layers.o $(B)/core/nn/optim.o: CFLAGS += -O3
 endif
-$(B)/core/attn.o $(B)/core/layers.o $(B)/core/optim.o: CFLAGS += -fno-math-errno
+$(B)/core/tensor/attn.o $(B)/core/nn/layers.o $(B)/core/nn/optim.o: CFLAGS += -fno-math-errno
 $(B)/libhydra.a: $(CORE_O)
 	@rm -f $@
 	$(AR) rcs $@ $^
@@ -93,7 +93,7 @@ FUZZ_B := build/fuzz
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L -ffp-contract=off -fopenmp -g -O1 -fno-omit-frame-pointer \
                -Wno-pass-failed -fsanitize=fuzzer-no-link $(FUZZ_SAN) $(DEPS_CFLAGS) -Icore -Itests/fuzz
-FUZZ_CORE_O := $(patsubst %.c,$(FUZZ_B)/%.o,$(wildcard core/*.c))
+FUZZ_CORE_O := $(patsubst %.c,$(FUZZ_B)/%.o,$(wildcard core/*/*.c))
 FUZZ_BINS := $(patsubst %,$(FUZZ_B)/fuzz_%,$(FUZZ_TARGETS))
 $(FUZZ_B)/%.o: %.c Makefile
 	@mkdir -p $(@D)

@@ -1,5 +1,5 @@
 -- datasets/fashion-mnist-c.lua: image distribution shift: the Fashion-MNIST test split under 11
--- corruptions x 5 severities in the style of CIFAR-10-C, generated in C (core/corrupt.c),
+-- corruptions x 5 severities in the style of CIFAR-10-C, generated in C (core/data/corrupt.c),
 -- deterministic from the seed. Splits are "<corruption>/<severity>": /<corruption>/<severity>/
 -- images uint8 [N,28,28] and labels int16 (the true classes). Parameters per corruption are in
 -- /meta (<corruption>.params: five values, severity 1..5; <corruption>.describe).

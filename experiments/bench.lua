@@ -167,7 +167,7 @@ end
 local peak = core.bench_sgemm(2048, 3)
 
 -- ===== per-kernel breakdown =====
--- (core.prof_*, the timers of core/prof.h inside the real kernels): the time of each kernel
+-- (core.prof_*, the timers of core/tensor/prof.h inside the real kernels): the time of each kernel
 -- class (GEMM, attention, GELU, LayerNorm, dropout, residual, bias, embed, copies, loss, optim)
 -- over PROF_STEPS training steps at batch 128 and over one inference pass at batch 256, run with
 -- the timers on in every round, after that round's timed figures; "other" is the measured wall
@@ -451,7 +451,7 @@ local function breakdown(rounds, units, what, unit, batch)
   return out
 end
 r.breakdown = {
-  method = "timers of core/prof.h inside the kernels of the real training step (trainer, "
+  method = "timers of core/tensor/prof.h inside the kernels of the real training step (trainer, "
     .. PROF_STEPS .. " steps) and inference (m:predict over 2048 images) in every round; "
     .. "per class the median over the rounds; outside_gemm_pct the median of the rounds' "
     .. "shares; other = measured - sum of the classes",

@@ -6,7 +6,7 @@
 -- pruned: a one-member fused model, since the dense engine computes gated heads anyway), and the
 -- fused Hydra model, the fused Packed-Ensembles model (3 members of width 80, every fuse.* =
 -- member), MIMO (one model, 3 input slots, 3 heads), BatchEnsemble and LoRA-Ensemble
--- (core/ens.h, M = 3, their defaults: every member in one pass over stacked member rows);
+-- (core/hydra/ens.h, M = 3, their defaults: every member in one pass over stacked member rows);
 -- params and forward FLOPs per sample of each. Targets (DESIGN §7): fused at
 -- least as fast as the members one by one at every batch (>= 1.5x at batch 1);
 -- time(Hydra)/time(Single) <= FLOPs(Hydra)/FLOPs(Single) at every batch; params(Hydra) <= 1.1
@@ -79,7 +79,7 @@ local function run(opts)
   mimo_cfg.model = require("hydra.methods.mimo").model_config(mimo_cfg)
   local mimo = hydra.model.new(mimo_cfg, 300)
   local mimo_c = mimo:config()
-  -- the member-linear ensembles (core/ens.h) with their defaults (M = 3; LoRA on q, v, rank 8)
+  -- the member-linear ensembles (core/hydra/ens.h) with their defaults (M = 3; LoRA on q, v, rank 8)
   local be = hydra.model.new_ensemble(cfg, "batch_ensemble", 1)
   local lora = hydra.model.new_ensemble(cfg, "lora_ensemble", 1)
   local T = 1 + (c.image_size // c.patch) ^ 2

@@ -3,7 +3,7 @@
 -- Proposition 1: if grad L_D(theta) = 0, grad L_Dn(theta)^T dtheta >= 0 and
 -- dtheta^T (H_n - H_t) dtheta > 0, then DeltaL(theta) <= DeltaL(theta + dtheta), where
 -- DeltaL = L_Dn - L_Dt is the loss gap between noisy and clean data and dtheta a pruning
--- perturbation. We measure each hypothesis and the conclusion (hydra.prop1, core/hvp.h).
+-- perturbation. We measure each hypothesis and the conclusion (hydra.prop1, core/nn/hvp.h).
 --
 -- Methods. Per seed one base model (the table_image base of the profile). Every point of
 -- configs/sweeps/prop1.yaml prunes it with Taylor or the `avg` circuit (the Taylor / CircAvg

@@ -16,7 +16,7 @@
 -- classifier row of the predicted class w_ŷ, our analog of ViLU's text embedding of the
 -- predicted class, and z ∘ w_ŷ; a 2-hidden-layer MLP; class-balanced weighted BCE on
 -- "misclassified") and a ConfidNet-style confidence head (input z; MSE to the true-class
--- probability); their score is the head's output (core/vilu.h).
+-- probability); their score is the head's output (core/hydra/vilu.h).
 -- Metrics: failure prediction on the ID test set (correct vs misclassified, "error" positive:
 -- AUROC, FPR95 = fraction of correct samples flagged when 95 % of the errors are caught, AUPR
 -- = average precision of the errors: ViLU's task), OOD detection (near / far / all sets: AUROC,

@@ -12,10 +12,10 @@
 #include <lauxlib.h>
 #include <lua.h>
 
-#include "h5.h"
-#include "loader.h"
-#include "tensor.h"
-#include "xfmr.h"
+#include "io/h5.h"
+#include "data/loader.h"
+#include "tensor/tensor.h"
+#include "nn/xfmr.h"
 
 #define L_TENSOR "hydra.Tensor"
 #define L_MODEL "hydra.Model"

@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "bind.h"
-#include "rng.h"
+#include "tensor/rng.h"
 
 int l_raise(lua_State *L) { return luaL_error(L, "%s", hy_errmsg()); }
 

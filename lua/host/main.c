@@ -19,7 +19,7 @@
 #include <lua.h>
 #include <lualib.h>
 
-#include "base.h"
+#include "tensor/base.h"
 #include "bind.h"
 
 /* Finds the folder holding lua/hydra/main.lua: $HYDRA_HOME, else walks up from the real path of

@@ -1,7 +1,7 @@
 -- lua/hydra/config.lua: YAML configs -> validated, resolved Lua tables.
 --
 -- Layers, later wins:  configs/defaults.yaml  <  included files  <  the file  <  overrides.
---   * Scalars are typed like YAML 1.2 core (core/config.c): 3 integer, 3.0 / 1e-3 float,
+--   * Scalars are typed like YAML 1.2 core (core/io/config.c): 3 integer, 3.0 / 1e-3 float,
 --     true/false, ~ or null, anything else or anything quoted a string.
 --   * `include: other.yaml` or `include: [a.yaml, b.yaml]` (top level only; paths relative to
 --     the including file) merges the included files first, in order, then the file's own keys.

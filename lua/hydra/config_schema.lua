@@ -16,7 +16,7 @@
 -- A key whose default is null is optional: null is accepted besides `type`.
 return {
   ["seed"] = { ge = 0 },
-  ["threads"] = { ge = 0, le = 1024 },       -- HY_MAX_THREADS (core/base.h)
+  ["threads"] = { ge = 0, le = 1024 },       -- HY_MAX_THREADS (core/tensor/base.h)
   ["profile"] = { enum = { "quick", "paper" } },
   ["experiment"] = { name = true },
 

@@ -299,7 +299,7 @@ end
 
 -- deps: { name = prepared path } of r.depends: a dependency's own recipe_sha256 is part of the
 -- hash, so a re-prepared dependency (e.g. sst2's vocabulary) makes its dependents stale too; a
--- text set's hash also holds the reserved token words (core/vocab.h), which fix every word id.
+-- text set's hash also holds the reserved token words (core/data/vocab.h), which fix every word id.
 local function recipe_hash(r, options, deps)
   local parts = { read_text(r.file) or "", options_string(options), tostring(r.seed) }
   for _, inp in ipairs(r.inputs) do parts[#parts + 1] = inp.name .. "=" .. inp.sha256:lower() end

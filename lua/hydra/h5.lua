@@ -10,7 +10,7 @@
 --   g:attr(obj, key);  g:attrs(obj) -> {key = value};  g:exists(name);  g:stat(name)
 --   g:list(group) -> sorted { {name=, path=, kind="group"|"dataset", dtype=, shape=} ... }
 --
--- The handle methods live in C (lua/bind/l_h5.c); this module adds the file-level helpers:
+-- The handle methods live in C (lua/bind/io/l_h5.c); this module adds the file-level helpers:
 -- h5.exists(path), h5.walk(file, fn), h5.read_all(path [, group]) and h5.tree(file, opts), the
 -- text `hydra info` prints. Errors are raised as "h5: ..." strings naming the file and object.
 local core = require("hydra.core")

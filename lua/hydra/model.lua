@@ -5,7 +5,7 @@
 --                                            -- a fresh model initialised from cfg.seed
 --   local m = model.load("ckpt.h5")          -- a checkpoint (DESIGN §2 schema; an ensemble's too)
 --   local m = model.new_ensemble(cfg, method [, seed])  -- method "batch_ensemble" |
---                                            -- "lora_ensemble": M members (core/ens.h) from the
+--                                            -- "lora_ensemble": M members (core/hydra/ens.h) from the
 --                                            -- cfg[method] section; m:ensemble() describes it
 --   local hist = m:train(data, cfg, opts)    -- data: a prepared file path, or
 --                                            --   { train = Dataset, val = Dataset }
@@ -161,7 +161,7 @@ function M.new(cfg, seed)
   return m
 end
 
--- A fresh ensemble (core/ens.h) of the model section of cfg: method "batch_ensemble" |
+-- A fresh ensemble (core/hydra/ens.h) of the model section of cfg: method "batch_ensemble" |
 -- "lora_ensemble", its settings from cfg[method] (members, and rank, alpha, targets for LoRA),
 -- initialised from cfg.seed (or seed).
 function M.new_ensemble(cfg, method, seed)

@@ -1,5 +1,5 @@
 -- lua/hydra/pretrain.lua: masked-language-model pretraining of the text encoder (hydra.pretrain;
--- `hydra pretrain`, the text table's pretraining stage). The per-batch work is C (core/mlm.h).
+-- `hydra pretrain`, the text table's pretraining stage). The per-batch work is C (core/nn/mlm.h).
 --
 --   local pretrain = require("hydra").pretrain
 --   local hist = pretrain.run(cfg, out, opts)

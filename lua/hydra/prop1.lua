@@ -21,7 +21,7 @@
 -- OOD sets are left out: they have no labels, so L_Dn is undefined on them (a loss against the
 -- model's own prediction would measure confidence, not the shift Proposition 1 is about).
 -- opts: batch (rows per pass), hvp_step (the HVP's perturbation length relative to |theta|,
--- core/hvp.h), bins (ECE bins).
+-- core/nn/hvp.h), bins (ECE bins).
 --
 -- measure returns a flat record (numbers keyed by name; per noisy set `<name>.<quantity>`):
 --   theta_norm, dtheta_norm, grad_train_norm (|grad L_D(theta)| on the train rows),
@@ -31,7 +31,7 @@
 --   <set>_gap0 / _gap1 (DeltaL), _dgap (gap1 - gap0, measured), _gdot_diff
 --   ((grad L_Dn - grad L_Dt)^T dtheta), _vhv_diff (dtheta^T (H_n - H_t) dtheta), _pred (the
 --   second-order prediction of dgap).
--- Every pass over a set is a full-batch mean (core/hvp.h): gradient and HVP are those of the
+-- Every pass over a set is a full-batch mean (core/nn/hvp.h): gradient and HVP are those of the
 -- whole set's mean loss, accumulated in double.
 local core = require("hydra.core")
 local metrics = require("hydra.metrics")

@@ -1,7 +1,7 @@
 -- lua/hydra/text.lua: what the text dataset recipes (datasets/<name>.lua, kind "text") share.
 -- Reading (C readers; bad input raises a clean user error naming file and line), the common
 -- HDF5 schema (DESIGN.md §5), the ID vocabulary (built from the sst2 train split, copied into
--- every text file) and the /meta every text file carries. Per-record work is C (core/textnorm.c,
+-- every text file) and the /meta every text file carries. Per-record work is C (core/data/textnorm.c,
 -- corpus.c, vocab.c).
 --
 -- Schema written by write_split(out, split, corpus, vocab):

@@ -1,4 +1,4 @@
--- lua/hydra/vilu.lua: the learned uncertainty heads on a frozen model (core/vilu.h) for the
+-- lua/hydra/vilu.lua: the learned uncertainty heads on a frozen model (core/hydra/vilu.h) for the
 -- methods vilu (ViLU-style error predictor) and confidnet (ConfidNet-style confidence head).
 --
 --   local vilu = require("hydra.vilu")
@@ -7,7 +7,7 @@
 --     trains on the first vilu.rows rows (0 = all) of the ID split vilu.split ("val" or
 --     "train", never a test split) of data.id: the frozen model m's features z (the CLS row
 --     after the final LayerNorm) and logits, labels -> the head's inputs and targets
---     (core/vilu.h), every vilu.* training setting, seeded by cfg.seed. opts.data: the prepared
+--     (core/hydra/vilu.h), every vilu.* training setting, seeded by cfg.seed. opts.data: the prepared
 --     file (default: data.id's).
 --   vilu.predict(head, m, ds, B) -> { probs, logits, labels, uncertainty } (one forward of m per
 --     batch; uncertainty float32 [N]: higher = more likely an error, read as an OOD score too)

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "base.h"
+#include "tensor/base.h"
 
 int check_failures;
 int check_tests_passed;

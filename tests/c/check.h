@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "xfmr.h"
+#include "nn/xfmr.h"
 
 extern int check_failures;     /* failed CHECKs in the current test */
 extern int check_tests_passed;

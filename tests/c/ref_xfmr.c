@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "layers.h"
+#include "nn/layers.h"
 
 static const float *P(const hy_xfmr *m, const char *name) {
     int64_t i = hy_xfmr_param_index(m, name);

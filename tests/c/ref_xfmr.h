@@ -6,7 +6,7 @@
 
 #include <stdbool.h>
 
-#include "xfmr.h"
+#include "nn/xfmr.h"
 
 /* x (B, T, D) written: the last residual stream x_L (before LN_f), T = the forward's length. */
 void ref_xfmr_hidden(const hy_xfmr *m, const hy_batch *in, size_t B, bool dropout,

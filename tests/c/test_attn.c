@@ -6,11 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "attn.h"
-#include "base.h"
+#include "tensor/attn.h"
+#include "tensor/base.h"
 #include "check.h"
 #include "ref_engine.h"
-#include "rng.h"
+#include "tensor/rng.h"
 #ifdef _OPENMP
 #include <omp.h>
 #endif

@@ -5,11 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "arena.h"
-#include "base.h"
+#include "tensor/arena.h"
+#include "tensor/base.h"
 #include "check.h"
-#include "rng.h"
-#include "tensor.h"
+#include "tensor/rng.h"
+#include "tensor/tensor.h"
 
 static void test_fail_and_prefix(void) {
     CHECK(hy_fail(HY_EINVAL, "gemm: inner dims differ (A is %dx%d)", 64, 128) == HY_EINVAL, "st");

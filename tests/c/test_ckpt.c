@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "ckpt.h"
+#include "nn/ckpt.h"
 
 static hy_xfmr_config small_vit(void) {
     hy_xfmr_config c = check_tiny_vit();

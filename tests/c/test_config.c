@@ -8,8 +8,8 @@
 #include <time.h>
 
 #include "check.h"
-#include "config.h"
-#include "rng.h"
+#include "io/config.h"
+#include "tensor/rng.h"
 
 static hy_status parse(hy_config_doc *d, const char *text) {
     return hy_config_parse(d, text, strlen(text), "x.yaml");

@@ -7,13 +7,13 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "corrupt.h"
-#include "glyph.h"
-#include "hash.h"
-#include "idx.h"
-#include "imgio.h"
-#include "rng.h"
-#include "sample.h"
+#include "data/corrupt.h"
+#include "data/glyph.h"
+#include "io/hash.h"
+#include "data/idx.h"
+#include "data/imgio.h"
+#include "tensor/rng.h"
+#include "data/sample.h"
 
 static void sha_hex(const char *s, size_t n, size_t reps, char *out) {
     hy_sha256 c;

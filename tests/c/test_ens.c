@@ -1,4 +1,4 @@
-/* test_ens.c: the ensemble models of core/ens.h (BatchEnsemble, LoRA-Ensemble).
+/* test_ens.c: the ensemble models of core/hydra/ens.h (BatchEnsemble, LoRA-Ensemble).
  *  - finite differences of the whole ensemble model through its own float forward (probe loss
  *    L = sum r * logits, accumulated in double, eps 1e-2; metric |ga - gn| / max(|ga| + |gn|,
  *    1e-3 x the largest |gradient|), tolerance FD_TOL) for every tensor of a BatchEnsemble and every trained
@@ -13,14 +13,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base.h"
+#include "tensor/base.h"
 #include "check.h"
-#include "ckpt.h"
-#include "ens.h"
-#include "h5.h"
-#include "optim.h"
-#include "rng.h"
-#include "xfmr.h"
+#include "nn/ckpt.h"
+#include "hydra/ens.h"
+#include "io/h5.h"
+#include "nn/optim.h"
+#include "tensor/rng.h"
+#include "nn/xfmr.h"
 
 static hy_rng rng;
 

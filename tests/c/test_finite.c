@@ -5,8 +5,8 @@
 #include <string.h>
 
 #include "check.h"
-#include "ckpt.h"
-#include "fused.h"
+#include "nn/ckpt.h"
+#include "hydra/fused.h"
 
 /* The flat offset of tensor `name` in m's parameter block (SIZE_MAX when absent). */
 static size_t offset_of(const hy_param *table, size_t n, const char *name) {

@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "check.h"
-#include "fused.h"
-#include "train.h"
+#include "hydra/fused.h"
+#include "nn/train.h"
 
 /* max |fused logit - sequential logit| allowed (DESIGN §3.5) */
 #define TOL_LOGIT 1e-5

@@ -7,12 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base.h"
+#include "tensor/base.h"
 #include "check.h"
-#include "gemm.h"
-#include "layers.h"
+#include "tensor/gemm.h"
+#include "nn/layers.h"
 #include "ref_engine.h"
-#include "rng.h"
+#include "tensor/rng.h"
 
 /* per-op tolerances (float32 GEMM vs double, K <= 300, inputs in [-1, 1]) */
 static const struct { const char *op; double atol, rtol; } TOL[] = {

@@ -12,14 +12,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "attn.h"
-#include "base.h"
+#include "tensor/attn.h"
+#include "tensor/base.h"
 #include "check.h"
-#include "layers.h"
+#include "nn/layers.h"
 #include "ref_engine.h"
 #include "ref_xfmr.h"
-#include "rng.h"
-#include "xfmr.h"
+#include "tensor/rng.h"
+#include "nn/xfmr.h"
 
 #define MAXIN 64
 

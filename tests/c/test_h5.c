@@ -16,7 +16,7 @@
 #include <hdf5.h>
 
 #include "check.h"
-#include "h5.h"
+#include "io/h5.h"
 
 static char path_buf[8][512];
 static int path_i;

@@ -1,4 +1,4 @@
-/* test_hvp.c: loss, gradient and Hessian-vector products over a dataset (core/hvp.h) against
+/* test_hvp.c: loss, gradient and Hessian-vector products over a dataset (core/nn/hvp.h) against
  * double-precision references on the tiny ViT (check_tiny_vit, 24 synthetic images).
  *  - The classifier head's block of the Hessian is exact and analytic: for logits = W z + b,
  *    H[(k,i),(k',j)] = (1/N) sum_n (p_nk d_kk' - p_nk p_nk') u_ni u_nj, u_n = [z_n; 1], with the
@@ -18,14 +18,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base.h"
+#include "tensor/base.h"
 #include "check.h"
-#include "hvp.h"
-#include "loader.h"
+#include "nn/hvp.h"
+#include "data/loader.h"
 #include "ref_xfmr.h"
-#include "rng.h"
-#include "train.h"
-#include "xfmr.h"
+#include "tensor/rng.h"
+#include "nn/train.h"
+#include "nn/xfmr.h"
 
 #define N_ROWS 24
 

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "idx.h"
+#include "data/idx.h"
 
 static void test_huge_claim_truncated(void) {
     char path[512], want[700];

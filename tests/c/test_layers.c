@@ -5,14 +5,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "attn.h"
-#include "base.h"
+#include "tensor/attn.h"
+#include "tensor/base.h"
 #include "check.h"
-#include "gemm.h"
-#include "layers.h"
+#include "tensor/gemm.h"
+#include "nn/layers.h"
 #include "ref_engine.h"
-#include "rng.h"
-#include "vmath.h"
+#include "tensor/rng.h"
+#include "tensor/vmath.h"
 #ifdef _OPENMP
 #include <omp.h>
 #endif

@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "check.h"
-#include "h5.h"
-#include "loader.h"
+#include "io/h5.h"
+#include "data/loader.h"
 
 static const double MEAN = 0.2860, STD = 0.3530;
 

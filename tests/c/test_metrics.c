@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "check.h"
-#include "metrics.h"
-#include "rng.h"
+#include "eval/metrics.h"
+#include "tensor/rng.h"
 
 #define TOL 1e-12
 

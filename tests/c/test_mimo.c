@@ -1,4 +1,4 @@
-/* test_mimo.c: MIMO (core/mimo.h).
+/* test_mimo.c: MIMO (core/hydra/mimo.h).
  *   - hy_mimo_loss: the sum of the slots' mean cross-entropies; its dlogits against central
  *     finite differences (with and without label smoothing); a bad label names slot and row;
  *   - against tests/ref/mimo_torch.py (mimo_tiny.h5): logits of M stacked slot images (atol
@@ -15,10 +15,10 @@
 #include <string.h>
 
 #include "check.h"
-#include "ckpt.h"
-#include "h5.h"
-#include "layers.h"
-#include "mimo.h"
+#include "nn/ckpt.h"
+#include "io/h5.h"
+#include "nn/layers.h"
+#include "hydra/mimo.h"
 
 static void test_loss_gradcheck(void) {
     enum { B = 4, M = 3, K = 5 };

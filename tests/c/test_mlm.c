@@ -1,4 +1,4 @@
-/* test_mlm.c: masked-language-model pretraining (core/mlm.h): the masking recipe (rates,
+/* test_mlm.c: masked-language-model pretraining (core/nn/mlm.h): the masking recipe (rates,
  * padding, per-sample determinism), the MLM loss and backward against central finite
  * differences through a double reference (ref_xfmr_hidden + the double head below), the
  * PyTorch fixture tests/ref/mlm_tiny.h5 (tests/ref/make_mlm_ref.py), and a tiny pretraining
@@ -8,15 +8,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base.h"
+#include "tensor/base.h"
 #include "check.h"
-#include "ckpt.h"
-#include "h5.h"
-#include "loader.h"
-#include "mlm.h"
+#include "nn/ckpt.h"
+#include "io/h5.h"
+#include "data/loader.h"
+#include "nn/mlm.h"
 #include "ref_xfmr.h"
-#include "rng.h"
-#include "xfmr.h"
+#include "tensor/rng.h"
+#include "nn/xfmr.h"
 
 static hy_rng rng;
 

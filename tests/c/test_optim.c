@@ -5,8 +5,8 @@
 #include <string.h>
 
 #include "check.h"
-#include "optim.h"
-#include "rng.h"
+#include "nn/optim.h"
+#include "tensor/rng.h"
 
 /* tolerances (float update vs double reference after several steps) */
 static const double ADAMW_ATOL = 1e-6, ADAMW_RTOL = 1e-5;

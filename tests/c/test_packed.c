@@ -14,8 +14,8 @@
 #include <string.h>
 
 #include "check.h"
-#include "fused.h"
-#include "h5.h"
+#include "hydra/fused.h"
+#include "io/h5.h"
 
 #define TOL_SEQ 1e-6
 #define MAX_B 20

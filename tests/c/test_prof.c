@@ -1,4 +1,4 @@
-/* test_prof.c: the kernel timers of core/prof.h inside the real forward / backward / AdamW step:
+/* test_prof.c: the kernel timers of core/tensor/prof.h inside the real forward / backward / AdamW step:
  * off by default and then recording nothing; on, the GEMM class counts exactly the products a
  * step makes (FLOPs and calls from the model's shapes), every kernel class of the step is
  * visited, and results are bitwise the same with the timers on and off. */
@@ -6,9 +6,9 @@
 #include <string.h>
 
 #include "check.h"
-#include "optim.h"
-#include "prof.h"
-#include "xfmr.h"
+#include "nn/optim.h"
+#include "tensor/prof.h"
+#include "nn/xfmr.h"
 
 static hy_xfmr_config vit_cfg(void) {
     hy_xfmr_config c = check_tiny_vit();

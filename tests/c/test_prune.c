@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "check.h"
-#include "prune.h"
-#include "train.h"
+#include "hydra/prune.h"
+#include "nn/train.h"
 
 /* tolerances: |a - n| / max(|a| + |n|, 1e-4) of Taylor vs central differences (float32 model) */
 static const struct { double eps, tol; } FD = {1e-2, 2e-2};

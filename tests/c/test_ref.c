@@ -1,20 +1,20 @@
 /* test_ref.c: the whole model against PyTorch fixtures (tests/ref/ fixtures made by
- * tests/ref/make_ref.py in float64 and stored as float32), loaded with hydra's own core/h5.c:
+ * tests/ref/make_ref.py in float64 and stored as float32), loaded with hydra's own core/io/h5.c:
  * logits (atol from the file, 1e-4), loss, every parameter gradient and dL/dgate (rtol from the
  * file, 1e-3, with an absolute floor of rtol * the tensor's largest |gradient| so that
  * near-zero entries are judged against the tensor's scale), and the losses of 5 AdamW steps
- * (core/optim.h, no decay on norms/biases/embeddings) against torch.optim.AdamW. */
+ * (core/nn/optim.h, no decay on norms/biases/embeddings) against torch.optim.AdamW. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "base.h"
+#include "tensor/base.h"
 #include "check.h"
-#include "ckpt.h"
-#include "h5.h"
-#include "optim.h"
-#include "xfmr.h"
+#include "nn/ckpt.h"
+#include "io/h5.h"
+#include "nn/optim.h"
+#include "nn/xfmr.h"
 
 static const struct { const char *what; double atol, rtol; } TOL[] = {
     {"loss", 1e-6, 1e-5},

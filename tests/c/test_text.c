@@ -7,7 +7,7 @@
 #include <zlib.h>
 
 #include "check.h"
-#include "text.h"
+#include "data/text.h"
 
 /* normalise s and compare with want */
 static void norm_is(const char *s, unsigned flags, const char *want) {

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "train.h"
+#include "nn/train.h"
 
 static hy_xfmr_config tiny_vit(float dropout) {
     hy_xfmr_config c;

@@ -1,4 +1,4 @@
-/* test_vilu.c: the learned uncertainty head (core/vilu.h). Gradient check of hy_vilu_loss_grad
+/* test_vilu.c: the learned uncertainty head (core/hydra/vilu.h). Gradient check of hy_vilu_loss_grad
  * against central differences of a double twin of the head's loss (the numeric side accurate to
  * ~1e-8, so the tolerance measures the float backward), for both losses, with per-row weights;
  * inputs and targets; a seeded fit that learns a separable rule and is bitwise reproducible;
@@ -8,15 +8,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base.h"
+#include "tensor/base.h"
 #include "check.h"
-#include "h5.h"
-#include "layers.h"
-#include "loader.h"
-#include "rng.h"
-#include "train.h"
-#include "vilu.h"
-#include "xfmr.h"
+#include "io/h5.h"
+#include "nn/layers.h"
+#include "data/loader.h"
+#include "tensor/rng.h"
+#include "nn/train.h"
+#include "hydra/vilu.h"
+#include "nn/xfmr.h"
 
 static hy_rng rng;
 

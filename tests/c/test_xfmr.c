@@ -7,12 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base.h"
+#include "tensor/base.h"
 #include "check.h"
 #include "ref_engine.h"
 #include "ref_xfmr.h"
-#include "rng.h"
-#include "xfmr.h"
+#include "tensor/rng.h"
+#include "nn/xfmr.h"
 #ifdef _OPENMP
 #include <omp.h>
 #endif

@@ -1,5 +1,5 @@
 #!/bin/sh
-# tests/e2e/ens_quick.sh: `hydra exp` runs Single, BatchEnsemble and LoRA-Ensemble (core/ens.h)
+# tests/e2e/ens_quick.sh: `hydra exp` runs Single, BatchEnsemble and LoRA-Ensemble (core/hydra/ens.h)
 # end to end on a tiny synthetic configuration (a 2-layer ViT on generated textures, a few
 # training steps each), then checks: one table row per method, the ensembles' predictions carry
 # /member_probs [M,N,C] whose members differ, their checkpoints hold /ensemble and the members'

@@ -1,11 +1,11 @@
-/* fuzz_ckpt.c: the HDF5 checkpoint loader (core/ckpt.c on core/h5.c). The input is a whole
+/* fuzz_ckpt.c: the HDF5 checkpoint loader (core/nn/ckpt.c on core/io/h5.c). The input is a whole
  * HDF5 file; hy_ckpt_load must either build a model (every tensor then finite, checked again
  * here) or fail with a message and leave the model zeroed. Only hydra's code is instrumented:
  * libhdf5 is Debian's build, so coverage guides through hydra's checks, not HDF5's parser. */
 #include <math.h>
 #include <string.h>
 
-#include "ckpt.h"
+#include "nn/ckpt.h"
 #include "fuzz_common.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

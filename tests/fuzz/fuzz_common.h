@@ -12,7 +12,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "base.h"
+#include "tensor/base.h"
 
 /* Writes data[0..size) as the whole content of the process's scratch file; returns its path. */
 static const char *fuzz_file(const uint8_t *data, size_t size) {

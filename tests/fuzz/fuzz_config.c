@@ -1,10 +1,10 @@
-/* fuzz_config.c: the YAML config parser (core/config.c). Parses the input, walks the whole
+/* fuzz_config.c: the YAML config parser (core/io/config.c). Parses the input, walks the whole
  * tree checking its invariants (scalar text NUL-terminated at len, maps with distinct keys
  * are not re-checked here: the parser guarantees it), runs the lookups and typed getters on
  * fixed paths and on every top-level key, and frees twice (hy_config_free is idempotent). */
 #include <string.h>
 
-#include "config.h"
+#include "io/config.h"
 #include "fuzz_common.h"
 
 static size_t walk(const hy_config_node *n, int depth) {

@@ -1,11 +1,11 @@
-/* fuzz_text.c: the text readers (core/corpus.c: TSV, lines, %-records, ARFF) and the normaliser
+/* fuzz_text.c: the text readers (core/data/corpus.c: TSV, lines, %-records, ARFF) and the normaliser
  * they call. The first 4 bytes choose the reader and its parameters, the rest is the file.
  * A successful read must give consistent offsets; a failure must leave the corpus as it was
  * (one record added before the call must survive). */
 #include <string.h>
 
 #include "fuzz_common.h"
-#include "text.h"
+#include "data/text.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

@@ -295,7 +295,7 @@ function T.gate_errors()
   end)
 end
 
--- One /meta writer for checkpoints and fused files (lua/bind/l_h5.c): strings, integers,
+-- One /meta writer for checkpoints and fused files (lua/bind/io/l_h5.c): strings, integers,
 -- floats and booleans (as 0 / 1) both ways; a bad value raises before any file exists.
 function T.meta_writer_shared()
   local d = check.tmpdir()

@@ -1,7 +1,7 @@
 -- tests/lua/test_pinned.lua: behaviour pins and cost consistency. A tiny fixed-seed run of every
 -- method, on an image model and on a text model, must give the same run-id and bitwise the same
 -- checkpoint and fused parameters, gates, predictions and metrics as when the pins were recorded
--- (main at df26bec, before the model schema and cost moved into core/xfmr.h). Digests are SHA-256
+-- (main at df26bec, before the model schema and cost moved into core/nn/xfmr.h). Digests are SHA-256
 -- of the raw bytes of every dataset (HDF5 files themselves hold timestamps) and of the metric
 -- attributes; timings, paths and stage keys are left out. A change here changes every result
 -- folder: re-pin only for an intended change of numerics, and say why in the commit. The same

@@ -37,7 +37,7 @@ import torch                                           # noqa: E402
 import torch.nn as nn                                  # noqa: E402
 import torch.nn.functional as F                        # noqa: E402
 
-LN_EPS = 1e-6   # core/xfmr.h HY_XFMR_LN_EPS
+LN_EPS = 1e-6   # core/nn/xfmr.h HY_XFMR_LN_EPS
 
 
 class Block(nn.Module):

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""tests/ref/ens_torch.py: PyTorch reference fixtures for hydra's ensemble models (core/ens.h),
+"""tests/ref/ens_torch.py: PyTorch reference fixtures for hydra's ensemble models (core/hydra/ens.h),
 checked by tests/c/test_ens.c.
 
 Run by hand (never by `make test`) with Debian's torch and h5py:

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """tests/ref/make_mlm_ref.py: PyTorch reference fixture for hydra's masked-language-model head
-and loss (core/mlm.h; checked by tests/c/test_mlm.c).
+and loss (core/nn/mlm.h; checked by tests/c/test_mlm.c).
 
 Run by hand (never by `make test`) with Debian's torch and h5py:
     /usr/bin/python3 tests/ref/make_mlm_ref.py        # writes tests/ref/mlm_tiny.h5

@@ -4,7 +4,7 @@
 Run by hand (never by `make test`) with Debian's torch and h5py:
     /usr/bin/python3 tests/ref/mimo_torch.py          # writes tests/ref/mimo_tiny.h5
 
-MIMO (Havasi et al., ICLR 2021) as hydra builds it (core/mimo.h): the M slots' images are the
+MIMO (Havasi et al., ICLR 2021) as hydra builds it (core/hydra/mimo.h): the M slots' images are the
 model's M input channels (one patch projection over all of them), the head has M * K outputs,
 member m = columns [m K, (m+1) K); training loss = sum over m of the mean cross-entropy of head m
 on slot m's labels; at test time every slot gets the same image. The transformer itself is

@@ -1,4 +1,4 @@
--- lua/hydra/methods/batch_ensemble.lua: BatchEnsemble (Wen et al., ICLR 2020; core/ens.h) =
+-- lua/hydra/methods/batch_ensemble.lua: BatchEnsemble (Wen et al., ICLR 2020; core/hydra/ens.h) =
 -- one transformer whose every linear (qkv, proj, fc1, fc2, head) keeps the shared weight W and
 -- per-member rank-1 fast weights: y = ((x o s_m) W^T) o r_m + b + b_m, for
 -- batch_ensemble.members members. Trained from scratch like the Single model (train.*, optim.*,

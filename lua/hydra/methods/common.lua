@@ -25,7 +25,7 @@
 --   (a mean of exact costs, not the cost at the mean length: attention is quadratic in T); an
 --   image's T is fixed (seq_len). Text only: flops_padded = the same mean at the length the
 --   engine executes, each batch of train.eval_batch_size cut to its longest sentence (every row
---   of the batch runs at that T; core/loader.h hy_dataset_seq_lens).
+--   of the batch runs at that T; core/data/loader.h hy_dataset_seq_lens).
 -- predictor.seeds = { training seeds used }
 -- Sets come from common.sets(cfg): { name, role = "id"|"ood"|"shift", file, parts = { split... },
 -- subset, hash, group = "near"|"far" (OOD sets) }; common.val_set(cfg) is the ID validation
@@ -366,7 +366,7 @@ function C.model_predictor(ctx, ckpts, keys, opts)
     return mc > 0 and f * mc or f
   end
   local members = mc > 0 and mc or #models
-  local ens = #models == 1 and models[1]:ensemble()   -- one model, M members (core/ens.h)
+  local ens = #models == 1 and models[1]:ensemble()   -- one model, M members (core/hydra/ens.h)
   if ens then members = ens.members end
   return C.predictor({
     ctx = ctx, name = opts.name,
@@ -571,7 +571,7 @@ end
 
 -- ===== learned uncertainty heads (vilu, confidnet) =====
 
--- The method table of a learned uncertainty head on the frozen Single (hydra.vilu, core/vilu.h):
+-- The method table of a learned uncertainty head on the frozen Single (hydra.vilu, core/hydra/vilu.h):
 -- the base model's stage, then stage "uhead" (the head trained on the ID split vilu.split,
 -- keyed by the base model, the kind, every vilu.* setting, the seed and the ID data), then a
 -- predictor whose files add /uncertainty = the head's score; the method is evaluated with score

@@ -1,4 +1,4 @@
--- lua/hydra/methods/lora_ensemble.lua: LoRA-Ensemble (Halbheer et al., 2024; core/ens.h) = the
+-- lua/hydra/methods/lora_ensemble.lua: LoRA-Ensemble (Halbheer et al., 2024; core/hydra/ens.h) = the
 -- trained Single model (its base stage, reused) as a frozen backbone and lora_ensemble.members
 -- members, each with its own rank-lora_ensemble.rank adapters (scaled by alpha / rank) on the
 -- linears of lora_ensemble.targets (q, v as the original; k, o = attn.proj, mlp = fc1 and fc2

@@ -1,5 +1,5 @@
 -- lua/hydra/methods/mimo.lua: MIMO (Havasi et al., ICLR 2021), M = mimo.members input slots and
--- predictions in one model, trained from scratch (core/mimo.h; file format: core/README.md).
+-- predictions in one model, trained from scratch (core/hydra/mimo.h; file format: core/README.md).
 --
 -- Choice of input combination: the M images are concatenated along channels, so the patch
 -- projection (model.channels x M input channels) combines them: the sum of each slot's patch

@@ -11,7 +11,7 @@
 -- widths of M.member_model), trained from scratch (never from train.init: a pretrained encoder
 -- has the full width, not the members') on the batch order of `seed` with the one
 -- train/optim schedule, and the M members are fused with every fuse.* = member into one model
--- whose Q/K/V and output projections are the ragged grouped GEMM over the members (core/fused.c;
+-- whose Q/K/V and output projections are the ragged grouped GEMM over the members (core/hydra/fused.c;
 -- the block-diagonal layers of the packed model), so one forward pass gives every member.
 -- Widths: alpha * x / M rounded to the nearest multiple of the head size HS = d_model / n_heads
 -- (vit-fm: d_model 2 * 128 / 3 = 85.3 -> 80 = 5 heads of 16; d_mlp 2 * 512 / 3 = 341.3 -> 336;

@@ -1,0 +1,362 @@
+/* xfmr.h: the hydra transformer (DESIGN §2): a pre-LN encoder for images (ViT) and text.
+ *   x = [cls; embed(input)] + pos_embed          (timm order: pos_embed covers the CLS slot too)
+ *   per block l:  x += drop(proj(Attn_l(LN1_l(x))));  x += drop(fc2(drop(GELU(fc1(LN2_l(x))))))
+ *   logits = head(LN_f(x[:, 0]))
+ * Entry points: the config schema (HY_XFMR_CONFIG_FIELDS, hy_xfmr_fields), hy_xfmr_config_check,
+ * the parameter layout (slots: hy_xfmr_slot, hy_xfmr_head_slot; hy_param_table_add), the cost
+ * (hy_xfmr_cost), hy_xfmr_new / hy_xfmr_release, hy_xfmr_init, hy_xfmr_alloc_acts,
+ * hy_xfmr_forward, hy_xfmr_features, hy_xfmr_loss, hy_xfmr_backward, hy_xfmr_zero_grad, gates, the parameter table
+ * and its named views (hy_xfmr_tensors). Dimension letters: see hydra.h. Layer/head numbers are
+ * 0-based in this C API; messages print them 1-based. */
+#ifndef HY_XFMR_H
+#define HY_XFMR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tensor/arena.h"
+#include "tensor/attn.h"
+#include "tensor/base.h"
+#include "tensor/rng.h"
+#include "data/vocab.h"
+
+/* LayerNorm epsilon of every norm in the model (timm ViT uses 1e-6). */
+#define HY_XFMR_LN_EPS 1e-6f
+/* The longest sequence T (tokens including CLS) is the attention kernel's HY_ATTN_MAX_T
+ * (attn.h). The reserved token ids HY_TOK_PAD / _UNK / _CLS are the vocabulary's (vocab.h); ids
+ * never contain CLS: the model prepends cls_token. */
+
+typedef enum { HY_XFMR_VIT = 0, HY_XFMR_TEXT = 1 } hy_xfmr_kind;
+
+/* The model-config schema, one line per field: X(name, type, kind).
+ *   type SIZE: size_t, a required int64 /config attribute; RATE: float in [0, 1), a float64
+ *        /config attribute (0 when absent).
+ *   kind VIT or TEXT: only models of that kind read the field (leave it 0 for the other);
+ *        ALL: every model.
+ * The names are the YAML keys of configs/models/ files (the two rates both come from
+ * model.dropout, which the binding reads for them), the /config attributes of checkpoints and
+ * fused files and the keys of m:config() (core.model_config_fields() lists them). kind itself
+ * ("vit" | "text") is outside the list. Adding a field here adds it to hy_xfmr_config, the files,
+ * the bindings and hydra.model.core_config. */
+#define HY_XFMR_CONFIG_FIELDS(X)                                                              \
+    X(image_size, SIZE, VIT)    /* H = W (square images) */                                   \
+    X(channels, SIZE, VIT)      /* C_in */                                                    \
+    X(patch, SIZE, VIT)         /* p; image_size % patch == 0; NP = (image_size/patch)^2 */   \
+    X(vocab_size, SIZE, TEXT)   /* V (ids in [0, V)), V > HY_TOK_CLS */                       \
+    X(max_len, SIZE, TEXT)      /* most tokens per sequence, CLS excluded */                  \
+    X(d_model, SIZE, ALL)       /* D (= C of the glossary), divisible by n_heads */           \
+    X(n_heads, SIZE, ALL)       /* NH; head size HS = d_model / n_heads */                    \
+    X(depth, SIZE, ALL)         /* L blocks */                                                \
+    X(d_mlp, SIZE, ALL)         /* DM hidden width of the MLP */                              \
+    X(n_classes, SIZE, ALL)     /* K classifier outputs */                                    \
+    X(attn_dropout, RATE, ALL)  /* model.dropout: on the attention block output (after proj) */ \
+    X(mlp_dropout, RATE, ALL)   /* model.dropout: after GELU and after fc2 */
+
+#define HY_XFMR_FIELD_TYPE_SIZE size_t
+#define HY_XFMR_FIELD_TYPE_RATE float
+
+/* Model configuration: kind + the fields of HY_XFMR_CONFIG_FIELDS, in that order. */
+typedef struct hy_xfmr_config {
+    hy_xfmr_kind kind;
+#define HY_XFMR_FIELD_DECL_(name, type, kind) HY_XFMR_FIELD_TYPE_##type name;
+    HY_XFMR_CONFIG_FIELDS(HY_XFMR_FIELD_DECL_)
+#undef HY_XFMR_FIELD_DECL_
+} hy_xfmr_config;
+
+/* The schema as data (for loops over the fields: checkpoints, fused files, bindings). */
+typedef enum { HY_FIELD_SIZE = 0, HY_FIELD_RATE = 1 } hy_field_type;
+typedef struct hy_xfmr_field {
+    const char *name;    /* e.g. "d_model" */
+    hy_field_type type;
+    int kind;            /* HY_XFMR_VIT, HY_XFMR_TEXT, or -1 for every kind */
+    size_t offset;       /* offsetof(hy_xfmr_config, name) */
+} hy_xfmr_field;
+#define HY_XFMR_FIELD_COUNT_(name, type, kind) +1
+enum { HY_XFMR_N_FIELDS = 0 HY_XFMR_CONFIG_FIELDS(HY_XFMR_FIELD_COUNT_) };
+#undef HY_XFMR_FIELD_COUNT_
+/* HY_XFMR_N_FIELDS entries in schema order. */
+extern const hy_xfmr_field hy_xfmr_fields[];
+/* The field applies to models of kind k. */
+bool hy_xfmr_field_applies(const hy_xfmr_field *f, hy_xfmr_kind k);
+/* Value of a SIZE field / a RATE field of c (HY_ASSERT on the type). */
+size_t hy_xfmr_field_size(const hy_xfmr_config *c, const hy_xfmr_field *f);
+float hy_xfmr_field_rate(const hy_xfmr_config *c, const hy_xfmr_field *f);
+void hy_xfmr_field_set_size(hy_xfmr_config *c, const hy_xfmr_field *f, size_t v);
+void hy_xfmr_field_set_rate(hy_xfmr_config *c, const hy_xfmr_field *f, float v);
+/* "vit" / "text"; parse gives HY_EINVAL (no message: callers word it) for anything else. */
+const char *hy_xfmr_kind_name(hy_xfmr_kind k);
+hy_status hy_xfmr_kind_parse(const char *s, hy_xfmr_kind *out);
+
+/* Checks a configuration; the message names the field, e.g.
+ * "xfmr: d_model must be divisible by n_heads (d_model 100, n_heads 8)". HY_ECONFIG. */
+hy_status hy_xfmr_config_check(const hy_xfmr_config *c);
+/* Tokens per sequence including CLS: 1 + NP (vit) or 1 + max_len (text). Needs a valid config. */
+size_t hy_xfmr_seq_len(const hy_xfmr_config *c);
+
+/* ===== parameter layout =====
+ * The parameter table (checkpoint /params order, timm names, PyTorch [out, in] shapes) is, for
+ * S = hy_xfmr_n_slots(c) "slots" (table indices):
+ *   embedding  HY_EMB_*: cls_token (1,1,D), pos_embed (1,T,D), then
+ *              vit: patch_embed.proj.weight (D,C_in,p,p), patch_embed.proj.bias (D)
+ *              text: tok_embed.weight (V,D)
+ *   block l    HY_BLK_* at hy_xfmr_slot(c, l, which) (blocks.{l}.<name>)
+ *   head       HY_HEAD_* at hy_xfmr_head_slot(c, which): norm.weight, norm.bias (D),
+ *              head.weight (K,D), head.bias (K)
+ * The fused model (fused.h) keeps the same slots per member. */
+typedef enum {
+    HY_EMB_CLS,      /* cls_token (1, 1, D) */
+    HY_EMB_POS,      /* pos_embed (1, T, D) */
+    HY_EMB_W,        /* vit: patch_embed.proj.weight (D, C_in, p, p); text: tok_embed.weight
+                      * (V, D) */
+    HY_EMB_B         /* vit only: patch_embed.proj.bias (D) */
+} hy_emb_slot;
+typedef enum {
+    HY_BLK_N1W, HY_BLK_N1B,      /* norm1.weight, .bias (D) */
+    HY_BLK_QKVW, HY_BLK_QKVB,    /* attn.qkv.weight (3D, D), .bias (3D): rows q | k | v */
+    HY_BLK_PROJW, HY_BLK_PROJB,  /* attn.proj.weight (D, D), .bias (D) */
+    HY_BLK_N2W, HY_BLK_N2B,      /* norm2.weight, .bias (D) */
+    HY_BLK_FC1W, HY_BLK_FC1B,    /* mlp.fc1.weight (DM, D), .bias (DM) */
+    HY_BLK_FC2W, HY_BLK_FC2B,    /* mlp.fc2.weight (D, DM), .bias (D) */
+    HY_BLK_N                     /* slots per block */
+} hy_blk_slot;
+typedef enum {
+    HY_HEAD_NW, HY_HEAD_NB,      /* norm.weight, norm.bias (D) */
+    HY_HEAD_W, HY_HEAD_B,        /* head.weight (K, D), head.bias (K) */
+    HY_HEAD_N
+} hy_head_slot;
+/* What a slot belongs to (the fuse.* groups; cost breakdown): the embedding, a LayerNorm
+ * (norm1, norm2, the final norm), attention (qkv, proj), the MLP, the classifier head. */
+typedef enum { HY_PART_EMBED, HY_PART_LN, HY_PART_ATTN, HY_PART_MLP, HY_PART_HEAD,
+               HY_N_PARTS } hy_xfmr_part;
+
+/* Embedding slots: 4 (vit) or 3 (text). */
+size_t hy_xfmr_n_embed_slots(const hy_xfmr_config *c);
+/* Table index of block `layer`'s tensor `which` (layer < L). */
+size_t hy_xfmr_slot(const hy_xfmr_config *c, size_t layer, hy_blk_slot which);
+/* Table index of head tensor `which`. */
+size_t hy_xfmr_head_slot(const hy_xfmr_config *c, hy_head_slot which);
+/* Tensors in the table: n_embed + L * HY_BLK_N + HY_HEAD_N. */
+size_t hy_xfmr_n_slots(const hy_xfmr_config *c);
+/* The part of slot s (< n_slots); for a block slot also its layer and hy_blk_slot (may be NULL;
+ * left untouched for other slots). */
+hy_xfmr_part hy_xfmr_slot_part(const hy_xfmr_config *c, size_t s, size_t *layer, size_t *which);
+
+/* ===== cost =====
+ * Forward FLOPs (multiply-adds x2; LayerNorm, GELU, softmax and adds not counted) of one sample
+ * at sequence length T, and the parameter count (without alignment padding), of a model of
+ * config c whose layer l computes kept[l] heads (kept NULL: every head). A pruned head's q/k/v
+ * rows and proj columns are neither computed nor counted, as in a packed fused member. Split by
+ * part (hy_xfmr_part) and summed. One formula for every model: the fused model adds its
+ * members' costs (hy_fused_flops, hy_fused_params), the Lua methods read it through the
+ * bindings at each T a text set runs at (loader.h hy_dataset_seq_lens; core/README.md). */
+typedef struct hy_xfmr_costs {
+    double flops[HY_N_PARTS];
+    size_t params[HY_N_PARTS];
+    double flops_total;
+    size_t params_total;
+} hy_xfmr_costs;
+hy_xfmr_costs hy_xfmr_cost(const hy_xfmr_config *c, size_t T, const size_t *kept);
+
+/* One named tensor of the parameter block (timm names, PyTorch [out,in] shapes, DESIGN §2). */
+typedef struct hy_param {
+    char name[48];       /* e.g. "blocks.3.attn.qkv.weight" */
+    size_t offset;       /* in floats from the start of the block (a multiple of 16) */
+    size_t numel;
+    int ndim;
+    int64_t shape[4];
+    bool decay;          /* weight decay applies: false for norms, biases, cls/pos/tok_embed */
+    bool frozen;         /* never trained (lora_ensemble's backbone: ens.h); decay is false */
+} hy_param;
+
+/* Appends tensor `name` of shape [ndim] to a parameter table: tab[*n] gets the name, shape,
+ * numel, decay and offset *off; *off advances by numel rounded up to 16 floats (every tensor
+ * stays 64-byte aligned) and *n by one. tab NULL: only counts (*n, *off). The name must fit
+ * hy_param.name (HY_ASSERT). */
+void hy_param_table_add(hy_param *tab, size_t *n, size_t *off, const char *name, int ndim,
+                        const int64_t *shape, bool decay);
+
+/* The parameter table of a valid config c (hy_xfmr_n_slots(c) tensors in slot order) into tab
+ * (NULL: only counts); returns the tensor count, *total gets the floats of the block (with the
+ * 64-byte alignment padding). hy_xfmr_new builds its table with it. */
+size_t hy_xfmr_table(const hy_xfmr_config *c, hy_param *tab, size_t *total);
+
+/* A view of one parameter: borrows the model's memory. */
+typedef struct hy_param_view {
+    const hy_param *info;
+    float *data;         /* in params */
+    float *grad;         /* in grads, same layout */
+} hy_param_view;
+
+/* One batch of inputs. The caller owns it and everything it points to; forward only reads it
+ * (what backward needs is copied into the model's activations).
+ *   vit:  images [B, C_in, H, W] float32, already normalised; ids/lengths NULL.
+ *   text: ids [B, len] int32 (row stride len), 0 <= id < V everywhere (padding is HY_TOK_PAD);
+ *         lengths [B] int32 with 0 <= lengths[b] <= len: keys at positions >= lengths[b] are
+ *         masked (key-padding mask; CLS is never masked); 1 <= len <= max_len. The sequence
+ *         length of this forward is T = 1 + len, so shorter batches cost less. */
+typedef struct hy_batch {
+    const float *images;
+    const int32_t *ids;
+    const int32_t *lengths;
+    size_t len;
+} hy_batch;
+
+typedef struct hy_xfmr_acts hy_xfmr_acts;   /* private: activation block layout (xfmr.c) */
+
+/* Named pointers into a parameter block (params or grads) of one block l, as llm.c's
+ * ParameterTensors; shapes PyTorch [out, in]. */
+typedef struct hy_xfmr_block_tensors {
+    float *norm1_w, *norm1_b;   /* (D) */
+    float *qkv_w;               /* (3D, D): rows q | k | v, each head-major (NH, HS) */
+    float *qkv_b;               /* (3D) */
+    float *proj_w;              /* (D, D) */
+    float *proj_b;              /* (D) */
+    float *norm2_w, *norm2_b;   /* (D) */
+    float *fc1_w;               /* (DM, D) */
+    float *fc1_b;               /* (DM) */
+    float *fc2_w;               /* (D, DM) */
+    float *fc2_b;               /* (D) */
+} hy_xfmr_block_tensors;
+
+/* Named pointers into a whole parameter block, filled from the table once (hy_xfmr_new). */
+typedef struct hy_xfmr_tensors {
+    float *cls_token;           /* (1, 1, D) */
+    float *pos_embed;           /* (1, T, D), T = 1 + NP (vit) or 1 + max_len (text) */
+    float *patch_w;             /* vit: (D, C_in, p, p); NULL for text */
+    float *patch_b;             /* vit: (D); NULL for text */
+    float *tok_embed;           /* text: (V, D); NULL for vit */
+    hy_xfmr_block_tensors *blk; /* [L] */
+    float *norm_w, *norm_b;     /* final LayerNorm (D) */
+    float *head_w;              /* (K, D) */
+    float *head_b;              /* (K) */
+} hy_xfmr_tensors;
+
+/* The model. Public fields are read-only for callers except through the functions below;
+ * params/grads may be written directly (optimizers, checkpoint loading). */
+typedef struct hy_xfmr {
+    hy_xfmr_config cfg;
+    size_t T;            /* max tokens including CLS (hy_xfmr_seq_len) */
+    size_t HS;           /* head size d_model / n_heads */
+    size_t n_params;     /* floats in params (and grads, and any optimizer block) */
+    float *params;       /* owned, 64-byte aligned, layout given by table */
+    float *grads;        /* owned, same layout; backward adds into it */
+    hy_param *table;     /* owned, n_tensors entries in checkpoint order */
+    size_t n_tensors;
+    hy_xfmr_tensors p;   /* named views of params (p.blk owned, [L]) */
+    hy_xfmr_tensors g;   /* the same views of grads (g.blk owned, [L]) */
+    float *gates;        /* owned [L, NH]; 1 = head kept, 0 = pruned (any value allowed) */
+    float *dgates;       /* owned [L, NH]; backward adds dL/dgate */
+    /* activations (hy_xfmr_alloc_acts) */
+    size_t B_cap;        /* largest batch forward accepts; 0 before hy_xfmr_alloc_acts */
+    hy_xfmr_acts *acts;  /* owned */
+    hy_arena scratch;    /* backward temporaries, planned for (B_cap, T) */
+    /* dropout */
+    bool dropout_on;
+    hy_rng drop_rng;
+    uint64_t drop_step;  /* forwards run with dropout on since hy_xfmr_set_dropout */
+    /* state of the last forward, for backward */
+    size_t last_B, last_T;
+    bool have_fwd;
+    bool last_kept;      /* it kept every layer's activations (hy_xfmr_forward, not _infer) */
+    bool last_drop;      /* the last forward applied dropout masks */
+    hy_rng last_drop_rng; /* its dropout stream: backward draws the same masks again */
+    /* ensemble (ens.h): NULL for a single model. With M members, forward takes B samples and
+     * writes logits [M*B, K] (member-major); B_cap counts samples; hy_xfmr_loss takes the B
+     * labels and averages the members' cross-entropies. */
+    struct hy_ens *ens;  /* owned */
+} hy_xfmr;
+
+/* Builds a model: checks cfg, allocates params and grads (zeroed), the name table, gates (all 1)
+ * and dgates (0). No activations yet (hy_xfmr_alloc_acts). On failure m is left zeroed and
+ * nothing leaks. Release with hy_xfmr_release. HY_ECONFIG / HY_ENOMEM. */
+hy_status hy_xfmr_new(hy_xfmr *m, const hy_xfmr_config *cfg);
+/* The same with the members' tensors of ensemble e (ens.h) after the base table: a BatchEnsemble
+ * or LoRA-Ensemble model of M = e->members members. HY_ECONFIG names the YAML key. */
+struct hy_ens_config;
+hy_status hy_xfmr_new_ens(hy_xfmr *m, const hy_xfmr_config *cfg, const struct hy_ens_config *e);
+/* Members of m: 1 for a single model, M for an ensemble (logit rows per sample). */
+size_t hy_xfmr_members(const hy_xfmr *m);
+/* The cost of model m at sequence length T: hy_xfmr_cost (all heads), or hy_ens_cost for an
+ * ensemble. */
+hy_xfmr_costs hy_xfmr_model_cost(const hy_xfmr *m, size_t T);
+/* Frees everything; accepts a zeroed or released model; zeroes m. */
+void hy_xfmr_release(hy_xfmr *m);
+/* timm-like init from seed: trunc-normal(std 0.02, cut at +-2 std) for linear weights,
+ * patch/tok embeddings, pos_embed and cls_token; zeros for biases; ones for LN weights.
+ * Each tensor draws from hy_rng_split(seed, tensor index), so init is layout independent. */
+void hy_xfmr_init(hy_xfmr *m, uint64_t seed);
+
+/* (Re)allocates the activation block and the backward scratch arena for batches of up to
+ * B_cap samples at the full sequence length. Any previous block is freed first (the saved
+ * forward is forgotten). HY_EINVAL for B_cap == 0, HY_ENOMEM. */
+hy_status hy_xfmr_alloc_acts(hy_xfmr *m, size_t B_cap);
+/* Bytes the activation block + scratch would take for B_cap (for planning). */
+size_t hy_xfmr_acts_bytes(const hy_xfmr_config *c, size_t B_cap);
+
+/* Checks the inputs of a batch of B samples against config c: images present (vit), or ids and
+ * lengths present, 1 <= len <= max_len, every length in [0, len] and every id in
+ * [0, vocab_size). Messages start with `who` (e.g. "xfmr", "fused") and name the 1-based row and
+ * position. Shared by every forward that takes a hy_batch. */
+hy_status hy_xfmr_check_inputs(const hy_xfmr_config *c, const hy_batch *in, size_t B,
+                               const char *who);
+
+/* Forward pass of B samples: writes logits [B, K] and keeps the activations for backward.
+ * Dropout is applied when switched on (hy_xfmr_set_dropout). Validates the batch: B in
+ * [1, B_cap], the text lengths/ids ranges ("xfmr: token id 9000 out of range [0, 8000) (row 2,
+ * position 5)"); fails HY_EINVAL without touching logits. */
+hy_status hy_xfmr_forward(hy_xfmr *m, const hy_batch *in, size_t B, float *logits);
+
+/* hy_xfmr_forward for prediction and evaluation: the same operations in the same order, so the
+ * same logits bit for bit, but every layer reuses the first layer's activation buffers instead
+ * of keeping its own for backward (vit-fm at batch 256: ~38 MB for one layer's working set
+ * instead of ~230 MB for all six), so the passes between the GEMMs mostly hit cache. Features and
+ * hidden (below) are kept; a backward after it fails HY_EINVAL. */
+hy_status hy_xfmr_infer(hy_xfmr *m, const hy_batch *in, size_t B, float *logits);
+
+/* The features of the last forward: LN_f(x[:, 0]), the CLS row after the final LayerNorm (the
+ * head's input), (last_B, D) row-major, borrowed from the activations (valid until the next
+ * forward or hy_xfmr_alloc_acts). NULL when no forward was run since hy_xfmr_alloc_acts. The
+ * learned uncertainty heads (vilu.h) read them through hy_train_features. */
+const float *hy_xfmr_features(const hy_xfmr *m);
+
+/* Mean softmax cross-entropy over B rows with optional label smoothing eps in [0, 1):
+ * target = (1-eps) one-hot + eps/K. Writes *loss (double) and, when dlogits != NULL,
+ * dlogits [B, K] = d(mean loss)/dlogits (written, not added). labels [B] in [0, K);
+ * a bad label fails HY_EINVAL naming the row (1-based) before anything is written. */
+hy_status hy_xfmr_loss(const hy_xfmr *m, const float *logits, const int32_t *labels, size_t B,
+                       float label_smoothing, double *loss, float *dlogits);
+
+/* Backward of the last forward: adds (+=) dL/dparams into grads and dL/dgate into dgates.
+ * dlogits [B, K] of that forward's B. A head whose gate is exactly 0 gets exactly zero gradient
+ * in its q/k/v rows of qkv.weight/bias and its columns of proj.weight (its dgate is still
+ * computed). HY_EINVAL when no forward was run since alloc_acts; uses the scratch arena. */
+hy_status hy_xfmr_backward(hy_xfmr *m, const float *dlogits);
+/* The same with a gradient on the last residual stream: dhidden (B, T, D) of that forward (T =
+ * its sequence length with CLS; NULL = none) is added to dL/dx_L before the blocks' backward,
+ * and dlogits may be NULL (no classifier-head gradient: masked-language-model pretraining,
+ * mlm.h). hy_xfmr_backward(m, d) is hy_xfmr_backward_hidden(m, d, NULL). */
+hy_status hy_xfmr_backward_hidden(hy_xfmr *m, const float *dlogits, const float *dhidden);
+/* x_L (last_B, last_T, D) of the last forward: the final residual stream before LN_f (row
+ * b * T + t; t = 0 is CLS); NULL when no forward was run. Borrowed from the activations. */
+const float *hy_xfmr_hidden(const hy_xfmr *m);
+/* grads = 0 and dgates = 0. */
+void hy_xfmr_zero_grad(hy_xfmr *m);
+
+/* Head gates. layer < L, head < NH (HY_ASSERT: callers validate user input). */
+void hy_xfmr_set_gate(hy_xfmr *m, size_t layer, size_t head, float g);
+float hy_xfmr_gate(const hy_xfmr *m, size_t layer, size_t head);
+/* Copies gates [L*NH] in; all 1 = unpruned. */
+void hy_xfmr_set_gates(hy_xfmr *m, const float *gates);
+
+/* Dropout: on = masks are drawn in every forward (training and MC dropout) from a stream seeded
+ * with seed; each forward advances drop_step, so the same seed and call sequence give the same
+ * masks whatever the thread count. off (default) = identity. */
+void hy_xfmr_set_dropout(hy_xfmr *m, bool on, uint64_t seed);
+
+/* Looks a parameter up by name; HY_EINVAL "xfmr: no parameter named 'x'" when absent. */
+hy_status hy_xfmr_param(const hy_xfmr *m, const char *name, hy_param_view *out);
+/* Index of a parameter by name, or -1. */
+int64_t hy_xfmr_param_index(const hy_xfmr *m, const char *name);
+
+#endif
