@@ -1,10 +1,10 @@
 # hydra: build, test, bench.  `make deps` once (as root), then `make`, `make test`.
 # MODE selects the flags: release (default), asan, bench. One build dir per MODE.
 MODE ?= release
-PKGS := lua5.4 yaml-0.1 hdf5 openblas zlib freetype2 libpng
+PKGS := lua5.4 yaml-0.1 hdf5 openblas zlib freetype2 libpng jansson libjpeg
 # Debian packages hydra needs (make deps installs the missing ones).
 DEB_PKGS := build-essential pkg-config liblua5.4-dev libopenblas-dev libhdf5-dev hdf5-tools \
-            libyaml-dev zlib1g-dev libfreetype-dev libpng-dev gnuplot-nox fonts-dejavu-core \
+            libyaml-dev zlib1g-dev libfreetype-dev libpng-dev libjansson-dev libjpeg62-turbo-dev gnuplot-nox fonts-dejavu-core \
             fonts-freefont-ttf fonts-liberation dataset-fashion-mnist fortunes fortunes-min \
             clang-14 libclang-rt-14-dev libomp-14-dev
 # Packages needed for a single file: the file is extracted from the downloaded .deb.
