@@ -27,7 +27,7 @@
  * activations, one OpenMP team. Every element sees exactly the operations of separate passes,
  * so the hooks change no bit. (Adding the bias after a beta = 0 product instead, the same bits,
  * saves nothing with OpenBLAS: for beta = 0 it zeroes C in a pass of its own, inside the GEMM
- * call: measured on the Zen 5, 2026-12-02.) Hook operands: w = C (ld its row stride), u = bias,
+ * call, measured on a Zen 5.) Hook operands: w = C (ld its row stride), u = bias,
  * v = residual or the GELU input, x = GELU output. */
 
 static void gelu_span(float *out, const float *x, size_t n);

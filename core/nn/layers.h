@@ -4,7 +4,13 @@
  *   forward  (outputs, saved-for-backward, inputs, weights, sizes)   -- overwrites its outputs
  *   backward (input grads, weight grads, dout, forward inputs/saved, weights, sizes) -- adds (+=)
  * Kernels never allocate or fail; callers validate shapes. Weights are PyTorch [out,in].
- * In-place: forward outputs may alias inputs only where a contract says so. */
+ * In-place: forward outputs may alias inputs only where a contract says so.
+ * Orders that fix the bits: GELU runs 16 lanes at a time (vmath.h hy_erf16 / hy_exp16), then at
+ * most one block of 8, then the scalar tail, every lane doing the scalar function's operations,
+ * so any split gives the same bits; a LayerNorm row is summed in 16-lane partial sums, then a
+ * fixed tree over the lanes, then the < 16 left over in order; weight-gradient sums (LayerNorm
+ * dW/db by 32-column blocks, bias gradients) run over the rows in order. None depends on the
+ * vector width or the thread count. */
 #ifndef HY_LAYERS_H
 #define HY_LAYERS_H
 

@@ -2,7 +2,10 @@
  * encoders see every token). Fused over (b, h): scores, softmax and the value product for one
  * head stay in L1; parallelised with OpenMP over B x NH. Head h of qkv occupies columns
  * [h*HS, (h+1)*HS) of each of the q | k | v thirds (timm's reshape(B,T,3,NH,HS)).
- * scale = 1/sqrt(HS). T <= HY_ATTN_MAX_T. */
+ * scale = 1/sqrt(HS). T <= HY_ATTN_MAX_T.
+ * Results do not depend on the thread count or the tiling (every sum in an order fixed by the
+ * shape and the key lengths: attn.c), but do depend on the vector width: the 16-lane (AVX-512)
+ * and 8-lane summation trees differ, so AVX-512 and AVX2 builds round some scores differently. */
 #ifndef HY_ATTN_H
 #define HY_ATTN_H
 

@@ -90,7 +90,7 @@ int hy_threads(void);
  * the region would run on one thread anyway. A kernel branches on this rather than writing
  * `omp parallel ... if (cond)` alone: libgomp still builds a team for a region whose `if` is
  * false, which costs ~1.3 us at the top level and ~4.8 us nested inside a 2-thread region
- * (passive wait: a futex wake at its end; measured on the 2-core Zen 5, 2026-12-02), and a
+ * (passive wait: a futex wake at its end; measured on a 2-core Zen 5), and a
  * batch-1 pass of vit-fm ran ~36 such nested regions per thread. */
 bool hy_omp_par(bool cond);
 

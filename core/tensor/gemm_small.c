@@ -12,7 +12,7 @@
  * bits (tests/c/test_gemm.c checks each against a scalar transcription of the above). No
  * packing: OpenBLAS packs B on every call, which at a batch-1 pass's 17 rows costs about as
  * much as the multiply (17 x 384 x 128 on one Zen 5 core: OpenBLAS 63 GFLOP/s with its Haswell
- * kernels, 88 with its AVX-512 ones, this kernel 130; core/README.md). Every loop over a
+ * kernels, 88 with its AVX-512 ones, this kernel 130; results/bench/README.md). Every loop over a
  * tile's rows, columns or lanes is fully unrolled (`#pragma GCC unroll`): the accumulators and
  * the reduction then stay in registers, where GCC otherwise keeps the arrays on the stack (100
  * -> 130 GFLOP/s at that shape); vkeep keeps a loaded row of B in its register. */

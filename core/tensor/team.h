@@ -3,7 +3,7 @@
  *
  * Why: a batch-1 forward is ~45 kernels of a few microseconds each. Opening an OpenMP region per
  * kernel costs ~15 us with OMP_WAIT_POLICY=passive (the threads sleep between regions), more
- * than most of those kernels take, so small passes used to run on one core. A team opened once
+ * than most of those kernels take (a second core would not pay for itself). A team opened once
  * per pass pays that wake-up once; between kernels its threads wait for each other by spinning
  * on an atomic counter (well under a microsecond), and spin only while the pass runs. A thread
  * that spins long (another process has its core) yields the CPU between polls.
