@@ -1,7 +1,7 @@
 -- tests/lua/test_pinned.lua: behaviour pins and cost consistency. A tiny fixed-seed run of every
 -- method, on an image model and on a text model, must give the same run-id and bitwise the same
 -- checkpoint and fused parameters, gates, predictions and metrics as when the pins were recorded
--- (main at df26bec, before the model schema and cost moved into core/nn/xfmr.h). Digests are SHA-256
+-- (PIN below, one set per kernel set). Digests are SHA-256
 -- of the raw bytes of every dataset (HDF5 files themselves hold timestamps) and of the metric
 -- attributes; timings, paths and stage keys are left out. A change here changes every result
 -- folder: re-pin only for an intended change of numerics, and say why in the commit. The same
@@ -200,33 +200,14 @@ local function show(name, d)
   end
 end
 
--- recorded on main at df26bec (HYDRA_PIN_PRINT=1 ./hydra run tests/lua/run.lua test_pinned);
--- re-pinned for the evaluation protocol of issue 14: new config keys (eval.calibrate) change the
--- run-ids, the ID validation split is predicted for temperature scaling (21 prediction files, not
--- 14), and the metrics gain attributes. Checked then: params unchanged, and with
--- eval.calibrate=none the predictions digest is the old one (21dd9d94... image, 0d03cccf... text).
--- Re-pinned params/preds/metrics for the engine speed work of issue 13 (an intended change of
--- float rounding, run-ids unchanged): the residual add now goes into the proj/fc2 GEMM's output
--- (x + b, then beta = 1) instead of after it, dropout masks come from a counter-based generator
--- (core/README.md), attention's dgate is sum A o (dO V^T).
--- Re-pinned params for member stages keyed by their gate row (issue 18): of the 6 fine-tuned
--- members (Taylor, CircAvg, 2 x Hydra (Taylor), 2 x Hydra (Circ)) only 3 gate rows differ, so 3
--- member files are written, not 6 (13 stage files, not 16); preds and metrics digests unchanged.
--- Re-pinned params/preds/metrics for the engine speed work of issue 13, second part (an intended
--- change of float rounding, run-ids unchanged): attention reads its operands in place with
--- transposed scores and row paths for the query and key past the last whole vector (other
--- summation orders), LayerNorm sums rows in 16-lane registers (vmath.h's hy_hsum16 tree), the
--- gradient norm sums in 64 fixed blocks. Pins are now keyed by the OpenBLAS core and the build's vector unit
--- (core.vector_isa), since attention's lanes follow it. The "Zen/avx2" digests were made on the
--- AVX-512 Zen 5 with a `-march=znver3` build and OPENBLAS_CORETYPE=Zen, a method checked first
--- against the old pins: the binary of 8f078c3 built that way reproduced them exactly.
--- Re-pinned params/preds/metrics for the engine speed work of issue 13, third part (an intended
--- change of float rounding, run-ids unchanged): the tiles of a linear's product with at most 48
--- rows (gemm.h HY_GEMM_SMALL_ROWS: the tests' tiny batches, batch-1 passes) run in hydra's own
--- small-row kernel (gemm_small.c: 16 partial sums and a fixed tree) instead of OpenBLAS. That
--- kernel rounds the same on every build, so the image digests are still shared by the AVX2 and
--- AVX-512 builds; all four kernel sets were recorded on the Zen 5 (Cooperlake: both variables
--- unset; Zen and Haswell with avx2: a `-march=znver3` build, as before).
+-- Recorded with HYDRA_PIN_PRINT=1 ./hydra run tests/lua/run.lua test_pinned, one set per kernel
+-- set. "Cooperlake/avx512": OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset on an AVX-512 Zen 5;
+-- "Haswell/avx512": OPENBLAS_CORETYPE=Haswell there; "Zen/avx2" and "Haswell/avx2": a
+-- `-march=znver3` build on the same machine with OPENBLAS_CORETYPE=Zen resp. Haswell. The tiles
+-- of a linear's product with at most 48 rows (gemm.h HY_GEMM_SMALL_ROWS: the tests' tiny batches)
+-- run in hydra's small-row kernel, which rounds the same on every build, so the image digests are
+-- shared by the AVX2 and AVX-512 builds; the text run's attention (its lanes follow the vector
+-- unit) is not.
 -- Run-ids depend on configs and hy_hash64 only; the digests also on the float kernels, so they
 -- are recorded per kernel set: OpenBLAS's core (core.blas_info().corename: its GEMM
 -- micro-kernels round differently on another CPU family) and the vector unit the build targets
@@ -243,8 +224,7 @@ local TEXT_AVX2 = {
   metrics = "eb62a4934483fd0fddd6bef165470ed80a68ef3bebf6e9096a49feee943e272b",
 }
 local PIN = {
-  -- OpenBLAS's own choice on AVX-512 Zen 4/5 (no OPENBLAS_CORETYPE): recorded on the Zen 5 at
-  -- 59ab462 with both variables unset (re-pinned for the small-row kernel as above)
+  -- OpenBLAS's own choice on AVX-512 Zen 4/5 (OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset)
   ["Cooperlake/avx512"] = {
     image = {
       params = "03115a1205923daea01c23ef024829e31e0c8b97dda68d8821341c09de6ae211",
