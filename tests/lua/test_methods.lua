@@ -252,7 +252,7 @@ function T.deep_ensemble_and_mc_dropout_predictions()
   eq(de.cost.params, 2 * single.cost.params, "DE params = 2 x single")
   local single_cost = single:cost_on(sets[1])
   near(de:cost_on(sets[1]).flops, 2 * single_cost.flops, 1e-9, "DE flops = 2 x single")
-  -- images: the FLOPs at the model's fixed T, as before costs followed token lengths; no padding
+  -- images: the FLOPs at the model's fixed T (no token lengths); no padding
   eq(single_cost.flops, core.model_cost(hydra.model.core_config(cfg.model)), "image flops")
   eq(single_cost.flops_padded, nil, "images are never padded")
   local g <close> = hydra.h5.open(de:predict(sets[1]))
