@@ -160,9 +160,9 @@ function T.empty_old_lock_is_taken()
   ok(ok_, tostring(e))
 end
 
--- Regression: a lock left by a worker killed on another node of the cluster (its record names
--- another host) was waited on for ever, because its pid could not be checked from here. The
--- lock is now the kernel's flock: nobody holds it, so it is taken at once, whatever the record.
+-- A lock left by a worker killed on another node of the cluster (its record names another
+-- host, whose pid cannot be checked from here) is taken at once: the lock is the kernel's
+-- flock, which nobody holds any more, whatever the record says.
 function T.lock_of_a_dead_worker_on_another_host_is_taken()
   local dir = check.tmpdir()
   local lock = dir .. "/x.lock"

@@ -192,8 +192,8 @@ function T.shards_partition_the_points()
     function() return hydra.sweep.shard("x") end)
 end
 
--- Regression: a step array (`sbatch --array=0-2:2`: tasks 0 and 2, SLURM_ARRAY_TASK_COUNT 2)
--- made task 2 fail with "got '2/2'" and half the points never ran. Every array form (0-based,
+-- A step array (`sbatch --array=0-2:2`: tasks 0 and 2, SLURM_ARRAY_TASK_COUNT 2) must not
+-- fail task 2 with "got '2/2'" and leave half the points unrun. Every array form (0-based,
 -- 1-based, step, `%` limit, which leaves the variables alone) maps its tasks onto the shards
 -- 0..COUNT-1, each exactly once; an irregular list is refused with a message that says why.
 function T.shard_auto_maps_every_slurm_array_onto_the_shards()
@@ -232,8 +232,8 @@ function T.shard_auto_maps_every_slurm_array_onto_the_shards()
   check.same(sh, { i = 2, n = 4 }, "MPI rank/size")
 end
 
--- Regression: a sweep task on a Slurm allocation of N CPUs ran one thread per core of the node
--- (the budget ignored SLURM_CPUS_PER_TASK). HYDRA_THREADS and the config's threads still win.
+-- A sweep task on a Slurm allocation of N CPUs runs N threads, not one per core of the node
+-- (the budget follows SLURM_CPUS_PER_TASK). HYDRA_THREADS and the config's threads still win.
 function T.thread_budget_follows_slurm_cpus_per_task()
   local d = setup()
   local path = put(d, "s.yaml", "base: base.yaml\ngrid: {seed: [0, 1]}\n")
@@ -396,9 +396,9 @@ function T.sweep_runs_skips_and_reports()
 end
 
 
--- Regression: `hydra repro NAME --shard i/n` on a shard that leaves points to the other shards
--- crashed in the experiment script (io.open(nil) on the report it had not written). Now the
--- shard finishes with status 0, says how many points are complete, and writes no report.
+-- `hydra repro NAME --shard i/n` on a shard that leaves points to the other shards must not
+-- crash in the experiment script (io.open(nil) on a report it did not write): the shard
+-- finishes with status 0, says how many points are complete, and writes no report.
 function T.repro_shard_without_every_point_is_clean()
   local d = check.tmpdir()
   -- table_image has one point (seed 0): shard 1/2 has none, so nothing trains here
@@ -411,8 +411,8 @@ function T.repro_shard_without_every_point_is_clean()
 end
 
 
--- Regression: `hydra repro cost` wrote to the default results/ whatever results_dir=... said,
--- and measured again on every shard. Shard 1/2 now does nothing (shard 0 measures).
+-- `hydra repro cost` writes under results_dir=..., not the default results/, and measures on
+-- shard 0 only: shard 1/2 does nothing.
 function T.repro_cost_runs_on_shard_zero_only()
   local d = check.tmpdir()
   local code, out, errs = check.hydra(("repro cost --shard 1/2 results_dir=%s/results"):format(d))
@@ -422,8 +422,8 @@ function T.repro_cost_runs_on_shard_zero_only()
 end
 
 
--- Regression: with long series titles (ablation_diversity: three varying keys) the legend on
--- the right squeezed the plot to a sliver; long titles now put the key below the plot.
+-- With long series titles (ablation_diversity: three varying keys) a legend on the right would
+-- squeeze the plot to a sliver; long titles put the key below the plot.
 function T.plot_key_goes_below_for_long_titles()
   local rs = hydra.report_sweep
   check.eq(rs.key_layout({ "Hydra (Taylor)", "Hydra (Circ)" }), "set key outside right top")
