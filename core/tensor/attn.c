@@ -614,7 +614,7 @@ static void bwd_pair(float *dqkv, float *scratch, const float *dout, const float
     float g = gate[h];
     if (HY_ATTN_PREFETCH && b + 1 < B) {
         /* of the next sample, only its valid rows (and keys) are read; dqkv is only written
-         * (prefetching it for writing was slower) */
+         * (prefetching it for writing is slower) */
         size_t nn = kvalid ? (size_t)kvalid[b + 1] : T;
         prefetch_share(qkv + (b + 1) * T * 3 * C, nn * 3 * C * sizeof(float), h, NH, 0);
         prefetch_share(dout + (b + 1) * T * C, nn * C * sizeof(float), h, NH, 0);
