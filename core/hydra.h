@@ -1,6 +1,6 @@
 /* hydra.h: umbrella header of the C core (everything a C program embedding hydra needs).
- * core/README.md has the file map (one concept per file) and the glossary of dimension letters
- * used in every shape comment of core/ (B batch, T tokens, D width, K classes, M members, ...). */
+ * core/README.md has the layers (each folder's README lists its files) and the glossary of
+ * dimension letters used in every shape comment of core/ (B batch, T tokens, D width, ...). */
 #ifndef HY_HYDRA_H
 #define HY_HYDRA_H
 

@@ -169,7 +169,7 @@ local function run(opts)
     -- one-thread time: team_speedup = W / members (how much faster the members run on the
     -- team), split_efficiency = (W / threads) / hydra (1 = the fused model takes exactly the
     -- members' work shared perfectly over the threads). Both do the same multiply-adds, so the
-    -- fused model's edge at batch 1 is bounded by threads / team_speedup (core/README.md)
+    -- fused model's edge at batch 1 is bounded by threads / team_speedup (results/bench/README.md)
     if r.members_one_thread_s then
       local ck = res.checks[#res.checks]
       ck.team_speedup = r.members_one_thread_s / r.members_s
