@@ -33,7 +33,8 @@ PAT="$PAT|\\b(first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth) 
 PAT="$PAT|\\b(we|i|was|were|been|then|also) tried\\b|\\btried (and|on|before)\\b"
 PAT="$PAT|\\blast time\\b|\\btoday('s)?\\b|\\byesterday\\b"
 PAT="$PAT|\\b(earlier|previous|last) runs?([^-a-z]|\$)|\\bthe previous version\\b"
-PAT="$PAT|\\b(before|after|until|since) this change\\b|\\band reverted\\b|\\b(was|were) reverted\\b|\\bnot landed\\b"
+PAT="$PAT|\\b(before|after|until|since) this change\\b"
+PAT="$PAT|\\band reverted\\b|\\b(was|were) reverted\\b|\\bnot landed\\b"
 PAT="$PAT|\\b(commit|binary of|main at|code of|until|since) [0-9a-f]{7,10}\\b"
 
 # file:line:comment-text of every comment line of the code files
