@@ -273,8 +273,8 @@ static double parse_cpu(const char *text, size_t len, size_t n) {
     return cpu;
 }
 
-/* The duplicate-key check is linear (about 50 s for 200,000 keys with the former pairwise
- * scan). Checked as a ratio taken in one run, not an absolute time (machines and load differ):
+/* The duplicate-key check is linear (a pairwise scan would take about 50 s for 200,000
+ * keys). Checked as a ratio taken in one run, not an absolute time (machines and load differ):
  * 4x the keys must cost well under 16x (quadratic) the CPU time; linear is ~4x. A duplicate at
  * the very end, one in a nested mapping, and keys differing only after a NUL byte are still
  * told apart. */

@@ -286,8 +286,8 @@ function T.image_run_is_pinned()
   compare("image", digests(image_world))
 end
 
--- the text cost's flops and flops_padded are left out: they were pinned at max_len tokens and
--- now count every sample at its own length (text_costs_are_the_core_formula checks them)
+-- the text cost's flops and flops_padded are left out: they count every sample at its own
+-- length, which text_costs_are_the_core_formula checks against the core formula
 function T.text_run_is_pinned()
   compare("text", digests(text_world, true))
 end
