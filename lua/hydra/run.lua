@@ -288,6 +288,16 @@ local function execute_locked(cfg, opts, summary)
         or provenance.git_dirty == 0 and " (clean)" or " (unknown)")
       report.write_text(path, head .. text)   -- atomic (hydra.output)
     end
+    do   -- overrides.yaml: the key=value overrides in command-line order (a YAML list)
+      local yaml, lines = require("hydra.yaml"), {}
+      for _, o in ipairs(opts.override_list or {}) do
+        local t = type(o) == "table" and (o.key .. "=" .. tostring(o.value)) or tostring(o)
+        -- key=value plain when it reads back as itself (FB Hydra's form), else double-quoted
+        lines[#lines + 1] = "- " .. (t:match("^[%w_][%w_.%-]*=[%w_.%-/+]*$") and t or yaml.string(t))
+      end
+      report.write_text(dir .. "/overrides.yaml", #lines > 0 and (table.concat(lines, "\n") .. "\n")
+        or "[]\n")
+    end
     local score = SCORE[cfg.eval.score]
     if not score then err.fail("run: eval.score '%s' is not supported", tostring(cfg.eval.score)) end
     local metrics = require("hydra.metrics")
