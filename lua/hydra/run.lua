@@ -186,6 +186,15 @@ local function overrides_text(ov)
   return table.concat(t, " ")
 end
 
+-- The CPU model of this machine (the first "model name" of /proc/cpuinfo), for provenance.
+local function cpu_model()
+  local f = io.open("/proc/cpuinfo", "rb")
+  if not f then return "unknown" end
+  local s = f:read(65536) or ""
+  f:close()
+  return s:match("model name%s*:%s*([^\n]*)") or "unknown"
+end
+
 local function method_module(name)
   if type(name) ~= "string" or not name:match("^[%w_]+$") then
     err.fail("run: bad method name '%s'", tostring(name))
@@ -410,7 +419,7 @@ local function execute_locked(cfg, opts, summary)
     for k, v in pairs(root) do f:set_attr("/", k, v) end
     local prov = { git_hash = root.git_hash, git_dirty = root.git_dirty, command = root.command,
                    overrides = root.overrides, hydra_version = core.version, seed = cfg.seed,
-                   threads = threads, host = core.hostname(),
+                   threads = threads, host = core.hostname(), cpu = cpu_model(),
                    stages = table.concat(stage_lines, "\n") }
     for name, hsh in pairs(data_hashes) do prov["data_" .. name] = hsh end
     for k, v in pairs(prov) do f:set_attr("/provenance", k, v) end

@@ -3,7 +3,7 @@
 local argparse = require("hydra.argparse")
 
 local USAGE = "hydra exp CONFIG.yaml [key=value ...] [--force] [--cache DIR] [--quiet] "
-  .. "[--no-progress]\n       hydra exp CONFIG.yaml -m|--multirun key=a,b key2=range(0,3) ... "
+  .. "[--no-progress] [--html]\n       hydra exp CONFIG.yaml -m|--multirun key=a,b key2=range(0,3) ... "
   .. "[hydra sweep options: --jobs N, --list, --launcher slurm, ...]"
 
 -- The options of `hydra exp` that a multirun does not take (its runs are a sweep's points).
@@ -81,7 +81,10 @@ not split) and key=range(start, stop[, step]) (stop excluded) is an axis of a gr
 cartesian product (first key slowest) is written as a sweep file to
 <results_dir>/<experiment>/multirun/multirun-<hash>.yaml and run by `hydra sweep` with the
 remaining options (--jobs N, --list, --shard, --launcher slurm ...): the same run folders,
-resume and aggregated report as any sweep.]],
+resume and aggregated report as any sweep.
+
+--html also writes <run dir>/report.html: this run's tables, plots, learning curves, cost,
+overrides, provenance and resolved config in one self-contained page (hydra report --html).]],
   run = function(args)
     for i, a in ipairs(args) do
       if a == "-m" or a == "--multirun" then
@@ -90,7 +93,8 @@ resume and aggregated report as any sweep.]],
     end
     local opts = argparse.parse(args, {
       command = "exp", usage = USAGE,
-      options = { force = "flag", cache = "string", quiet = "flag", ["no-progress"] = "flag" },
+      options = { force = "flag", cache = "string", quiet = "flag", ["no-progress"] = "flag",
+                  html = "flag" },
       positional = { min = 1, max = 1, names = { "CONFIG.yaml" } },
       overrides = true,
     })
@@ -110,6 +114,10 @@ resume and aggregated report as any sweep.]],
       for _, k in ipairs({ "reliability", "ood_hist", "risk_coverage" }) do
         if s.plots[k] then print(("plot:     %s"):format(s.plots[k])) end
       end
+    end
+    if opts.html then   -- this run's page: <run dir>/report.html
+      print("report:   " .. require("hydra.report_html").write(s.dir:match("^(.*)/[^/]+/*$"),
+        { ids = { s.id }, out = s.dir, plots = false }))
     end
   end,
 }
