@@ -15,7 +15,8 @@
  *                                  is close-on-exec, so spawned workers never inherit it.
  *   core.pid_alive(pid)          -> boolean             kill(pid, 0): true unless ESRCH
  *   core.sleep(seconds)                                 nanosleep (0 <= seconds <= 3600)
- *   core.hostname()              -> string */
+ *   core.hostname()              -> string
+ *   core.getcwd()                -> string              the current folder (getcwd(3)) */
 #define _POSIX_C_SOURCE 200809L
 #define _DEFAULT_SOURCE
 
@@ -214,6 +215,13 @@ static int l_sleep(lua_State *L) {
     return 0;
 }
 
+static int l_getcwd(lua_State *L) {
+    char buf[4096];
+    if (!getcwd(buf, sizeof buf)) return luaL_error(L, "getcwd: %s", strerror(errno));
+    lua_pushstring(L, buf);
+    return 1;
+}
+
 static int l_hostname(lua_State *L) {
     char buf[256];
     if (gethostname(buf, sizeof buf) != 0) buf[0] = '\0';
@@ -227,7 +235,8 @@ void l_open_proc(lua_State *L) {
         {"listdir", l_listdir},         {"stat", l_stat},           {"mkdir_p", l_mkdir_p},
         {"getpid", l_getpid},           {"isatty", l_isatty},
         {"pid_alive", l_pid_alive},     {"sleep", l_sleep},
-        {"hostname", l_hostname},       {"flock_open", l_flock_open}, {NULL, NULL}};
+        {"hostname", l_hostname},       {"flock_open", l_flock_open}, {"getcwd", l_getcwd},
+        {NULL, NULL}};
     static const luaL_Reg lock_methods[] = {{"close", l_lock_close}, {NULL, NULL}};
     l_newclass(L, L_DIR, NULL, l_dir_gc, NULL);
     l_newclass(L, L_LOCK, lock_methods, l_lock_close, l_lock_close);

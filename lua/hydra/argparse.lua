@@ -34,7 +34,12 @@ local function convert(cmd, name, kind, v)
   return v
 end
 
+-- M.capture (set by `hydra completion`): parse() raises { argspec = spec } instead of parsing,
+-- so that a command's options can be listed exactly as its parser declares them.
+M.capture = false
+
 function M.parse(args, spec)
+  if M.capture then error({ argspec = spec }, 0) end
   local cmd = "hydra " .. spec.command
   local opts = { positional = {}, overrides = {}, override_list = {} }
   local options = spec.options or {}

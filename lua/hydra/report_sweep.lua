@@ -189,30 +189,42 @@ local function seeds_of(runs)
   return s
 end
 
--- The cost rows (result.h5 /methods/<m>/cost, run.lua) with their caption: "FLOPs / sample" is
--- the attribute flops, "FLOPs / sample (padded)" flops_padded (text runs only).
-local function cost_table(results)
-  local lines, seen, padded = {}, {}, false
-  for _, r in ipairs(results) do
-    if r.cost and r.cost.flops_padded then padded = true end
-  end
+-- The cost rows (result.h5 /methods/<m>/cost, run.lua), one per method (its first result), as
+-- text cells: method, params, flops, flops_padded (text runs), members, ms (ms / batch (batch)).
+function M.cost_rows(results)
+  local rows, seen = {}, {}
   local function mflops(v) return v and ("%.1f M"):format(v / 1e6) or "–" end
   for _, r in ipairs(results) do
     local c = r.cost
     if c and not seen[r.method] then
       seen[r.method] = true
-      if #lines == 0 then
-        lines[1] = "| Method | Params | FLOPs / sample |"
-          .. (padded and " FLOPs / sample (padded) |" or "") .. " Members | ms / batch (batch) |"
-        lines[2] = "|---|---:|---:|" .. (padded and "---:|" or "") .. "---:|---:|"
-      end
-      lines[#lines + 1] = ("| %s | %s | %s |%s %s | %s |"):format(r.method,
-        c.params and ("%.3f M"):format(c.params / 1e6) or "–", mflops(c.flops),
-        padded and (" %s |"):format(mflops(c.flops_padded)) or "",
-        c.members and tostring(c.members) or "–",
-        c.infer_ms_per_batch and ("%.2f (%s)"):format(c.infer_ms_per_batch,
-          tostring(c.batch_size or "?")) or "–")
+      rows[#rows + 1] = {
+        method = r.method, params = c.params and ("%.3f M"):format(c.params / 1e6) or "–",
+        flops = mflops(c.flops), flops_padded = c.flops_padded and mflops(c.flops_padded),
+        members = c.members and tostring(c.members) or "–",
+        ms = c.infer_ms_per_batch and ("%.2f (%s)"):format(c.infer_ms_per_batch,
+          tostring(c.batch_size or "?")) or "–" }
     end
+  end
+  return rows
+end
+
+-- The cost table's Markdown lines with their caption: "FLOPs / sample" is the attribute flops,
+-- "FLOPs / sample (padded)" flops_padded (text runs only).
+local function cost_table(results)
+  local lines, padded = {}, false
+  local rows = M.cost_rows(results)
+  for _, r in ipairs(rows) do
+    if r.flops_padded then padded = true end
+  end
+  for _, r in ipairs(rows) do
+    if #lines == 0 then
+      lines[1] = "| Method | Params | FLOPs / sample |"
+        .. (padded and " FLOPs / sample (padded) |" or "") .. " Members | ms / batch (batch) |"
+      lines[2] = "|---|---:|---:|" .. (padded and "---:|" or "") .. "---:|---:|"
+    end
+    lines[#lines + 1] = ("| %s | %s | %s |%s %s | %s |"):format(r.method, r.params, r.flops,
+      padded and (" %s |"):format(r.flops_padded or "–") or "", r.members, r.ms)
   end
   if #lines > 0 then
     lines[#lines + 1] = ""

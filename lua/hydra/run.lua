@@ -186,6 +186,15 @@ local function overrides_text(ov)
   return table.concat(t, " ")
 end
 
+-- The CPU model of this machine (the first "model name" of /proc/cpuinfo), for provenance.
+local function cpu_model()
+  local f = io.open("/proc/cpuinfo", "rb")
+  if not f then return "unknown" end
+  local s = f:read(65536) or ""
+  f:close()
+  return s:match("model name%s*:%s*([^\n]*)") or "unknown"
+end
+
 local function method_module(name)
   if type(name) ~= "string" or not name:match("^[%w_]+$") then
     err.fail("run: bad method name '%s'", tostring(name))
@@ -287,6 +296,16 @@ local function execute_locked(cfg, opts, summary)
         provenance.git_hash, provenance.git_dirty == 1 and " (dirty: uncommitted changes)"
         or provenance.git_dirty == 0 and " (clean)" or " (unknown)")
       report.write_text(path, head .. text)   -- atomic (hydra.output)
+    end
+    do   -- overrides.yaml: the key=value overrides in command-line order (a YAML list)
+      local yaml, lines = require("hydra.yaml"), {}
+      for _, o in ipairs(opts.override_list or {}) do
+        local t = type(o) == "table" and (o.key .. "=" .. tostring(o.value)) or tostring(o)
+        -- key=value plain when it reads back as itself (FB Hydra's form), else double-quoted
+        lines[#lines + 1] = "- " .. (t:match("^[%w_][%w_.%-]*=[%w_.%-/+]*$") and t or yaml.string(t))
+      end
+      report.write_text(dir .. "/overrides.yaml", #lines > 0 and (table.concat(lines, "\n") .. "\n")
+        or "[]\n")
     end
     local score = SCORE[cfg.eval.score]
     if not score then err.fail("run: eval.score '%s' is not supported", tostring(cfg.eval.score)) end
@@ -400,7 +419,7 @@ local function execute_locked(cfg, opts, summary)
     for k, v in pairs(root) do f:set_attr("/", k, v) end
     local prov = { git_hash = root.git_hash, git_dirty = root.git_dirty, command = root.command,
                    overrides = root.overrides, hydra_version = core.version, seed = cfg.seed,
-                   threads = threads, host = core.hostname(),
+                   threads = threads, host = core.hostname(), cpu = cpu_model(),
                    stages = table.concat(stage_lines, "\n") }
     for name, hsh in pairs(data_hashes) do prov["data_" .. name] = hsh end
     for k, v in pairs(prov) do f:set_attr("/provenance", k, v) end

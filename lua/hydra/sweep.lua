@@ -542,8 +542,16 @@ function M.run_point(sw, index, opts)
   for _, o in ipairs(sw.cli) do
     ov[#ov + 1] = type(o) == "table" and ("%s=%s"):format(o.key, tostring(o.value)) or tostring(o)
   end
+  local yaml = require("hydra.yaml")
+  local list = {}   -- overrides.yaml: the point's overrides, then the command line's
+  for _, o in ipairs(pt.overrides) do
+    list[#list + 1] = o.key .. "=" .. (type(o.value) == "string" and o.value or yaml.flow(o.value))
+  end
+  for _, o in ipairs(sw.cli) do
+    list[#list + 1] = type(o) == "table" and ("%s=%s"):format(o.key, tostring(o.value)) or tostring(o)
+  end
   return run_mod().execute(cfg, { quiet = opts.quiet, progress = opts.progress,
-                                  overrides = table.concat(ov, " ") })
+                                  overrides = table.concat(ov, " "), override_list = list })
 end
 
 local function fmt_time(s)

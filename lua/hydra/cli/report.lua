@@ -1,7 +1,7 @@
 -- hydra report EXPERIMENT: the aggregated tables and ablation plots of an experiment folder.
 local argparse = require("hydra.argparse")
 
-local USAGE = "hydra report EXPERIMENT|DIR [--out DIR] [--x KEY] [--no-plots] [--print]"
+local USAGE = "hydra report EXPERIMENT|DIR [--out DIR] [--x KEY] [--no-plots] [--print] [--html]"
 
 return {
   summary = "aggregate an experiment's runs: mean ± std over seeds (Markdown, CSV, plots)",
@@ -14,12 +14,17 @@ by seed. report/plots/ gets one plot per metric (accuracy, ECE, NLL, OOD avg AUR
 groups-mean AUROC, ECE after temperature scaling) against the varying key --x (default: the
 numeric varying key with the most values).
   --out DIR     write there instead of <experiment folder>/report
-  --print       also print the Markdown table]],
+  --print       also print the Markdown table
+  --html        also write report/report.html: one self-contained page (inline CSS, plots
+                embedded) with the tables (best entry per column in bold), the cost table, the
+                ablation plots and, per run, its plots, learning curves, overrides, provenance
+                and resolved config; it opens offline and prints]],
   run = function(args)
     local opts = argparse.parse(args, {
       command = "report",
       usage = USAGE,
-      options = { out = "string", x = "string", ["no-plots"] = "flag", print = "flag" },
+      options = { out = "string", x = "string", ["no-plots"] = "flag", print = "flag",
+                  html = "flag" },
       positional = { min = 1, max = 1, names = { "EXPERIMENT" } },
     })
     local rs = require("hydra.report_sweep")
@@ -34,5 +39,9 @@ numeric varying key with the most values).
     print("  " .. out.markdown)
     print("  " .. out.csv)
     for _, p in ipairs(out.plots) do print("  " .. p) end
+    if opts.html then
+      print("  " .. require("hydra.report_html").write(dir, { out = opts.out, x = opts.x,
+        plots = not opts["no-plots"] }))
+    end
   end,
 }
