@@ -80,10 +80,13 @@ function M.parse(args, spec)
           opts[name] = convert(cmd, name, kind, val)
         end
       end
-    elseif spec.overrides and a:match("^[%a_][%w_%.%-]*=") then
+    elseif spec.overrides and a:match("^%+?[%a_][%w_%.%-]*=") then
       local k, v = a:match("^([^=]+)=(.*)$")
       opts.overrides[k] = v
       table.insert(opts.override_list, { key = k, value = v })
+    elseif spec.overrides and a:match("^~[%a_][%w_%.%-]*$") then   -- ~key: remove an optional key
+      opts.overrides[a] = ""
+      table.insert(opts.override_list, { key = a, value = "" })
     elseif a:match("^%-%-?%a") and not tonumber(a) then
       err.usage("%s: unknown option '%s'", cmd, a)
     else

@@ -42,6 +42,7 @@ local err = require("hydra.err")
 local fs = require("hydra.fs")
 local strings = require("hydra.strings")
 local yaml = require("hydra.yaml")
+local interp = require("hydra.interp")
 
 local M = {}
 
@@ -201,8 +202,24 @@ local function convert_scalar(alt, v, kind)
 end
 
 -- Checks one element or value v against the alternatives; returns the converted value.
+-- "file:line:col" / "command line: ARG" / "config table": where a value was written.
+local function where_of(src, p)
+  if src.kind == "cli" then return "command line: " .. tostring(src.arg) end
+  if src.kind == "file" then
+    return ("%s:%d:%d"):format(src.name, p and p.line or 1, p and p.col or 1)
+  end
+  return "config table"
+end
+
+local no_interp = false   -- set while a resolved value is checked: its text is final
+
 local function check_alts(v, p, alts, leaf, path, src, optional)
   local kind = kind_of(v, p)
+  if kind == "string" and not no_interp and interp.has(v) then
+    -- ${...}: checked once resolved (after every layer and override), see M.resolve
+    return interp.wrap(v, { alts = alts, leaf = leaf, path = path, src = src, p = p,
+                            optional = optional, where = where_of(src, p) })
+  end
   if kind == "null" and optional then return NULL end
   -- a list against a list type: check elements so the message points at the bad one
   if kind == "list" or kind == "empty" then
@@ -406,6 +423,106 @@ local function join(dir, rel)
   return fs.normalize(fs.join(dir, rel))
 end
 
+-- ===== config groups =====
+-- `model=vit-fm` (a section key given a name) selects configs/<folder>/<name>.yaml, the group's
+-- folder below: FB Hydra's config groups. A group file sets its own section only. A file's
+-- `defaults:` list names group choices ({model: vit-fm}), files (paths, as include: takes) and
+-- `_self_` (the file's own keys; last when not listed, as in FB Hydra 1.1+); a command-line
+-- choice replaces the entry of its group wherever a defaults list names it, and is applied
+-- after the config (like an override) when none does.
+M.GROUPS = { model = "models", data = "data" }
+
+local function group_dir(key)
+  return (rawget(_G, "HYDRA_HOME") or ".") .. "/configs/" .. M.GROUPS[key]
+end
+
+function M.group_options(key)
+  local out = {}
+  local ok, names = pcall(core.listdir, group_dir(key))
+  for _, n in ipairs(ok and names or {}) do
+    local b = n:match("^(.+)%.yaml$")
+    if b then out[#out + 1] = b end
+  end
+  table.sort(out)
+  return out
+end
+
+-- The file of group choice key=name; `where` prefixes the error.
+local function group_file(key, name, where)
+  local opts = M.group_options(key)
+  for _, o in ipairs(opts) do
+    if o == name then return group_dir(key) .. "/" .. name .. ".yaml" end
+  end
+  local sgt = strings.closest(tostring(name), opts)
+  err.fail("%s: no config '%s' in group %s (configs/%s/: %s)%s", where, tostring(name), key,
+    M.GROUPS[key], #opts > 0 and table.concat(opts, ", ") or "none",
+    sgt and ("; did you mean '" .. sgt .. "'?") or "")
+end
+
+-- The entries of a file's `defaults:` list: before = entries ahead of _self_, after = behind it;
+-- each { path =, pos =, group = key|nil }.
+local function defaults_of(v, p, name, state)
+  local d, dp = v.defaults, p and p.sub and p.sub.defaults
+  local before, after = {}, {}
+  if d == nil or d == NULL then return before, after end
+  local src = { kind = name and "file" or "table", name = name }
+  local kind = kind_of(d, dp)
+  if kind ~= "list" and kind ~= "empty" then
+    fail(src, dp, "defaults", (": expected a list (e.g. [{model: vit-fm}, _self_]), got %s")
+      :format(describe(d, kind)))
+  end
+  local list, self_seen = before, false
+  for i, x in ipairs(d) do
+    local xp = dp and dp.sub and dp.sub[i]
+    local xk = kind_of(x, xp)
+    local at = ("defaults[%d]"):format(i)
+    if x == "_self_" then
+      if self_seen then fail(src, xp, at, ": _self_ is listed twice") end
+      self_seen, list = true, after
+    elseif xk == "string" then
+      list[#list + 1] = { path = x, pos = xp }
+    elseif xk == "map" then
+      local keys = {}
+      for k in pairs(x) do keys[#keys + 1] = k end
+      local key = keys[1]
+      if #keys ~= 1 or not M.GROUPS[key] then
+        fail(src, xp, at, (": expected {group: name} with a group of %s, got %s"):format(
+          table.concat(sorted_keys(M.GROUPS), ", "), yaml.flow(x)))
+      end
+      local choice = x[key]
+      local c = state.choices and state.choices[key]
+      if c then c.used = true; choice = c.name end
+      if type(choice) ~= "string" then
+        fail(src, xp, at .. "." .. key, (": expected a config name, got %s"):format(
+          describe(choice, kind_of(choice))))
+      end
+      local where = c and ("command line: " .. c.arg)
+        or ("%s:%d:%d"):format(name or "config table", xp and xp.line or 1, xp and xp.col or 1)
+      list[#list + 1] = { path = group_file(key, choice, where), pos = xp, group = key,
+                          absolute = true }
+    else
+      fail(src, xp, at, (": expected _self_, a file path or {group: name}, got %s"):format(
+        describe(x, xk)))
+    end
+  end
+  return before, after
+end
+
+-- A group file's layers keep to its section: anything else is an error naming the keys.
+local function check_group_layers(layers, first, key, path)
+  local extra, seen = {}, {}
+  for i = first, #layers do
+    for k in pairs(layers[i]) do
+      if k ~= key and not seen[k] then seen[k] = true; extra[#extra + 1] = k end
+    end
+  end
+  if #extra > 0 then
+    table.sort(extra)
+    err.fail("%s: a config of group %s sets only '%s', not %s", path, key, key,
+      table.concat(extra, ", "))
+  end
+end
+
 -- The include entries of a file's top-level map: list of { path =, pos = }.
 local function includes_of(v, p, name)
   local inc, ip = v.include, p and p.sub and p.sub.include
@@ -478,27 +595,39 @@ local function expand(path, chain, from, layers, state)
     end
   end
   local memo = expand_memo[name]
-  if memo and memo_usable(memo, state, chain) then
+  if memo and not state.choices and memo_usable(memo, state, chain) then
     for _, l in ipairs(memo.layers) do layers[#layers + 1] = l end
     return memo.files
   end
   local first = #layers + 1
   local files = { [name] = content_hash(name) }
   local v, p = read_yaml(name, from)
+  local after = {}
+  local function expand_entry(inc)
+    local at = #layers + 1
+    local sub = expand(inc.absolute and inc.path or join(fs.dirname(name), inc.path), chain,
+      { name = name, pos = inc.pos, path = inc.path }, layers, state)
+    for f, h in pairs(sub) do files[f] = h end
+    if inc.group then check_group_layers(layers, at, inc.group, inc.path) end
+  end
   if p.kind == "map" then
     chain[#chain + 1] = name
-    for _, inc in ipairs(includes_of(v, p, name)) do
-      local sub = expand(join(fs.dirname(name), inc.path), chain,
-        { name = name, pos = inc.pos, path = inc.path }, layers, state)
-      for f, h in pairs(sub) do files[f] = h end
-    end
+    for _, inc in ipairs(includes_of(v, p, name)) do expand_entry(inc) end
+    local before
+    before, after = defaults_of(v, p, name, state)
+    for _, inc in ipairs(before) do expand_entry(inc) end
     chain[#chain] = nil
-    v.include = nil
+    v.include, v.defaults = nil, nil
     for i = #p.order, 1, -1 do
-      if p.order[i] == "include" then table.remove(p.order, i) end
+      if p.order[i] == "include" or p.order[i] == "defaults" then table.remove(p.order, i) end
     end
   end
   layers[#layers + 1] = check_section(v, p, state.spec, { kind = "file", name = name })
+  if #after > 0 then
+    chain[#chain + 1] = name
+    for _, inc in ipairs(after) do expand_entry(inc) end
+    chain[#chain] = nil
+  end
   expand_memo[name] = { state = state, layers = table.move(layers, first, #layers, 1, {}),
                         files = files }
   return files
@@ -513,7 +642,9 @@ local function override_list(overrides)
   end
   if overrides[1] ~= nil then
     for _, o in ipairs(overrides) do
-      if type(o) == "string" then
+      if type(o) == "string" and o:match("^~[^=]+$") then
+        list[#list + 1] = { key = o, value = "" }
+      elseif type(o) == "string" then
         local k, v = o:match("^([^=]*)=(.*)$")
         if not k then err.fail("command line: '%s': expected key.path=value", o) end
         list[#list + 1] = { key = k, value = v }
@@ -529,6 +660,11 @@ local function override_list(overrides)
   for _, o in ipairs(list) do
     o.arg = ("%s=%s"):format(o.key, type(o.value) == "string" and o.value
       or (type(o.value) == "table" and "{...}" or tostring(o.value)))
+    if o.key:sub(1, 1) == "+" then          -- +key=value: set a key that may be absent
+      o.add, o.key = true, o.key:sub(2)
+    elseif o.key:sub(1, 1) == "~" then      -- ~key: remove (null) an optional key
+      o.remove, o.key, o.arg = true, o.key:sub(2), o.key
+    end
   end
   return list
 end
@@ -549,6 +685,12 @@ local function accepts_string(leaf)
 end
 
 -- One override as a layer table ({ optim = { learning_rate = 0.1 } }).
+-- Whether override o selects a config group (model=vit-fm): a group key given a plain name.
+local function is_group_choice(o)
+  return M.GROUPS[o.key] ~= nil and not o.add and not o.remove and type(o.value) == "string"
+    and o.value:match("^[%w_%.%-]+$") ~= nil
+end
+
 local function override_layer(o, state)
   local src = { kind = "cli", arg = o.arg, key = o.key }
   local parts = split_path(o.key)
@@ -562,6 +704,19 @@ local function override_layer(o, state)
     local child = spec.keys[part]
     if not child then fail_key(src, nil, unknown_key(spec, part)) end
     spec = child
+  end
+  if (o.add or o.remove) and (spec.section or not spec.optional) then
+    err.fail("command line: %s: %s %s (only a key whose default is null may be %s; set it "
+      .. "with %s=VALUE)", o.arg, o.key, spec.section and "is a section" or
+      ("always has a value (default " .. yaml.flow(spec.default) .. ")"),
+      o.add and "added" or "removed", o.key)
+  end
+  if o.remove then
+    local layer, t = {}, nil
+    t = layer
+    for i = 1, #parts - 1 do t[parts[i]] = {}; t = t[parts[i]] end
+    t[parts[#parts]] = NULL
+    return layer
   end
   local v, p = o.value, nil
   if type(v) == "string" then
@@ -593,9 +748,39 @@ end
 
 -- ===== public API =====
 
-function M.resolve(what, overrides)
+-- A resolved value of a ${...} placeholder, converted and checked for its key (info).
+local function check_resolved(info, v, as_text)
+  if as_text and type(v) == "string" then
+    local accepts = false
+    for _, alt in ipairs(info.alts) do if alt.kind == "string" then accepts = true end end
+    if not accepts then     -- text for a typed key: read as a YAML scalar, as an override is
+      local ok, pv = pcall(core.yaml_parse, v, "interpolation")
+      if ok then v = pv end
+    end
+  end
+  no_interp = true
+  local ok, res = pcall(check_alts, v, nil, info.alts, info.leaf, info.path, info.src,
+    info.optional)
+  no_interp = false
+  if not ok then error(res, 0) end
+  return res
+end
+
+-- opts.raw: leave ${...} unresolved (their text), for printing the config as written.
+function M.resolve(what, overrides, opts)
   local state = M._state()
   local layers = {}
+  local ovs = override_list(overrides)
+  local choices
+  for _, o in ipairs(ovs) do
+    if is_group_choice(o) then
+      choices = choices or {}
+      choices[o.key] = { name = o.value, arg = o.arg, used = false }
+      o.choice = choices[o.key]
+    end
+  end
+  state.choices = choices
+  local okx, ex = pcall(function()
   if type(what) == "string" then
     expand(what, {}, nil, layers, state)
   elseif type(what) == "table" then
@@ -608,11 +793,26 @@ function M.resolve(what, overrides)
   elseif what ~= nil then
     error(("config.resolve: expected a path, a table or nil, got %s"):format(type(what)), 2)
   end
-  for _, o in ipairs(override_list(overrides)) do
-    layers[#layers + 1] = override_layer(o, state)
+  for _, o in ipairs(ovs) do
+    if o.choice then
+      -- a group choice no defaults list named: the group's file, applied here
+      if not o.choice.used then
+        local at = #layers + 1
+        local path = group_file(o.key, o.value, "command line: " .. o.arg)
+        expand(path, {}, nil, layers, state)
+        check_group_layers(layers, at, o.key, path)
+      end
+    else
+      layers[#layers + 1] = override_layer(o, state)
+    end
   end
+  end)
+  state.choices = nil
+  if not okx then error(ex, 0) end
   local cfg = deep_copy(state.base)
   for _, layer in ipairs(layers) do merge(cfg, layer, state.spec) end
+  if opts and opts.raw then cfg = interp.raw(cfg)
+  else cfg = interp.resolve(cfg, check_resolved) end
   return strip_nulls(cfg)
 end
 

@@ -2,7 +2,7 @@
 local argparse = require("hydra.argparse")
 local config = require("hydra.config")
 
-local USAGE = "hydra config [FILE.yaml] [key.path=value ...] [--check | --hash]"
+local USAGE = "hydra config [FILE.yaml] [key.path=value ...] [--resolve | --check | --hash]"
 
 return {
   summary = "resolve a config (defaults < FILE < key=value) and print it as YAML",
@@ -12,6 +12,8 @@ key.path=value overrides, checks every key, type and range, and prints the resol
 YAML in the defaults' key order (the text of a run's config.resolved.yaml, less its header
 comment). Without FILE it
 prints the defaults with the overrides applied.
+  --resolve print the values of ${...} interpolations (without it they print as written;
+            --check, --hash and every run resolve them)
   --check   only validate; print "FILE: ok"
   --hash    print the config hash (hydra.config.hash) instead of the YAML
 Exit status: 0 valid, 1 invalid config (the message names file:line:col), 2 usage error.]],
@@ -19,7 +21,7 @@ Exit status: 0 valid, 1 invalid config (the message names file:line:col), 2 usag
     local opts = argparse.parse(args, {
       command = "config",
       usage = USAGE,
-      options = { check = "flag", hash = "flag" },
+      options = { check = "flag", hash = "flag", resolve = "flag" },
       positional = { min = 0, max = 1, names = { "FILE.yaml" } },
       overrides = true,
     })
@@ -28,12 +30,13 @@ Exit status: 0 valid, 1 invalid config (the message names file:line:col), 2 usag
         USAGE)
     end
     local path = opts.positional[1]
-    local cfg = config.load(path, opts.override_list)
+    local cfg = config.load(path, opts.override_list)   -- resolved: errors in ${} show here
     if opts.check then
       print((path or "configs/defaults.yaml") .. ": ok")
     elseif opts.hash then
       print(config.hash(cfg))
     else
+      if not opts.resolve then cfg = config.resolve(path, opts.override_list, { raw = true }) end
       io.write(config.to_yaml(cfg))
     end
     return 0
