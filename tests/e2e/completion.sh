@@ -40,4 +40,6 @@ expect train.epochs= hydra exp configs/experiments/quick.yaml train.ep
 expect hydra.members= hydra exp configs/experiments/quick.yaml hydra.mem
 expect configs/experiments/quick.yaml hydra exp configs/experiments/qu
 expect data.id=configs hydra exp x.yaml data.id=conf
+expect model=vit-fm hydra exp configs/experiments/quick.yaml model=vit
+expect data=fashion-mnist hydra exp configs/experiments/quick.yaml data=fa
 echo "completion: ok"

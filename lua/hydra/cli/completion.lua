@@ -12,7 +12,7 @@ local err = require("hydra.err")
 
 local USAGE = "hydra completion bash|zsh"
 
-local function safe(w) return w:match("^[%w_%.%-]+=?$") ~= nil end
+local function safe(w) return w:match("^[%w_%.%-][%w_%.%-=]*$") ~= nil end
 
 -- Leaf paths of a nested config table, sorted.
 local function key_paths(t, prefix, out)
@@ -49,6 +49,13 @@ local function options_of(mod)
   return list
 end
 
+local function yaml_keys(t)
+  local k = {}
+  for name in pairs(t) do if safe(name) then k[#k + 1] = name end end
+  table.sort(k)
+  return k
+end
+
 local function words(list)
   local out = {}
   for _, w in ipairs(list) do if safe(w) then out[#out + 1] = w end end
@@ -73,6 +80,8 @@ local function bash_script()
   local keys = key_paths(require("hydra.config").defaults(), nil, {})
   table.sort(keys)
   for i, k in ipairs(keys) do keys[i] = k .. "=" end
+  for g in pairs(require("hydra.config").GROUPS) do keys[#keys + 1] = g .. "=" end
+  table.sort(keys)
   lines[#lines + 1] = "    esac"
   lines[#lines + 1] = "}"
   lines[#lines + 1] = "_hydra() {"
@@ -86,6 +95,13 @@ local function bash_script()
   lines[#lines + 1] = "    local cmd=${COMP_WORDS[1]}"
   lines[#lines + 1] = "    case \"$cur\" in"
   lines[#lines + 1] = "        --*) COMPREPLY=( $(compgen -W \"$(_hydra_opts \"$cmd\")\" -- \"$cur\") ) ;;"
+  local config = require("hydra.config")
+  for _, g in ipairs(yaml_keys(config.GROUPS)) do   -- config groups: model=NAME, data=NAME
+    local names = {}
+    for _, n in ipairs(config.group_options(g)) do names[#names + 1] = g .. "=" .. n end
+    lines[#lines + 1] = ("        %s=*) COMPREPLY=( $(compgen -W '%s' -- \"$cur\") ) ;;")
+      :format(g, words(names))
+  end
   lines[#lines + 1] = "        *=*) COMPREPLY=( $(compgen -f -- \"${cur#*=}\" | sed \"s|^|${cur%%=*}=|\") ) ;;"
   lines[#lines + 1] = "        *)"
   lines[#lines + 1] = ("            COMPREPLY=( $(compgen -W '%s' -- \"$cur\") $(compgen -f -- \"$cur\") )")
