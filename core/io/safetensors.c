@@ -215,8 +215,8 @@ static hy_status parse_entry(const char *file, const char *name, const json_t *v
         int neg = 0;
         if (!get_u64(json_array_get(sh, d), &x, &neg))
             return hy_fail(HY_EINVAL, "safetensors: '%s': dimension %zu of '%s' must be an "
-                           "integer >= 0 (got %s%s)", file, d + 1, name,
-                           neg ? "a negative " : "", json_kind(json_array_get(sh, d)));
+                           "integer >= 0 (got %s)", file, d + 1, name,
+                           neg ? "a negative integer" : json_kind(json_array_get(sh, d)));
         if (x > (uint64_t)HY_ST_MAX_DIM)
             return hy_fail(HY_EINVAL, "safetensors: '%s': dimension %zu of '%s' is %llu, over "
                            "the limit of 2^40", file, d + 1, name, (unsigned long long)x);
