@@ -3,10 +3,11 @@
  * tensors tile the data section exactly, names are found by hy_st_find, every F32/F16/BF16/F64
  * tensor reads into a buffer no larger than the file), or fail with a message and leave the
  * handle zeroed. */
+#include "fuzz_common.h"   /* first: it defines _GNU_SOURCE for memfd_create */
+
 #include <string.h>
 
 #include "io/safetensors.h"
-#include "fuzz_common.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
