@@ -609,6 +609,34 @@ hy_status hy_st_read_f32(const hy_st *st, size_t i, float *out) {
 
 /* ===== writing ===== */
 
+/* binary32 -> binary16, round to nearest even; overflow gives infinity, NaN the quiet NaN
+ * sign | 0x7E00 (what torch's .half() gives). */
+static uint16_t f32_to_f16(uint32_t u) {
+    uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
+    uint32_t a = u & 0x7FFFFFFFu;
+    if (a > 0x7F800000u) return (uint16_t)(sign | 0x7E00u);
+    if (a >= 0x477FF000u) return (uint16_t)(sign | 0x7C00u);     /* >= 65520 rounds to inf */
+    if (a < 0x38800000u) {                                       /* below 2^-14: subnormal */
+        if (a < 0x33000000u) return sign;                        /* <= 2^-25 rounds to 0 */
+        uint32_t e = a >> 23, m = (a & 0x7FFFFFu) | 0x800000u;
+        uint32_t shift = 126 - e;                                /* 14 .. 24 */
+        uint32_t q = m >> shift, rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
+        if (rem > half || (rem == half && (q & 1u))) q++;
+        return (uint16_t)(sign | q);                             /* q may carry to 0x400 */
+    }
+    uint32_t r = a - 0x38000000u;                                /* rebias 127 -> 15 */
+    uint32_t q = r >> 13, rem = r & 0x1FFFu;
+    if (rem > 0x1000u || (rem == 0x1000u && (q & 1u))) q++;
+    return (uint16_t)(sign | q);
+}
+
+/* binary32 -> bfloat16, round to nearest even; NaN gives 0xFFFF, what torch 1.13's CPU
+ * .bfloat16() gives for every NaN (c10's scalar rule gives 0x7FC0: both are NaNs). */
+static uint16_t f32_to_bf16(uint32_t u) {
+    if ((u & 0x7FFFFFFFu) > 0x7F800000u) return 0xFFFFu;
+    return (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+}
+
 /* Appends s as a JSON string the way serde_json writes it: ", \ and the control characters
  * escaped (\b \f \n \r \t, else \u00xx in lowercase hex), everything else (UTF-8) verbatim. */
 static hy_status put_json_string(hy_buf *b, const char *s) {
@@ -678,7 +706,7 @@ static hy_status check_name(const char *path, const char *what, const char *s, i
 static hy_status build_header(hy_buf *b, const char *path, const hy_st_tensor *ts,
                               const size_t *order, size_t n, const char *const *mk,
                               const char *const *mv, const size_t *morder, size_t nm,
-                              uint64_t *data_len) {
+                              hy_st_dtype dt, uint64_t *data_len) {
     HY_TRY(hy_buf_putc(b, '{'));
     if (nm > 0) {
         HY_TRY(hy_buf_put(b, "\"__metadata__\":{", 16));
@@ -696,12 +724,14 @@ static hy_status build_header(hy_buf *b, const char *path, const hy_st_tensor *t
         uint64_t nel = 1, bytes;
         int ovf = 0;
         for (int d = 0; d < t->ndim; d++) ovf |= mul_u64(nel, (uint64_t)t->shape[d], &nel);
-        if (ovf || mul_u64(nel, 4, &bytes) || bytes > UINT64_MAX - off)
+        if (ovf || mul_u64(nel, hy_st_dtype_bits(dt) / 8, &bytes) || bytes > UINT64_MAX - off)
             return hy_fail(HY_EINVAL, "safetensors: cannot write '%s': size of '%s' overflows",
                            path, t->name);
         if (nm > 0 || j > 0) HY_TRY(hy_buf_putc(b, ','));
         HY_TRY(put_json_string(b, t->name));
-        HY_TRY(hy_buf_put(b, ":{\"dtype\":\"F32\",\"shape\":[", 25));
+        HY_TRY(hy_buf_put(b, ":{\"dtype\":\"", 11));
+        HY_TRY(hy_buf_put(b, hy_st_dtype_name(dt), strlen(hy_st_dtype_name(dt))));
+        HY_TRY(hy_buf_put(b, "\",\"shape\":[", 11));
         for (int d = 0; d < t->ndim; d++) {
             if (d) HY_TRY(hy_buf_putc(b, ','));
             HY_TRY(put_u64(b, (uint64_t)t->shape[d]));
@@ -739,7 +769,7 @@ static int write_all(int fd, const void *buf, size_t n) {
 
 /* Streams the header and the tensors' little-endian bytes to fd. */
 static int write_body(int fd, const hy_buf *hdr, const hy_st_tensor *ts, const size_t *order,
-                      size_t n, unsigned char *blk) {
+                      size_t n, hy_st_dtype dt, unsigned char *blk) {
     unsigned char nb[8];
     uint64_t len = hdr->len;
     for (int i = 0; i < 8; i++) nb[i] = (unsigned char)(len >> (8 * i));
@@ -749,17 +779,24 @@ static int write_body(int fd, const hy_buf *hdr, const hy_st_tensor *ts, const s
         size_t nel = 1;
         for (int d = 0; d < t->ndim; d++) nel *= (size_t)t->shape[d];
         const float *src = t->data;
+        size_t es = hy_st_dtype_bits(dt) / 8;
         while (nel > 0) {
             size_t k = nel < BLOCK_BYTES / 4 ? nel : BLOCK_BYTES / 4;
             for (size_t i = 0; i < k; i++) {
                 uint32_t u;
                 memcpy(&u, &src[i], 4);
-                blk[4 * i] = (unsigned char)u;
-                blk[4 * i + 1] = (unsigned char)(u >> 8);
-                blk[4 * i + 2] = (unsigned char)(u >> 16);
-                blk[4 * i + 3] = (unsigned char)(u >> 24);
+                if (dt == HY_ST_F32) {
+                    blk[4 * i] = (unsigned char)u;
+                    blk[4 * i + 1] = (unsigned char)(u >> 8);
+                    blk[4 * i + 2] = (unsigned char)(u >> 16);
+                    blk[4 * i + 3] = (unsigned char)(u >> 24);
+                } else {
+                    uint16_t h = dt == HY_ST_F16 ? f32_to_f16(u) : f32_to_bf16(u);
+                    blk[2 * i] = (unsigned char)h;
+                    blk[2 * i + 1] = (unsigned char)(h >> 8);
+                }
             }
-            if (write_all(fd, blk, 4 * k) != 0) return -1;
+            if (write_all(fd, blk, es * k) != 0) return -1;
             src += k;
             nel -= k;
         }
@@ -772,7 +809,16 @@ static atomic_uint tmp_counter;
 hy_status hy_st_write(const char *path, const hy_st_tensor *ts, size_t n,
                       const char *const *meta_keys, const char *const *meta_values,
                       size_t n_meta) {
+    return hy_st_write_as(path, ts, n, meta_keys, meta_values, n_meta, HY_ST_F32);
+}
+
+hy_status hy_st_write_as(const char *path, const hy_st_tensor *ts, size_t n,
+                         const char *const *meta_keys, const char *const *meta_values,
+                         size_t n_meta, hy_st_dtype dt) {
     if (!path || !*path) return hy_fail(HY_EINVAL, "safetensors: empty file name");
+    if (dt != HY_ST_F32 && dt != HY_ST_F16 && dt != HY_ST_BF16)
+        return hy_fail(HY_EINVAL, "safetensors: cannot write '%s' as %s: only F32, F16 and BF16 "
+                       "are written", path, hy_st_dtype_name(dt));
     const char *slash = strrchr(path, '/');
     const char *base = slash ? slash + 1 : path;
     if (!*base) return hy_fail(HY_EINVAL, "safetensors: cannot write '%s': not a file name", path);
@@ -832,7 +878,7 @@ hy_status hy_st_write(const char *path, const hy_st_tensor *ts, size_t n,
     /* 2. the header */
     uint64_t data_len = 0;
     if ((rc = build_header(&hdr, path, ts, order, n, meta_keys, meta_values, morder, n_meta,
-                           &data_len)) != HY_OK)
+                           dt, &data_len)) != HY_OK)
         goto done;
     /* 3. a temporary file beside path, written, synced, renamed */
     size_t plen = strlen(path), dlen = slash ? (size_t)(slash - path) : 0;
@@ -862,7 +908,7 @@ hy_status hy_st_write(const char *path, const hy_st_tensor *ts, size_t n,
             rc = hy_fail(HY_EIO, "safetensors: cannot write '%s': %s", path, errno_text(e));
         goto done;
     }
-    if (write_body(fd, &hdr, ts, order, n, blk) != 0 || fsync(fd) != 0) {
+    if (write_body(fd, &hdr, ts, order, n, dt, blk) != 0 || fsync(fd) != 0) {
         rc = hy_fail(HY_EIO, "safetensors: cannot write '%s': %s", path, errno_text(errno));
         close(fd);
         fd = -1;

@@ -139,5 +139,12 @@ typedef struct hy_st_tensor {
 hy_status hy_st_write(const char *path, const hy_st_tensor *ts, size_t n,
                       const char *const *meta_keys, const char *const *meta_values,
                       size_t n_meta);
+/* hy_st_write with every tensor stored as dt: HY_ST_F32 (= hy_st_write), HY_ST_F16 or
+ * HY_ST_BF16, narrowed with round-to-nearest-even (bit-equal to torch's .half() and
+ * .bfloat16(); overflow gives infinity; NaN gives sign | 0x7E00 in F16 and 0xFFFF in BF16, as
+ * torch 1.13 on the CPU does). Any other dt fails. */
+hy_status hy_st_write_as(const char *path, const hy_st_tensor *ts, size_t n,
+                         const char *const *meta_keys, const char *const *meta_values,
+                         size_t n_meta, hy_st_dtype dt);
 
 #endif

@@ -415,6 +415,66 @@ static void test_dtypes_vs_torch(void) {
     hy_st_close(&st);
 }
 
+/* The raw bytes of tensor name in the file st was opened from (malloc'd; *n bytes). */
+static unsigned char *raw_of(const hy_st *st, const char *name, size_t *n) {
+    int64_t i = hy_st_find(st, name);
+    if (i < 0) { *n = 0; return NULL; }
+    const hy_st_entry *e = hy_st_entry_at(st, (size_t)i);
+    size_t len;
+    unsigned char *all = slurp(st->path, &len);
+    HY_ASSERT(all && 8 + st->header_len + e->end <= len);
+    *n = (size_t)(e->end - e->begin);
+    unsigned char *r = malloc(*n ? *n : 1);
+    memcpy(r, all + 8 + st->header_len + e->begin, *n);
+    free(all);
+    return r;
+}
+
+/* hy_st_write_as's F16 and BF16 narrowing against torch's .half() and .bfloat16(). */
+static void test_narrowing_vs_torch(void) {
+    hy_st ref;
+    CHECK_OK(hy_st_open(&ref, "tests/ref/st_dtypes.safetensors"));
+    if (!ref.open) return;
+    int64_t i = hy_st_find(&ref, "f32");
+    CHECK(i >= 0, "fixture lacks f32");
+    if (i < 0) { hy_st_close(&ref); return; }
+    int64_t n = (int64_t)hy_st_numel(&ref, (size_t)i);
+    float *x = malloc((size_t)n * sizeof *x);
+    CHECK_OK(hy_st_read_f32(&ref, (size_t)i, x));
+    char p[4200];
+    snprintf(p, sizeof p, "%s/narrow.safetensors", check_tmpdir());
+    hy_st_tensor t = {"x", 1, &n, x};
+    const struct { hy_st_dtype dt; const char *ref; } v[] = {{HY_ST_F16, "f32.half"},
+                                                              {HY_ST_BF16, "f32.bfloat16"}};
+    for (int k = 0; k < 2; k++) {
+        CHECK_OK(hy_st_write_as(p, &t, 1, NULL, NULL, 0, v[k].dt));
+        hy_st st;
+        CHECK_OK(hy_st_open(&st, p));
+        if (!st.open) continue;
+        CHECK(hy_st_dtype_of(&st, 0) == v[k].dt, "dtype %s", hy_st_dtype_name(hy_st_dtype_of(&st, 0)));
+        size_t ng, nw;
+        unsigned char *got = raw_of(&st, "x", &ng), *want = raw_of(&ref, v[k].ref, &nw);
+        CHECK(ng == nw && ng == 2 * (size_t)n, "%zu vs %zu bytes", ng, nw);
+        size_t bad = 0;
+        for (size_t j = 0; j + 1 < ng && j + 1 < nw; j += 2)
+            if ((got[j] != want[j] || got[j + 1] != want[j + 1]) && bad++ < 5)
+                fprintf(stderr, "  %s[%zu] of 0x%08x: hydra 0x%02x%02x, torch 0x%02x%02x\n",
+                        v[k].ref, j / 2, (unsigned)((const uint32_t *)(const void *)x)[j / 2],
+                        got[j + 1], got[j], want[j + 1], want[j]);
+        CHECK(bad == 0, "%zu of %lld %s values differ from torch", bad, (long long)n,
+              hy_st_dtype_name(v[k].dt));
+        free(got);
+        free(want);
+        hy_st_close(&st);
+    }
+    char want[9000];
+    snprintf(want, sizeof want, "safetensors: cannot write '%s' as F64: only F32, F16 and BF16 "
+             "are written", p);
+    CHECK_FAIL(hy_st_write_as(p, &t, 1, NULL, NULL, 0, HY_ST_F64), HY_EINVAL, want);
+    free(x);
+    hy_st_close(&ref);
+}
+
 /* ===== the writer ===== */
 
 /* The reference's test_serialization, test_serialization_forced_alignement and test_empty. */
@@ -687,6 +747,7 @@ int main(void) {
     RUN(test_malicious_fields);
     RUN(test_malicious_offsets);
     RUN(test_dtypes_vs_torch);
+    RUN(test_narrowing_vs_torch);
     RUN(test_writer_reference_bytes);
     RUN(test_writer_round_trip);
     RUN(test_writer_errors);

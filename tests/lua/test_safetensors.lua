@@ -51,6 +51,18 @@ function T.write_read_round_trip()
   raises("safetensors: attempt to use a closed file", function() return f:names() end)
 end
 
+function T.write_bf16_and_f16()
+  local d = check.tmpdir()
+  local t = tensor({ 4 }, function(i) return ({ 1, 1 + 2 ^ -8, 65520, -2 ^ -25 })[i] end)
+  for _, c in ipairs({ { "BF16", { 1, 1, 65536, -2 ^ -25 } }, { "F16", { 1, 1 + 2 ^ -8, 1 / 0, -0.0 } } }) do
+    local p = d .. "/n" .. c[1] .. ".safetensors"
+    core.safetensors_write(p, { { name = "x", tensor = t } }, nil, c[1])
+    local f <close> = core.safetensors_open(p)
+    check.same(f:info("x"), { dtype = c[1], shape = { 4 } }, c[1] .. " info")
+    check.same(f:read("x"):flat(), c[2], c[1] .. " values (round to nearest even)")
+  end
+end
+
 function T.reads_the_torch_fixture()
   local f <close> = core.safetensors_open("tests/ref/st_dtypes.safetensors")
   eq(f:info("f16").dtype, "F16", "f16 dtype")
@@ -109,6 +121,8 @@ function T.write_argument_errors()
   raises(("safetensors: cannot write '%s': tensor name 'w' appears twice"):format(p), function()
     core.safetensors_write(p, { { name = "w", tensor = t }, { name = "w", tensor = t } })
   end)
+  raises("bad argument #4 to 'safetensors_write' (dtype must be F32, F16 or BF16 (got 'F64'))",
+    function() core.safetensors_write(p, { { name = "w", tensor = t } }, nil, "F64") end)
   eq(core.stat(p), nil, "nothing written")
   eq(count_tmp(d), 0, "temporary files")
 end

@@ -14,6 +14,9 @@ st_dtypes.safetensors holds, for each source dtype, the input bits and torch's `
   f64 [K] F64: rounding ties, float32 overflow / underflow / subnormal results, NaN payloads,
       random doubles
   <name>.float F32: torch's <tensor>.float() of the row above, bit for bit
+  f32 [L] F32: specials, F16/BF16 rounding ties and overflow bounds, 4096 random bit patterns,
+      2048 random values of every magnitude; f32.half F16 and f32.bfloat16 BF16: torch's
+      .half() and .bfloat16() of it (the narrowing of hydra's hy_st_write_as)
 __metadata__ records the torch version and the seed.
 
 --check-writer HYDRA runs `HYDRA run` on a Lua script that writes tensors with
@@ -122,6 +125,25 @@ def make_fixture():
     for _ in range(1000):   # any bits at all
         f64.append(struct.unpack("<q", struct.pack("<Q", rng.getrandbits(64)))[0])
     raw64 = struct.pack("<%dq" % len(f64), *f64)
+
+    def fbits(x):
+        return struct.unpack("<I", struct.pack("<f", x))[0]
+
+    f32 = [0x00000000, 0x80000000, 0x7F800000, 0xFF800000, 0x7FC00000, 0xFFC00000, 0x7F800001,
+           0xFF812345, 0x7FFFFFFF, 0x7F7FFFFF, 0x00000001, 0x807FFFFF]
+    f32 += [fbits(x) for x in (65504.0, 65519.99, 65520.0, 65536.0, -1e10, 2.0 ** -14,
+                               2.0 ** -14 * (1 - 2.0 ** -11), 2.0 ** -24, 2.0 ** -25,
+                               2.0 ** -25 * (1 + 2.0 ** -23), 3 * 2.0 ** -26, 2.0 ** -26,
+                               1 + 2.0 ** -11, 1 + 3 * 2.0 ** -11, 1 + 2.0 ** -8, 1 + 3 * 2.0 ** -8,
+                               1 + 2.0 ** -8 + 2.0 ** -20, 3.3895314e38, 3.3961776e38)]
+    f32 += [rng.getrandbits(32) for _ in range(4096)]
+    for _ in range(2048):
+        f32.append(fbits(rng.uniform(-1, 1) * 2.0 ** rng.randint(-30, 18)))
+    raw32 = struct.pack("<%dI" % len(f32), *f32)
+    t32 = torch.tensor([b - 2 ** 32 if b >= 2 ** 31 else b for b in f32],
+                       dtype=torch.int64).to(torch.int32).view(torch.float32)
+    half = [x & 0xFFFF for x in t32.half().view(torch.int16).tolist()]
+    bf = [x & 0xFFFF for x in t32.bfloat16().view(torch.int16).tolist()]
     tensors = {
         "f16": ("F16", [len(f16)], raw16(f16)),
         "bf16": ("BF16", [len(bf16)], raw16(bf16)),
@@ -130,6 +152,9 @@ def make_fixture():
     for name in list(tensors):
         dt, shape, raw = tensors[name]
         tensors[name + ".float"] = ("F32", shape, float_of(raw, dt))
+    tensors["f32"] = ("F32", [len(f32)], raw32)
+    tensors["f32.half"] = ("F16", [len(f32)], raw16(half))
+    tensors["f32.bfloat16"] = ("BF16", [len(f32)], raw16(bf))
     meta = {"generator": "tests/ref/make_safetensors_ref.py", "torch_version": torch.__version__,
             "seed": str(SEED)}
     buf = st_bytes(tensors, meta)
@@ -159,6 +184,13 @@ core.safetensors_write(path, {
   {name = "caf\u{e9} \"q\"\t\1", tensor = t({1}, function() return 1e-40 end)},
   {name = "a", tensor = t({5}, function(i) return i == 3 and 0/0 or (i == 4 and -1/0 or -0.0) end)},
 }, {format = "pt", ["hydra.kind"] = "member", ["a\nb"] = "v\u{2028}"})
+local flat = {}
+for i = 1, 4096 do flat[i] = math.sin(i * 0.37) * 2.0 ^ (i % 40 - 25) end
+flat[1], flat[2], flat[3] = 65520, 1 + 2 ^ -8, -(2 ^ -25)
+local x = core.from_table("float32", flat, {4096})
+core.safetensors_write(arg[2], {{name = "x", tensor = x}, {name = "y", tensor = x}}, nil, "F16")
+core.safetensors_write(arg[3], {{name = "x", tensor = x}}, {k = "v"}, "BF16")
+core.safetensors_write(arg[4], {{name = "x", tensor = x}})
 """
 
 
@@ -167,8 +199,19 @@ def check_writer(hydra):
         lua, out = os.path.join(d, "w.lua"), os.path.join(d, "w.safetensors")
         with open(lua, "w") as f:
             f.write(WRITER_LUA)
-        subprocess.run([hydra, "run", lua, out], check=True)
+        narrow = [os.path.join(d, n) for n in ("h.safetensors", "b.safetensors", "f.safetensors")]
+        subprocess.run([hydra, "run", lua, out] + narrow, check=True)
         buf = open(out, "rb").read()
+        hbuf, bbuf, fbuf = (open(n, "rb").read() for n in narrow)
+    # F16 / BF16 output: torch's .half() / .bfloat16() of the float32 values, same layout
+    x = torch.frombuffer(bytearray(st_read(fbuf)[1]["x"][2]), dtype=torch.float32)
+    for b, dt, meta_, conv in ((hbuf, "F16", None, x.half()), (bbuf, "BF16", {"k": "v"},
+                                                                x.bfloat16())):
+        m, got = st_read(b)
+        assert m == meta_ and st_bytes(got, m) == b, dt
+        want = conv.view(torch.int16).numpy().tobytes()
+        for name, (gdt, shape, raw) in got.items():
+            assert gdt == dt and shape == [4096] and raw == want, (dt, name)
     meta, ts = st_read(buf)
     again = st_bytes(ts, meta)
     assert again == buf, "hydra's bytes differ from the reference layout:\n%r\n%r" % (
@@ -185,8 +228,8 @@ def check_writer(hydra):
         assert dt == "F32" and torch.equal(got.view(torch.int32), exp.view(torch.int32)), name
     a = torch.frombuffer(bytearray(ts["a"][2]), dtype=torch.float32)
     assert a[2].isnan() and a[3].item() == float("-inf") and str(a[0].item()) == "-0.0"
-    print("writer check passed: %d tensors, %d bytes, byte-identical to the reference layout"
-          % (len(ts), len(buf)))
+    print("writer check passed: %d tensors, %d bytes, byte-identical to the reference layout; "
+          "F16 and BF16 output bit-equal to torch's .half() and .bfloat16()" % (len(ts), len(buf)))
 
 
 if __name__ == "__main__":
