@@ -264,9 +264,15 @@ static hy_status parse_meta(hy_st *st, const json_t *m) {
     /* Sort the pairs by key: sort an index, then permute both arrays. */
     char **pairs = hy_xmalloc((n ? n : 1) * 2 * sizeof(char *));
     if (!pairs) return HY_ENOMEM;
-    for (i = 0; i < n; i++) { pairs[2 * i] = st->meta_keys[i]; pairs[2 * i + 1] = st->meta_values[i]; }
+    for (i = 0; i < n; i++) {
+        pairs[2 * i] = st->meta_keys[i];
+        pairs[2 * i + 1] = st->meta_values[i];
+    }
     qsort(pairs, n, 2 * sizeof(char *), cmp_meta);
-    for (i = 0; i < n; i++) { st->meta_keys[i] = pairs[2 * i]; st->meta_values[i] = pairs[2 * i + 1]; }
+    for (i = 0; i < n; i++) {
+        st->meta_keys[i] = pairs[2 * i];
+        st->meta_values[i] = pairs[2 * i + 1];
+    }
     hy_free(pairs);
     return HY_OK;
 }
@@ -586,6 +592,7 @@ hy_status hy_st_read_f32(const hy_st *st, size_t i, float *out) {
     size_t es = hy_st_dtype_bits(e->dtype) / 8;
     uint64_t off = 8 + st->header_len + e->begin;
     uint64_t left = e->numel;
+    if (left == 0) return HY_OK;
     unsigned char *buf = hy_xmalloc(BLOCK_BYTES);
     if (!buf) return HY_ENOMEM;
     hy_status rc = HY_OK;

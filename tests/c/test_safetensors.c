@@ -88,7 +88,8 @@ static void test_reference_deserialization(void) {
     CHECK_OK(hy_st_open(&st, p));
     CHECK(hy_st_count(&st) == 1, "count %zu", hy_st_count(&st));
     CHECK(strcmp(hy_st_name(&st, 0), "test") == 0, "name %s", hy_st_name(&st, 0));
-    CHECK(hy_st_dtype_of(&st, 0) == HY_ST_I32, "dtype %s", hy_st_dtype_name(hy_st_dtype_of(&st, 0)));
+    CHECK(hy_st_dtype_of(&st, 0) == HY_ST_I32, "dtype %s",
+          hy_st_dtype_name(hy_st_dtype_of(&st, 0)));
     CHECK(hy_st_ndim(&st, 0) == 2 && hy_st_shape(&st, 0)[0] == 2 && hy_st_shape(&st, 0)[1] == 2,
           "shape");
     CHECK(hy_st_numel(&st, 0) == 4 && hy_st_entry_at(&st, 0)->end == 16, "numel/offsets");
@@ -211,7 +212,8 @@ static void test_malicious_encoding(void) {
     refused(put("m_utf8.safetensors", "\x01\0\0\0\0\0\0\0\xff", 9),
             "header is not valid UTF-8 (byte 0 of the header)");
     refused(mk("m_overlong.safetensors", "{\"\xc0\xaf\":1}", 0), "not valid UTF-8 (byte 2");
-    refused(mk("m_surrogate.safetensors", "{\"a\":\"\xed\xa0\x80\"}", 0), "not valid UTF-8 (byte 6");
+    refused(mk("m_surrogate.safetensors", "{\"a\":\"\xed\xa0\x80\"}", 0),
+            "not valid UTF-8 (byte 6");
     refused(mk("m_cut.safetensors", "{\"a\":\"\xe2\x82\"}", 0), "not valid UTF-8");
     refused(put("m_json.safetensors", "\x01\0\0\0\0\0\0\0{", 9), "header is not valid JSON: ");
     refused(mk("m_array.safetensors", "[]", 0), "header must be a JSON object (got an array)");
@@ -223,7 +225,8 @@ static void test_malicious_encoding(void) {
     refused(mk("m_dupmeta.safetensors", "{\"__metadata__\":{\"a\":\"1\",\"a\":\"2\"}}", 0),
             "duplicate key \"a\"");
     refused(mk("m_nul.safetensors", "{\"a\\u0000b\":1}", 0), "header is not valid JSON: NUL");
-    refused(mk("m_lone.safetensors", "{\"\\ud800\":1}", 0), "header is not valid JSON: invalid Unicode");
+    refused(mk("m_lone.safetensors", "{\"\\ud800\":1}", 0),
+            "header is not valid JSON: invalid Unicode");
 }
 
 static void test_malicious_fields(void) {
@@ -254,7 +257,8 @@ static void test_malicious_fields(void) {
                "{\"w\":{\"dtype\":\"F32\",\"shape\":\"2\",\"data_offsets\":[0,8]}}", 8),
             "shape of 'w' must be an array of integers >= 0 (got a string)");
     refused(mk("m_rank.safetensors",
-               "{\"w\":{\"dtype\":\"F32\",\"shape\":[1,1,1,1,1,1,1,1,1],\"data_offsets\":[0,4]}}", 4),
+               "{\"w\":{\"dtype\":\"F32\",\"shape\":[1,1,1,1,1,1,1,1,1],"
+               "\"data_offsets\":[0,4]}}", 4),
             "'w' has rank 9, more than 8");
     refused(mk("m_negdim.safetensors",
                "{\"w\":{\"dtype\":\"F32\",\"shape\":[2,-2],\"data_offsets\":[0,0]}}", 0),
@@ -308,7 +312,8 @@ static void test_malicious_offsets(void) {
     char want[9000];
     /* the brief's example: a tensor starting inside the previous one */
     const char *p = mk("m_overlap.safetensors",
-                       "{\"cls_token\":{\"dtype\":\"F32\",\"shape\":[192],\"data_offsets\":[0,768]},"
+                       "{\"cls_token\":{\"dtype\":\"F32\",\"shape\":[192],"
+                       "\"data_offsets\":[0,768]},"
                        "\"blocks.0.attn.qkv.weight\":{\"dtype\":\"F32\",\"shape\":[2],"
                        "\"data_offsets\":[700,708]}}", 768);
     snprintf(want, sizeof want, "safetensors: '%s': data_offsets of 'blocks.0.attn.qkv.weight' "
@@ -327,7 +332,8 @@ static void test_malicious_offsets(void) {
     refused(mk("m_gap.safetensors",
                "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
                "\"b\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,12]}}", 12),
-            "data_offsets of 'b' leave a gap of 4 bytes after the previous tensor ('a', ends at 4)");
+            "data_offsets of 'b' leave a gap of 4 bytes after the previous tensor ('a', ends "
+            "at 4)");
     refused(mk("m_start.safetensors",
                "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}", 8),
             "data_offsets of 'a' start at 4: the first tensor must start at 0");
@@ -451,7 +457,8 @@ static void test_narrowing_vs_torch(void) {
         hy_st st;
         CHECK_OK(hy_st_open(&st, p));
         if (!st.open) continue;
-        CHECK(hy_st_dtype_of(&st, 0) == v[k].dt, "dtype %s", hy_st_dtype_name(hy_st_dtype_of(&st, 0)));
+        CHECK(hy_st_dtype_of(&st, 0) == v[k].dt, "dtype %s",
+              hy_st_dtype_name(hy_st_dtype_of(&st, 0)));
         size_t ng, nw;
         unsigned char *got = raw_of(&st, "x", &ng), *want = raw_of(&ref, v[k].ref, &nw);
         CHECK(ng == nw && ng == 2 * (size_t)n, "%zu vs %zu bytes", ng, nw);

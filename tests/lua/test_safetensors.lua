@@ -54,7 +54,8 @@ end
 function T.write_bf16_and_f16()
   local d = check.tmpdir()
   local t = tensor({ 4 }, function(i) return ({ 1, 1 + 2 ^ -8, 65520, -2 ^ -25 })[i] end)
-  for _, c in ipairs({ { "BF16", { 1, 1, 65536, -2 ^ -25 } }, { "F16", { 1, 1 + 2 ^ -8, 1 / 0, -0.0 } } }) do
+  local cases = { { "BF16", { 1, 1, 65536, -2 ^ -25 } }, { "F16", { 1, 1 + 2 ^ -8, 1 / 0, -0.0 } } }
+  for _, c in ipairs(cases) do
     local p = d .. "/n" .. c[1] .. ".safetensors"
     core.safetensors_write(p, { { name = "x", tensor = t } }, nil, c[1])
     local f <close> = core.safetensors_open(p)

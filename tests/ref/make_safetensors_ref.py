@@ -4,7 +4,7 @@ and a check of hydra's safetensors writer against a Python reading of its files.
 
 Run by hand (never by `make test`) with Debian's torch (no `safetensors` package exists there;
 the format is written and read here with struct + json, following the reference's conventions):
-    /usr/bin/python3 tests/ref/make_safetensors_ref.py          # writes tests/ref/st_dtypes.safetensors
+    /usr/bin/python3 tests/ref/make_safetensors_ref.py    # writes tests/ref/st_dtypes.safetensors
     /usr/bin/python3 tests/ref/make_safetensors_ref.py --check-writer build/release/bin/hydra
 
 st_dtypes.safetensors holds, for each source dtype, the input bits and torch's `.float()` of them:
@@ -60,7 +60,8 @@ def st_bytes(tensors, metadata=None):
 
 
 def st_read(buf):
-    """Parses a file's bytes as the reference reader does -> (metadata, {name: (dt, shape, raw)})."""
+    """Parses a file's bytes as the reference reader does.
+    Returns (metadata, {name: (dt, shape, raw)})."""
     (n,) = struct.unpack("<Q", buf[:8])
     assert n <= 100_000_000 and 8 + n <= len(buf)
     hdr = json.loads(buf[8:8 + n].decode("utf-8"))
@@ -88,7 +89,8 @@ def raw16(bits):
 def float_of(raw, dtype):
     """torch's .float() of raw little-endian bytes of dtype -> raw F32 bytes."""
     if dtype in ("F16", "BF16"):
-        ints = [x - 65536 if x >= 32768 else x for x in struct.unpack("<%dH" % (len(raw) // 2), raw)]
+        bits = struct.unpack("<%dH" % (len(raw) // 2), raw)
+        ints = [x - 65536 if x >= 32768 else x for x in bits]
         t = torch.tensor(ints, dtype=torch.int16).view(
             torch.float16 if dtype == "F16" else torch.bfloat16)
     else:

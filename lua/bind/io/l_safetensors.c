@@ -117,8 +117,9 @@ static int l_st_tostring(lua_State *L) {
     return 1;
 }
 
-/* core.safetensors_write(path, entries [, metadata [, dtype]]). The descriptors live in a Lua userdata
- * (no C allocation); names, keys, values and tensors stay referenced by the argument tables. */
+/* core.safetensors_write(path, entries [, metadata [, dtype]]). The descriptors live in a Lua
+ * userdata (no C allocation); names, keys, values and tensors stay referenced by the argument
+ * tables. */
 static int l_st_write(lua_State *L) {
     size_t plen;
     const char *path = luaL_checklstring(L, 1, &plen);
