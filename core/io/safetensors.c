@@ -424,7 +424,8 @@ hy_status hy_st_open(hy_st *st, const char *path) {
     char *hdr = NULL;
     st->path = hy_xstrdup(path);
     if (!st->path) return HY_ENOMEM;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO must not block open (it is refused below); no effect on files */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
         rc = hy_fail(HY_EIO, "safetensors: cannot open '%s': %s", path, errno_text(errno));
         goto fail;

@@ -376,6 +376,12 @@ static void test_malicious_offsets(void) {
     CHECK_FAIL(hy_st_open(&st, miss), HY_EIO, want);
     snprintf(want, sizeof want, "safetensors: cannot open '%s': it is a folder", check_tmpdir());
     CHECK_FAIL(hy_st_open(&st, check_tmpdir()), HY_EIO, want);
+    /* a FIFO with no writer: refused at once, never waited on */
+    snprintf(miss, sizeof miss, "%s/fifo.safetensors", check_tmpdir());
+    HY_ASSERT(mkfifo(miss, 0600) == 0);
+    snprintf(want, sizeof want, "safetensors: cannot open '%s': not a regular file", miss);
+    CHECK_FAIL(hy_st_open(&st, miss), HY_EIO, want);
+    unlink(miss);
 }
 
 /* ===== T3: dtypes against torch's .float() ===== */
