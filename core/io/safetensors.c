@@ -339,6 +339,57 @@ static hy_status validate(const hy_st *st, uint64_t *data_end) {
     return HY_OK;
 }
 
+/* The shortest tensor entry: {"dtype":"","shape":[],"data_offsets":[]} */
+#define MIN_ENTRY_BYTES 41
+/* Objects allowed inside entries (a valid header has none; a few keep the messages specific). */
+#define MAX_DEEP_OBJECTS 64
+
+/* Refuses, before jansson builds its tree, the JSON shapes no safetensors header has and that
+ * would make the tree many times larger than the header (an empty object costs jansson ~240
+ * bytes): a container inside an array ([{},{},...]: ~70 bytes per header byte), nesting deeper
+ * than 3 levels (root, entry, field), more than MAX_DEEP_OBJECTS objects inside entries, or more
+ * than one entry object (the metadata may be one) shorter than any tensor entry can be. What is
+ * left costs jansson at most ~25 bytes per header byte (arrays of empty arrays; a valid header
+ * costs ~10-13). Works on bytes (strings skipped with their escapes); syntax is left to
+ * jansson. */
+static hy_status check_nesting(const char *file, const char *s, size_t n) {
+    char open[3];
+    size_t start2 = 0, deep = 0, shorts = 0;
+    int depth = 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (c == '"') {
+            for (i++; i < n && s[i] != '"'; i++)
+                if (s[i] == '\\') i++;
+            continue;
+        }
+        if (c == '{' || c == '[') {
+            if (depth > 0 && open[depth - 1] == '[')
+                return hy_fail(HY_EINVAL, "safetensors: '%s': header has a JSON %s inside an "
+                               "array (byte %zu of the header); safetensors arrays hold integers",
+                               file, c == '{' ? "object" : "array", i);
+            if (depth == 3)
+                return hy_fail(HY_EINVAL, "safetensors: '%s': header nests JSON deeper than 3 "
+                               "levels (byte %zu of the header)", file, i);
+            if (depth == 1 && c == '{') start2 = i;
+            if (depth == 2 && c == '{' && ++deep > MAX_DEEP_OBJECTS)
+                return hy_fail(HY_EINVAL, "safetensors: '%s': header has more than %d JSON "
+                               "objects inside entries (byte %zu of the header); safetensors "
+                               "fields are strings, integers and arrays", file,
+                               MAX_DEEP_OBJECTS, i);
+            open[depth++] = c;
+        } else if ((c == '}' || c == ']') && depth > 0) {
+            depth--;
+            if (depth == 1 && open[1] == '{' && i + 1 - start2 < MIN_ENTRY_BYTES &&
+                ++shorts > 1)
+                return hy_fail(HY_EINVAL, "safetensors: '%s': header has more than one entry "
+                               "too short to be a tensor (%zu bytes at byte %zu of the header)",
+                               file, i + 1 - start2, start2);
+        }
+    }
+    return HY_OK;
+}
+
 /* Everything after the header bytes are in memory: UTF-8, JSON, entries, validation. */
 static hy_status parse_header(hy_st *st, const char *hdr, size_t n) {
     const char *file = st->path;
@@ -346,6 +397,7 @@ static hy_status parse_header(hy_st *st, const char *hdr, size_t n) {
     if (bad != n)
         return hy_fail(HY_EINVAL, "safetensors: '%s': header is not valid UTF-8 (byte %zu of "
                        "the header)", file, bad);
+    HY_TRY(check_nesting(file, hdr, n));
     json_error_t err;
     json_t *root = json_loadb(hdr, n, JSON_REJECT_DUPLICATES, &err);
     if (!root) {

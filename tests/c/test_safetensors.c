@@ -15,8 +15,32 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "check.h"
 #include "io/safetensors.h"
+
+/* jansson's allocations are counted (installed first thing in main, before any jansson use):
+ * the peak bytes its tree takes while hy_st_open parses a header. */
+static size_t js_cur, js_peak;
+static void *js_malloc(size_t n) {
+    size_t *p = malloc(n + 16);
+    if (!p) return NULL;
+    p[0] = n;
+    js_cur += n;
+    if (js_cur > js_peak) js_peak = js_cur;
+    return (char *)p + 16;
+}
+static void js_free(void *q) {
+    if (!q) return;
+    size_t *p = (size_t *)(void *)((char *)q - 16);
+    js_cur -= p[0];
+    free(p);
+}
+/* The bound the tests hold hy_st_open's parse to: JSON_COST bytes per header byte (a valid header
+ * of one-letter F32 scalars costs jansson ~21) plus a constant. */
+#define JSON_COST 32
+#define JSON_SLACK ((size_t)64 << 10)
 
 static char path_buf[4096];
 
@@ -74,6 +98,91 @@ static void refused(const char *path, const char *want) {
     CHECK(strncmp(hy_errmsg(), "safetensors: ", 13) == 0, "message '%s'", hy_errmsg());
     CHECK(strchr(hy_errmsg(), '\n') == NULL, "message '%s' is not one line", hy_errmsg());
     CHECK(st.path == NULL && st.ents == NULL && st.n == 0, "handle not zeroed on failure");
+}
+
+/* ===== allocation: the parsed header stays proportional to the header ===== */
+
+/* item is a printf format chosen by test_parse_memory below (never user text). */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+/* Builds "{" + n copies of item (with %d replaced by the copy's index, offsets advancing by
+ * step) + tail + "}"; returns jansson's peak bytes while opening it, and the header length. */
+static size_t peak_of(const char *name, const char *item, int n, int step, const char *tail,
+                      size_t *hlen, int want_ok) {
+    size_t cap = (size_t)n * (strlen(item) + 40) + strlen(tail) + 16, k = 1;
+    char *h = malloc(cap);
+    h[0] = '{';
+    for (int i = 0; i < n; i++) {
+        if (i) h[k++] = ',';
+        k += (size_t)snprintf(h + k, cap - k, item, i, i * step, (i + 1) * step);
+    }
+    k += (size_t)snprintf(h + k, cap - k, "%s}", tail);
+    h[k] = '\0';
+    const char *p = mk(name, h, (size_t)n * (size_t)step);
+    free(h);
+    js_peak = js_cur;
+    hy_st st;
+    hy_status rc = hy_st_open(&st, p);
+    CHECK((rc == HY_OK) == want_ok, "%s: %s", name, rc == HY_OK ? "accepted" : hy_errmsg());
+    hy_st_close(&st);
+    *hlen = k;
+    return js_peak - js_cur;
+}
+#pragma GCC diagnostic pop
+
+static void test_parse_memory(void) {
+    struct { const char *name, *item, *tail; int step, ok; } v[] = {
+        {"a_valid.safetensors", "\"%d\":{\"dtype\":\"F32\",\"shape\":[],"
+         "\"data_offsets\":[%d,%d]}", "", 4, 1},
+        {"a_vit.safetensors", "\"blocks.%d.attn.qkv.weight\":{\"dtype\":\"U8\",\"shape\":"
+         "[2,2],\"data_offsets\":[%d,%d]}", "", 4, 1},
+        {"a_meta.safetensors", "\"__metadata__%d\":{\"\":\"%d%d\"}", "", 0, 0},
+        {"a_emptyobj.safetensors", "\"%d%d%d\":{}", "", 0, 0},
+        {"a_short.safetensors", "\"%d%d%d\":{\"a\":0,\"b\":\"\",\"c\":[0,0]}", "", 0, 0},
+        {"a_entries.safetensors", "\"%d%d%d\":{\"dtype\":\"\",\"shape\":[],\"x\":[]}", "", 0, 0},
+        {"a_ints.safetensors", "\"%d%d%d\":[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]", "", 0, 0},
+        {"a_strs.safetensors", "\"%d%d%d\":[\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\"]", "", 0, 0},
+        {"a_deep.safetensors", "\"%d%d%d\":{\"a\":{},\"b\":{},\"c\":{},\"d\":{}}", "", 0, 0},
+        {"a_deep1.safetensors", "\"%d%d%d\":{\"\":{}}", "", 0, 0},
+        {"a_deep2.safetensors", "\"%d%d%d\":{\"\":[]}", "", 0, 0},
+        {"a_arrs.safetensors", "\"%d%d%d\":{\"a\":[],\"b\":[],\"c\":[],\"d\":[],\"e\":[],"
+         "\"f\":[],\"g\":[]}", "", 0, 0},
+        {"a_arrs2.safetensors", "\"%d%d%d\":{\"a\":[],\"b\":[],\"c\":[],\"d\":[],\"e\":[],"
+         "\"f\":[],\"g\":[],\"h\":[],\"i\":[],\"j\":[],\"k\":[],\"l\":[],\"m\":[]}", "", 0, 0},
+        {"a_mix.safetensors", "\"%d%d%d\":{\"a\":[0],\"b\":\"\",\"c\":0,\"d\":[],\"e\":null,"
+         "\"f\":[]}", "", 0, 0},
+    };
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        size_t n;
+        size_t peak = peak_of(v[i].name, v[i].item, 20000, v[i].step, v[i].tail, &n, v[i].ok);
+        printf("  %-24s header %8zu bytes, jansson peak %9zu bytes (%.1f per byte)\n",
+               v[i].name, n, peak, (double)peak / (double)n);
+        CHECK(peak <= JSON_COST * n + JSON_SLACK, "%s: %zu bytes for a %zu-byte header",
+              v[i].name, peak, n);
+    }
+    /* refused before jansson builds anything: containers in arrays, depth 4 */
+    size_t n, peak = peak_of("a_arrobj.safetensors", "{}", 200000, 0, "", &n, 0);
+    (void)peak;
+    refused(mk("a_arr.safetensors", "{\"x\":[{},{},{}]}", 0),
+            "header has a JSON object inside an array (byte 6 of the header)");
+    refused(mk("a_arr2.safetensors", "{\"x\":[1,[2]]}", 0),
+            "header has a JSON array inside an array (byte 8 of the header)");
+    refused(mk("a_short2.safetensors", "{\"a\":{},\"b\":{\"c\":1}}", 0),
+            "header has more than one entry too short to be a tensor (7 bytes at byte 12 of "
+            "the header)");
+    char deep[2048] = "{\"x\":{";
+    for (int i = 0; i < 65; i++)
+        snprintf(deep + strlen(deep), sizeof deep - strlen(deep), "%s\"%d\":{}", i ? "," : "", i);
+    strcat(deep, "}}");
+    refused(mk("a_deepobj.safetensors", deep, 0),
+            "header has more than 64 JSON objects inside entries (byte 513 of the header)");
+    refused(mk("a_depth.safetensors", "{\"x\":{\"y\":{\"z\":{}}}}", 0),
+            "header nests JSON deeper than 3 levels (byte 15 of the header)");
+    /* brackets inside strings are not structure */
+    hy_st st;
+    CHECK_OK(hy_st_open(&st, mk("a_str.safetensors", "{\"__metadata__\":{\"[{[{\":\"\\\"[[[{\"}}", 0)));
+    CHECK(st.open && strcmp(hy_st_meta_value(&st, 0), "\"[[[{") == 0, "metadata with brackets");
+    hy_st_close(&st);
 }
 
 /* ===== T1: the reference's valid vectors ===== */
@@ -720,7 +829,11 @@ static void test_mutations(void) {
         }
         if (rnd() % 16 == 0) { memset(buf + len, 'x', 8); len += 8; }   /* trailing bytes */
         HY_ASSERT(pwrite(fd, buf, len, 0) == (ssize_t)len && ftruncate(fd, (off_t)len) == 0);
-        if (hy_st_open(&st, mp) != HY_OK) {
+        js_peak = js_cur;
+        hy_status rc = hy_st_open(&st, mp);
+        CHECK(js_peak - js_cur <= JSON_COST * len + JSON_SLACK, "jansson took %zu bytes",
+              js_peak - js_cur);
+        if (rc != HY_OK) {
             CHECK(strncmp(hy_errmsg(), "safetensors: ", 13) == 0, "message '%s'", hy_errmsg());
             continue;
         }
@@ -751,6 +864,7 @@ static void test_mutations(void) {
 }
 
 int main(void) {
+    json_set_alloc_funcs(js_malloc, js_free);
     RUN(test_reference_deserialization);
     RUN(test_reference_whitespace);
     RUN(test_reference_zero_sized_and_scalar);
@@ -764,6 +878,7 @@ int main(void) {
     RUN(test_writer_reference_bytes);
     RUN(test_writer_round_trip);
     RUN(test_writer_errors);
+    RUN(test_parse_memory);
     RUN(test_mutations);
     return check_exit("test_safetensors");
 }
