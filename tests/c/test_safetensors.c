@@ -154,7 +154,7 @@ static void test_parse_memory(void) {
     };
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
         size_t n;
-        size_t peak = peak_of(v[i].name, v[i].item, 20000, v[i].step, v[i].tail, &n, v[i].ok);
+        size_t peak = peak_of(v[i].name, v[i].item, 8000, v[i].step, v[i].tail, &n, v[i].ok);
         printf("  %-24s header %8zu bytes, jansson peak %9zu bytes (%.1f per byte)\n",
                v[i].name, n, peak, (double)peak / (double)n);
         CHECK(peak <= JSON_COST * n + JSON_SLACK, "%s: %zu bytes for a %zu-byte header",
