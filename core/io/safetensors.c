@@ -353,7 +353,7 @@ static hy_status validate(const hy_st *st, uint64_t *data_end) {
  * costs ~10-13). Works on bytes (strings skipped with their escapes); syntax is left to
  * jansson. */
 static hy_status check_nesting(const char *file, const char *s, size_t n) {
-    char open[3];
+    char kind[3];                      /* '{' or '[' of each open container */
     size_t start2 = 0, deep = 0, shorts = 0;
     int depth = 0;
     for (size_t i = 0; i < n; i++) {
@@ -364,7 +364,7 @@ static hy_status check_nesting(const char *file, const char *s, size_t n) {
             continue;
         }
         if (c == '{' || c == '[') {
-            if (depth > 0 && open[depth - 1] == '[')
+            if (depth > 0 && kind[depth - 1] == '[')
                 return hy_fail(HY_EINVAL, "safetensors: '%s': header has a JSON %s inside an "
                                "array (byte %zu of the header); safetensors arrays hold integers",
                                file, c == '{' ? "object" : "array", i);
@@ -377,10 +377,10 @@ static hy_status check_nesting(const char *file, const char *s, size_t n) {
                                "objects inside entries (byte %zu of the header); safetensors "
                                "fields are strings, integers and arrays", file,
                                MAX_DEEP_OBJECTS, i);
-            open[depth++] = c;
+            kind[depth++] = c;
         } else if ((c == '}' || c == ']') && depth > 0) {
             depth--;
-            if (depth == 1 && open[1] == '{' && i + 1 - start2 < MIN_ENTRY_BYTES &&
+            if (depth == 1 && kind[1] == '{' && i + 1 - start2 < MIN_ENTRY_BYTES &&
                 ++shorts > 1)
                 return hy_fail(HY_EINVAL, "safetensors: '%s': header has more than one entry "
                                "too short to be a tensor (%zu bytes at byte %zu of the header)",

@@ -128,4 +128,57 @@ function T.write_argument_errors()
   eq(count_tmp(d), 0, "temporary files")
 end
 
+-- Allocation-failure injection (as tests/lua/test_alloc.lua): under HY_DEBUG (make MODE=asan)
+-- HYDRA_FAIL_ALLOC=N fails the Nth hy_x* allocation. A child writes a file, opens it, reads a
+-- tensor and reads the torch fixture; for every N the run must end in a clean "out of memory"
+-- Lua error with no sanitizer report, and a failed write must leave no file at all.
+local CHILD = [[
+local core = require("hydra.core")
+local d = arg[1]
+local c0 = core.alloc_count()
+local t = core.from_table("float32", { { 1, 2 }, { 3, 4 } })
+core.safetensors_write(d .. "/o.safetensors",
+  { { name = "b", tensor = t }, { name = "a", tensor = t } }, { format = "pt", k = "v" }, "BF16")
+local c1 = core.alloc_count()
+local f = core.safetensors_open(d .. "/o.safetensors")
+local x = f:read("a")
+assert(f:metadata().k == "v" and #f:names() == 2 and x:get(2, 2) == 4)
+f:close()
+local g = core.safetensors_open("tests/ref/st_dtypes.safetensors")
+g:read("f16")
+g:close()
+print(("debug %s phases %d %d %d"):format(tostring(core.debug), c0, c1, core.alloc_count()))
+]]
+
+function T.allocation_failures_are_clean()
+  local dir = check.tmpdir()
+  local script = dir .. "/child.lua"
+  check.write_file(script, CHILD)
+  local work = check.tmpdir()
+  local exe = os.getenv("HYDRA") or "./hydra"
+  local function run(n)
+    for _, f in ipairs(core.listdir(work)) do os.remove(work .. "/" .. f) end
+    local out, errf = dir .. "/out", dir .. "/err"
+    local _, _, code = os.execute(("env OMP_NUM_THREADS=1 HYDRA_THREADS=1 %s %s run %s %s >%s 2>%s")
+      :format(n and ("HYDRA_FAIL_ALLOC=" .. n) or "", exe, script, work, out, errf))
+    return code, check.read_file(out) or "", check.read_file(errf) or ""
+  end
+  local code, out, err = run(nil)
+  eq(code, 0, "child without injection: " .. err)
+  local dbg, c0, c1, c3 = out:match("debug (%a+) phases (%d+) (%d+) (%d+)")
+  ok(dbg, "child output: " .. out)
+  if dbg ~= "true" then check.skip("not a HY_DEBUG build; use make MODE=asan") end
+  c0, c1, c3 = tonumber(c0), tonumber(c1), tonumber(c3)
+  for n = c0 + 1, c3 do
+    code, out, err = run(n)
+    local where = ("HYDRA_FAIL_ALLOC=%d (write %d..%d, read ..%d)"):format(n, c0 + 1, c1, c3)
+    ok(not err:find("Sanitizer", 1, true) and not err:find("runtime error", 1, true),
+      where .. ": sanitizer report\n" .. err)
+    eq(code, 1, where .. ": exit status (stderr: " .. err .. ")")
+    ok(err:find("out of memory", 1, true), where .. ": not an out-of-memory error: " .. err)
+    eq(table.concat(core.listdir(work), " "), n <= c1 and "" or "o.safetensors",
+      where .. ": files left")
+  end
+end
+
 return T
