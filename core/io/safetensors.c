@@ -158,8 +158,8 @@ static int cmp_offsets(const void *a, const void *b) {
     return strcmp(x->name, y->name);
 }
 
-/* qsort has no context argument: by_name sorts through this file-local pointer, set and used
- * only inside sort_by_name (single-threaded per call site; the comparison reads nothing else). */
+/* qsort has no context argument: by_name is sorted through this pointer, set just around that
+ * qsort call in parse_header (thread-local, so concurrent opens do not share it). */
 static _Thread_local const hy_st_entry *sort_ents;
 static int cmp_by_name(const void *a, const void *b) {
     return strcmp(sort_ents[*(const size_t *)a].name, sort_ents[*(const size_t *)b].name);
@@ -178,7 +178,7 @@ static int get_u64(const json_t *v, uint64_t *out, int *negative) {
     return 1;
 }
 
-/* Parses one tensor entry (name, value) into e (e->name already set). */
+/* Parses and checks one tensor entry (name, value) into e's dtype, shape and offsets. */
 static hy_status parse_entry(const char *file, const char *name, const json_t *v,
                              hy_st_entry *e) {
     size_t len = strlen(name);
@@ -581,28 +581,25 @@ const char *hy_st_meta_get(const hy_st *st, const char *key) {
 
 /* ===== conversions ===== */
 
-static float f32_bits(uint32_t u) {
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
+/* Conversions work on bit patterns and store them with memcpy, so no value passes through a
+ * floating-point register that could quiet a signalling NaN. */
+static void put_bits(float *dst, uint32_t u) { memcpy(dst, &u, sizeof u); }
 
-/* IEEE binary16 -> binary32, exact. NaNs keep sign and payload and get the quiet bit, as
+/* IEEE binary16 -> binary32 bits, exact. NaNs keep sign and payload and get the quiet bit, as
  * x86's vcvtph2ps and torch's scalar fp16_ieee_to_fp32_value (a multiply) both produce. */
-static float f16_to_f32(uint16_t h) {
+static uint32_t f16_to_f32(uint16_t h) {
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
     uint32_t ex = (h >> 10) & 0x1Fu, man = h & 0x3FFu;
-    if (ex == 0x1F)
-        return f32_bits(sign | 0x7F800000u | (man ? 0x400000u | (man << 13) : 0));
+    if (ex == 0x1F) return sign | 0x7F800000u | (man ? 0x400000u | (man << 13) : 0);
     if (ex == 0) {
-        if (man == 0) return f32_bits(sign);
+        if (man == 0) return sign;
         /* subnormal: man x 2^-24; normalise the mantissa into the f32 form */
         int e = -14;
         while (!(man & 0x400u)) { man <<= 1; e--; }
         man &= 0x3FFu;
-        return f32_bits(sign | ((uint32_t)(e + 127) << 23) | (man << 13));
+        return sign | ((uint32_t)(e + 127) << 23) | (man << 13);
     }
-    return f32_bits(sign | ((ex + 112u) << 23) | (man << 13));
+    return sign | ((ex + 112u) << 23) | (man << 13);
 }
 
 static void convert(hy_st_dtype dt, const unsigned char *src, float *dst, size_t n) {
@@ -611,16 +608,16 @@ static void convert(hy_st_dtype dt, const unsigned char *src, float *dst, size_t
         for (size_t i = 0; i < n; i++) {
             uint32_t u = (uint32_t)src[4 * i] | (uint32_t)src[4 * i + 1] << 8 |
                          (uint32_t)src[4 * i + 2] << 16 | (uint32_t)src[4 * i + 3] << 24;
-            dst[i] = f32_bits(u);
+            put_bits(&dst[i], u);
         }
         break;
     case HY_ST_F16:
         for (size_t i = 0; i < n; i++)
-            dst[i] = f16_to_f32((uint16_t)(src[2 * i] | src[2 * i + 1] << 8));
+            put_bits(&dst[i], f16_to_f32((uint16_t)(src[2 * i] | src[2 * i + 1] << 8)));
         break;
     case HY_ST_BF16:
         for (size_t i = 0; i < n; i++)
-            dst[i] = f32_bits((uint32_t)(src[2 * i] | src[2 * i + 1] << 8) << 16);
+            put_bits(&dst[i], (uint32_t)(src[2 * i] | src[2 * i + 1] << 8) << 16);
         break;
     case HY_ST_F64:
         for (size_t i = 0; i < n; i++) {
@@ -735,7 +732,8 @@ static hy_status put_u64(hy_buf *b, uint64_t v) {
 
 static _Thread_local const hy_st_tensor *sort_ts;
 static int cmp_tensor(const void *a, const void *b) {
-    /* All F32: descending dtype alignment ties, so the order is by name (bytewise). */
+    /* One dtype for every tensor: descending dtype alignment ties, so the order is by name
+     * (bytewise, as Rust's String order). */
     return strcmp(sort_ts[*(const size_t *)a].name, sort_ts[*(const size_t *)b].name);
 }
 
