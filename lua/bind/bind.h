@@ -140,5 +140,6 @@ void l_open_hvp(lua_State *L);
 void l_open_proc(lua_State *L);
 void l_open_spawn(lua_State *L);
 void l_open_prof(lua_State *L);
+void l_open_safetensors(lua_State *L);
 
 #endif

@@ -198,7 +198,7 @@ function M.resolve(cfg, check)
       if M.is(v) then
         resolve_at(p, {}, v.info.where)
       elseif type(v) == "table" then
-        -- a list holding placeholders: each element resolved where it stands
+        -- a list holding placeholders: each element resolved in its place
         local is_list = #v > 0
         if is_list then
           for i, x in ipairs(v) do
