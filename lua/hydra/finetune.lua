@@ -5,7 +5,7 @@
 --   local m, meta, hist = finetune.member(m, gates, k, cfg [, opts])
 --     member k of gates [M,L,H] (or [L,H]), fine-tuned in place from m's (the base's) weights
 --     with its gates fixed; opts: data (prepared file, default the ID set of cfg), progress,
---     log (function(line)); meta = the /meta attributes of a member checkpoint (member,
+--     log (function(line)), curves (learning-curve CSV path); meta = the /meta attributes of a member checkpoint (member,
 --     finetune_epochs = finetune.epochs, finetune_learning_rate = finetune.learning_rate);
 --     hist = m:train's history (nil when finetune.epochs = 0).
 --     finetune.train_subset > 0 fine-tunes on that many leading training samples, never more
@@ -45,7 +45,8 @@ end
 
 -- finetune.epochs (> 0) epochs of m:train on the ID train split with the fine-tuning schedule
 -- (finetune.learning_rate, finetune.warmup_epochs), in place; the fine-tuning of a pruned member
--- and of LoRA-Ensemble's adapters (methods/lora_ensemble.lua). opts: data, progress, log.
+-- and of LoRA-Ensemble's adapters (methods/lora_ensemble.lua). opts: data, progress, log,
+-- curves (the learning curve's CSV path, hydra.curves).
 -- Returns m:train's history.
 function M.run(m, cfg, opts)
   opts = opts or {}
@@ -64,7 +65,7 @@ function M.run(m, cfg, opts)
   m.norm = { train_ds:mean_std() }   -- as m:train(path) records it, for every kind of data
   local val_ds = mod.dataset(path, "val", cfg.data.test_subset, m.norm)
   return m:train({ train = train_ds, val = val_ds }, cfg,
-    { finetune = f, progress = opts.progress, log = opts.log })
+    { finetune = f, progress = opts.progress, log = opts.log, curves = opts.curves })
 end
 
 function M.config_of(model, overrides)

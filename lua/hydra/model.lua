@@ -39,8 +39,10 @@
 -- train.select_best keeps so far and the history are written there atomically; a later call
 -- with the same work path and work_tag resumes after the last finished epoch and ends bitwise
 -- as an uninterrupted run; the file is removed when training ends), work_tag (a string naming
--- the training, e.g. its stage key: a work file of another tag or epoch count is refused) and
--- stop_after (return nil after that many epochs of this call: a simulated kill, for tests).
+-- the training, e.g. its stage key: a work file of another tag or epoch count is refused),
+-- curves (a path: the learning curve, hydra.curves' CSV, written there when training ends; the
+-- history's `curve` holds the same rows) and stop_after (return nil after that many epochs of
+-- this call: a simulated kill, for tests).
 -- Every setting is read from cfg by its YAML key (the binding reads train.*, optim.*, seed);
 -- nothing here or in the binding has a default of its own (configs/defaults.yaml has them all).
 --
@@ -275,6 +277,7 @@ function Model:train(data, cfg, opts)
   local show = opts.progress ~= false
   local bar = show and require("hydra.progress").new({ epochs = epochs, tty = opts.tty }) or nil
   local hist = { epochs = {}, seed = cfg.seed }
+  local curve = require("hydra.curves").recorder()   -- opts.curves: written there at the end
   local best, best_params
   local eval_b = tc.eval_batch_size
   local work, tag = opts.work, opts.work_tag or ""
@@ -298,6 +301,11 @@ function Model:train(data, cfg, opts)
       hist.epochs[e] = rec
     end
     best = hist.epochs[math.tointeger(wm.best_epoch) or done]
+    for e = 1, done do   -- the resumed epochs' closing rows (their step rows were not kept)
+      local r = hist.epochs[e]
+      curve:epoch({ epoch = e, loss = r.train_loss, acc = r.train_acc, seconds = r.seconds },
+        r.val_nll, r.val_acc)
+    end
     first = done + 1
     if opts.log then
       opts.log(("resuming after epoch %d of %d from %s"):format(done, epochs, work))
@@ -311,6 +319,7 @@ function Model:train(data, cfg, opts)
     repeat
       local ran = trainer:run(chunk)
       p = trainer:progress()
+      if ran > 0 then curve:step(p) end
       if bar then bar:update(p) end
     until ran < chunk or p.epoch_step >= p.epoch_steps
     local rec = { epoch = e, train_loss = p.loss, train_acc = p.acc, seconds = p.seconds,
@@ -319,6 +328,7 @@ function Model:train(data, cfg, opts)
       rec.val_nll, rec.val_acc = evaluate(self.ud, val_ds, eval_b)
     end
     hist.epochs[e] = rec
+    curve:epoch(p, rec.val_nll, rec.val_acc)
     local better
     if select == "last" or not rec.val_nll then better = true
     elseif select == "val_nll" then better = not best or rec.val_nll < best.val_nll
@@ -349,6 +359,8 @@ function Model:train(data, cfg, opts)
     if opts.stop_after and ran_epochs >= opts.stop_after and e < epochs then return nil end
   end
   if work then os.remove(work) end
+  hist.curve = curve.rows
+  if opts.curves then require("hydra.curves").write(opts.curves, curve.rows) end
   if best_params then self.ud:set_params(best_params) end
   hist.best_epoch = best.epoch
   hist.best_val_nll, hist.best_val_acc = best.val_nll, best.val_acc

@@ -120,6 +120,7 @@ function M.run(cfg, out, opts)
   local t0 = core.now()
   local ran_epochs = 0
   local B = cfg.train.eval_batch_size
+  local curve = require("hydra.curves").recorder()
   for e = hist.resumed_from + 1, pc.epochs do
     if opts.stop_after and ran_epochs >= opts.stop_after then return hist end
     trainer:start_epoch(e)
@@ -128,12 +129,14 @@ function M.run(cfg, out, opts)
     repeat
       local ran = err.wrap("pretrain", trainer.run, trainer, chunk)
       p = trainer:progress()
+      if ran > 0 then curve:step(p) end
       if bar then bar:update(p) end
     until ran < chunk or p.epoch_step >= p.epoch_steps
     local vl, va, vn = err.wrap("pretrain", core.mlm_evaluate, m.ud, head, val_ds, B, pc, seed)
     local rec = { epoch = e, train_loss = p.loss, train_acc = p.acc, val_loss = vl, val_acc = va,
                   val_positions = vn, seconds = p.seconds }
     hist.epochs[#hist.epochs + 1] = rec
+    curve:epoch(p, vl, va)   -- val_nll / val_acc: the held-out MLM loss and accuracy
     local extra = ("held-out MLM loss %.4f  acc %.2f%% (%d positions)"):format(vl, 100 * va, vn)
     if bar then bar:finish(p, extra) end
     log(("epoch %d/%d  MLM loss %.4f  acc %.2f%%  %s  %.1f s"):format(e, pc.epochs, p.loss,
@@ -148,6 +151,8 @@ function M.run(cfg, out, opts)
   err.wrap("pretrain", trainer.save, trainer, out, meta, false)
   os.remove(partial)
   hist.val_loss, hist.val_acc = meta.val_mlm_loss, meta.val_mlm_acc
+  hist.curve = curve.rows
+  if opts.curves then require("hydra.curves").write(opts.curves, curve.rows) end
   return hist
 end
 
@@ -164,7 +169,8 @@ function M.encoder(cfg, cache, name)
     local work = cache:path("pretrain", key, ".work.h5")
     print(("pretraining the text encoder (%d epoch(s) on %s) -> %s"):format(cfg.pretrain.epochs,
       corpus, work))
-    M.run(cfg, work, { progress = core.isatty(2), log = print })
+    M.run(cfg, work, { progress = core.isatty(2), log = print,
+                       curves = cache:path("pretrain", key, ".curves.csv") })
     assert(os.rename(work, tmp))
   end)
   local f <close> = h5.open(path)

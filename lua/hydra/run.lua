@@ -342,7 +342,7 @@ local function execute_locked(cfg, opts, summary)
     local cache = stages.new({ dir = opts.cache_dir, log = function(line) log("  %s", line) end })
     output.mkdir_p(dir .. "/methods", "run")
     output.mkdir_p(dir .. "/plots", "run")
-    local files, costs, stage_lines = {}, {}, {}
+    local files, costs, stage_lines, used = {}, {}, {}, {}
     local B = cfg.train.eval_batch_size
     for i, mod in ipairs(mods) do
       local name = methods[i]
@@ -378,6 +378,7 @@ local function execute_locked(cfg, opts, summary)
       for r = first + 1, #cache.records do
         local rec = cache.records[r]
         stage_lines[#stage_lines + 1] = ("%s %s %s %s"):format(name, rec.name, rec.key, rec.status)
+        used[#used + 1] = { method = name, stage = rec.name, key = rec.key }
       end
       local m = res.metrics
       log("  %s: acc %.2f%%  ece %.2f%%  nll %.4f%s  | %.3g params, %.3g FLOPs/sample, "
@@ -404,6 +405,35 @@ local function execute_locked(cfg, opts, summary)
     if nsets.ood > 0 then
       summary.plots.ood_hist = plot.ood_hist(files, dir .. "/plots/ood-hist.png").png
     end
+    -- learning curves of the training stages the run used: curves.csv, curves/<stage>.png
+    local curve_sets = {}
+    do
+      local curves, seen = require("hydra.curves"), {}
+      for _, u in ipairs(used) do
+        local id = u.stage .. "-" .. u.key:sub(1, 12)
+        local rows = not seen[id] and curves.read(cache:path(u.stage, u.key, ".curves.csv"))
+        if rows and #rows > 0 then
+          seen[id] = true
+          curve_sets[#curve_sets + 1] = { id = id, method = u.method, stage = u.stage,
+                                          key = u.key, rows = rows }
+        end
+      end
+      if #curve_sets > 0 then
+        local parts = {}
+        for i, c in ipairs(curve_sets) do
+          local t = curves.csv_text(c.rows, { "method", "stage", "key" },
+            { c.method, c.stage, c.key })
+          parts[i] = i == 1 and t or t:gsub("^[^\n]*\n", "")   -- one header
+        end
+        report.write_text(dir .. "/curves.csv", table.concat(parts))
+        require("hydra.output").mkdir_p(dir .. "/curves", "run")
+        for _, c in ipairs(curve_sets) do
+          curves.plot(c.rows, dir .. "/curves/" .. c.id .. ".png",
+            ("learning curve: %s, stage %s %s"):format(c.method, c.stage, c.key:sub(1, 12)))
+        end
+        summary.curves = dir .. "/curves.csv"
+      end
+    end
     -- result.h5, last
     local wall = core.now() - t0
     local f <close> = h5.create(result)
@@ -423,6 +453,22 @@ local function execute_locked(cfg, opts, summary)
                    stages = table.concat(stage_lines, "\n") }
     for name, hsh in pairs(data_hashes) do prov["data_" .. name] = hsh end
     for k, v in pairs(prov) do f:set_attr("/provenance", k, v) end
+    for _, c in ipairs(curve_sets) do   -- /curves/<stage>-<key>: one dataset per column
+      local g = "/curves/" .. c.id
+      local kinds = {}
+      for j, r in ipairs(c.rows) do kinds[j] = r.kind or "" end
+      f:write_strings(g .. "/kind", kinds)
+      for _, col in ipairs(require("hydra.curves").COLUMNS) do
+        if col ~= "kind" then
+          local vals = {}
+          for j, r in ipairs(c.rows) do vals[j] = r[col] or (0 / 0) end
+          f:write(g .. "/" .. col, core.from_table("float64", vals))
+        end
+      end
+      f:set_attr(g, "method", c.method)
+      f:set_attr(g, "stage", c.stage)
+      f:set_attr(g, "key", c.key)
+    end
     for i, name in ipairs(methods) do
       local src <close> = h5.open(files[i])
       copy_tree(src, f, "/methods/" .. name)

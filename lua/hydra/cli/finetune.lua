@@ -45,11 +45,15 @@ finetune_epochs, finetune_learning_rate. (The library function: hydra.finetune.m
     err.wrap(nil, core.threads_init, cfg.threads)
     print(("seed %d  member %d of %d  finetune epochs %d"):format(cfg.seed, opts.member, n,
       cfg.finetune.epochs))
-    local _, meta = err.wrap("hydra finetune", finetune.member, m, g.gates, opts.member,
+    local _, meta, hist = err.wrap("hydra finetune", finetune.member, m, g.gates, opts.member,
       cfg, { data = opts.data, progress = not opts.quiet,
              log = function(line) print(line); io.stdout:flush() end })
     meta.gates_file, meta.base_checkpoint = opts.gates, ckpt
     err.wrap("hydra finetune", m.save, m, opts.out, meta)
+    if hist then   -- the learning curve beside the checkpoint (none for finetune.epochs 0)
+      local curves = require("hydra.curves")
+      err.wrap("hydra finetune", curves.write, curves.beside(opts.out), hist.curve)
+    end
     print(("member %d -> %s"):format(opts.member, opts.out))
   end,
 }

@@ -45,6 +45,8 @@ stderr (--quiet: none), one line per epoch to stdout.]],
       progress = not opts.quiet,
       log = function(line) print(line); io.stdout:flush() end,
     })
+    local curves = require("hydra.curves")   -- the learning curve beside the checkpoint
+    if hist.curve then err.wrap("hydra pretrain", curves.write, curves.beside(opts.out), hist.curve) end
     print(("pretrained %d parameters on %d sentences (%d held out) in %.1f s: held-out MLM "
       .. "loss %.4f, accuracy %.2f%% -> %s"):format(hist.params, hist.corpus.train,
       hist.corpus.val, hist.seconds, hist.val_loss or 0, 100 * (hist.val_acc or 0), opts.out))

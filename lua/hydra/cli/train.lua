@@ -58,6 +58,8 @@ training with an error naming the step; nothing is written then.]],
     }
     if hist.best_val_nll then meta.val_nll, meta.val_acc = hist.best_val_nll, hist.best_val_acc end
     err.wrap("hydra train", m.save, m, opts.out, meta)
+    local curves = require("hydra.curves")   -- the learning curve beside the checkpoint
+    err.wrap("hydra train", curves.write, curves.beside(opts.out), hist.curve)
     print(("best epoch %d%s -> %s"):format(hist.best_epoch, hist.best_val_nll and
       ("  val nll %.4f  val acc %.2f%%"):format(hist.best_val_nll, 100 * hist.best_val_acc) or "",
       opts.out))

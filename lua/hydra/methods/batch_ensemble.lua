@@ -32,6 +32,7 @@ function M.train(ctx)
       log = function(line) ctx.log("  %s", line) end,
       -- a per-epoch work file beside the stage: a kill loses at most one epoch
       work = ctx.cache:path("batch_ensemble", key, ".work.h5"), work_tag = key,
+      curves = ctx.cache:path("batch_ensemble", key, ".curves.csv"),
     })
     m:save(tmp, { seed = cfg.seed, stage = "batch_ensemble", stage_key = key,
                   data_hash = inputs.data.hash, best_epoch = hist.best_epoch or 0 })

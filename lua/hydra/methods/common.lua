@@ -95,6 +95,7 @@ function C.base_model(ctx, seed, dropout, scratch)
       log = function(line) ctx.log("  %s", line) end,
       -- a per-epoch work file beside the stage: a kill loses at most one epoch
       work = ctx.cache:path("base", key, ".work.h5"), work_tag = key,
+      curves = ctx.cache:path("base", key, ".curves.csv"),
     })
     m:save(tmp, { seed = seed, stage = "base", stage_key = key,
                   data_hash = inputs.data.hash, best_epoch = hist.best_epoch or 0 })
@@ -476,6 +477,7 @@ function C.member(ctx, base_path, base_key, gates_key, gates, m)
     end
     local _, meta = require("hydra.finetune").member(mod, gates, m, cfg, {
       progress = ctx.progress, log = function(line) ctx.log("  %s", line) end,
+      curves = ctx.cache:path("member", key, ".curves.csv"),
     })
     meta.stage, meta.stage_key, meta.base_stage, meta.gates_stage = "member", key, base_key,
       gates_key

@@ -51,6 +51,7 @@ function M.train(ctx, base_path, base_key)
     m.ud:copy_backbone(base.ud)
     local hist = require("hydra.finetune").run(m, cfg, {
       progress = ctx.progress, log = function(line) ctx.log("  %s", line) end,
+      curves = ctx.cache:path("lora_ensemble", key, ".curves.csv"),
     })
     m:save(tmp, { seed = cfg.seed, stage = "lora_ensemble", stage_key = key, base_stage = base_key,
                   finetune_epochs = cfg.finetune.epochs,

@@ -61,6 +61,7 @@ local function trained(ctx, mc)
       log = function(line) ctx.log("  %s", line) end,
       -- a per-epoch work file beside the stage: a kill loses at most one epoch
       work = ctx.cache:path("mimo", key, ".work.h5"), work_tag = key,
+      curves = ctx.cache:path("mimo", key, ".curves.csv"),
       trainer_new = function(ud, ds, tc, optim, seed)
         return core.mimo_trainer_new(ud, ds, tc, optim, seed, cfg.mimo)
       end,

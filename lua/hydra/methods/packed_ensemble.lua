@@ -80,6 +80,7 @@ local function member(ctx, mc, m)
       log = function(line) ctx.log("  %s", line) end,
       -- a per-epoch work file beside the stage: a kill loses at most one epoch
       work = ctx.cache:path("packed_member", key, ".work.h5"), work_tag = key,
+      curves = ctx.cache:path("packed_member", key, ".curves.csv"),
     })
     mod:save(tmp, { seed = cfg.seed, init_seed = init_seed, stage = "packed_member",
                     stage_key = key, member = m, data_hash = inputs.data.hash,
