@@ -14,6 +14,17 @@ hy_status hy_train_ensure_acts(hy_xfmr *m, size_t B) {
 }
 
 /* Does ds fit model m? Messages name both sides. */
+void hy_train_input(const hy_loader *ld, hy_batch *out) {
+    memset(out, 0, sizeof *out);
+    if (ld->ds->kind == HY_DATA_IMAGE) {
+        out->images = ld->images;
+    } else {
+        out->ids = ld->ids;
+        out->lengths = ld->lengths;
+        out->len = ld->len;
+    }
+}
+
 static hy_status check_data(const hy_xfmr *m, const hy_dataset *ds, int need_labels) {
     const hy_xfmr_config *c = &m->cfg;
     if (c->kind == HY_XFMR_VIT) {
@@ -183,7 +194,7 @@ hy_status hy_trainer_run(hy_trainer *t, size_t max_steps, size_t *ran) {
         if (has_dropout(m))
             hy_xfmr_set_dropout(m, true, hy_hash64(&p->step, sizeof p->step, t->cfg.seed));
         hy_batch in;
-        hy_loader_batch(&t->loader, &in);
+        hy_train_input(&t->loader, &in);
         if ((st = hy_xfmr_forward(m, &in, B, t->logits)) != HY_OK) break;
         double loss = 0;
         st = hy_xfmr_loss(m, t->logits, t->loader.labels, B, (float)t->cfg.label_smoothing,
@@ -253,7 +264,7 @@ static hy_status sweep(hy_xfmr *m, const hy_dataset *ds, size_t batch_size, int 
     size_t first = 0, B;
     while (st == HY_OK && (B = hy_loader_next(&ld)) > 0) {
         hy_batch in;
-        hy_loader_batch(&ld, &in);
+        hy_train_input(&ld, &in);
         st = hy_xfmr_infer(m, &in, B, logits);
         if (st == HY_OK) st = visit(ctx, &ld, first, B, logits);
         first += B;
@@ -347,7 +358,7 @@ hy_status hy_train_predict(hy_xfmr *m, const hy_dataset *ds, size_t batch_size, 
 hy_status hy_train_features(hy_xfmr *m, const hy_dataset *ds, size_t batch_size, float *features,
                             float *logits, float *probs) {
     if (ds->n == 0) return HY_OK;
-    if (m->ens)
+    if (m->ext)
         return hy_fail(HY_EINVAL, "train: features need a single model, not an ensemble");
     pred_ctx c = {m->cfg.n_classes, 1, ds->n, logits, probs, m, features};
     return sweep(m, ds, batch_size, 0, pred_visit, &c);

@@ -94,6 +94,9 @@ hy_status hy_train_state_read(hy_h5 *f, hy_adamw *o, hy_progress *p);
 
 /* Makes sure m's activations hold batches of B samples (reallocates only when smaller). */
 hy_status hy_train_ensure_acts(hy_xfmr *m, size_t B);
+/* The current batch of ld as the model's input: images, or ids / lengths / len; it borrows the
+ * loader's buffers (valid until the next fill). */
+void hy_train_input(const hy_loader *ld, hy_batch *out);
 
 /* Mean NLL (natural log, averaged over samples) and accuracy of m on ds, in batches of
  * batch_size, with dropout as currently set (an ensemble: of p̄, the mean of its members'
