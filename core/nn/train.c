@@ -109,6 +109,164 @@ hy_status hy_train_adamw_new(hy_adamw *o, const hy_adamw_config *c, const hy_par
     return st;
 }
 
+/* ===== the training loop ===== */
+
+hy_status hy_fit_new(hy_fit *f, hy_xfmr *m, const hy_dataset *ds, size_t batch_size,
+                     const hy_augment *aug, uint64_t seed, double grad_clip,
+                     const hy_fit_objective *obj, void *ctx) {
+    memset(f, 0, sizeof *f);
+    HY_TRY(hy_loader_new(&f->loader, ds, batch_size, 1, aug, seed));
+    f->model = m;
+    f->data = ds;
+    f->obj = obj;
+    f->ctx = ctx;
+    f->grad_clip = grad_clip;
+    f->seed = seed;
+    return HY_OK;
+}
+
+hy_status hy_fit_block(hy_fit *f, float *params, float *grads, const hy_param *tab,
+                       size_t n_tensors, size_t n_params, const hy_adamw_config *c) {
+    HY_ASSERT(f->n_blocks < HY_FIT_BLOCKS);
+    size_t k = f->n_blocks;
+    HY_TRY(hy_train_adamw_new(&f->opt[k], c, tab, n_tensors, n_params));
+    f->params[k] = params;
+    f->grads[k] = grads;
+    f->n[k] = n_params;
+    f->n_blocks++;
+    return HY_OK;
+}
+
+void hy_fit_plan(hy_fit *f, hy_sched_kind kind, double lr, double min_lr, size_t epochs,
+                 double warmup_epochs) {
+    f->sched = hy_sched_plan(kind, lr, min_lr, epochs, warmup_epochs,
+                             hy_loader_batches(&f->loader));
+    f->prog.total_steps = f->sched.total_steps;
+    hy_fit_start_epoch(f, 0);
+}
+
+void hy_fit_release(hy_fit *f) {
+    if (!f) return;
+    if (f->model) hy_xfmr_set_dropout(f->model, false, 0);
+    hy_loader_release(&f->loader);
+    for (size_t k = 0; k < HY_FIT_BLOCKS; k++) hy_adamw_release(&f->opt[k]);
+    memset(f, 0, sizeof *f);
+}
+
+void hy_fit_start_epoch(hy_fit *f, uint64_t epoch) {
+    hy_loader_start_epoch(&f->loader, epoch);
+    hy_progress *p = &f->prog;
+    p->epoch = epoch;
+    p->epoch_step = 0;
+    p->epoch_steps = hy_loader_batches(&f->loader);
+    p->epoch_seen = 0;
+    p->epoch_correct = 0;
+    p->epoch_loss_sum = 0;
+    p->epoch_seconds = 0;
+}
+
+static const char *nonfinite_name(double x) {
+    return isnan(x) ? "nan" : x > 0 ? "inf" : "-inf";
+}
+
+/* the gradient norm over the blocks, their gradients scaled to grad_clip when above it */
+static double clip_blocks(hy_fit *f) {
+    if (f->n_blocks == 1) return hy_grad_clip(f->grads[0], f->n[0], f->grad_clip);
+    double sq = 0;
+    for (size_t k = 0; k < f->n_blocks; k++) {
+        double nk = hy_grad_norm(f->grads[k], f->n[k]);
+        sq += nk * nk;
+    }
+    double norm = sqrt(sq);
+    if (f->grad_clip > 0 && isfinite(norm) && norm > f->grad_clip) {
+        float s = (float)(f->grad_clip / (norm + 1e-6));
+        for (size_t k = 0; k < f->n_blocks; k++)
+            for (size_t i = 0; i < f->n[k]; i++) f->grads[k][i] *= s;
+    }
+    return norm;
+}
+
+hy_status hy_fit_run(hy_fit *f, size_t max_steps, size_t *ran) {
+    hy_xfmr *m = f->model;
+    hy_progress *p = &f->prog;
+    const hy_fit_objective *o = f->obj;
+    int drop = m->cfg.attn_dropout > 0 || m->cfg.mlp_dropout > 0;
+    double t0 = hy_now();
+    hy_status st = HY_OK;
+    size_t done = 0;
+    while (done < max_steps) {
+        size_t b = hy_loader_next(&f->loader);
+        if (b == 0) break;
+        /* dropout masks are a function of (seed, global step) only */
+        if (drop) hy_xfmr_set_dropout(m, true, hy_hash64(&p->step, sizeof p->step, f->seed));
+        double loss = 0;
+        if ((st = o->forward(f, b, &loss)) != HY_OK) break;
+        if (!isfinite(loss)) {
+            st = hy_fail(HY_EINVAL, "%s: non-finite loss (%s) at step %lld (epoch %llu, "
+                         "batch %zu of %zu)", o->who, nonfinite_name(loss),
+                         (long long)p->step + 1, (unsigned long long)p->epoch + 1,
+                         p->epoch_step + 1, p->epoch_steps);
+            break;
+        }
+        if ((st = o->backward(f, b)) != HY_OK) break;
+        double norm = clip_blocks(f);
+        if (!isfinite(norm)) {
+            st = hy_fail(HY_EINVAL, "%s: non-finite gradient norm (%s) at step %lld (epoch "
+                         "%llu, batch %zu of %zu)", o->who, nonfinite_name(norm),
+                         (long long)p->step + 1, (unsigned long long)p->epoch + 1,
+                         p->epoch_step + 1, p->epoch_steps);
+            break;
+        }
+        double lr = hy_sched_lr(&f->sched, p->step);
+        for (size_t k = 0; k < f->n_blocks; k++)
+            hy_adamw_step(&f->opt[k], f->params[k], f->grads[k], lr);
+        o->tally(f, b, loss);
+        p->lr = lr;
+        p->grad_norm = norm;
+        p->step++;
+        p->epoch_step++;
+        done++;
+    }
+    if (drop) hy_xfmr_set_dropout(m, false, 0);
+    p->epoch_seconds += hy_now() - t0;
+    *ran = done;
+    return st;
+}
+
+/* ===== classification ===== */
+
+static hy_status cls_forward(hy_fit *f, size_t B, double *loss) {
+    hy_trainer *t = f->ctx;
+    hy_batch in;
+    hy_train_input(&f->loader, &in);
+    HY_TRY(hy_xfmr_forward(f->model, &in, B, t->logits));
+    return hy_xfmr_loss(f->model, t->logits, f->loader.labels, B, (float)t->cfg.label_smoothing,
+                        loss, t->dlogits);
+}
+
+static hy_status cls_backward(hy_fit *f, size_t B) {
+    (void)B;
+    hy_trainer *t = f->ctx;
+    hy_xfmr_zero_grad(f->model);
+    return hy_xfmr_backward(f->model, t->dlogits);
+}
+
+static void cls_tally(hy_fit *f, size_t B, double loss) {
+    hy_trainer *t = f->ctx;
+    hy_progress *p = &f->prog;
+    const size_t K = f->model->cfg.n_classes, M = hy_xfmr_members(f->model);
+    if (M > 1)   /* the ensemble's prediction: p̄ (dlogits' second half is free) */
+        mean_probs(t->dlogits, t->dlogits + M * B * K, t->logits, M, B, K);
+    const float *pred = M > 1 ? t->dlogits : t->logits;
+    for (size_t i = 0; i < B; i++)
+        p->epoch_correct += argmax(pred + i * K, K) == (size_t)f->loader.labels[i];
+    p->epoch_seen += B;
+    p->epoch_loss_sum += loss * (double)B;
+    p->loss = loss;
+}
+
+static const hy_fit_objective classification = {"train", cls_forward, cls_backward, cls_tally};
+
 hy_status hy_trainer_new(hy_trainer *t, hy_xfmr *m, const hy_dataset *ds,
                          const hy_train_config *cfg, const hy_augment *aug) {
     memset(t, 0, sizeof *t);
@@ -117,11 +275,13 @@ hy_status hy_trainer_new(hy_trainer *t, hy_xfmr *m, const hy_dataset *ds,
     HY_TRY(hy_adamw_config_check(&cfg->optim));
     HY_TRY(check_data(m, ds, 1));
 
-    hy_status st = hy_train_adamw_new(&t->opt, &cfg->optim, m->table, m->n_tensors, m->n_params);
-    if (st != HY_OK) return st;
     /* a batch larger than the training split is the whole split (the same single batch) */
     size_t B = cfg->batch_size < ds->n ? cfg->batch_size : ds->n, lbytes;
-    st = hy_loader_new(&t->loader, ds, B, 1, aug, cfg->seed);
+    hy_status st = hy_fit_new(&t->fit, m, ds, B, aug, cfg->seed, cfg->grad_clip,
+                              &classification, t);
+    if (st != HY_OK) return st;
+    st = hy_fit_block(&t->fit, m->params, m->grads, m->table, m->n_tensors, m->n_params,
+                      &cfg->optim);
     if (st != HY_OK) goto fail;
     size_t K = m->cfg.n_classes;
     st = hy_size_mul(&lbytes, "train: logits (train.batch_size x n_classes x 4 bytes)", B, K,
@@ -136,14 +296,9 @@ hy_status hy_trainer_new(hy_trainer *t, hy_xfmr *m, const hy_dataset *ds,
     st = hy_train_ensure_acts(m, B);
     if (st != HY_OK) goto fail;
 
-    t->model = m;
-    t->data = ds;
     t->cfg = *cfg;
-    size_t per_epoch = hy_loader_batches(&t->loader);
-    t->sched = hy_sched_plan(cfg->schedule, cfg->optim.learning_rate, cfg->min_lr, cfg->epochs,
-                             cfg->warmup_epochs, per_epoch);
-    t->prog.total_steps = t->sched.total_steps;
-    hy_trainer_start_epoch(t, 0);
+    hy_fit_plan(&t->fit, cfg->schedule, cfg->optim.learning_rate, cfg->min_lr, cfg->epochs,
+                cfg->warmup_epochs);
     return HY_OK;
 fail:
     hy_trainer_release(t);
@@ -152,91 +307,10 @@ fail:
 
 void hy_trainer_release(hy_trainer *t) {
     if (!t) return;
-    if (t->model) hy_xfmr_set_dropout(t->model, false, 0);
-    hy_loader_release(&t->loader);
-    hy_adamw_release(&t->opt);
+    hy_fit_release(&t->fit);
     hy_free(t->logits);
     hy_free(t->dlogits);
     memset(t, 0, sizeof *t);
-}
-
-void hy_trainer_start_epoch(hy_trainer *t, uint64_t epoch) {
-    hy_loader_start_epoch(&t->loader, epoch);
-    hy_progress *p = &t->prog;
-    p->epoch = epoch;
-    p->epoch_step = 0;
-    p->epoch_steps = hy_loader_batches(&t->loader);
-    p->epoch_seen = 0;
-    p->epoch_correct = 0;
-    p->epoch_loss_sum = 0;
-    p->epoch_seconds = 0;
-}
-
-static const char *nonfinite_name(double x) {
-    return isnan(x) ? "nan" : x > 0 ? "inf" : "-inf";
-}
-
-static int has_dropout(const hy_xfmr *m) {
-    return m->cfg.attn_dropout > 0 || m->cfg.mlp_dropout > 0;
-}
-
-hy_status hy_trainer_run(hy_trainer *t, size_t max_steps, size_t *ran) {
-    hy_xfmr *m = t->model;
-    hy_progress *p = &t->prog;
-    const size_t K = m->cfg.n_classes;
-    double t0 = hy_now();
-    hy_status st = HY_OK;
-    size_t done = 0;
-    while (done < max_steps) {
-        size_t B = hy_loader_next(&t->loader);
-        if (B == 0) break;
-        /* dropout masks are a function of (seed, global step) only */
-        if (has_dropout(m))
-            hy_xfmr_set_dropout(m, true, hy_hash64(&p->step, sizeof p->step, t->cfg.seed));
-        hy_batch in;
-        hy_train_input(&t->loader, &in);
-        if ((st = hy_xfmr_forward(m, &in, B, t->logits)) != HY_OK) break;
-        double loss = 0;
-        st = hy_xfmr_loss(m, t->logits, t->loader.labels, B, (float)t->cfg.label_smoothing,
-                          &loss, t->dlogits);
-        if (st != HY_OK) break;
-        if (!isfinite(loss)) {
-            st = hy_fail(HY_EINVAL, "train: non-finite loss (%s) at step %lld (epoch %llu, "
-                         "batch %zu of %zu)", nonfinite_name(loss), (long long)p->step + 1,
-                         (unsigned long long)p->epoch + 1, p->epoch_step + 1, p->epoch_steps);
-            break;
-        }
-        hy_xfmr_zero_grad(m);
-        if ((st = hy_xfmr_backward(m, t->dlogits)) != HY_OK) break;
-        double norm = hy_grad_clip(m->grads, m->n_params, t->cfg.grad_clip);
-        if (!isfinite(norm)) {
-            st = hy_fail(HY_EINVAL, "train: non-finite gradient norm (%s) at step %lld (epoch "
-                         "%llu, batch %zu of %zu)", nonfinite_name(norm), (long long)p->step + 1,
-                         (unsigned long long)p->epoch + 1, p->epoch_step + 1, p->epoch_steps);
-            break;
-        }
-        double lr = hy_sched_lr(&t->sched, p->step);
-        hy_adamw_step(&t->opt, m->params, m->grads, lr);
-
-        size_t M = hy_xfmr_members(m);
-        if (M > 1)   /* the ensemble's prediction: p̄ (dlogits' second half is free) */
-            mean_probs(t->dlogits, t->dlogits + M * B * K, t->logits, M, B, K);
-        const float *pred = M > 1 ? t->dlogits : t->logits;
-        for (size_t i = 0; i < B; i++)
-            p->epoch_correct += argmax(pred + i * K, K) == (size_t)t->loader.labels[i];
-        p->epoch_seen += B;
-        p->epoch_loss_sum += loss * (double)B;
-        p->loss = loss;
-        p->lr = lr;
-        p->grad_norm = norm;
-        p->step++;
-        p->epoch_step++;
-        done++;
-    }
-    if (has_dropout(m)) hy_xfmr_set_dropout(m, false, 0);
-    p->epoch_seconds += hy_now() - t0;
-    *ran = done;
-    return st;
 }
 
 /* ===== evaluation and prediction ===== */
