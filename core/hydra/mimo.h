@@ -13,7 +13,7 @@
  *   test: the same image in every slot; member m = head m; p̄ = mean of the members' softmaxes.
  * Datasets are single-channel images (C_in = 1), as everywhere in hydra.
  * Entry points: hy_mimo_loss, hy_mimo_check, hy_mimo_trainer_new / _release (its steps are
- * train.h's hy_fit_run), hy_mimo_predict, hy_mimo_evaluate. */
+ * fit.h's hy_fit_run), hy_mimo_predict, hy_mimo_evaluate. */
 #ifndef HY_MIMO_H
 #define HY_MIMO_H
 
@@ -38,7 +38,7 @@ hy_status hy_mimo_loss(const float *logits, const int32_t *labels, size_t B, siz
  * or the model key. */
 hy_status hy_mimo_check(const hy_xfmr *m, size_t M, const hy_dataset *ds, int need_labels);
 
-/* MIMO's objective on the training loop (train.h hy_fit; fit.loader: batches of
+/* MIMO's objective on the training loop (fit.h hy_fit; fit.loader: batches of
  * b = min(batch_size, n) samples; fit.opt[0]: the model's AdamW state; fit.prog: seen / correct
  * count (row, slot) pairs, loss = mean over slots of their mean cross-entropy). */
 typedef struct hy_mimo_trainer {

@@ -2,7 +2,7 @@
  * batch, the MLM head and its loss/backward, and the pretraining trainer (epoch steps, held-out
  * evaluation). Entry points: hy_mlm_mask; hy_mlm_new / _release / _init / _table; hy_mlm_loss;
  * hy_mlm_write / _read; hy_mlm_trainer_new / _release / _write_state / _read_state (its steps
- * are train.h's hy_fit_run); hy_mlm_evaluate.
+ * are fit.h's hy_fit_run); hy_mlm_evaluate.
  *
  * The head (BERT's BertLMPredictionHead on a pre-LN encoder), on each predicted position t of
  * the encoder's last residual stream x_L (B, T, D) (row 1 + t; CLS is never predicted):
@@ -115,7 +115,7 @@ typedef struct hy_mlm_train_config {
     uint64_t seed;                /* shuffling, masks, dropout */
 } hy_mlm_train_config;
 
-/* MLM's objective on the training loop (train.h hy_fit): two blocks, the model (fit.opt[0]) and
+/* MLM's objective on the training loop (fit.h hy_fit): two blocks, the model (fit.opt[0]) and
  * the head (fit.opt[1]), clipped together; fit.prog's epoch_seen / epoch_correct count predicted
  * positions. */
 typedef struct hy_mlm_trainer {

@@ -81,18 +81,12 @@ hy_dataset *l_checkdataset(lua_State *L, int arg);
 /* Pushes a new, empty (zeroed) hydra.Dataset box. */
 hy_dataset *l_pushdataset(lua_State *L);
 
-/* ===== l_train.c ===== */
+/* ===== l_fit.c ===== */
 
-/* Reads the resolved train (stack index tr), optim (op) and, when ft != 0, finetune sections by
- * their YAML keys into *c and *aug, as core.trainer_new does (raises on a missing key or a bad
- * optim.schedule); seed: the run's seed. */
-struct hy_train_config;
-void l_read_train_config(lua_State *L, int tr, int op, int ft, lua_Integer seed,
-                         struct hy_train_config *c, hy_augment *aug);
 /* Pushes a trainer's progress table (t:progress(): epoch, step, loss, acc, seconds, ...). */
 struct hy_progress;
 void l_pushprogress(lua_State *L, const struct hy_progress *p);
-/* The training loop (train.h hy_fit) of a trainer of class cls at arg: every trainer box
+/* The training loop (fit.h hy_fit) of a trainer of class cls at arg: every trainer box
  * (hydra.Trainer, hydra.MimoTrainer, hydra.MLMTrainer) starts with its trainer, whose first
  * member is its hy_fit; a released one has fit.model NULL. Raises "<who>: attempt to use a
  * closed trainer" or "model: attempt to use a closed model". */
@@ -101,6 +95,15 @@ struct hy_fit *l_checkfit(lua_State *L, int arg, const char *cls, const char *wh
 /* Adds the loop's methods to trainer class cls: t:start_epoch(e) (1-based), t:run(n) -> ran,
  * t:progress() -> table. */
 void l_addfitmethods(lua_State *L, const char *cls, const char *who);
+
+/* ===== l_train.c ===== */
+
+/* Reads the resolved train (stack index tr), optim (op) and, when ft != 0, finetune sections by
+ * their YAML keys into *c and *aug, as core.trainer_new does (raises on a missing key or a bad
+ * optim.schedule); seed: the run's seed. */
+struct hy_train_config;
+void l_read_train_config(lua_State *L, int tr, int op, int ft, lua_Integer seed,
+                         struct hy_train_config *c, hy_augment *aug);
 /* A classifier trainer's t:save(path, meta [, best]) (args 2..4): model m's checkpoint with meta
  * as /meta, the resumable state of o and p (hy_train_state_write), and best (float32
  * [n_params]: the weights train.select_best keeps so far) as /train_state/best; atomic, so a
