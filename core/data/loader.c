@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "io/h5.h"
-#include "nn/xfmr.h"
 
 /* ===== datasets ===== */
 
@@ -357,17 +356,6 @@ size_t hy_loader_next(hy_loader *ld) {
 }
 
 void hy_loader_fill(hy_loader *ld, const int64_t *idx, size_t b) { fill(ld, idx, b, 0, 0); }
-
-void hy_loader_batch(const hy_loader *ld, hy_batch *out) {
-    memset(out, 0, sizeof *out);
-    if (ld->ds->kind == HY_DATA_IMAGE) {
-        out->images = ld->images;
-    } else {
-        out->ids = ld->ids;
-        out->lengths = ld->lengths;
-        out->len = ld->len;
-    }
-}
 
 /* ===== synthetic data ===== */
 

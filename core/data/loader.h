@@ -109,9 +109,6 @@ size_t hy_loader_batches(const hy_loader *ld);
 size_t hy_loader_next(hy_loader *ld);
 /* Fills the batch with samples idx[0..b) (b <= batch_size, each < n), no augmentation. */
 void hy_loader_fill(hy_loader *ld, const int64_t *idx, size_t b);
-/* The current batch as the model's input (xfmr.h's hy_batch): images, or ids / lengths / len;
- * it borrows the loader's buffers (valid until the next fill). */
-typedef struct hy_batch hy_batch;
-void hy_loader_batch(const hy_loader *ld, hy_batch *out);
+/* (The current batch as the model's input, a hy_batch: train.h hy_train_input.) */
 
 #endif

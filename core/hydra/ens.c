@@ -7,10 +7,13 @@
 #include <string.h>
 
 #include "tensor/gemm.h"
+#include "nn/ckpt.h"
 #include "nn/layers.h"
 #include "tensor/prof.h"
 
 #define NONE SIZE_MAX
+/* the ensemble of a model built by hy_ens_new (its extension is the hy_ens's first member) */
+#define ENS(m) ((hy_ens *)(m)->ext)
 
 /* ===== configuration ===== */
 
@@ -76,22 +79,22 @@ hy_status hy_ens_config_check(const hy_xfmr_config *c, const hy_ens_config *e) {
 /* the linears of a block: name, in, out */
 typedef struct lin_desc { const char *name; size_t in, out; } lin_desc;
 
-static lin_desc site_desc(const hy_xfmr_config *c, hy_ens_site s) {
+static lin_desc site_desc(const hy_xfmr_config *c, hy_xfmr_site s) {
     size_t D = c->d_model, DM = c->d_mlp;
     switch (s) {
-    case HY_ENS_QKV: return (lin_desc){"attn.qkv", D, 3 * D};
-    case HY_ENS_PROJ: return (lin_desc){"attn.proj", D, D};
-    case HY_ENS_FC1: return (lin_desc){"mlp.fc1", D, DM};
+    case HY_XFMR_QKV: return (lin_desc){"attn.qkv", D, 3 * D};
+    case HY_XFMR_PROJ: return (lin_desc){"attn.proj", D, D};
+    case HY_XFMR_FC1: return (lin_desc){"mlp.fc1", D, DM};
     default: return (lin_desc){"mlp.fc2", DM, D};
     }
 }
 
 /* lora parts of site s: names, their output width, whether targeted */
-static size_t lora_parts(const hy_xfmr_config *c, const hy_ens_config *e, hy_ens_site s,
+static size_t lora_parts(const hy_xfmr_config *c, const hy_ens_config *e, hy_xfmr_site s,
                          const char **names, size_t *out, int *on) {
     size_t D = c->d_model;
     lin_desc d = site_desc(c, s);
-    if (s == HY_ENS_QKV) {
+    if (s == HY_XFMR_QKV) {
         static const char *const qkv[3] = {"attn.q", "attn.k", "attn.v"};
         static const unsigned bits[3] = {HY_LORA_Q, HY_LORA_K, HY_LORA_V};
         for (int p = 0; p < 3; p++) {
@@ -103,7 +106,7 @@ static size_t lora_parts(const hy_xfmr_config *c, const hy_ens_config *e, hy_ens
     }
     names[0] = d.name;
     out[0] = d.out;
-    on[0] = s == HY_ENS_PROJ ? (e->targets & HY_LORA_O) != 0 : (e->targets & HY_LORA_MLP) != 0;
+    on[0] = s == HY_XFMR_PROJ ? (e->targets & HY_LORA_O) != 0 : (e->targets & HY_LORA_MLP) != 0;
     return 1;
 }
 
@@ -115,8 +118,8 @@ void hy_ens_table(const hy_xfmr_config *c, const hy_ens_config *e, hy_param *tab
 #define ADD(dec, nd, ...) do { int64_t sh_[] = {__VA_ARGS__}; \
         hy_param_table_add(tab, n, off, name, nd, sh_, dec); } while (0)
     for (size_t l = 0; l < c->depth; l++) {
-        for (int s = 0; s < HY_ENS_N_SITES; s++) {
-            lin_desc d = site_desc(c, (hy_ens_site)s);
+        for (int s = 0; s < HY_XFMR_N_SITES; s++) {
+            lin_desc d = site_desc(c, (hy_xfmr_site)s);
             if (e->kind == HY_ENS_BATCH) {
                 snprintf(name, sizeof name, "blocks.%zu.%s.be_s", l, d.name);
                 ADD(false, 2, M, (int64_t)d.in);
@@ -129,7 +132,7 @@ void hy_ens_table(const hy_xfmr_config *c, const hy_ens_config *e, hy_param *tab
             const char *names[3];
             size_t outs[3];
             int on[3];
-            size_t np = lora_parts(c, e, (hy_ens_site)s, names, outs, on);
+            size_t np = lora_parts(c, e, (hy_xfmr_site)s, names, outs, on);
             for (size_t p = 0; p < np; p++) {
                 if (!on[p]) continue;
                 snprintf(name, sizeof name, "blocks.%zu.%s.lora_a", l, names[p]);
@@ -155,7 +158,10 @@ void hy_ens_table(const hy_xfmr_config *c, const hy_ens_config *e, hy_param *tab
 #undef ADD
 }
 
-void hy_ens_free(struct hy_ens *e) {
+static const hy_xfmr_ext_ops ens_ops;
+
+static void ens_release(hy_xfmr_ext *x) {
+    hy_ens *e = (hy_ens *)x;
     if (!e) return;
     hy_free(e->site);
     hy_free(e->buf0);
@@ -163,14 +169,16 @@ void hy_ens_free(struct hy_ens *e) {
     hy_free(e);
 }
 
-hy_status hy_ens_bind(hy_xfmr *m, const hy_ens_config *e) {
+/* makes m->ext of a model whose table is the base table followed by hy_ens_table (the
+ * install of hy_ens_new's hy_xfmr_ext_spec); marks the backbone frozen for lora_ensemble */
+static hy_status ens_install(hy_xfmr *m, const void *ctx) {
+    const hy_ens_config *e = ctx;
     const hy_xfmr_config *c = &m->cfg;
-    struct hy_ens *s = hy_xcalloc(1, sizeof *s);
-    if (!s) return HY_ENOMEM;
-    s->site = hy_xcalloc(c->depth * HY_ENS_N_SITES, sizeof *s->site);
-    if (!s->site) {
+    hy_ens *s = hy_xcalloc(1, sizeof *s);
+    if (s) s->site = hy_xcalloc(c->depth * HY_XFMR_N_SITES, sizeof *s->site);
+    if (!s || !s->site) {
         hy_free(s);
-        return HY_ENOMEM;
+        return hy_fail(HY_ENOMEM, "ens: out of memory for the ensemble's tables");
     }
     s->cfg = *e;
     s->n_base_tensors = hy_xfmr_n_slots(c);
@@ -179,8 +187,8 @@ hy_status hy_ens_bind(hy_xfmr *m, const hy_ens_config *e) {
     size_t idx = s->n_base_tensors;
 #define NEXT() (m->table[idx++].offset)
     for (size_t l = 0; l < c->depth; l++)
-        for (int st = 0; st < HY_ENS_N_SITES; st++) {
-            hy_ens_site_off *o = &s->site[l * HY_ENS_N_SITES + (size_t)st];
+        for (int st = 0; st < HY_XFMR_N_SITES; st++) {
+            hy_ens_site_off *o = &s->site[l * HY_XFMR_N_SITES + (size_t)st];
             o->s = o->r = o->b = NONE;
             for (int p = 0; p < 3; p++) o->a[p] = o->bb[p] = NONE;
             if (e->kind == HY_ENS_BATCH) {
@@ -192,7 +200,7 @@ hy_status hy_ens_bind(hy_xfmr *m, const hy_ens_config *e) {
             const char *names[3];
             size_t outs[3];
             int on[3];
-            size_t np = lora_parts(c, e, (hy_ens_site)st, names, outs, on);
+            size_t np = lora_parts(c, e, (hy_xfmr_site)st, names, outs, on);
             for (size_t p = 0; p < np; p++) {
                 if (!on[p]) continue;
                 o->a[p] = NEXT();
@@ -216,8 +224,29 @@ hy_status hy_ens_bind(hy_xfmr *m, const hy_ens_config *e) {
     }
 #undef NEXT
     HY_ASSERT(idx == m->n_tensors);
-    m->ens = s;
+    s->ext.ops = &ens_ops;
+    s->ext.name = hy_ens_method_name(e->kind);
+    s->ext.members = e->members;
+    s->ext.frozen_floats = e->kind == HY_ENS_LORA ? s->n_base_floats : 0;
+    m->ext = &s->ext;
     return HY_OK;
+}
+
+static void ens_table(const hy_xfmr_config *c, const void *ctx, hy_param *tab, size_t *n,
+                      size_t *off) {
+    hy_ens_table(c, ctx, tab, n, off);
+}
+
+hy_status hy_ens_new(hy_xfmr *m, const hy_xfmr_config *cfg, const hy_ens_config *e) {
+    memset(m, 0, sizeof *m);
+    HY_TRY(hy_xfmr_config_check(cfg));
+    HY_TRY(hy_ens_config_check(cfg, e));
+    hy_xfmr_ext_spec x = {e, ens_table, ens_install};
+    return hy_xfmr_new_ext(m, cfg, &x);
+}
+
+hy_ens *hy_ens_of(const hy_xfmr *m) {
+    return m->ext && m->ext->ops == &ens_ops ? ENS(m) : NULL;
 }
 
 /* ===== init ===== */
@@ -229,8 +258,8 @@ static float trunc_normal(hy_rng *r, double std) {
     }
 }
 
-void hy_ens_init(hy_xfmr *m, uint64_t seed) {
-    struct hy_ens *s = m->ens;
+static void ens_init(hy_xfmr *m, uint64_t seed) {
+    hy_ens *s = ENS(m);
     hy_rng root;
     hy_rng_seed(&root, seed);
     for (size_t i = s->n_base_tensors; i < m->n_tensors; i++) {
@@ -268,9 +297,9 @@ void hy_ens_init(hy_xfmr *m, uint64_t seed) {
 }
 
 hy_status hy_ens_copy_backbone(hy_xfmr *m, const hy_xfmr *src) {
-    if (src->ens)
+    if (src->ext)
         return hy_fail(HY_EINVAL, "ens: the backbone must be a single model, not a %s model",
-                       hy_ens_method_name(src->ens->cfg.kind));
+                       src->ext->name);
     const hy_xfmr_config *a = &src->cfg, *b = &m->cfg;
     if (a->kind != b->kind)
         return hy_fail(HY_EINVAL, "ens: the backbone is a %s model, the ensemble %s",
@@ -283,7 +312,7 @@ hy_status hy_ens_copy_backbone(hy_xfmr *m, const hy_xfmr *src) {
             return hy_fail(HY_EINVAL, "ens: the backbone has %s %zu, the ensemble %zu", f->name,
                            va, vb);
     }
-    HY_ASSERT(src->n_params == m->ens->n_base_floats);
+    HY_ASSERT(hy_ens_of(m) && src->n_params == ENS(m)->n_base_floats);
     memcpy(m->params, src->params, src->n_params * sizeof(float));
     memcpy(m->gates, src->gates, a->depth * a->n_heads * sizeof(float));
     return HY_OK;
@@ -298,9 +327,9 @@ hy_xfmr_costs hy_ens_cost(const hy_xfmr_config *c, const hy_ens_config *e, size_
     for (int p = 0; p < HY_N_PARTS; p++)
         if (p != HY_PART_EMBED) r.flops[p] *= Mf;
     for (size_t l = 0; l < c->depth; l++)
-        for (int s = 0; s < HY_ENS_N_SITES; s++) {
-            lin_desc d = site_desc(c, (hy_ens_site)s);
-            int part = s <= HY_ENS_PROJ ? HY_PART_ATTN : HY_PART_MLP;
+        for (int s = 0; s < HY_XFMR_N_SITES; s++) {
+            lin_desc d = site_desc(c, (hy_xfmr_site)s);
+            int part = s <= HY_XFMR_PROJ ? HY_PART_ATTN : HY_PART_MLP;
             if (e->kind == HY_ENS_BATCH) {
                 r.params[part] += M * (d.in + 2 * d.out);
                 continue;
@@ -308,7 +337,7 @@ hy_xfmr_costs hy_ens_cost(const hy_xfmr_config *c, const hy_ens_config *e, size_
             const char *names[3];
             size_t outs[3];
             int on[3];
-            size_t np = lora_parts(c, e, (hy_ens_site)s, names, outs, on);
+            size_t np = lora_parts(c, e, (hy_xfmr_site)s, names, outs, on);
             for (size_t q = 0; q < np; q++) {
                 if (!on[q]) continue;
                 r.params[part] += M * e->rank * (d.in + outs[q]);
@@ -328,8 +357,8 @@ hy_xfmr_costs hy_ens_cost(const hy_xfmr_config *c, const hy_ens_config *e, size_
 
 /* ===== scratch ===== */
 
-hy_status hy_ens_alloc(hy_xfmr *m, size_t rows) {
-    struct hy_ens *s = m->ens;
+static hy_status ens_alloc(hy_xfmr *m, size_t rows) {
+    hy_ens *s = ENS(m);
     const hy_xfmr_config *c = &m->cfg;
     size_t D = c->d_model, DM = c->d_mlp;
     size_t c0, c1;
@@ -507,14 +536,14 @@ static void lora_backward_part(float *u, float *du, float *din, float *dA, float
 
 /* ===== dispatch ===== */
 
-static const hy_ens_site_off *site_of(const hy_xfmr *m, size_t l, hy_ens_site s) {
-    return &m->ens->site[l * HY_ENS_N_SITES + (size_t)s];
+static const hy_ens_site_off *site_of(const hy_xfmr *m, size_t l, hy_xfmr_site s) {
+    return &ENS(m)->site[l * HY_XFMR_N_SITES + (size_t)s];
 }
 
-void hy_ens_linear_forward(hy_xfmr *m, size_t l, hy_ens_site s, float *out, const float *in,
-                           const float *w, const float *b, const float *res, size_t N,
-                           size_t Din, size_t Dout) {
-    struct hy_ens *e = m->ens;
+static void ens_linear_forward(hy_xfmr *m, size_t l, hy_xfmr_site s, float *out,
+                               const float *in, const float *w, const float *b,
+                               const float *res, size_t N, size_t Din, size_t Dout) {
+    hy_ens *e = ENS(m);
     size_t M = e->cfg.members;
     HY_ASSERT(N % M == 0 && N <= e->buf_rows && res != out);
     const hy_ens_site_off *o = site_of(m, l, s);
@@ -524,7 +553,7 @@ void hy_ens_linear_forward(hy_xfmr *m, size_t l, hy_ens_site s, float *out, cons
     }
     if (res) hy_linear_forward_res(out, in, w, b, res, N, Din, Dout);
     else hy_linear_forward(out, in, w, b, N, Din, Dout);
-    size_t np = s == HY_ENS_QKV ? 3 : 1, Op = Dout / np, R = e->cfg.rank;
+    size_t np = s == HY_XFMR_QKV ? 3 : 1, Op = Dout / np, R = e->cfg.rank;
     float scale = e->cfg.alpha / (float)R;
     for (size_t p = 0; p < np; p++) {
         if (o->a[p] == NONE) continue;
@@ -533,10 +562,10 @@ void hy_ens_linear_forward(hy_xfmr *m, size_t l, hy_ens_site s, float *out, cons
     }
 }
 
-void hy_ens_linear_backward(hy_xfmr *m, size_t l, hy_ens_site s, float *din, float *dw,
-                            float *db, const float *dout, const float *in, const float *w,
-                            size_t N, size_t Din, size_t Dout) {
-    struct hy_ens *e = m->ens;
+static void ens_linear_backward(hy_xfmr *m, size_t l, hy_xfmr_site s, float *din, float *dw,
+                                float *db, const float *dout, const float *in,
+                                const float *w, size_t N, size_t Din, size_t Dout) {
+    hy_ens *e = ENS(m);
     size_t M = e->cfg.members;
     HY_ASSERT(N % M == 0 && N <= e->buf_rows);
     const hy_ens_site_off *o = site_of(m, l, s);
@@ -547,7 +576,7 @@ void hy_ens_linear_backward(hy_xfmr *m, size_t l, hy_ens_site s, float *din, flo
     }
     /* frozen W, b: only din = dout W, then the adapters */
     hy_gemm(CblasNoTrans, CblasNoTrans, N, Din, Dout, 1.0f, dout, Dout, w, Din, 0.0f, din, Din);
-    size_t np = s == HY_ENS_QKV ? 3 : 1, Op = Dout / np, R = e->cfg.rank;
+    size_t np = s == HY_XFMR_QKV ? 3 : 1, Op = Dout / np, R = e->cfg.rank;
     float scale = e->cfg.alpha / (float)R;
     for (size_t p = 0; p < np; p++) {
         if (o->a[p] == NONE) continue;
@@ -557,8 +586,8 @@ void hy_ens_linear_backward(hy_xfmr *m, size_t l, hy_ens_site s, float *din, flo
     }
 }
 
-void hy_ens_head_forward(hy_xfmr *m, float *logits, const float *lnf, size_t R) {
-    struct hy_ens *e = m->ens;
+static void ens_head_forward(hy_xfmr *m, float *logits, const float *lnf, size_t R) {
+    hy_ens *e = ENS(m);
     size_t M = e->cfg.members, B = R / M, D = m->cfg.d_model, K = m->cfg.n_classes;
     HY_ASSERT(R % M == 0 && R <= e->buf_rows);
     if (e->cfg.kind == HY_ENS_BATCH) {
@@ -572,9 +601,9 @@ void hy_ens_head_forward(hy_xfmr *m, float *logits, const float *lnf, size_t R) 
                           D, K);
 }
 
-void hy_ens_head_backward(hy_xfmr *m, float *dlnf, const float *dlogits, const float *lnf,
-                          size_t R) {
-    struct hy_ens *e = m->ens;
+static void ens_head_backward(hy_xfmr *m, float *dlnf, const float *dlogits, const float *lnf,
+                              size_t R) {
+    hy_ens *e = ENS(m);
     size_t M = e->cfg.members, B = R / M, D = m->cfg.d_model, K = m->cfg.n_classes;
     HY_ASSERT(R % M == 0 && R <= e->buf_rows);
     if (e->cfg.kind == HY_ENS_BATCH) {
@@ -586,4 +615,104 @@ void hy_ens_head_backward(hy_xfmr *m, float *dlnf, const float *dlogits, const f
         hy_linear_backward_set(dlnf + mm * B * D, m->grads + e->head_w + mm * K * D,
                                m->grads + e->head_b + mm * K, dlogits + mm * B * K,
                                lnf + mm * B * D, m->params + e->head_w + mm * K * D, B, D, K);
+}
+
+/* ===== the extension ===== */
+
+static hy_xfmr_costs ens_cost(const hy_xfmr *m, size_t T) {
+    return hy_ens_cost(&m->cfg, &ENS(m)->cfg, T);
+}
+
+/* /ensemble: the YAML section's name and keys */
+static hy_status ens_save(const hy_xfmr *m, hy_h5 *f) {
+    const hy_ens_config *e = &ENS(m)->cfg;
+    char tg[32];
+    HY_TRY(hy_h5_set_attr_str(f, "/ensemble", "method", hy_ens_method_name(e->kind)));
+    HY_TRY(hy_h5_set_attr_i64(f, "/ensemble", "members", (int64_t)e->members));
+    if (e->kind == HY_ENS_LORA) {
+        HY_TRY(hy_h5_set_attr_i64(f, "/ensemble", "rank", (int64_t)e->rank));
+        HY_TRY(hy_h5_set_attr_f64(f, "/ensemble", "alpha", (double)e->alpha));
+        HY_TRY(hy_h5_set_attr_str(f, "/ensemble", "targets",
+                                  hy_ens_targets_str(e->targets, tg, sizeof tg)));
+    }
+    return HY_OK;
+}
+
+static const hy_xfmr_ext_ops ens_ops = {
+    .linear_forward = ens_linear_forward,
+    .linear_backward = ens_linear_backward,
+    .head_forward = ens_head_forward,
+    .head_backward = ens_head_backward,
+    .alloc = ens_alloc,
+    .init = ens_init,
+    .cost = ens_cost,
+    .save = ens_save,
+    .release = ens_release,
+};
+
+/* ===== checkpoints ===== */
+
+hy_status hy_ens_read(hy_h5 *f, hy_ens_config *e, int *has) {
+    memset(e, 0, sizeof *e);
+    int ex = hy_h5_exists(f, "/ensemble");
+    if (ex < 0) return HY_ENOMEM;
+    *has = ex;
+    if (!ex) return HY_OK;
+    static const char *const keys[] = {"method", "members", "rank", "alpha", "targets"};
+    for (int i = 0; i < 5; i++) {
+        int a = hy_h5_attr_exists(f, "/ensemble", keys[i]);
+        if (a < 0) return HY_ENOMEM;
+        if (!a && (i < 2 || e->kind == HY_ENS_LORA))
+            return hy_fail(HY_EINVAL, "ckpt: '%s' has no /ensemble attribute '%s'", f->path,
+                           keys[i]);
+        if (!a) continue;
+        if (i == 0 || i == 4) {
+            char *v = NULL;
+            HY_TRY(hy_h5_get_attr_str(f, "/ensemble", keys[i], &v));
+            hy_status st = HY_OK;
+            if (i == 0 && hy_ens_method_parse(v, &e->kind) != HY_OK)
+                st = hy_fail(HY_EINVAL, "ckpt: '%s': /ensemble method must be batch_ensemble or "
+                             "lora_ensemble (got '%s')", f->path, v);
+            for (char *w = i == 4 ? v : NULL; w && st == HY_OK;) {   /* words split at ',' */
+                char *comma = strchr(w, ',');
+                if (comma) *comma = '\0';
+                unsigned bit = 0;
+                if (hy_ens_target_parse(w, &bit) != HY_OK)
+                    st = hy_fail(HY_EINVAL, "ckpt: '%s': /ensemble targets: unknown target '%s' "
+                                 "(expected q, k, v, o, mlp)", f->path, w);
+                e->targets |= bit;
+                w = comma ? comma + 1 : NULL;
+            }
+            hy_free(v);
+            HY_TRY(st);
+        } else if (i == 3) {
+            double d;
+            HY_TRY(hy_h5_get_attr_f64(f, "/ensemble", keys[i], &d));
+            e->alpha = (float)d;
+        } else {
+            int64_t v;
+            HY_TRY(hy_h5_get_attr_i64(f, "/ensemble", keys[i], &v));
+            if (v < 1)
+                return hy_fail(HY_EINVAL, "ckpt: '%s': /ensemble %s must be >= 1 (got %lld)",
+                               f->path, keys[i], (long long)v);
+            if (i == 1) e->members = (size_t)v;
+            else e->rank = (size_t)v;
+        }
+    }
+    return HY_OK;
+}
+
+/* the model of checkpoint f (hy_ckpt_load_with): an ensemble when it has /ensemble */
+static hy_status build_model(hy_h5 *f, const hy_xfmr_config *cfg, hy_xfmr *m) {
+    hy_ens_config e;
+    int has = 0;
+    HY_TRY(hy_ens_read(f, &e, &has));
+    if (!has) return hy_xfmr_new(m, cfg);
+    hy_status st = hy_ens_new(m, cfg, &e);
+    if (st != HY_OK) st = hy_fail_prefix(st, "ckpt: '%s': /ensemble", f->path);
+    return st;
+}
+
+hy_status hy_ens_load(const char *path, hy_xfmr *m) {
+    return hy_ckpt_load_with(path, m, build_model);
 }

@@ -1,11 +1,12 @@
 /* ens.h: member-linear ensembles inside one transformer (BatchEnsemble, LoRA-Ensemble).
  *
- * An ensemble model is a hy_xfmr whose m->ens is set (hy_xfmr_new_ens). Its M members share the
- * embedding, and every block's LayerNorms and attention; the members' rows are stacked along the
- * batch, member-major: row m*B + b of every activation is member m's copy of sample b (the
- * authors' `(m b)` order), so one GEMM over all M*B*T rows serves every member of a shared
- * weight. Only the linears differ per member, through one dispatch (hy_ens_linear_forward /
- * _backward) that xfmr.c calls for qkv, proj, fc1, fc2 and the classifier head:
+ * An ensemble model is a hy_xfmr extended by its member linears (xfmr.h hy_xfmr_ext, installed by
+ * hy_ens_new). Its M members share the embedding, and every block's LayerNorms and attention;
+ * the members' rows are stacked along the batch, member-major: row m*B + b of every activation
+ * is member m's copy of sample b (the authors' `(m b)` order), so one GEMM over all M*B*T rows
+ * serves every member of a shared weight. Only the linears differ per member, through the
+ * extension's linear_forward / _backward that xfmr.c calls for qkv, proj, fc1, fc2 and
+ * head_forward / _backward for the classifier head:
  *
  *   batch_ensemble (Wen et al. 2020): y = ((x o s_m) W^T) o r_m + b + b_m for every linear
  *     (qkv, proj, fc1, fc2, head): W and b shared; s_m [in], r_m [out], b_m [out] per member
@@ -22,14 +23,16 @@
  *
  * The members' tensors follow the base table in m->table (names in hy_ens_table); their
  * gradients are in m->grads at the same offsets, so AdamW, clipping, get/set_params and
- * checkpoints (/params/<name>, plus /ensemble attributes method, members, rank, alpha, targets:
- * ckpt.c) cover them without knowing about ensembles.
+ * checkpoints (/params/<name>) cover them without knowing about ensembles; the extension writes
+ * the /ensemble attributes method, members, rank, alpha, targets (its save hook, called by
+ * hy_ckpt_write) and hy_ens_load reads them back.
  * Entry points: hy_ens_config_check, hy_ens_method_name / _parse, hy_ens_targets_str / _parse,
- * hy_ens_table, hy_ens_bind, hy_ens_free, hy_ens_init, hy_ens_copy_backbone, hy_ens_cost,
- * hy_ens_alloc, hy_ens_linear_forward / _backward, hy_ens_head_forward / _backward. */
+ * hy_ens_table, hy_ens_new, hy_ens_of, hy_ens_copy_backbone, hy_ens_cost, hy_ens_read,
+ * hy_ens_load. */
 #ifndef HY_ENS_H
 #define HY_ENS_H
 
+#include "io/h5.h"
 #include "nn/xfmr.h"
 
 typedef enum { HY_ENS_BATCH = 1, HY_ENS_LORA = 2 } hy_ens_kind;
@@ -47,25 +50,24 @@ typedef struct hy_ens_config {
     unsigned targets;      /* lora: HY_LORA_* bits, at least one (0 for batch_ensemble) */
 } hy_ens_config;
 
-/* The member linears xfmr.c dispatches (site of a block, or the head). */
-typedef enum { HY_ENS_QKV, HY_ENS_PROJ, HY_ENS_FC1, HY_ENS_FC2, HY_ENS_N_SITES } hy_ens_site;
-
 /* offsets (in floats, into params and grads) of one site's member tensors; SIZE_MAX = none */
 typedef struct hy_ens_site_off {
     size_t s, r, b;        /* batch_ensemble: s [M,in], r [M,out], b_m [M,out] */
     size_t a[3], bb[3];    /* lora: A [M,rank,in], B [M,out_p,rank] per part (qkv: q, k, v) */
 } hy_ens_site_off;
 
-struct hy_ens {
+/* An ensemble: the model's extension (first, so m->ext is the hy_ens) and its layout. */
+typedef struct hy_ens {
+    hy_xfmr_ext ext;        /* ops, name (the method), members, frozen_floats (lora: the backbone) */
     hy_ens_config cfg;
     size_t n_base_tensors;  /* the base table's tensors come first (hy_xfmr_table) */
     size_t n_base_floats;   /* floats they span (the frozen backbone of lora_ensemble) */
-    hy_ens_site_off *site;  /* owned [L * HY_ENS_N_SITES]: layer l, site s at l*N_SITES + s */
+    hy_ens_site_off *site;  /* owned [L * HY_XFMR_N_SITES]: layer l, site s at l*N_SITES + s */
     hy_ens_site_off head;   /* batch_ensemble head: s, r, b */
     size_t head_w, head_b;  /* lora: head.members.weight [M,K,D], .bias [M,K] */
     float *buf0, *buf1;     /* owned scratch, buf_rows rows of buf_cols0 / buf_cols1 floats */
     size_t buf_rows, buf_cols0, buf_cols1;
-};
+} hy_ens;
 
 /* Checks e against model config c; messages name the YAML key, e.g.
  * "lora_ensemble.rank must be in [1, 64] (got 0)". HY_ECONFIG. */
@@ -88,13 +90,14 @@ hy_status hy_ens_target_parse(const char *word, unsigned *bit);
  * Weight decay: lora_a, lora_b and head.members.weight; never on be_* (fast weights) or biases. */
 void hy_ens_table(const hy_xfmr_config *c, const hy_ens_config *e, hy_param *tab, size_t *n,
                   size_t *off);
-/* Builds m->ens for a model whose table is the base table followed by hy_ens_table (xfmr.c's
- * hy_xfmr_new_ens); marks the backbone frozen for lora_ensemble. HY_ENOMEM. */
-hy_status hy_ens_bind(hy_xfmr *m, const hy_ens_config *e);
-void hy_ens_free(struct hy_ens *e);
-/* Initialises the members' tensors (see the file header) from seed; each tensor draws from
- * hy_rng_split(seed stream, its table index). hy_xfmr_init calls it after the base init. */
-void hy_ens_init(hy_xfmr *m, uint64_t seed);
+/* Builds a BatchEnsemble or LoRA-Ensemble model of M = e->members members: hy_xfmr_new_ext with
+ * the members' tensors (hy_ens_table) after the base table, the backbone marked frozen for
+ * lora_ensemble. hy_xfmr_init then also initialises the members' tensors (see the file header),
+ * each from hy_rng_split(seed stream, its table index). As hy_xfmr_new on failure; HY_ECONFIG
+ * names the YAML key. Release with hy_xfmr_release. */
+hy_status hy_ens_new(hy_xfmr *m, const hy_xfmr_config *cfg, const hy_ens_config *e);
+/* The ensemble of model m; NULL for a model that is none (a single model). */
+hy_ens *hy_ens_of(const hy_xfmr *m);
 /* Copies the backbone (every base-table tensor and the gates) of a single model src of the same
  * config into the ensemble model m (lora_ensemble's frozen backbone). Fails naming the
  * mismatch ("ens: the backbone has d_model 64, the ensemble 128") or when src is an ensemble. */
@@ -107,24 +110,11 @@ hy_status hy_ens_copy_backbone(hy_xfmr *m, const hy_xfmr *src);
  * lora_ensemble counts M member heads in place of the unused base head. */
 hy_xfmr_costs hy_ens_cost(const hy_xfmr_config *c, const hy_ens_config *e, size_t T);
 
-/* (Re)allocates the scratch rows of m->ens for `rows` stacked rows (M * B_cap * T). HY_ENOMEM. */
-hy_status hy_ens_alloc(hy_xfmr *m, size_t rows);
-
-/* Member linear of block l, site s over N = M * NB stacked rows (member-major, NB rows each):
- *   out (N, Dout) written = the site's member product of in (N, Din) (+ res (N, Dout) when not
- *   NULL; res must not alias out); w (Dout, Din), b (Dout) the shared weight and bias. */
-void hy_ens_linear_forward(hy_xfmr *m, size_t l, hy_ens_site s, float *out, const float *in,
-                           const float *w, const float *b, const float *res, size_t N,
-                           size_t Din, size_t Dout);
-/* Its backward: din (N, Din) written; the shared dw (Dout, Din), db (Dout) and the members'
- * gradients added (lora: the frozen dw, db untouched); dout (N, Dout), in as in forward. */
-void hy_ens_linear_backward(hy_xfmr *m, size_t l, hy_ens_site s, float *din, float *dw,
-                            float *db, const float *dout, const float *in, const float *w,
-                            size_t N, size_t Din, size_t Dout);
-/* The classifier over R = M * B stacked rows: logits (R, K) written from lnf (R, D);
- * backward: dlnf (R, D) written, the head's gradients added. */
-void hy_ens_head_forward(hy_xfmr *m, float *logits, const float *lnf, size_t R);
-void hy_ens_head_backward(hy_xfmr *m, float *dlnf, const float *dlogits, const float *lnf,
-                          size_t R);
+/* Reads /ensemble of an open checkpoint into e; *has = 0 (e zeroed) when the file has none (a
+ * single model). A missing or bad attribute fails naming the file and the attribute. */
+hy_status hy_ens_read(hy_h5 *f, hy_ens_config *e, int *has);
+/* hy_ckpt_load for every model: an ensemble (hy_ens_new from /config and /ensemble) when the
+ * file has /ensemble, else a single model; then params and gates. */
+hy_status hy_ens_load(const char *path, hy_xfmr *m);
 
 #endif

@@ -848,7 +848,7 @@ hy_status hy_fused_predict(hy_fused *f, const hy_dataset *ds, size_t batch_size,
     size_t first = 0, B;
     while (st == HY_OK && (B = hy_loader_next(&ld)) > 0) {
         hy_batch in;
-        hy_loader_batch(&ld, &in);
+        hy_train_input(&ld, &in);
         if ((st = hy_fused_forward(f, &in, B, lg)) != HY_OK) break;
         for (size_t b = 0; b < B; b++) {
             double acc[1024];

@@ -71,81 +71,6 @@ hy_status hy_mimo_check(const hy_xfmr *m, size_t M, const hy_dataset *ds, int ne
 
 /* ===== trainer ===== */
 
-hy_status hy_mimo_trainer_new(hy_mimo_trainer *t, hy_xfmr *m, const hy_dataset *ds,
-                              const hy_train_config *cfg, const hy_mimo_config *mc,
-                              const hy_augment *aug) {
-    memset(t, 0, sizeof *t);
-    HY_TRY(hy_train_config_check(cfg));
-    if (!(mc->input_repetition >= 0 && mc->input_repetition <= 1))
-        return hy_fail(HY_EINVAL, "mimo: mimo.input_repetition must be in [0, 1] (got %g)",
-                       mc->input_repetition);
-    if (mc->batch_repetition < 1)
-        return hy_fail(HY_EINVAL, "mimo: mimo.batch_repetition must be >= 1 (got 0)");
-    if (ds->n == 0) return hy_fail(HY_EINVAL, "train: the training data has no samples");
-    HY_TRY(hy_adamw_config_check(&cfg->optim));
-    HY_TRY(hy_mimo_check(m, mc->members, ds, 1));
-
-    hy_status st = hy_train_adamw_new(&t->opt, &cfg->optim, m->table, m->n_tensors, m->n_params);
-    if (st != HY_OK) return st;
-    size_t b = cfg->batch_size < ds->n ? cfg->batch_size : ds->n, M = mc->members;
-    size_t HW = ds->h * ds->w, R = b * mc->batch_repetition, bytes;
-    st = hy_loader_new(&t->loader, ds, b, 1, aug, cfg->seed);
-    if (st != HY_OK) goto fail;
-    st = hy_size_mul(&bytes, "mimo: slot images (rows x members x pixels x 4 bytes)", R, M * HW,
-                     sizeof(float));
-    if (st != HY_OK) goto fail;
-    t->images = hy_xmalloc_aligned(bytes);
-    t->labels = hy_xmalloc(M * R * sizeof *t->labels);
-    t->order = hy_xmalloc((M + 1) * R * sizeof *t->order);
-    t->logits = hy_xmalloc_aligned(R * m->cfg.n_classes * sizeof(float));
-    t->dlogits = hy_xmalloc_aligned(R * m->cfg.n_classes * sizeof(float));
-    if (!t->images || !t->labels || !t->order || !t->logits || !t->dlogits) {
-        st = HY_ENOMEM;
-        goto fail;
-    }
-    st = hy_train_ensure_acts(m, R);
-    if (st != HY_OK) goto fail;
-    t->model = m;
-    t->data = ds;
-    t->cfg = *cfg;
-    t->mc = *mc;
-    t->R = R;
-    size_t per_epoch = hy_loader_batches(&t->loader);
-    t->sched = hy_sched_plan(cfg->schedule, cfg->optim.learning_rate, cfg->min_lr, cfg->epochs,
-                             cfg->warmup_epochs, per_epoch);
-    t->prog.total_steps = t->sched.total_steps;
-    hy_mimo_trainer_start_epoch(t, 0);
-    return HY_OK;
-fail:
-    hy_mimo_trainer_release(t);
-    return st;
-}
-
-void hy_mimo_trainer_release(hy_mimo_trainer *t) {
-    if (!t) return;
-    if (t->model) hy_xfmr_set_dropout(t->model, false, 0);
-    hy_loader_release(&t->loader);
-    hy_adamw_release(&t->opt);
-    hy_free(t->images);
-    hy_free(t->labels);
-    hy_free(t->order);
-    hy_free(t->logits);
-    hy_free(t->dlogits);
-    memset(t, 0, sizeof *t);
-}
-
-void hy_mimo_trainer_start_epoch(hy_mimo_trainer *t, uint64_t epoch) {
-    hy_loader_start_epoch(&t->loader, epoch);
-    hy_progress *p = &t->prog;
-    p->epoch = epoch;
-    p->epoch_step = 0;
-    p->epoch_steps = hy_loader_batches(&t->loader);
-    p->epoch_seen = 0;
-    p->epoch_correct = 0;
-    p->epoch_loss_sum = 0;
-    p->epoch_seconds = 0;
-}
-
 /* the slot orders of a step over the loader's b samples: order[0..R) the main order (the batch
  * tiled r times, shuffled), order[(1 + m) R ..] slot m's (its first n_shuf rows reshuffled) */
 static void slot_orders(hy_mimo_trainer *t, size_t b, uint64_t step) {
@@ -167,8 +92,8 @@ static void slot_orders(hy_mimo_trainer *t, size_t b, uint64_t step) {
 
 /* fills the slot images (R, M, H, W) and labels (M, R) from the loader's batch */
 static void assemble(hy_mimo_trainer *t, size_t R) {
-    const hy_loader *ld = &t->loader;
-    size_t M = t->mc.members, HW = t->data->h * t->data->w;
+    const hy_loader *ld = &t->fit.loader;
+    size_t M = t->mc.members, HW = t->fit.data->h * t->fit.data->w;
     for (size_t m = 0; m < M; m++) {
         const int64_t *o = t->order + (1 + m) * R;
         for (size_t i = 0; i < R; i++) {
@@ -179,10 +104,6 @@ static void assemble(hy_mimo_trainer *t, size_t R) {
     }
 }
 
-static const char *nonfinite_name(double x) {
-    return isnan(x) ? "nan" : x > 0 ? "inf" : "-inf";
-}
-
 static size_t argmax(const float *x, size_t k) {
     size_t best = 0;
     for (size_t j = 1; j < k; j++)
@@ -190,61 +111,96 @@ static size_t argmax(const float *x, size_t k) {
     return best;
 }
 
-hy_status hy_mimo_trainer_run(hy_mimo_trainer *t, size_t max_steps, size_t *ran) {
-    hy_xfmr *m = t->model;
-    hy_progress *p = &t->prog;
-    const size_t M = t->mc.members, MK = m->cfg.n_classes, K = MK / M;
-    int drop = m->cfg.attn_dropout > 0 || m->cfg.mlp_dropout > 0;
-    double t0 = hy_now();
-    hy_status st = HY_OK;
-    size_t done = 0;
-    while (done < max_steps) {
-        size_t b = hy_loader_next(&t->loader);
-        if (b == 0) break;
-        size_t R = b * t->mc.batch_repetition;
-        slot_orders(t, b, (uint64_t)p->step);
-        assemble(t, R);
-        if (drop) hy_xfmr_set_dropout(m, true, hy_hash64(&p->step, sizeof p->step, t->cfg.seed));
-        hy_batch in = {.images = t->images};
-        if ((st = hy_xfmr_forward(m, &in, R, t->logits)) != HY_OK) break;
-        double loss = 0;
-        st = hy_mimo_loss(t->logits, t->labels, R, M, K, (float)t->cfg.label_smoothing, &loss,
-                          t->dlogits);
-        if (st != HY_OK) break;
-        if (!isfinite(loss)) {
-            st = hy_fail(HY_EINVAL, "train: non-finite loss (%s) at step %lld (epoch %llu, "
-                         "batch %zu of %zu)", nonfinite_name(loss), (long long)p->step + 1,
-                         (unsigned long long)p->epoch + 1, p->epoch_step + 1, p->epoch_steps);
-            break;
-        }
-        hy_xfmr_zero_grad(m);
-        if ((st = hy_xfmr_backward(m, t->dlogits)) != HY_OK) break;
-        double norm = hy_grad_clip(m->grads, m->n_params, t->cfg.grad_clip);
-        if (!isfinite(norm)) {
-            st = hy_fail(HY_EINVAL, "train: non-finite gradient norm (%s) at step %lld (epoch "
-                         "%llu, batch %zu of %zu)", nonfinite_name(norm), (long long)p->step + 1,
-                         (unsigned long long)p->epoch + 1, p->epoch_step + 1, p->epoch_steps);
-            break;
-        }
-        double lr = hy_sched_lr(&t->sched, p->step);
-        hy_adamw_step(&t->opt, m->params, m->grads, lr);
-        for (size_t s = 0; s < M; s++)
-            for (size_t i = 0; i < R; i++)
-                p->epoch_correct +=
-                    argmax(t->logits + i * MK + s * K, K) == (size_t)t->labels[s * R + i];
-        p->epoch_seen += R * M;
-        p->epoch_loss_sum += loss * (double)R;   /* = mean member CE x (R M) pairs */
-        p->loss = loss / (double)M;
-        p->lr = lr;
-        p->grad_norm = norm;
-        p->step++;
-        p->epoch_step++;
-        done++;
+static hy_status mimo_forward(hy_fit *f, size_t b, double *loss) {
+    hy_mimo_trainer *t = f->ctx;
+    size_t R = b * t->mc.batch_repetition, M = t->mc.members, K = f->model->cfg.n_classes / M;
+    slot_orders(t, b, (uint64_t)f->prog.step);
+    assemble(t, R);
+    hy_batch in = {.images = t->images};
+    HY_TRY(hy_xfmr_forward(f->model, &in, R, t->logits));
+    return hy_mimo_loss(t->logits, t->labels, R, M, K, (float)t->cfg.label_smoothing, loss,
+                        t->dlogits);
+}
+
+static hy_status mimo_backward(hy_fit *f, size_t b) {
+    (void)b;
+    hy_mimo_trainer *t = f->ctx;
+    hy_xfmr_zero_grad(f->model);
+    return hy_xfmr_backward(f->model, t->dlogits);
+}
+
+static void mimo_tally(hy_fit *f, size_t b, double loss) {
+    hy_mimo_trainer *t = f->ctx;
+    hy_progress *p = &f->prog;
+    const size_t M = t->mc.members, MK = f->model->cfg.n_classes, K = MK / M;
+    size_t R = b * t->mc.batch_repetition;
+    for (size_t s = 0; s < M; s++)
+        for (size_t i = 0; i < R; i++)
+            p->epoch_correct +=
+                argmax(t->logits + i * MK + s * K, K) == (size_t)t->labels[s * R + i];
+    p->epoch_seen += R * M;
+    p->epoch_loss_sum += loss * (double)R;   /* = mean member CE x (R M) pairs */
+    p->loss = loss / (double)M;
+}
+
+static const hy_fit_objective mimo_objective = {"train", mimo_forward, mimo_backward, mimo_tally};
+
+hy_status hy_mimo_trainer_new(hy_mimo_trainer *t, hy_xfmr *m, const hy_dataset *ds,
+                              const hy_train_config *cfg, const hy_mimo_config *mc,
+                              const hy_augment *aug) {
+    memset(t, 0, sizeof *t);
+    HY_TRY(hy_train_config_check(cfg));
+    if (!(mc->input_repetition >= 0 && mc->input_repetition <= 1))
+        return hy_fail(HY_EINVAL, "mimo: mimo.input_repetition must be in [0, 1] (got %g)",
+                       mc->input_repetition);
+    if (mc->batch_repetition < 1)
+        return hy_fail(HY_EINVAL, "mimo: mimo.batch_repetition must be >= 1 (got 0)");
+    if (ds->n == 0) return hy_fail(HY_EINVAL, "train: the training data has no samples");
+    HY_TRY(hy_adamw_config_check(&cfg->optim));
+    HY_TRY(hy_mimo_check(m, mc->members, ds, 1));
+
+    size_t b = cfg->batch_size < ds->n ? cfg->batch_size : ds->n, M = mc->members;
+    size_t HW = ds->h * ds->w, R = b * mc->batch_repetition, bytes;
+    hy_status st = hy_fit_new(&t->fit, m, ds, b, aug, cfg->seed, cfg->grad_clip,
+                              &mimo_objective, t);
+    if (st != HY_OK) return st;
+    st = hy_fit_block(&t->fit, m->params, m->grads, m->table, m->n_tensors, m->n_params,
+                      &cfg->optim);
+    if (st != HY_OK) goto fail;
+    st = hy_size_mul(&bytes, "mimo: slot images (rows x members x pixels x 4 bytes)", R, M * HW,
+                     sizeof(float));
+    if (st != HY_OK) goto fail;
+    t->images = hy_xmalloc_aligned(bytes);
+    t->labels = hy_xmalloc(M * R * sizeof *t->labels);
+    t->order = hy_xmalloc((M + 1) * R * sizeof *t->order);
+    t->logits = hy_xmalloc_aligned(R * m->cfg.n_classes * sizeof(float));
+    t->dlogits = hy_xmalloc_aligned(R * m->cfg.n_classes * sizeof(float));
+    if (!t->images || !t->labels || !t->order || !t->logits || !t->dlogits) {
+        st = HY_ENOMEM;
+        goto fail;
     }
-    if (drop) hy_xfmr_set_dropout(m, false, 0);
-    p->epoch_seconds += hy_now() - t0;
-    *ran = done;
+    st = hy_train_ensure_acts(m, R);
+    if (st != HY_OK) goto fail;
+    t->cfg = *cfg;
+    t->mc = *mc;
+    t->R = R;
+    hy_fit_plan(&t->fit, cfg->schedule, cfg->optim.learning_rate, cfg->min_lr, cfg->epochs,
+                cfg->warmup_epochs);
+    return HY_OK;
+fail:
+    hy_mimo_trainer_release(t);
     return st;
+}
+
+void hy_mimo_trainer_release(hy_mimo_trainer *t) {
+    if (!t) return;
+    hy_fit_release(&t->fit);
+    hy_free(t->images);
+    hy_free(t->labels);
+    hy_free(t->order);
+    hy_free(t->logits);
+    hy_free(t->dlogits);
+    memset(t, 0, sizeof *t);
 }
 
 /* ===== prediction ===== */

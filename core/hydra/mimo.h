@@ -12,8 +12,8 @@
  *     own stream, and the rest as they are: those rows give every slot the same image.
  *   test: the same image in every slot; member m = head m; p̄ = mean of the members' softmaxes.
  * Datasets are single-channel images (C_in = 1), as everywhere in hydra.
- * Entry points: hy_mimo_loss, hy_mimo_check, hy_mimo_trainer_new / _release / _start_epoch /
- * _run, hy_mimo_predict, hy_mimo_evaluate. */
+ * Entry points: hy_mimo_loss, hy_mimo_check, hy_mimo_trainer_new / _release (its steps are
+ * fit.h's hy_fit_run), hy_mimo_predict, hy_mimo_evaluate. */
 #ifndef HY_MIMO_H
 #define HY_MIMO_H
 
@@ -38,21 +38,18 @@ hy_status hy_mimo_loss(const float *logits, const int32_t *labels, size_t B, siz
  * or the model key. */
 hy_status hy_mimo_check(const hy_xfmr *m, size_t M, const hy_dataset *ds, int need_labels);
 
+/* MIMO's objective on the training loop (fit.h hy_fit; fit.loader: batches of
+ * b = min(batch_size, n) samples; fit.opt[0]: the model's AdamW state; fit.prog: seen / correct
+ * count (row, slot) pairs, loss = mean over slots of their mean cross-entropy). */
 typedef struct hy_mimo_trainer {
-    hy_xfmr *model;             /* borrowed */
-    const hy_dataset *data;     /* borrowed */
+    hy_fit fit;                 /* first: the Lua box of a trainer is read as its hy_fit */
     hy_train_config cfg;
     hy_mimo_config mc;
-    hy_loader loader;           /* owned: batches of b = min(batch_size, n) samples */
-    hy_adamw opt;               /* owned */
-    hy_schedule sched;
     size_t R;                   /* rows per step, b * batch_repetition */
     float *images;              /* owned (R, M, H, W): slot m of row i in channel m */
     int32_t *labels;            /* owned (M, R) */
     int64_t *order;             /* owned (M + 1, R): the main order, then each slot's */
     float *logits, *dlogits;    /* owned (R, M K) */
-    hy_progress prog;           /* seen / correct count (row, slot) pairs; loss = mean over
-                                 * slots of their mean cross-entropy */
 } hy_mimo_trainer;
 
 /* As hy_trainer_new (same checks and messages for the train/optim settings), for MIMO with
@@ -62,11 +59,9 @@ hy_status hy_mimo_trainer_new(hy_mimo_trainer *t, hy_xfmr *m, const hy_dataset *
                               const hy_train_config *cfg, const hy_mimo_config *mc,
                               const hy_augment *aug);
 void hy_mimo_trainer_release(hy_mimo_trainer *t);
-void hy_mimo_trainer_start_epoch(hy_mimo_trainer *t, uint64_t epoch);
-/* Up to max_steps steps (assemble the slots, forward, hy_mimo_loss, backward, clip, AdamW); the
- * slot orders of step s are drawn from hy_hash64(s, seed), so they depend on the seed and the
- * global step only. Non-finite loss / gradient norm: HY_EINVAL as hy_trainer_run. */
-hy_status hy_mimo_trainer_run(hy_mimo_trainer *t, size_t max_steps, size_t *ran);
+/* Train with hy_fit_start_epoch / hy_fit_run on &t->fit: a step assembles the slots, runs the
+ * forward and hy_mimo_loss; the slot orders of step s are drawn from hy_hash64(s, seed), so they
+ * depend on the seed and the global step only. */
 
 /* Every sample of ds in order, the same image in every slot, in batches of batch_size:
  * member_logits (M, N, K), probs (N, K) = mean over members of softmax, member_probs (M, N, K);

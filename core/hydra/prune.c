@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "nn/layers.h"
+#include "nn/train.h"
 #include "eval/metrics.h"
 
 /* ===== names ===== */
@@ -70,7 +71,7 @@ static size_t sweep_next(sweep *w, hy_batch *in) {
         w->rows[i] = w->s->idx ? w->s->idx[w->pos + i] : (int64_t)(w->pos + i);
     hy_loader_fill(&w->ld, w->rows, b);
     w->pos += b;
-    hy_loader_batch(&w->ld, in);
+    hy_train_input(&w->ld, in);
     return b;
 }
 

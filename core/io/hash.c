@@ -77,18 +77,26 @@ void hy_sha256_update(hy_sha256 *c, const void *data, size_t n) {
     c->nbuf = feed(c->h, c->buf, c->nbuf, data, n, sha256_block);
 }
 
-void hy_sha256_final(hy_sha256 *c, uint8_t out[32]) {
-    uint64_t bits = c->len * 8u;
+/* The end shared by SHA-256 (big: big-endian) and MD5 (little-endian) after len bytes, nbuf of
+ * them still in buf: 0x80, zeros to 56 mod 64 and the bit length in 8 bytes run through
+ * `block`, then the nw state words written as the digest in the same byte order. Returns the
+ * new nbuf (0). */
+static size_t finish(uint32_t *h, size_t nw, uint8_t buf[64], size_t nbuf, uint64_t len, int big,
+                     void (*block)(uint32_t *h, const uint8_t *p), uint8_t *out) {
+    uint64_t bits = len * 8u;
     uint8_t pad[72] = {0x80};
-    size_t padn = (c->nbuf < 56 ? 56 : 120) - c->nbuf;
-    for (int i = 0; i < 8; i++) pad[padn + (size_t)i] = (uint8_t)(bits >> (56 - 8 * i));
-    uint64_t len = c->len;
-    hy_sha256_update(c, pad, padn + 8);
-    c->len = len;
-    for (int i = 0; i < 8; i++) {
-        out[4 * i] = (uint8_t)(c->h[i] >> 24); out[4 * i + 1] = (uint8_t)(c->h[i] >> 16);
-        out[4 * i + 2] = (uint8_t)(c->h[i] >> 8); out[4 * i + 3] = (uint8_t)c->h[i];
-    }
+    size_t padn = (nbuf < 56 ? 56 : 120) - nbuf;
+    for (int i = 0; i < 8; i++)
+        pad[padn + (size_t)i] = (uint8_t)(bits >> (big ? 56 - 8 * i : 8 * i));
+    nbuf = feed(h, buf, nbuf, pad, padn + 8, block);
+    for (size_t i = 0; i < nw; i++)
+        for (int k = 0; k < 4; k++)
+            out[4 * i + (size_t)k] = (uint8_t)(h[i] >> (big ? 24 - 8 * k : 8 * k));
+    return nbuf;
+}
+
+void hy_sha256_final(hy_sha256 *c, uint8_t out[32]) {
+    c->nbuf = finish(c->h, 8, c->buf, c->nbuf, c->len, 1, sha256_block, out);
 }
 
 /* ===== MD5 ===== */
@@ -144,15 +152,7 @@ void hy_md5_update(hy_md5 *c, const void *data, size_t n) {
 }
 
 void hy_md5_final(hy_md5 *c, uint8_t out[16]) {
-    uint64_t bits = c->len * 8u;
-    uint8_t pad[72] = {0x80};
-    size_t padn = (c->nbuf < 56 ? 56 : 120) - c->nbuf;
-    for (int i = 0; i < 8; i++) pad[padn + (size_t)i] = (uint8_t)(bits >> (8 * i));
-    hy_md5_update(c, pad, padn + 8);
-    for (int i = 0; i < 4; i++) {
-        out[4 * i] = (uint8_t)c->h[i]; out[4 * i + 1] = (uint8_t)(c->h[i] >> 8);
-        out[4 * i + 2] = (uint8_t)(c->h[i] >> 16); out[4 * i + 3] = (uint8_t)(c->h[i] >> 24);
-    }
+    c->nbuf = finish(c->h, 4, c->buf, c->nbuf, c->len, 0, md5_block, out);
 }
 
 void hy_hash_hex(const uint8_t *digest, size_t n, char *out) {
@@ -166,17 +166,39 @@ void hy_hash_hex(const uint8_t *digest, size_t n, char *out) {
 
 /* ===== files ===== */
 
+/* the hash of algo over a file's bytes */
+typedef struct either {
+    hy_hash_algo algo;
+    hy_sha256 sc;
+    hy_md5 mc;
+} either;
+
+static void either_init(either *e, hy_hash_algo algo) {
+    e->algo = algo;
+    hy_sha256_init(&e->sc);
+    hy_md5_init(&e->mc);
+}
+
+static void either_update(either *e, const void *data, size_t n) {
+    if (e->algo == HY_HASH_SHA256) hy_sha256_update(&e->sc, data, n);
+    else hy_md5_update(&e->mc, data, n);
+}
+
+static void either_hex(either *e, char *out) {
+    uint8_t d[32];
+    if (e->algo == HY_HASH_SHA256) { hy_sha256_final(&e->sc, d); hy_hash_hex(d, 32, out); }
+    else { hy_md5_final(&e->mc, d); hy_hash_hex(d, 16, out); }
+}
+
 hy_status hy_hash_file(const char *path, hy_hash_algo algo, int gunzip, char *out) {
     enum { CHUNK = 1 << 16 };
     hy_status st = HY_OK;
-    hy_sha256 sc;
-    hy_md5 mc;
+    either h;
     FILE *f = NULL;
     gzFile gz = NULL;
     uint8_t *buf = hy_xmalloc(CHUNK);
     if (!buf) return HY_ENOMEM;
-    hy_sha256_init(&sc);
-    hy_md5_init(&mc);
+    either_init(&h, algo);
     if (gunzip) {
         gz = gzopen(path, "rb");
         if (!gz) { st = hy_fail(HY_EIO, "hash: cannot open '%s': %s", path, strerror(errno)); goto done; }
@@ -199,14 +221,9 @@ hy_status hy_hash_file(const char *path, hy_hash_algo algo, int gunzip, char *ou
             if (n == 0 && ferror(f)) { st = hy_fail(HY_EIO, "hash: read error in '%s'", path); goto done; }
         }
         if (n == 0) break;
-        if (algo == HY_HASH_SHA256) hy_sha256_update(&sc, buf, n);
-        else hy_md5_update(&mc, buf, n);
+        either_update(&h, buf, n);
     }
-    {
-        uint8_t d[32];
-        if (algo == HY_HASH_SHA256) { hy_sha256_final(&sc, d); hy_hash_hex(d, 32, out); }
-        else { hy_md5_final(&mc, d); hy_hash_hex(d, 16, out); }
-    }
+    either_hex(&h, out);
 done:
     if (gz) gzclose(gz);
     if (f) fclose(f);
@@ -218,16 +235,13 @@ hy_status hy_hash_file_spliced(const char *path, hy_hash_algo algo, const void *
                                size_t nprefix, size_t skip, char *out) {
     enum { CHUNK = 1 << 16 };
     hy_status st = HY_OK;
-    hy_sha256 sc;
-    hy_md5 mc;
+    either h;
     uint8_t *buf = hy_xmalloc(CHUNK);
     if (!buf) return HY_ENOMEM;
     FILE *f = fopen(path, "rb");
     if (!f) { st = hy_fail(HY_EIO, "hash: cannot open '%s': %s", path, strerror(errno)); goto done; }
-    hy_sha256_init(&sc);
-    hy_md5_init(&mc);
-    if (algo == HY_HASH_SHA256) hy_sha256_update(&sc, prefix, nprefix);
-    else hy_md5_update(&mc, prefix, nprefix);
+    either_init(&h, algo);
+    either_update(&h, prefix, nprefix);
     for (size_t left = skip; left > 0;) {
         size_t n = fread(buf, 1, left < CHUNK ? left : CHUNK, f);
         if (n == 0) {
@@ -240,14 +254,9 @@ hy_status hy_hash_file_spliced(const char *path, hy_hash_algo algo, const void *
         size_t n = fread(buf, 1, CHUNK, f);
         if (n == 0 && ferror(f)) { st = hy_fail(HY_EIO, "hash: read error in '%s'", path); goto done; }
         if (n == 0) break;
-        if (algo == HY_HASH_SHA256) hy_sha256_update(&sc, buf, n);
-        else hy_md5_update(&mc, buf, n);
+        either_update(&h, buf, n);
     }
-    {
-        uint8_t d[32];
-        if (algo == HY_HASH_SHA256) { hy_sha256_final(&sc, d); hy_hash_hex(d, 32, out); }
-        else { hy_md5_final(&mc, d); hy_hash_hex(d, 16, out); }
-    }
+    either_hex(&h, out);
 done:
     if (f) fclose(f);
     hy_free(buf);

@@ -1,8 +1,6 @@
 /* ckpt.c: checkpoint save/load (schema in ckpt.h and DESIGN §2). */
 #include "nn/ckpt.h"
 
-#include "hydra/ens.h"
-
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -30,18 +28,7 @@ hy_status hy_ckpt_write(hy_h5 *f, const hy_xfmr *m, const hy_kv *meta, size_t n)
     }
     int64_t gshape[2] = {(int64_t)c->depth, (int64_t)c->n_heads};
     HY_TRY(hy_h5_write_data(f, "/head_gates", HY_F32, 2, gshape, m->gates));
-    if (m->ens) {   /* ens.h: the YAML section's name and keys */
-        const hy_ens_config *e = &m->ens->cfg;
-        char tg[32];
-        HY_TRY(hy_h5_set_attr_str(f, "/ensemble", "method", hy_ens_method_name(e->kind)));
-        HY_TRY(hy_h5_set_attr_i64(f, "/ensemble", "members", (int64_t)e->members));
-        if (e->kind == HY_ENS_LORA) {
-            HY_TRY(hy_h5_set_attr_i64(f, "/ensemble", "rank", (int64_t)e->rank));
-            HY_TRY(hy_h5_set_attr_f64(f, "/ensemble", "alpha", (double)e->alpha));
-            HY_TRY(hy_h5_set_attr_str(f, "/ensemble", "targets",
-                                      hy_ens_targets_str(e->targets, tg, sizeof tg)));
-        }
-    }
+    if (m->ext) HY_TRY(m->ext->ops->save(m, f));   /* e.g. an ensemble's /ensemble */
     HY_TRY(hy_h5_set_attr_str(f, "/meta", "hydra_version", HY_VERSION));
     for (size_t i = 0; i < n; i++) {
         if (meta[i].str) HY_TRY(hy_h5_set_attr_str(f, "/meta", meta[i].key, meta[i].str));
@@ -159,56 +146,6 @@ hy_status hy_ckpt_read_params(hy_h5 *f, hy_xfmr *m) {
     return read_tensor(f, "/head_gates", "head_gates", 2, gshape, m->gates);
 }
 
-hy_status hy_ckpt_read_ensemble(hy_h5 *f, hy_ens_config *e, int *has) {
-    memset(e, 0, sizeof *e);
-    int ex = hy_h5_exists(f, "/ensemble");
-    if (ex < 0) return HY_ENOMEM;
-    *has = ex;
-    if (!ex) return HY_OK;
-    static const char *const keys[] = {"method", "members", "rank", "alpha", "targets"};
-    for (int i = 0; i < 5; i++) {
-        int a = hy_h5_attr_exists(f, "/ensemble", keys[i]);
-        if (a < 0) return HY_ENOMEM;
-        if (!a && (i < 2 || e->kind == HY_ENS_LORA))
-            return hy_fail(HY_EINVAL, "ckpt: '%s' has no /ensemble attribute '%s'", f->path,
-                           keys[i]);
-        if (!a) continue;
-        if (i == 0 || i == 4) {
-            char *v = NULL;
-            HY_TRY(hy_h5_get_attr_str(f, "/ensemble", keys[i], &v));
-            hy_status st = HY_OK;
-            if (i == 0 && hy_ens_method_parse(v, &e->kind) != HY_OK)
-                st = hy_fail(HY_EINVAL, "ckpt: '%s': /ensemble method must be batch_ensemble or "
-                             "lora_ensemble (got '%s')", f->path, v);
-            for (char *w = i == 4 ? v : NULL; w && st == HY_OK;) {   /* words split at ',' */
-                char *comma = strchr(w, ',');
-                if (comma) *comma = '\0';
-                unsigned bit = 0;
-                if (hy_ens_target_parse(w, &bit) != HY_OK)
-                    st = hy_fail(HY_EINVAL, "ckpt: '%s': /ensemble targets: unknown target '%s' "
-                                 "(expected q, k, v, o, mlp)", f->path, w);
-                e->targets |= bit;
-                w = comma ? comma + 1 : NULL;
-            }
-            hy_free(v);
-            HY_TRY(st);
-        } else if (i == 3) {
-            double d;
-            HY_TRY(hy_h5_get_attr_f64(f, "/ensemble", keys[i], &d));
-            e->alpha = (float)d;
-        } else {
-            int64_t v;
-            HY_TRY(hy_h5_get_attr_i64(f, "/ensemble", keys[i], &v));
-            if (v < 1)
-                return hy_fail(HY_EINVAL, "ckpt: '%s': /ensemble %s must be >= 1 (got %lld)",
-                               f->path, keys[i], (long long)v);
-            if (i == 1) e->members = (size_t)v;
-            else e->rank = (size_t)v;
-        }
-    }
-    return HY_OK;
-}
-
 hy_status hy_ckpt_read_encoder(const char *path, hy_xfmr *m, size_t *n_loaded) {
     *n_loaded = 0;
     hy_h5 f;
@@ -247,22 +184,24 @@ done:
     return st;
 }
 
-hy_status hy_ckpt_load(const char *path, hy_xfmr *m) {
+/* the model of a checkpoint without an extension's part */
+static hy_status build_plain(hy_h5 *f, const hy_xfmr_config *cfg, hy_xfmr *m) {
+    int ex = hy_h5_exists(f, "/ensemble");
+    if (ex < 0) return HY_ENOMEM;
+    if (ex)
+        return hy_fail(HY_EINVAL, "ckpt: '%s' holds an ensemble (/ensemble), which hy_ckpt_load "
+                       "does not build (hy_ens_load does)", f->path);
+    return hy_xfmr_new(m, cfg);
+}
+
+hy_status hy_ckpt_load_with(const char *path, hy_xfmr *m, hy_ckpt_build build) {
     memset(m, 0, sizeof *m);
     hy_h5 f;
     memset(&f, 0, sizeof f);
     hy_xfmr_config cfg;
-    hy_ens_config ens;
-    int has_ens = 0;
     HY_TRY(hy_h5_open(&f, path));
     hy_status st = hy_ckpt_read_config(&f, &cfg);
-    if (st == HY_OK) st = hy_ckpt_read_ensemble(&f, &ens, &has_ens);
-    if (st == HY_OK && has_ens) {
-        st = hy_xfmr_new_ens(m, &cfg, &ens);
-        if (st != HY_OK) st = hy_fail_prefix(st, "ckpt: '%s': /ensemble", path);
-    } else if (st == HY_OK) {
-        st = hy_xfmr_new(m, &cfg);
-    }
+    if (st == HY_OK) st = (build ? build : build_plain)(&f, &cfg, m);
     if (st == HY_OK) {
         st = hy_ckpt_read_params(&f, m);
         if (st != HY_OK) hy_xfmr_release(m);
@@ -270,3 +209,5 @@ hy_status hy_ckpt_load(const char *path, hy_xfmr *m) {
     hy_h5_close(&f);
     return st;
 }
+
+hy_status hy_ckpt_load(const char *path, hy_xfmr *m) { return hy_ckpt_load_with(path, m, NULL); }

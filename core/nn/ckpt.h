@@ -5,14 +5,15 @@
  *                 fields of the other kind), attn_dropout, mlp_dropout (float64)
  *   /params/<timm name>   float32, PyTorch [out,in] shapes (a straight copy of the param table)
  *   /head_gates   float32 [L,H]
- *   /ensemble     (ensembles only, ens.h) attributes method ("batch_ensemble" |
- *                 "lora_ensemble"), members (int64), and for lora_ensemble rank (int64), alpha
- *                 (float64), targets ("q,v": words of q, k, v, o, mlp); the members' tensors
- *                 are /params entries after the base ones (hy_ens_table)
+ *   /ensemble     (ensembles only: written by the model's extension, read by hydra/ens.h
+ *                 hy_ens_load) attributes method ("batch_ensemble" | "lora_ensemble"), members
+ *                 (int64), and for lora_ensemble rank (int64), alpha (float64), targets ("q,v":
+ *                 words of q, k, v, o, mlp); the members' tensors are /params entries after the
+ *                 base ones
  *   /meta         attributes: hydra_version (always) and the caller's (seed, git_hash,
  *                 config_hash, data_hash, ...)
  * Round trip is bit-exact. Entry points: hy_ckpt_save, hy_ckpt_write, hy_ckpt_write_config,
- * hy_ckpt_load, hy_ckpt_read_config, hy_ckpt_read_params, hy_ckpt_read_encoder. */
+ * hy_ckpt_load / _with, hy_ckpt_read_config, hy_ckpt_read_params, hy_ckpt_read_encoder. */
 #ifndef HY_CKPT_H
 #define HY_CKPT_H
 
@@ -56,13 +57,14 @@ hy_status hy_ckpt_read_encoder(const char *path, hy_xfmr *m, size_t *n_loaded);
  * element: "ckpt: 'x.h5': tensor 'head.weight' has a non-finite value (nan) at flat index 17".
  * Every tensor of a checkpoint (and /head_gates) and of a fused model is checked on load. */
 hy_status hy_ckpt_check_finite(const char *path, const char *what, const float *buf, size_t n);
-/* Reads /ensemble of an open checkpoint into e; *has = 0 (e zeroed) when the file has none (a
- * single model). A missing or bad attribute fails naming the file and the attribute. */
-struct hy_ens_config;
-hy_status hy_ckpt_read_ensemble(hy_h5 *f, struct hy_ens_config *e, int *has);
-/* Opens path, builds m (hy_xfmr_new from /config; m is overwritten and left zeroed on failure)
- * — an ensemble model when the file has /ensemble — and reads params and gates. No activations
- * are allocated. */
+/* Builds the model m (zeroed) of an open checkpoint f whose /config is cfg: hy_xfmr_new, or an
+ * extended model after reading the extension's part of f. */
+typedef hy_status (*hy_ckpt_build)(hy_h5 *f, const hy_xfmr_config *cfg, hy_xfmr *m);
+/* Opens path, builds m with build (m is overwritten and left zeroed on failure) and reads params
+ * and gates. No activations are allocated. */
+hy_status hy_ckpt_load_with(const char *path, hy_xfmr *m, hy_ckpt_build build);
+/* hy_ckpt_load_with for a single model (hy_xfmr_new from /config); a file with /ensemble fails
+ * (an ensemble loads with hy_ens_load). */
 hy_status hy_ckpt_load(const char *path, hy_xfmr *m);
 
 #endif

@@ -31,7 +31,7 @@ hy_status hy_hvp_grad(hy_xfmr *m, const hy_dataset *ds, size_t batch_size, doubl
     size_t B;
     while (st == HY_OK && (B = hy_loader_next(&ld)) > 0) {
         hy_batch in;
-        hy_loader_batch(&ld, &in);
+        hy_train_input(&ld, &in);
         double l;
         st = hy_xfmr_forward(m, &in, B, logits);
         if (st == HY_OK)

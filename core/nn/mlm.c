@@ -325,10 +325,7 @@ hy_status hy_mlm_read(hy_h5 *f, hy_mlm *h) {
 
 void hy_mlm_trainer_release(hy_mlm_trainer *t) {
     if (!t) return;
-    if (t->model) hy_xfmr_set_dropout(t->model, false, 0);
-    hy_loader_release(&t->loader);
-    hy_adamw_release(&t->opt);
-    hy_adamw_release(&t->opt_head);
+    hy_fit_release(&t->fit);
     hy_free(t->in_ids);
     hy_free(t->targets);
     hy_free(t->logits);
@@ -356,6 +353,40 @@ static hy_status check_text(const hy_xfmr *m, const hy_dataset *ds) {
     return HY_OK;
 }
 
+static hy_status mlm_forward(hy_fit *f, size_t B, double *loss) {
+    hy_mlm_trainer *t = f->ctx;
+    hy_xfmr *m = f->model;
+    hy_mlm *h = t->head;
+    size_t len = f->loader.len;
+    hy_mlm_mask(t->in_ids, t->targets, f->loader.ids, f->loader.lengths, f->loader.index, B, len,
+                h->V, &t->cfg.mask, t->cfg.seed, f->prog.epoch);
+    hy_batch in = {.ids = t->in_ids, .lengths = f->loader.lengths, .len = len};
+    HY_TRY(hy_xfmr_forward(m, &in, B, t->logits));
+    /* the loss's backward through the head adds into both blocks' gradients */
+    hy_xfmr_zero_grad(m);
+    memset(h->grads, 0, h->n_params * sizeof(float));
+    t->correct = t->n = 0;
+    return hy_mlm_loss(h, m, t->targets, B, len, true, t->dhidden, loss, &t->correct, &t->n);
+}
+
+static hy_status mlm_backward(hy_fit *f, size_t B) {
+    (void)B;
+    hy_mlm_trainer *t = f->ctx;
+    return hy_xfmr_backward_hidden(f->model, NULL, t->dhidden);
+}
+
+static void mlm_tally(hy_fit *f, size_t B, double loss) {
+    (void)B;
+    hy_mlm_trainer *t = f->ctx;
+    hy_progress *p = &f->prog;
+    p->epoch_correct += t->correct;
+    p->epoch_seen += t->n;
+    p->epoch_loss_sum += loss * (double)t->n;
+    p->loss = loss;
+}
+
+static const hy_fit_objective mlm_objective = {"pretrain", mlm_forward, mlm_backward, mlm_tally};
+
 hy_status hy_mlm_trainer_new(hy_mlm_trainer *t, hy_xfmr *m, hy_mlm *h, const hy_dataset *ds,
                              const hy_mlm_train_config *cfg) {
     memset(t, 0, sizeof *t);
@@ -376,12 +407,15 @@ hy_status hy_mlm_trainer_new(hy_mlm_trainer *t, hy_xfmr *m, hy_mlm *h, const hy_
     HY_TRY(hy_adamw_config_check(&cfg->optim));
     HY_TRY(hy_mlm_mask_check(&cfg->mask));
     HY_TRY(check_text(m, ds));
-    hy_status st = hy_train_adamw_new(&t->opt, &cfg->optim, m->table, m->n_tensors, m->n_params);
-    if (st != HY_OK) goto fail;
-    st = hy_train_adamw_new(&t->opt_head, &cfg->optim, h->table, HY_MLM_N, h->n_params);
-    if (st != HY_OK) goto fail;
     size_t B = cfg->batch_size < ds->n ? cfg->batch_size : ds->n, L = ds->max_len, nb;
-    st = hy_loader_new(&t->loader, ds, B, 1, NULL, cfg->seed);
+    hy_status st = hy_fit_new(&t->fit, m, ds, B, NULL, cfg->seed, cfg->grad_clip,
+                              &mlm_objective, t);
+    if (st != HY_OK) return st;
+    st = hy_fit_block(&t->fit, m->params, m->grads, m->table, m->n_tensors, m->n_params,
+                      &cfg->optim);
+    if (st == HY_OK)
+        st = hy_fit_block(&t->fit, h->params, h->grads, h->table, HY_MLM_N, h->n_params,
+                          &cfg->optim);
     if (st != HY_OK) goto fail;
     if ((st = hy_size_mul(&nb, "pretrain: batch (batch_size x max_len)", B, L + 1,
                           m->cfg.d_model)) != HY_OK)
@@ -392,125 +426,40 @@ hy_status hy_mlm_trainer_new(hy_mlm_trainer *t, hy_xfmr *m, hy_mlm *h, const hy_
     t->dhidden = hy_xmalloc_aligned(nb * sizeof(float));
     if (!t->in_ids || !t->targets || !t->logits || !t->dhidden) { st = HY_ENOMEM; goto fail; }
     if ((st = hy_train_ensure_acts(m, B)) != HY_OK) goto fail;
-    t->model = m;
     t->head = h;
-    t->data = ds;
     t->cfg = *cfg;
-    size_t per_epoch = hy_loader_batches(&t->loader);
-    t->sched = hy_sched_plan(cfg->schedule, cfg->optim.learning_rate, cfg->min_lr, cfg->epochs,
-                             cfg->warmup_epochs, per_epoch);
-    t->prog.total_steps = t->sched.total_steps;
-    hy_mlm_trainer_start_epoch(t, 0);
+    hy_fit_plan(&t->fit, cfg->schedule, cfg->optim.learning_rate, cfg->min_lr, cfg->epochs,
+                cfg->warmup_epochs);
     return HY_OK;
 fail:
     hy_mlm_trainer_release(t);
     return st;
 }
 
-void hy_mlm_trainer_start_epoch(hy_mlm_trainer *t, uint64_t epoch) {
-    hy_loader_start_epoch(&t->loader, epoch);
-    hy_progress *p = &t->prog;
-    p->epoch = epoch;
-    p->epoch_step = 0;
-    p->epoch_steps = hy_loader_batches(&t->loader);
-    p->epoch_seen = 0;
-    p->epoch_correct = 0;
-    p->epoch_loss_sum = 0;
-    p->epoch_seconds = 0;
-}
-
-static const char *nonfinite_name(double x) {
-    return isnan(x) ? "nan" : x > 0 ? "inf" : "-inf";
-}
-
-hy_status hy_mlm_trainer_run(hy_mlm_trainer *t, size_t max_steps, size_t *ran) {
-    hy_xfmr *m = t->model;
-    hy_mlm *h = t->head;
-    hy_progress *p = &t->prog;
-    bool drop = m->cfg.attn_dropout > 0 || m->cfg.mlp_dropout > 0;
-    double t0 = hy_now();
-    hy_status st = HY_OK;
-    size_t done = 0;
-    while (done < max_steps) {
-        size_t B = hy_loader_next(&t->loader);
-        if (B == 0) break;
-        size_t len = t->loader.len;
-        hy_mlm_mask(t->in_ids, t->targets, t->loader.ids, t->loader.lengths, t->loader.index, B,
-                    len, h->V, &t->cfg.mask, t->cfg.seed, p->epoch);
-        if (drop) hy_xfmr_set_dropout(m, true, hy_hash64(&p->step, sizeof p->step, t->cfg.seed));
-        hy_batch in = {.ids = t->in_ids, .lengths = t->loader.lengths, .len = len};
-        if ((st = hy_xfmr_forward(m, &in, B, t->logits)) != HY_OK) break;
-        hy_xfmr_zero_grad(m);
-        memset(h->grads, 0, h->n_params * sizeof(float));
-        double loss = 0;
-        size_t correct = 0, n = 0;
-        st = hy_mlm_loss(h, m, t->targets, B, len, true, t->dhidden, &loss, &correct, &n);
-        if (st != HY_OK) break;
-        if (!isfinite(loss)) {
-            st = hy_fail(HY_EINVAL, "pretrain: non-finite loss (%s) at step %lld (epoch %llu, "
-                         "batch %zu of %zu)", nonfinite_name(loss), (long long)p->step + 1,
-                         (unsigned long long)p->epoch + 1, p->epoch_step + 1, p->epoch_steps);
-            break;
-        }
-        if ((st = hy_xfmr_backward_hidden(m, NULL, t->dhidden)) != HY_OK) break;
-        /* one global norm over the model's and the head's gradients */
-        double nm = hy_grad_norm(m->grads, m->n_params), nh = hy_grad_norm(h->grads, h->n_params);
-        double norm = sqrt(nm * nm + nh * nh);
-        if (!isfinite(norm)) {
-            st = hy_fail(HY_EINVAL, "pretrain: non-finite gradient norm (%s) at step %lld "
-                         "(epoch %llu, batch %zu of %zu)", nonfinite_name(norm),
-                         (long long)p->step + 1, (unsigned long long)p->epoch + 1,
-                         p->epoch_step + 1, p->epoch_steps);
-            break;
-        }
-        if (t->cfg.grad_clip > 0 && norm > t->cfg.grad_clip) {
-            float s = (float)(t->cfg.grad_clip / (norm + 1e-6));
-            for (size_t k = 0; k < m->n_params; k++) m->grads[k] *= s;
-            for (size_t k = 0; k < h->n_params; k++) h->grads[k] *= s;
-        }
-        double lr = hy_sched_lr(&t->sched, p->step);
-        hy_adamw_step(&t->opt, m->params, m->grads, lr);
-        hy_adamw_step(&t->opt_head, h->params, h->grads, lr);
-        p->epoch_correct += correct;
-        p->epoch_seen += n;
-        p->epoch_loss_sum += loss * (double)n;
-        p->loss = loss;
-        p->lr = lr;
-        p->grad_norm = norm;
-        p->step++;
-        p->epoch_step++;
-        done++;
-    }
-    if (drop) hy_xfmr_set_dropout(m, false, 0);
-    p->epoch_seconds += hy_now() - t0;
-    *ran = done;
-    return st;
-}
-
 hy_status hy_mlm_trainer_write_state(hy_h5 *f, const hy_mlm_trainer *t) {
-    int64_t nm = (int64_t)t->model->n_params, nh = (int64_t)t->head->n_params;
-    HY_TRY(hy_h5_write_data(f, "/mlm/state/model_m", HY_F32, 1, &nm, t->opt.m));
-    HY_TRY(hy_h5_write_data(f, "/mlm/state/model_v", HY_F32, 1, &nm, t->opt.v));
-    HY_TRY(hy_h5_write_data(f, "/mlm/state/head_m", HY_F32, 1, &nh, t->opt_head.m));
-    HY_TRY(hy_h5_write_data(f, "/mlm/state/head_v", HY_F32, 1, &nh, t->opt_head.v));
-    HY_TRY(hy_h5_set_attr_i64(f, "/mlm/state", "step", t->prog.step));
-    return hy_h5_set_attr_i64(f, "/mlm/state", "adam_t", t->opt.t);
+    int64_t nm = (int64_t)t->fit.model->n_params, nh = (int64_t)t->head->n_params;
+    HY_TRY(hy_h5_write_data(f, "/mlm/state/model_m", HY_F32, 1, &nm, t->fit.opt[0].m));
+    HY_TRY(hy_h5_write_data(f, "/mlm/state/model_v", HY_F32, 1, &nm, t->fit.opt[0].v));
+    HY_TRY(hy_h5_write_data(f, "/mlm/state/head_m", HY_F32, 1, &nh, t->fit.opt[1].m));
+    HY_TRY(hy_h5_write_data(f, "/mlm/state/head_v", HY_F32, 1, &nh, t->fit.opt[1].v));
+    HY_TRY(hy_h5_set_attr_i64(f, "/mlm/state", "step", t->fit.prog.step));
+    return hy_h5_set_attr_i64(f, "/mlm/state", "adam_t", t->fit.opt[0].t);
 }
 
 hy_status hy_mlm_trainer_read_state(hy_h5 *f, hy_mlm_trainer *t) {
-    int64_t nm = (int64_t)t->model->n_params, nh = (int64_t)t->head->n_params, step = 0, at = 0;
-    HY_TRY(read_f32(f, "/mlm/state/model_m", "model_m", 1, &nm, t->opt.m));
-    HY_TRY(read_f32(f, "/mlm/state/model_v", "model_v", 1, &nm, t->opt.v));
-    HY_TRY(read_f32(f, "/mlm/state/head_m", "head_m", 1, &nh, t->opt_head.m));
-    HY_TRY(read_f32(f, "/mlm/state/head_v", "head_v", 1, &nh, t->opt_head.v));
+    int64_t nm = (int64_t)t->fit.model->n_params, nh = (int64_t)t->head->n_params, step = 0, at = 0;
+    HY_TRY(read_f32(f, "/mlm/state/model_m", "model_m", 1, &nm, t->fit.opt[0].m));
+    HY_TRY(read_f32(f, "/mlm/state/model_v", "model_v", 1, &nm, t->fit.opt[0].v));
+    HY_TRY(read_f32(f, "/mlm/state/head_m", "head_m", 1, &nh, t->fit.opt[1].m));
+    HY_TRY(read_f32(f, "/mlm/state/head_v", "head_v", 1, &nh, t->fit.opt[1].v));
     HY_TRY(hy_h5_get_attr_i64(f, "/mlm/state", "step", &step));
     HY_TRY(hy_h5_get_attr_i64(f, "/mlm/state", "adam_t", &at));
-    if (step < 0 || at < 0 || step > t->prog.total_steps)
+    if (step < 0 || at < 0 || step > t->fit.prog.total_steps)
         return hy_fail(HY_EINVAL, "mlm: '%s': /mlm/state step %lld out of range [0, %lld]",
-                       f->path, (long long)step, (long long)t->prog.total_steps);
-    t->prog.step = step;
-    t->opt.t = at;
-    t->opt_head.t = at;
+                       f->path, (long long)step, (long long)t->fit.prog.total_steps);
+    t->fit.prog.step = step;
+    t->fit.opt[0].t = at;
+    t->fit.opt[1].t = at;
     return HY_OK;
 }
 

@@ -1,8 +1,8 @@
 /* mlm.h: masked-language-model pretraining of the text encoder (BERT's recipe): the masking of a
  * batch, the MLM head and its loss/backward, and the pretraining trainer (epoch steps, held-out
  * evaluation). Entry points: hy_mlm_mask; hy_mlm_new / _release / _init / _table; hy_mlm_loss;
- * hy_mlm_write / _read; hy_mlm_trainer_new / _release / _start_epoch / _run / _write_state /
- * _read_state; hy_mlm_evaluate.
+ * hy_mlm_write / _read; hy_mlm_trainer_new / _release / _write_state / _read_state (its steps
+ * are fit.h's hy_fit_run); hy_mlm_evaluate.
  *
  * The head (BERT's BertLMPredictionHead on a pre-LN encoder), on each predicted position t of
  * the encoder's last residual stream x_L (B, T, D) (row 1 + t; CLS is never predicted):
@@ -115,17 +115,16 @@ typedef struct hy_mlm_train_config {
     uint64_t seed;                /* shuffling, masks, dropout */
 } hy_mlm_train_config;
 
+/* MLM's objective on the training loop (fit.h hy_fit): two blocks, the model (fit.opt[0]) and
+ * the head (fit.opt[1]), clipped together; fit.prog's epoch_seen / epoch_correct count predicted
+ * positions. */
 typedef struct hy_mlm_trainer {
-    hy_xfmr *model;               /* borrowed */
+    hy_fit fit;                   /* first: the Lua box of a trainer is read as its hy_fit */
     hy_mlm *head;                 /* borrowed */
-    const hy_dataset *data;       /* borrowed */
     hy_mlm_train_config cfg;
-    hy_loader loader;             /* owned */
-    hy_adamw opt, opt_head;       /* owned: the model's and the head's AdamW states */
-    hy_schedule sched;
     int32_t *in_ids, *targets;    /* owned (batch_size, max_len) */
     float *logits, *dhidden;      /* owned (batch_size, K), (batch_size, 1 + max_len, D) */
-    hy_progress prog;             /* epoch_seen / epoch_correct count predicted positions */
+    size_t correct, n;            /* the last step's predicted positions, and correct ones */
 } hy_mlm_trainer;
 
 /* Prepares pretraining of m with head h on the text set ds (labels ignored). Checks the config
@@ -134,13 +133,9 @@ typedef struct hy_mlm_trainer {
 hy_status hy_mlm_trainer_new(hy_mlm_trainer *t, hy_xfmr *m, hy_mlm *h, const hy_dataset *ds,
                              const hy_mlm_train_config *cfg);
 void hy_mlm_trainer_release(hy_mlm_trainer *t);
-/* Starts epoch `epoch` (0-based): reshuffles, resets the epoch counters; the schedule goes on
- * from prog.step (set prog.step and the optimizers' t when resuming). */
-void hy_mlm_trainer_start_epoch(hy_mlm_trainer *t, uint64_t epoch);
-/* Runs up to max_steps steps (mask, forward, MLM loss, backward, clip over model and head
- * together, AdamW on both); *ran gets the count. A non-finite loss or gradient norm fails
- * HY_EINVAL naming the step (1-based), as hy_trainer_run. */
-hy_status hy_mlm_trainer_run(hy_mlm_trainer *t, size_t max_steps, size_t *ran);
+/* Train with hy_fit_start_epoch / hy_fit_run on &t->fit: a step masks the batch (stream: the
+ * epoch), runs the forward and the MLM loss, backward through the head into the model; messages
+ * start "pretrain:". */
 
 /* The trainer's resumable state in a file being written (after hy_ckpt_write + hy_mlm_write):
  * /mlm/state/model_m, model_v [n_params of the model], head_m, head_v [n_params of the head],

@@ -14,6 +14,17 @@ hy_status hy_train_ensure_acts(hy_xfmr *m, size_t B) {
 }
 
 /* Does ds fit model m? Messages name both sides. */
+void hy_train_input(const hy_loader *ld, hy_batch *out) {
+    memset(out, 0, sizeof *out);
+    if (ld->ds->kind == HY_DATA_IMAGE) {
+        out->images = ld->images;
+    } else {
+        out->ids = ld->ids;
+        out->lengths = ld->lengths;
+        out->len = ld->len;
+    }
+}
+
 static hy_status check_data(const hy_xfmr *m, const hy_dataset *ds, int need_labels) {
     const hy_xfmr_config *c = &m->cfg;
     if (c->kind == HY_XFMR_VIT) {
@@ -84,19 +95,39 @@ hy_status hy_train_config_check(const hy_train_config *cfg) {
     return HY_OK;
 }
 
-hy_status hy_train_adamw_new(hy_adamw *o, const hy_adamw_config *c, const hy_param *tab,
-                             size_t n_tensors, size_t n_params) {
-    hy_optim_segment *seg = hy_xmalloc(n_tensors * sizeof *seg + 1);
-    if (!seg) return HY_ENOMEM;
-    for (size_t i = 0; i < n_tensors; i++) {
-        seg[i].offset = tab[i].offset;
-        seg[i].n = tab[i].numel;
-        seg[i].decay = tab[i].decay;
-    }
-    hy_status st = hy_adamw_new(o, c, n_params, seg, n_tensors);
-    hy_free(seg);
-    return st;
+/* ===== classification ===== */
+
+static hy_status cls_forward(hy_fit *f, size_t B, double *loss) {
+    hy_trainer *t = f->ctx;
+    hy_batch in;
+    hy_train_input(&f->loader, &in);
+    HY_TRY(hy_xfmr_forward(f->model, &in, B, t->logits));
+    return hy_xfmr_loss(f->model, t->logits, f->loader.labels, B, (float)t->cfg.label_smoothing,
+                        loss, t->dlogits);
 }
+
+static hy_status cls_backward(hy_fit *f, size_t B) {
+    (void)B;
+    hy_trainer *t = f->ctx;
+    hy_xfmr_zero_grad(f->model);
+    return hy_xfmr_backward(f->model, t->dlogits);
+}
+
+static void cls_tally(hy_fit *f, size_t B, double loss) {
+    hy_trainer *t = f->ctx;
+    hy_progress *p = &f->prog;
+    const size_t K = f->model->cfg.n_classes, M = hy_xfmr_members(f->model);
+    if (M > 1)   /* the ensemble's prediction: p̄ (dlogits' second half is free) */
+        mean_probs(t->dlogits, t->dlogits + M * B * K, t->logits, M, B, K);
+    const float *pred = M > 1 ? t->dlogits : t->logits;
+    for (size_t i = 0; i < B; i++)
+        p->epoch_correct += argmax(pred + i * K, K) == (size_t)f->loader.labels[i];
+    p->epoch_seen += B;
+    p->epoch_loss_sum += loss * (double)B;
+    p->loss = loss;
+}
+
+static const hy_fit_objective classification = {"train", cls_forward, cls_backward, cls_tally};
 
 hy_status hy_trainer_new(hy_trainer *t, hy_xfmr *m, const hy_dataset *ds,
                          const hy_train_config *cfg, const hy_augment *aug) {
@@ -106,11 +137,13 @@ hy_status hy_trainer_new(hy_trainer *t, hy_xfmr *m, const hy_dataset *ds,
     HY_TRY(hy_adamw_config_check(&cfg->optim));
     HY_TRY(check_data(m, ds, 1));
 
-    hy_status st = hy_train_adamw_new(&t->opt, &cfg->optim, m->table, m->n_tensors, m->n_params);
-    if (st != HY_OK) return st;
     /* a batch larger than the training split is the whole split (the same single batch) */
     size_t B = cfg->batch_size < ds->n ? cfg->batch_size : ds->n, lbytes;
-    st = hy_loader_new(&t->loader, ds, B, 1, aug, cfg->seed);
+    hy_status st = hy_fit_new(&t->fit, m, ds, B, aug, cfg->seed, cfg->grad_clip,
+                              &classification, t);
+    if (st != HY_OK) return st;
+    st = hy_fit_block(&t->fit, m->params, m->grads, m->table, m->n_tensors, m->n_params,
+                      &cfg->optim);
     if (st != HY_OK) goto fail;
     size_t K = m->cfg.n_classes;
     st = hy_size_mul(&lbytes, "train: logits (train.batch_size x n_classes x 4 bytes)", B, K,
@@ -125,14 +158,9 @@ hy_status hy_trainer_new(hy_trainer *t, hy_xfmr *m, const hy_dataset *ds,
     st = hy_train_ensure_acts(m, B);
     if (st != HY_OK) goto fail;
 
-    t->model = m;
-    t->data = ds;
     t->cfg = *cfg;
-    size_t per_epoch = hy_loader_batches(&t->loader);
-    t->sched = hy_sched_plan(cfg->schedule, cfg->optim.learning_rate, cfg->min_lr, cfg->epochs,
-                             cfg->warmup_epochs, per_epoch);
-    t->prog.total_steps = t->sched.total_steps;
-    hy_trainer_start_epoch(t, 0);
+    hy_fit_plan(&t->fit, cfg->schedule, cfg->optim.learning_rate, cfg->min_lr, cfg->epochs,
+                cfg->warmup_epochs);
     return HY_OK;
 fail:
     hy_trainer_release(t);
@@ -141,91 +169,10 @@ fail:
 
 void hy_trainer_release(hy_trainer *t) {
     if (!t) return;
-    if (t->model) hy_xfmr_set_dropout(t->model, false, 0);
-    hy_loader_release(&t->loader);
-    hy_adamw_release(&t->opt);
+    hy_fit_release(&t->fit);
     hy_free(t->logits);
     hy_free(t->dlogits);
     memset(t, 0, sizeof *t);
-}
-
-void hy_trainer_start_epoch(hy_trainer *t, uint64_t epoch) {
-    hy_loader_start_epoch(&t->loader, epoch);
-    hy_progress *p = &t->prog;
-    p->epoch = epoch;
-    p->epoch_step = 0;
-    p->epoch_steps = hy_loader_batches(&t->loader);
-    p->epoch_seen = 0;
-    p->epoch_correct = 0;
-    p->epoch_loss_sum = 0;
-    p->epoch_seconds = 0;
-}
-
-static const char *nonfinite_name(double x) {
-    return isnan(x) ? "nan" : x > 0 ? "inf" : "-inf";
-}
-
-static int has_dropout(const hy_xfmr *m) {
-    return m->cfg.attn_dropout > 0 || m->cfg.mlp_dropout > 0;
-}
-
-hy_status hy_trainer_run(hy_trainer *t, size_t max_steps, size_t *ran) {
-    hy_xfmr *m = t->model;
-    hy_progress *p = &t->prog;
-    const size_t K = m->cfg.n_classes;
-    double t0 = hy_now();
-    hy_status st = HY_OK;
-    size_t done = 0;
-    while (done < max_steps) {
-        size_t B = hy_loader_next(&t->loader);
-        if (B == 0) break;
-        /* dropout masks are a function of (seed, global step) only */
-        if (has_dropout(m))
-            hy_xfmr_set_dropout(m, true, hy_hash64(&p->step, sizeof p->step, t->cfg.seed));
-        hy_batch in;
-        hy_loader_batch(&t->loader, &in);
-        if ((st = hy_xfmr_forward(m, &in, B, t->logits)) != HY_OK) break;
-        double loss = 0;
-        st = hy_xfmr_loss(m, t->logits, t->loader.labels, B, (float)t->cfg.label_smoothing,
-                          &loss, t->dlogits);
-        if (st != HY_OK) break;
-        if (!isfinite(loss)) {
-            st = hy_fail(HY_EINVAL, "train: non-finite loss (%s) at step %lld (epoch %llu, "
-                         "batch %zu of %zu)", nonfinite_name(loss), (long long)p->step + 1,
-                         (unsigned long long)p->epoch + 1, p->epoch_step + 1, p->epoch_steps);
-            break;
-        }
-        hy_xfmr_zero_grad(m);
-        if ((st = hy_xfmr_backward(m, t->dlogits)) != HY_OK) break;
-        double norm = hy_grad_clip(m->grads, m->n_params, t->cfg.grad_clip);
-        if (!isfinite(norm)) {
-            st = hy_fail(HY_EINVAL, "train: non-finite gradient norm (%s) at step %lld (epoch "
-                         "%llu, batch %zu of %zu)", nonfinite_name(norm), (long long)p->step + 1,
-                         (unsigned long long)p->epoch + 1, p->epoch_step + 1, p->epoch_steps);
-            break;
-        }
-        double lr = hy_sched_lr(&t->sched, p->step);
-        hy_adamw_step(&t->opt, m->params, m->grads, lr);
-
-        size_t M = hy_xfmr_members(m);
-        if (M > 1)   /* the ensemble's prediction: p̄ (dlogits' second half is free) */
-            mean_probs(t->dlogits, t->dlogits + M * B * K, t->logits, M, B, K);
-        const float *pred = M > 1 ? t->dlogits : t->logits;
-        for (size_t i = 0; i < B; i++)
-            p->epoch_correct += argmax(pred + i * K, K) == (size_t)t->loader.labels[i];
-        p->epoch_seen += B;
-        p->epoch_loss_sum += loss * (double)B;
-        p->loss = loss;
-        p->lr = lr;
-        p->grad_norm = norm;
-        p->step++;
-        p->epoch_step++;
-        done++;
-    }
-    if (has_dropout(m)) hy_xfmr_set_dropout(m, false, 0);
-    p->epoch_seconds += hy_now() - t0;
-    *ran = done;
-    return st;
 }
 
 /* ===== evaluation and prediction ===== */
@@ -253,7 +200,7 @@ static hy_status sweep(hy_xfmr *m, const hy_dataset *ds, size_t batch_size, int 
     size_t first = 0, B;
     while (st == HY_OK && (B = hy_loader_next(&ld)) > 0) {
         hy_batch in;
-        hy_loader_batch(&ld, &in);
+        hy_train_input(&ld, &in);
         st = hy_xfmr_infer(m, &in, B, logits);
         if (st == HY_OK) st = visit(ctx, &ld, first, B, logits);
         first += B;
@@ -347,7 +294,7 @@ hy_status hy_train_predict(hy_xfmr *m, const hy_dataset *ds, size_t batch_size, 
 hy_status hy_train_features(hy_xfmr *m, const hy_dataset *ds, size_t batch_size, float *features,
                             float *logits, float *probs) {
     if (ds->n == 0) return HY_OK;
-    if (m->ens)
+    if (m->ext)
         return hy_fail(HY_EINVAL, "train: features need a single model, not an ensemble");
     pred_ctx c = {m->cfg.n_classes, 1, ds->n, logits, probs, m, features};
     return sweep(m, ds, batch_size, 0, pred_visit, &c);

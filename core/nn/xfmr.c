@@ -12,7 +12,6 @@
 #include <string.h>
 
 #include "tensor/attn.h"
-#include "hydra/ens.h"
 #include "tensor/gemm.h"
 #include "nn/layers.h"
 #include "tensor/prof.h"
@@ -325,16 +324,15 @@ static void fill_tensors(const hy_xfmr *m, float *base, hy_xfmr_tensors *t) {
 
 /* ===== build / release ===== */
 
-static hy_status build(hy_xfmr *m, const hy_xfmr_config *cfg, const hy_ens_config *e) {
+static hy_status build(hy_xfmr *m, const hy_xfmr_config *cfg, const hy_xfmr_ext_spec *x) {
     memset(m, 0, sizeof *m);
     HY_TRY(hy_xfmr_config_check(cfg));
-    if (e) HY_TRY(hy_ens_config_check(cfg, e));
     m->cfg = *cfg;
     m->T = hy_xfmr_seq_len(cfg);
     m->HS = cfg->d_model / cfg->n_heads;
     size_t total = 0;
     size_t nt = hy_xfmr_table(cfg, NULL, &total);
-    if (e) hy_ens_table(cfg, e, NULL, &nt, &total);
+    if (x) x->table(cfg, x->ctx, NULL, &nt, &total);
     size_t LH = cfg->depth * cfg->n_heads;
     m->table = hy_xcalloc(nt, sizeof *m->table);
     m->params = hy_xmalloc_aligned(total * sizeof(float));
@@ -351,7 +349,7 @@ static hy_status build(hy_xfmr *m, const hy_xfmr_config *cfg, const hy_ens_confi
     }
     m->n_tensors = hy_xfmr_table(cfg, m->table, &total);
     HY_ASSERT(m->n_tensors == hy_xfmr_n_slots(cfg));
-    if (e) hy_ens_table(cfg, e, m->table, &m->n_tensors, &total);
+    if (x) x->table(cfg, x->ctx, m->table, &m->n_tensors, &total);
     HY_ASSERT(m->n_tensors == nt);
     m->n_params = total;
     fill_tensors(m, m->params, &m->p);
@@ -362,23 +360,26 @@ static hy_status build(hy_xfmr *m, const hy_xfmr_config *cfg, const hy_ens_confi
         m->gates[i] = 1.0f;
         m->dgates[i] = 0.0f;
     }
-    if (e && hy_ens_bind(m, e) != HY_OK) {
-        hy_xfmr_release(m);
-        return hy_fail(HY_ENOMEM, "xfmr: out of memory for the ensemble's tables");
+    if (x) {
+        hy_status st = x->install(m, x->ctx);
+        if (st != HY_OK) {
+            hy_xfmr_release(m);
+            return st;
+        }
     }
     return HY_OK;
 }
 
 hy_status hy_xfmr_new(hy_xfmr *m, const hy_xfmr_config *cfg) { return build(m, cfg, NULL); }
 
-hy_status hy_xfmr_new_ens(hy_xfmr *m, const hy_xfmr_config *cfg, const hy_ens_config *e) {
-    return build(m, cfg, e);
+hy_status hy_xfmr_new_ext(hy_xfmr *m, const hy_xfmr_config *cfg, const hy_xfmr_ext_spec *x) {
+    return build(m, cfg, x);
 }
 
-size_t hy_xfmr_members(const hy_xfmr *m) { return m->ens ? m->ens->cfg.members : 1; }
+size_t hy_xfmr_members(const hy_xfmr *m) { return m->ext ? m->ext->members : 1; }
 
 hy_xfmr_costs hy_xfmr_model_cost(const hy_xfmr *m, size_t T) {
-    return m->ens ? hy_ens_cost(&m->cfg, &m->ens->cfg, T) : hy_xfmr_cost(&m->cfg, T, NULL);
+    return m->ext ? m->ext->ops->cost(m, T) : hy_xfmr_cost(&m->cfg, T, NULL);
 }
 
 static void free_acts(hy_xfmr *m) {
@@ -395,7 +396,7 @@ static void free_acts(hy_xfmr *m) {
 void hy_xfmr_release(hy_xfmr *m) {
     if (!m) return;
     free_acts(m);
-    hy_ens_free(m->ens);
+    if (m->ext) m->ext->ops->release(m->ext);
     hy_free(m->table);
     hy_free(m->params);
     hy_free(m->grads);
@@ -433,7 +434,7 @@ void hy_xfmr_init(hy_xfmr *m, uint64_t seed) {
         hy_rng r = hy_rng_split(&root, (uint64_t)i);
         for (size_t k = 0; k < p->numel; k++) w[k] = trunc_normal(&r, 0.02);
     }
-    if (m->ens) hy_ens_init(m, seed);
+    if (m->ext) m->ext->ops->init(m, seed);
 }
 
 /* ===== activations ===== */
@@ -499,7 +500,7 @@ hy_status hy_xfmr_alloc_acts(hy_xfmr *m, size_t B_cap) {
                            "each, %zu member(s)) overflow the size range", B_cap, one,
                            hy_xfmr_members(m));
     }
-    /* an ensemble's activations hold its M * B_cap stacked member rows */
+    /* an extended model's activations hold its M * B_cap stacked member rows */
     size_t RC = B_cap * hy_xfmr_members(m);
     plan p = make_plan(c, RC);
     size_t L = c->depth;
@@ -512,7 +513,7 @@ hy_status hy_xfmr_alloc_acts(hy_xfmr *m, size_t B_cap) {
     }
     m->acts = a;
     hy_status st = hy_arena_init(&m->scratch, scratch_bytes(c, RC));
-    if (st == HY_OK && m->ens) st = hy_ens_alloc(m, RC * m->T);
+    if (st == HY_OK && m->ext) st = m->ext->ops->alloc(m, RC * m->T);
     if (st != HY_OK) {
         free_acts(m);
         return st;
@@ -587,36 +588,35 @@ static hy_status check_batch(const hy_xfmr *m, const hy_batch *in, size_t B) {
     return hy_xfmr_check_inputs(&m->cfg, in, B, "xfmr");
 }
 
-/* The block linears: the plain kernels, or an ensemble's member linears (ens.h) over its
- * stacked member rows. */
-static void lin_fwd(hy_xfmr *m, size_t l, hy_ens_site s, float *out, const float *in,
+/* The block linears: the plain kernels, or an extension's over its stacked member rows. */
+static void lin_fwd(hy_xfmr *m, size_t l, hy_xfmr_site s, float *out, const float *in,
                     const float *w, const float *b, size_t N, size_t Din, size_t Dout) {
-    if (m->ens) hy_ens_linear_forward(m, l, s, out, in, w, b, NULL, N, Din, Dout);
+    if (m->ext) m->ext->ops->linear_forward(m, l, s, out, in, w, b, NULL, N, Din, Dout);
     else hy_linear_forward(out, in, w, b, N, Din, Dout);
 }
 
-static void lin_fwd_res(hy_xfmr *m, size_t l, hy_ens_site s, float *out, const float *in,
+static void lin_fwd_res(hy_xfmr *m, size_t l, hy_xfmr_site s, float *out, const float *in,
                         const float *w, const float *b, const float *res, size_t N, size_t Din,
                         size_t Dout) {
-    if (m->ens) hy_ens_linear_forward(m, l, s, out, in, w, b, res, N, Din, Dout);
+    if (m->ext) m->ext->ops->linear_forward(m, l, s, out, in, w, b, res, N, Din, Dout);
     else hy_linear_forward_res(out, in, w, b, res, N, Din, Dout);
 }
 
-static void lin_bwd(hy_xfmr *m, size_t l, hy_ens_site s, float *din, float *dw, float *db,
+static void lin_bwd(hy_xfmr *m, size_t l, hy_xfmr_site s, float *din, float *dw, float *db,
                     const float *dout, const float *in, const float *w, size_t N, size_t Din,
                     size_t Dout) {
-    if (m->ens) hy_ens_linear_backward(m, l, s, din, dw, db, dout, in, w, N, Din, Dout);
+    if (m->ext) m->ext->ops->linear_backward(m, l, s, din, dw, db, dout, in, w, N, Din, Dout);
     else hy_linear_backward_set(din, dw, db, dout, in, w, N, Din, Dout);
 }
 
 /* the linear at site s of layer l backward into dln (its input, the LayerNorm's output), then
  * that LayerNorm's backward: dx += LN backward(dln), its weight grads into lw, lb. A single
  * model runs both in one region (hy_linear_backward_ln, bitwise the two calls) */
-static void lin_bwd_ln(hy_xfmr *m, size_t l, hy_ens_site s, float *dx, float *lw, float *lb,
+static void lin_bwd_ln(hy_xfmr *m, size_t l, hy_xfmr_site s, float *dx, float *lw, float *lb,
                        const float *x, const float *mean, const float *rstd, const float *ln_w,
                        float *dln, float *dw, float *db, const float *dout, const float *in,
                        const float *w, size_t N, size_t D, size_t Dout) {
-    if (m->ens) {
+    if (m->ext) {
         lin_bwd(m, l, s, dln, dw, db, dout, in, w, N, D, Dout);
         hy_layernorm_backward(dx, lw, lb, dln, x, mean, rstd, ln_w, N, D);
     } else {
@@ -680,8 +680,8 @@ static const float *layernorm_in(const share *sh, bool dup, float *out, float *m
 
 /* out = [res +] in W^T + b, gelu_out = GELU(out) when non-NULL, and then out = GELU'(out) when
  * keep_d (training: the backward reads the derivative, not the pre-activation): the model's
- * linear at site s of layer l (an ensemble's per-member layers when m->ens) */
-static void step_linear(const share *sh, hy_xfmr *m, size_t l, hy_ens_site s, float *out,
+ * linear at site s of layer l (the extension's when m->ext) */
+static void step_linear(const share *sh, hy_xfmr *m, size_t l, hy_xfmr_site s, float *out,
                         float *gelu_out, bool keep_d, const float *in, const float *w,
                         const float *b, const float *res, size_t N, size_t Din, size_t Dout) {
     HY_ASSERT(!keep_d || (gelu_out && gelu_out != out && !res));
@@ -693,7 +693,7 @@ static void step_linear(const share *sh, hy_xfmr *m, size_t l, hy_ens_site s, fl
             hy_linear_forward_part(out, gelu_out, in, w, b, res, N, Din, Dout, sh->part,
                                    sh->parts);
         hy_team_barrier(sh->team);
-    } else if (gelu_out && !m->ens) {
+    } else if (gelu_out && !m->ext) {
         if (keep_d) hy_linear_gelu_d_forward(out, gelu_out, in, w, b, N, Din, Dout);
         else hy_linear_gelu_forward(out, gelu_out, in, w, b, N, Din, Dout);
     } else {
@@ -723,14 +723,14 @@ static void layers_fwd(hy_xfmr *m, size_t B, size_t T, bool keep, bool drop,
     size_t D = c->d_model, DM = c->d_mlp, NH = c->n_heads, L = c->depth;
     size_t R = hy_xfmr_members(m) * B, BT = R * T;
     const int32_t *kv = c->kind == HY_XFMR_VIT ? NULL : a->kvalid;
-    HY_ASSERT(!sh || (!drop && !m->ens));
+    HY_ASSERT(!sh || (!drop && !m->ext));
     /* a single model's whole kernels: the LayerNorm after a residual product runs in its
      * epilogue (hy_linear_forward_res_ln: the fresh tile's rows, in cache); ln1_done: layer
      * l's LN1 was so computed by layer l-1's fc2 */
-    bool fuse_ln = !sh && !m->ens, ln1_done = false;
+    bool fuse_ln = !sh && !m->ext, ln1_done = false;
     /* inference of a single model without dropout: both residual adds in place over the
-     * stream (x is not read again; an ensemble's member linears write out beside res) */
-    bool inplace = !keep && !m->ens && !drop;
+     * stream (x is not read again; an extension's linears write out beside res) */
+    bool inplace = !keep && !m->ext && !drop;
     for (size_t l = 0; l < L; l++) {
         const hy_xfmr_block_tensors *w = &m->p.blk[l];
         /* slot s of the per-layer buffers: layer l's own when kept for backward, else the
@@ -742,8 +742,8 @@ static void layers_fwd(hy_xfmr *m, size_t B, size_t T, bool keep, bool drop,
         float *ao = a->ao + s * a->sD, *ln2 = a->ln2 + s * a->sD;
         /* the attention block's residual: at inference over x in place (x is not read again:
          * one buffer's traffic instead of two), unless dropout's mask must see proj alone or
-         * an ensemble's member linears (which write out beside res) compute it */
-        bool xm_in_x = !keep && !m->ens && !(drop && c->attn_dropout > 0.0f);
+         * an extension's linears (which write out beside res) compute it */
+        bool xm_in_x = !keep && !m->ext && !(drop && c->attn_dropout > 0.0f);
         float *xm = xm_in_x ? x : a->xm + s * a->sD;
         /* GELU's output: its own buffer when kept for backward, and h then holds GELU'(h)
          * (the backward's factor, from the forward's erf), else over h (in place: the fc1
@@ -781,13 +781,13 @@ static void layers_fwd(hy_xfmr *m, size_t B, size_t T, bool keep, bool drop,
                 continue;
             }
         }
-        step_linear(sh, m, l, HY_ENS_QKV, qkv, NULL, false, ln1_in, w->qkv_w, w->qkv_b, NULL, BT, D,
-                    3 * D);
+        step_linear(sh, m, l, HY_XFMR_QKV, qkv, NULL, false, ln1_in, w->qkv_w, w->qkv_b, NULL, BT,
+                    D, 3 * D);
         step_attn(sh, ao, keep ? att : NULL, qkv, m->gates + l * NH, kv, R, T, D, NH);
         if (drop && c->attn_dropout > 0.0f) {
             /* xm = proj(ao), then xm = x + xm * mask in one pass */
             hy_rng r = site_rng(fwd_rng, l, 0);
-            lin_fwd(m, l, HY_ENS_PROJ, xm, ao, w->proj_w, w->proj_b, BT, D, D);
+            lin_fwd(m, l, HY_XFMR_PROJ, xm, ao, w->proj_w, w->proj_b, BT, D, D);
             hy_dropout_apply(xm, xm, x, &r, BT, D, c->attn_dropout);
         } else if (fuse_ln) {
             hy_linear_forward_res_ln(xm, ln2, a->ln2_mean + s * a->sR, a->ln2_rstd + s * a->sR,
@@ -795,7 +795,7 @@ static void layers_fwd(hy_xfmr *m, size_t B, size_t T, bool keep, bool drop,
                                      HY_XFMR_LN_EPS, BT, D, D);
             ln2_done = true;
         } else {
-            step_linear(sh, m, l, HY_ENS_PROJ, xm, NULL, false, ao, w->proj_w, w->proj_b, x, BT,
+            step_linear(sh, m, l, HY_XFMR_PROJ, xm, NULL, false, ao, w->proj_w, w->proj_b, x, BT,
                         D, D);
         }
         /* MLP: xo = xm + drop(fc2(drop(GELU(fc1(LN2(xm)))))) */
@@ -819,11 +819,12 @@ static void layers_fwd(hy_xfmr *m, size_t B, size_t T, bool keep, bool drop,
             ln1_done = nx;
             continue;
         }
-        step_linear(sh, m, l, HY_ENS_FC1, h, hg, keep, ln2_in, w->fc1_w, w->fc1_b, NULL, BT, D, DM);
+        step_linear(sh, m, l, HY_XFMR_FC1, h, hg, keep, ln2_in, w->fc1_w, w->fc1_b, NULL, BT, D,
+                    DM);
         if (mlp_drop) {
             hy_rng r1 = site_rng(fwd_rng, l, 1), r2 = site_rng(fwd_rng, l, 2);
             hy_dropout_apply(hg, hg, NULL, &r1, BT, DM, c->mlp_dropout);
-            lin_fwd(m, l, HY_ENS_FC2, xo, hg, w->fc2_w, w->fc2_b, BT, DM, D);
+            lin_fwd(m, l, HY_XFMR_FC2, xo, hg, w->fc2_w, w->fc2_b, BT, DM, D);
             hy_dropout_apply(xo, xo, xm, &r2, BT, D, c->mlp_dropout);
         } else if (fuse_ln && l + 1 < L) {
             /* and the next layer's LN1 into its buffers (slot 0 at inference: this layer's
@@ -835,7 +836,7 @@ static void layers_fwd(hy_xfmr *m, size_t B, size_t T, bool keep, bool drop,
                                      wn->norm1_w, wn->norm1_b, HY_XFMR_LN_EPS, BT, DM, D);
             ln1_done = true;
         } else {
-            step_linear(sh, m, l, HY_ENS_FC2, xo, NULL, false, hg, w->fc2_w, w->fc2_b, xm, BT,
+            step_linear(sh, m, l, HY_XFMR_FC2, xo, NULL, false, hg, w->fc2_w, w->fc2_b, xm, BT,
                         DM, D);
         }
     }
@@ -847,7 +848,7 @@ static hy_status forward(hy_xfmr *m, const hy_batch *in, size_t B, float *logits
     hy_xfmr_acts *a = m->acts;
     size_t D = c->d_model, DM = c->d_mlp, K = c->n_classes, L = c->depth;
     size_t T = c->kind == HY_XFMR_VIT ? m->T : 1 + in->len;
-    size_t R = hy_xfmr_members(m) * B;   /* residual streams: an ensemble's member rows */
+    size_t R = hy_xfmr_members(m) * B;   /* residual streams: an extension's member rows */
     size_t BT = R * T;
     bool drop = m->dropout_on;
     hy_rng fwd_rng;
@@ -877,7 +878,7 @@ static hy_status forward(hy_xfmr *m, const hy_batch *in, size_t B, float *logits
     int nth = 1;
 #endif
     if (nth > TEAM_MAX) nth = TEAM_MAX;
-    bool team = nth > 1 && !drop && !m->ens && !hy_prof_on &&
+    bool team = nth > 1 && !drop && !m->ext && !hy_prof_on &&
                 BT * D * (DM > 3 * D ? DM : 3 * D) < HY_GEMM_PAR_MIN_WORK;
     if (team) {
         hy_team tm;
@@ -898,7 +899,7 @@ static hy_status forward(hy_xfmr *m, const hy_batch *in, size_t B, float *logits
                               memcpy(a->cls + b * D, xl + b * T * D, D * sizeof(float)));
     hy_layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, a->cls, m->p.norm_w, m->p.norm_b, R,
                          D, HY_XFMR_LN_EPS);
-    if (m->ens) hy_ens_head_forward(m, logits, a->lnf, R);
+    if (m->ext) m->ext->ops->head_forward(m, logits, a->lnf, R);
     else hy_linear_forward(logits, a->lnf, m->p.head_w, m->p.head_b, B, D, K);
     m->last_B = B;
     m->last_T = T;
@@ -933,8 +934,8 @@ hy_status hy_xfmr_loss(const hy_xfmr *m, const float *logits, const int32_t *lab
         if (labels[b] < 0 || (size_t)labels[b] >= K)
             return hy_fail(HY_EINVAL, "xfmr: label %d of row %zu out of range [0, %zu)",
                            (int)labels[b], b + 1, K);
-    /* an ensemble: the mean over its M members of each member's mean cross-entropy on the same
-     * B labels (logits [M*B, K], member-major) */
+    /* an extended model: the mean over its M members of each member's mean cross-entropy on the
+     * same B labels (logits [M*B, K], member-major) */
     size_t M = hy_xfmr_members(m);
     float *probs = hy_xmalloc(M * B * K * sizeof *probs);
     if (!probs) return HY_ENOMEM;
@@ -997,7 +998,7 @@ hy_status hy_xfmr_backward_hidden(hy_xfmr *m, const float *dlogits, const float 
         /* head: logits = lnf W^T + b; lnf = LN_f(cls) */
         zero(dlnf, R * D);
         zero(dcls, R * D);
-        if (m->ens) hy_ens_head_backward(m, dlnf, dlogits, a->lnf, R);
+        if (m->ext) m->ext->ops->head_backward(m, dlnf, dlogits, a->lnf, R);
         else hy_linear_backward(dlnf, m->g.head_w, m->g.head_b, dlogits, a->lnf, m->p.head_w, B,
                                 D, K);
         hy_layernorm_backward(dcls, m->g.norm_w, m->g.norm_b, dlnf, a->cls, a->lnf_mean,
@@ -1030,8 +1031,8 @@ hy_status hy_xfmr_backward_hidden(hy_xfmr *m, const float *dlogits, const float 
         /* hg = drop(GELU(h)): dh = (dhg * mask) GELU'(h), in place in dhg (h holds GELU'(h),
          * stored by the forward; the product fused into the fc2 backward GEMM without dropout,
          * for a single model) */
-        if (dm || m->ens) {
-            lin_bwd(m, l, HY_ENS_FC2, dhg, gw->fc2_w, gw->fc2_b, dbranch, hg, w->fc2_w, BT, DM, D);
+        if (dm || m->ext) {
+            lin_bwd(m, l, HY_XFMR_FC2, dhg, gw->fc2_w, gw->fc2_b, dbranch, hg, w->fc2_w, BT, DM, D);
             if (dm) {
                 hy_rng r1 = site_rng(&m->last_drop_rng, l, 1);
                 hy_dropout_apply(dhg, dhg, NULL, &r1, BT, DM, c->mlp_dropout);
@@ -1042,7 +1043,7 @@ hy_status hy_xfmr_backward_hidden(hy_xfmr *m, const float *dlogits, const float 
                                          DM, D);
         }
         /* ln2 = LN2(xm); dres += LN2 backward, so dres becomes dxm */
-        lin_bwd_ln(m, l, HY_ENS_FC1, dres, gw->norm2_w, gw->norm2_b, xm, a->ln2_mean + l * a->sR,
+        lin_bwd_ln(m, l, HY_XFMR_FC1, dres, gw->norm2_w, gw->norm2_b, xm, a->ln2_mean + l * a->sR,
                    a->ln2_rstd + l * a->sR, w->norm2_w, dln, gw->fc1_w, gw->fc1_b, dhg, ln2,
                    w->fc1_w, BT, D, DM);
         /* xm = x + drop(proj(ao)) */
@@ -1052,10 +1053,10 @@ hy_status hy_xfmr_backward_hidden(hy_xfmr *m, const float *dlogits, const float 
             hy_dropout_apply(dtmp, dres, NULL, &r0, BT, D, c->attn_dropout);
             dbranch = dtmp;
         }
-        lin_bwd(m, l, HY_ENS_PROJ, dao, gw->proj_w, gw->proj_b, dbranch, ao, w->proj_w, BT, D, D);
+        lin_bwd(m, l, HY_XFMR_PROJ, dao, gw->proj_w, gw->proj_b, dbranch, ao, w->proj_w, BT, D, D);
         hy_attn_backward(dqkv, m->dgates + l * NH, dao, qkv, att, m->gates + l * NH, kv, part, R,
                          T, D, NH);
-        lin_bwd_ln(m, l, HY_ENS_QKV, dres, gw->norm1_w, gw->norm1_b, x, a->ln1_mean + l * a->sR,
+        lin_bwd_ln(m, l, HY_XFMR_QKV, dres, gw->norm1_w, gw->norm1_b, x, a->ln1_mean + l * a->sR,
                    a->ln1_rstd + l * a->sR, w->norm1_w, dln, gw->qkv_w, gw->qkv_b, dqkv, ln1,
                    w->qkv_w, BT, D, 3 * D);
     }
@@ -1076,9 +1077,9 @@ hy_status hy_xfmr_backward_hidden(hy_xfmr *m, const float *dlogits, const float 
     } else {
         hy_tokembed_backward(m->g.tok_embed, demb, a->ids, B * (T - 1), D);
     }
-    /* lora_ensemble: the frozen backbone gets exactly zero gradient (ens.h) */
-    if (m->ens && m->ens->cfg.kind == HY_ENS_LORA) {
-        memset(m->grads, 0, m->ens->n_base_floats * sizeof(float));
+    /* an extension's frozen backbone gets exactly zero gradient */
+    if (m->ext && m->ext->frozen_floats > 0) {
+        memset(m->grads, 0, m->ext->frozen_floats * sizeof(float));
         memset(m->dgates, 0, c->depth * NH * sizeof(float));
     }
     return HY_OK;

@@ -166,7 +166,7 @@ typedef struct hy_param {
     int ndim;
     int64_t shape[4];
     bool decay;          /* weight decay applies: false for norms, biases, cls/pos/tok_embed */
-    bool frozen;         /* never trained (lora_ensemble's backbone: ens.h); decay is false */
+    bool frozen;         /* never trained (an extension's frozen_floats); decay is false */
 } hy_param;
 
 /* Appends tensor `name` of shape [ndim] to a parameter table: tab[*n] gets the name, shape,
@@ -261,24 +261,82 @@ typedef struct hy_xfmr {
     bool last_kept;      /* it kept every layer's activations (hy_xfmr_forward, not _infer) */
     bool last_drop;      /* the last forward applied dropout masks */
     hy_rng last_drop_rng; /* its dropout stream: backward draws the same masks again */
-    /* ensemble (ens.h): NULL for a single model. With M members, forward takes B samples and
-     * writes logits [M*B, K] (member-major); B_cap counts samples; hy_xfmr_loss takes the B
-     * labels and averages the members' cross-entropies. */
-    struct hy_ens *ens;  /* owned */
+    /* extension (hy_xfmr_ext below): NULL for a plain model. With M members, forward takes B
+     * samples and writes logits [M*B, K] (member-major); B_cap counts samples; hy_xfmr_loss
+     * takes the B labels and averages the members' cross-entropies. */
+    struct hy_xfmr_ext *ext;  /* owned */
 } hy_xfmr;
+
+/* ===== extensions =====
+ * An extension gives the model M members that share everything but the linears: the members'
+ * rows are stacked along the batch, member-major (row m*B + b is member m's copy of sample b),
+ * and the extension computes every block linear and the classifier head over those stacked rows
+ * (one indirect call per linear), its own tensors following the base ones in the parameter
+ * table. A member-linear ensemble (BatchEnsemble, LoRA-Ensemble: hydra/ens.h) is one; the model
+ * knows nothing else of it. */
+
+/* The linears of a block, in forward order. */
+typedef enum { HY_XFMR_QKV, HY_XFMR_PROJ, HY_XFMR_FC1, HY_XFMR_FC2, HY_XFMR_N_SITES } hy_xfmr_site;
+
+struct hy_h5;
+typedef struct hy_xfmr_ext hy_xfmr_ext;
+typedef struct hy_xfmr_ext_ops {
+    /* The linear of block l at site s over N = M * NB stacked rows: out (N, Dout) written = the
+     * members' product of in (N, Din) (+ res (N, Dout) when not NULL; res does not alias out);
+     * w (Dout, Din), b (Dout) the model's shared weight and bias. */
+    void (*linear_forward)(hy_xfmr *m, size_t l, hy_xfmr_site s, float *out, const float *in,
+                           const float *w, const float *b, const float *res, size_t N,
+                           size_t Din, size_t Dout);
+    /* Its backward: din (N, Din) written; dw (Dout, Din), db (Dout) and the extension's
+     * gradients added; dout (N, Dout), in as in forward. */
+    void (*linear_backward)(hy_xfmr *m, size_t l, hy_xfmr_site s, float *din, float *dw,
+                            float *db, const float *dout, const float *in, const float *w,
+                            size_t N, size_t Din, size_t Dout);
+    /* The classifier over R stacked rows: logits (R, K) written from lnf (R, D); backward:
+     * dlnf (R, D) written, the head's gradients added. */
+    void (*head_forward)(hy_xfmr *m, float *logits, const float *lnf, size_t R);
+    void (*head_backward)(hy_xfmr *m, float *dlnf, const float *dlogits, const float *lnf,
+                          size_t R);
+    /* Scratch for `rows` stacked rows (M * B_cap * T; hy_xfmr_alloc_acts). HY_ENOMEM. */
+    hy_status (*alloc)(hy_xfmr *m, size_t rows);
+    /* Initialises the extension's tensors from seed, after the base init (hy_xfmr_init). */
+    void (*init)(hy_xfmr *m, uint64_t seed);
+    /* The model's cost at sequence length T (hy_xfmr_model_cost). */
+    hy_xfmr_costs (*cost)(const hy_xfmr *m, size_t T);
+    /* Writes the extension's part of a checkpoint beside /config and /params (hy_ckpt_write). */
+    hy_status (*save)(const hy_xfmr *m, struct hy_h5 *f);
+    /* Frees x (hy_xfmr_release). */
+    void (*release)(hy_xfmr_ext *x);
+} hy_xfmr_ext_ops;
+
+struct hy_xfmr_ext {
+    const hy_xfmr_ext_ops *ops;
+    const char *name;        /* what the model is, for messages: "batch_ensemble" */
+    size_t members;          /* M >= 1: logit rows per sample */
+    size_t frozen_floats;    /* > 0: params[0, frozen_floats) and the gates never train:
+                              * backward leaves their gradients exactly 0 */
+};
+
+/* How hy_xfmr_new_ext extends the model: `table` appends the extension's tensors to a parameter
+ * table as hy_xfmr_table does (tab NULL: count only; *n and *off advanced), then `install` makes
+ * m->ext of the built model (its message on failure). ctx is passed to both. */
+typedef struct hy_xfmr_ext_spec {
+    const void *ctx;
+    void (*table)(const hy_xfmr_config *c, const void *ctx, hy_param *tab, size_t *n,
+                  size_t *off);
+    hy_status (*install)(hy_xfmr *m, const void *ctx);
+} hy_xfmr_ext_spec;
 
 /* Builds a model: checks cfg, allocates params and grads (zeroed), the name table, gates (all 1)
  * and dgates (0). No activations yet (hy_xfmr_alloc_acts). On failure m is left zeroed and
  * nothing leaks. Release with hy_xfmr_release. HY_ECONFIG / HY_ENOMEM. */
 hy_status hy_xfmr_new(hy_xfmr *m, const hy_xfmr_config *cfg);
-/* The same with the members' tensors of ensemble e (ens.h) after the base table: a BatchEnsemble
- * or LoRA-Ensemble model of M = e->members members. HY_ECONFIG names the YAML key. */
-struct hy_ens_config;
-hy_status hy_xfmr_new_ens(hy_xfmr *m, const hy_xfmr_config *cfg, const struct hy_ens_config *e);
-/* Members of m: 1 for a single model, M for an ensemble (logit rows per sample). */
+/* The same extended by x (hy_xfmr_ext_spec): the extension's tensors after the base table. */
+hy_status hy_xfmr_new_ext(hy_xfmr *m, const hy_xfmr_config *cfg, const hy_xfmr_ext_spec *x);
+/* Members of m: 1 for a plain model, m->ext->members for an extended one (logit rows per
+ * sample). */
 size_t hy_xfmr_members(const hy_xfmr *m);
-/* The cost of model m at sequence length T: hy_xfmr_cost (all heads), or hy_ens_cost for an
- * ensemble. */
+/* The cost of model m at sequence length T: hy_xfmr_cost (all heads), or the extension's. */
 hy_xfmr_costs hy_xfmr_model_cost(const hy_xfmr *m, size_t T);
 /* Frees everything; accepts a zeroed or released model; zeroes m. */
 void hy_xfmr_release(hy_xfmr *m);

@@ -555,16 +555,27 @@ static void fwd_pair(float *out, float *att, const float *qkv, const float *gate
     zero_rows(out + b * T * C + h * HS, C, nk, T, HS);
 }
 
-void hy_attn_forward(float *out, float *att, const float *qkv, const float *gate,
-                     const int32_t *kvalid, size_t B, size_t T, size_t C, size_t NH) {
+/* The score scale 1/sqrt(HS) of a pass over the (sample, head) pairs of B*NH, its shapes
+ * checked, and whether the pass runs them in a parallel region: only where it adds threads
+ * (base.h hy_omp_par: inside the fused model's slices a nested region of one thread would cost
+ * more than a slice's attention). */
+static float pairs_scale(size_t T, size_t C, size_t NH) {
     size_t HS = C / NH;
     HY_ASSERT(HS * NH == C && HS <= MAX_HP && T <= HY_ATTN_MAX_T && T >= 1);
-    float scale = 1.0f / sqrtf((float)HS);
+    return 1.0f / sqrtf((float)HS);
+}
+
+static bool pairs_par(size_t B, size_t T, size_t C, size_t NH) {
+    size_t BH = B * NH;
+    return hy_omp_par(BH > 1 && BH * T * T * (C / NH) > PAR_MIN_WORK);
+}
+
+void hy_attn_forward(float *out, float *att, const float *qkv, const float *gate,
+                     const int32_t *kvalid, size_t B, size_t T, size_t C, size_t NH) {
+    float scale = pairs_scale(T, C, NH);
     size_t BH = B * NH;
     uint64_t t0 = hy_prof_t0();
-    /* a region only where it adds threads (base.h hy_omp_par: inside the fused model's slices
-     * a nested region of one thread would cost more than a slice's attention) */
-    if (hy_omp_par(BH > 1 && BH * T * T * HS > PAR_MIN_WORK)) {
+    if (pairs_par(B, T, C, NH)) {
 #pragma omp parallel for schedule(static)
         for (size_t bh = 0; bh < BH; bh++)
             fwd_pair(out, att, qkv, gate, kvalid, B, T, C, NH, bh, scale);
@@ -731,12 +742,10 @@ static void bwd_pair(float *dqkv, float *scratch, const float *dout, const float
 void hy_attn_backward(float *dqkv, float *dgate, const float *dout, const float *qkv,
                       const float *att, const float *gate, const int32_t *kvalid,
                       float *scratch, size_t B, size_t T, size_t C, size_t NH) {
-    size_t HS = C / NH;
-    HY_ASSERT(HS * NH == C && HS <= MAX_HP && T <= HY_ATTN_MAX_T && T >= 1);
-    float scale = 1.0f / sqrtf((float)HS);
+    float scale = pairs_scale(T, C, NH);
     size_t BH = B * NH;
     uint64_t t0 = hy_prof_t0();
-    if (hy_omp_par(BH > 1 && BH * T * T * HS > PAR_MIN_WORK)) {
+    if (pairs_par(B, T, C, NH)) {
 #pragma omp parallel for schedule(static)
         for (size_t bh = 0; bh < BH; bh++)
             bwd_pair(dqkv, scratch, dout, qkv, att, gate, kvalid, B, T, C, NH, bh, scale);

@@ -81,6 +81,21 @@ hy_dataset *l_checkdataset(lua_State *L, int arg);
 /* Pushes a new, empty (zeroed) hydra.Dataset box. */
 hy_dataset *l_pushdataset(lua_State *L);
 
+/* ===== l_fit.c ===== */
+
+/* Pushes a trainer's progress table (t:progress(): epoch, step, loss, acc, seconds, ...). */
+struct hy_progress;
+void l_pushprogress(lua_State *L, const struct hy_progress *p);
+/* The training loop (fit.h hy_fit) of a trainer of class cls at arg: every trainer box
+ * (hydra.Trainer, hydra.MimoTrainer, hydra.MLMTrainer) starts with its trainer, whose first
+ * member is its hy_fit; a released one has fit.model NULL. Raises "<who>: attempt to use a
+ * closed trainer" or "model: attempt to use a closed model". */
+struct hy_fit;
+struct hy_fit *l_checkfit(lua_State *L, int arg, const char *cls, const char *who);
+/* Adds the loop's methods to trainer class cls: t:start_epoch(e) (1-based), t:run(n) -> ran,
+ * t:progress() -> table. */
+void l_addfitmethods(lua_State *L, const char *cls, const char *who);
+
 /* ===== l_train.c ===== */
 
 /* Reads the resolved train (stack index tr), optim (op) and, when ft != 0, finetune sections by
@@ -89,9 +104,6 @@ hy_dataset *l_pushdataset(lua_State *L);
 struct hy_train_config;
 void l_read_train_config(lua_State *L, int tr, int op, int ft, lua_Integer seed,
                          struct hy_train_config *c, hy_augment *aug);
-/* Pushes a trainer's progress table (t:progress(): epoch, step, loss, acc, seconds, ...). */
-struct hy_progress;
-void l_pushprogress(lua_State *L, const struct hy_progress *p);
 /* A classifier trainer's t:save(path, meta [, best]) (args 2..4): model m's checkpoint with meta
  * as /meta, the resumable state of o and p (hy_train_state_write), and best (float32
  * [n_params]: the weights train.select_best keeps so far) as /train_state/best; atomic, so a

@@ -37,7 +37,7 @@ static hy_ens_config lora_cfg(size_t M, unsigned targets) {
 /* an initialised ensemble with every parameter perturbed (lora_b non-zero) */
 static void build(hy_xfmr *m, const hy_ens_config *e, size_t B) {
     hy_xfmr_config c = check_tiny_vit();
-    CHECK_OK(hy_xfmr_new_ens(m, &c, e));
+    CHECK_OK(hy_ens_new(m, &c, e));
     CHECK_OK(hy_xfmr_alloc_acts(m, B));
     hy_xfmr_init(m, 7);
     for (size_t i = 0; i < m->n_params; i++) m->params[i] += 0.2f * urand();
@@ -121,14 +121,14 @@ static void test_grad_lora_ensemble(void) {
     hy_xfmr m = {0};
     hy_ens_config e = lora_cfg(3, HY_LORA_Q | HY_LORA_K | HY_LORA_V | HY_LORA_O | HY_LORA_MLP);
     build(&m, &e, 2);
-    double w = fd_check(&m, "lora_ensemble (adapters)", m.ens->n_base_tensors, 6);
+    double w = fd_check(&m, "lora_ensemble (adapters)", hy_ens_of(&m)->n_base_tensors, 6);
     CHECK(w <= FD_TOL, "lora_ensemble gradients: worst %.3g > %.0e", w, FD_TOL);
     /* the frozen backbone: exactly zero gradient */
     size_t nz = 0;
-    for (size_t i = 0; i < m.ens->n_base_floats; i++) nz += m.grads[i] != 0.0f;
+    for (size_t i = 0; i < hy_ens_of(&m)->n_base_floats; i++) nz += m.grads[i] != 0.0f;
     CHECK(nz == 0, "lora_ensemble: %zu non-zero backbone gradients", nz);
     for (size_t i = 0; i < m.n_tensors; i++)
-        CHECK(m.table[i].frozen == (i < m.ens->n_base_tensors), "frozen flag of %s",
+        CHECK(m.table[i].frozen == (i < hy_ens_of(&m)->n_base_tensors), "frozen flag of %s",
               m.table[i].name);
     hy_xfmr_release(&m);
 }
@@ -139,7 +139,7 @@ static void test_lora_backbone_unchanged(void) {
     hy_xfmr m = {0};
     hy_ens_config e = lora_cfg(2, HY_LORA_Q | HY_LORA_V);
     build(&m, &e, 2);
-    size_t nb = m.ens->n_base_floats;
+    size_t nb = hy_ens_of(&m)->n_base_floats;
     float *before = malloc(m.n_params * sizeof *before);
     memcpy(before, m.params, m.n_params * sizeof *before);
     hy_optim_segment *seg = calloc(m.n_tensors, sizeof *seg);
@@ -183,9 +183,9 @@ static void test_members_stack(void) {
         e1.members = 1;
         hy_xfmr m3 = {0}, m1 = {0};
         build(&m3, &e3, 2);
-        CHECK_OK(hy_xfmr_new_ens(&m1, &c, &e1));
+        CHECK_OK(hy_ens_new(&m1, &c, &e1));
         CHECK_OK(hy_xfmr_alloc_acts(&m1, 2));
-        size_t nb = m3.ens->n_base_floats, S = c.image_size, K = c.n_classes;
+        size_t nb = hy_ens_of(&m3)->n_base_floats, S = c.image_size, K = c.n_classes;
         float img[2 * 64], l3[3 * 2 * 3], l1[2 * 3];
         for (size_t i = 0; i < 2 * S * S; i++) img[i] = urand();
         hy_batch in = {.images = img};
@@ -199,7 +199,7 @@ static void test_members_stack(void) {
             memcpy(m1.params, m3.params, nb * sizeof(float));
             memcpy(m1.gates, m3.gates, c.depth * c.n_heads * sizeof(float));
             /* every member tensor [M, ...]: row mm of m3 into m1's single row */
-            for (size_t t = m3.ens->n_base_tensors; t < m3.n_tensors; t++) {
+            for (size_t t = hy_ens_of(&m3)->n_base_tensors; t < m3.n_tensors; t++) {
                 const hy_param *p = &m3.table[t], *q = &m1.table[t];
                 size_t row = p->numel / 3;
                 memcpy(m1.params + q->offset, m3.params + p->offset + mm * row,
@@ -241,9 +241,9 @@ static void run_fixture(const char *path) {
     hy_ens_config e;
     int has = 0;
     CHECK_OK(hy_ckpt_read_config(&f, &c));
-    CHECK_OK(hy_ckpt_read_ensemble(&f, &e, &has));
+    CHECK_OK(hy_ens_read(&f, &e, &has));
     CHECK(has, "%s has no /ensemble", path);
-    CHECK_OK(hy_xfmr_new_ens(&m, &c, &e));
+    CHECK_OK(hy_ens_new(&m, &c, &e));
     CHECK_OK(hy_h5_read_as(&f, "/in/labels", HY_I32, &labels));
     size_t B = (size_t)labels.shape[0], K = c.n_classes, M = e.members;
     CHECK_OK(hy_xfmr_alloc_acts(&m, B));
@@ -322,10 +322,11 @@ static void test_ckpt_roundtrip(void) {
         build(&m, &e, 1);
         snprintf(path, sizeof path, "%s/ens%d.h5", check_tmpdir(), kind);
         CHECK_OK(hy_ckpt_save(path, &m, NULL, 0));
-        CHECK_OK(hy_ckpt_load(path, &r));
-        CHECK(r.ens && r.ens->cfg.kind == e.kind && r.ens->cfg.members == e.members &&
-              r.ens->cfg.rank == e.rank && r.ens->cfg.alpha == e.alpha &&
-              r.ens->cfg.targets == e.targets, "%s: /ensemble round trip", path);
+        CHECK_OK(hy_ens_load(path, &r));
+        const hy_ens *re = hy_ens_of(&r);
+        CHECK(re && re->cfg.kind == e.kind && re->cfg.members == e.members &&
+              re->cfg.rank == e.rank && re->cfg.alpha == e.alpha && re->cfg.targets == e.targets,
+              "%s: /ensemble round trip", path);
         CHECK(r.n_params == m.n_params && r.n_tensors == m.n_tensors, "%s: layout", path);
         for (size_t i = 0; i < m.n_tensors && r.n_tensors == m.n_tensors; i++)
             CHECK(strcmp(r.table[i].name, m.table[i].name) == 0 &&
@@ -333,6 +334,10 @@ static void test_ckpt_roundtrip(void) {
                          m.table[i].numel * sizeof(float)) == 0,
                   "%s: %s differs after the round trip", path, m.table[i].name);
         hy_xfmr_release(&r);
+        /* the model layer's loader builds single models only: it refuses an ensemble's file
+         * rather than load its backbone alone */
+        CHECK_FAIL_HAS(hy_ckpt_load(path, &r), HY_EINVAL, "holds an ensemble (/ensemble)");
+        CHECK(r.params == NULL, "%s: a refused load leaves the model zeroed", path);
         hy_xfmr_release(&m);
     }
     /* a single model's checkpoint loads as a single model */
@@ -341,8 +346,8 @@ static void test_ckpt_roundtrip(void) {
     CHECK_OK(hy_xfmr_new(&s, &c));
     snprintf(path, sizeof path, "%s/single.h5", check_tmpdir());
     CHECK_OK(hy_ckpt_save(path, &s, NULL, 0));
-    CHECK_OK(hy_ckpt_load(path, &r));
-    CHECK(r.ens == NULL && hy_xfmr_members(&r) == 1, "a single checkpoint loads as one");
+    CHECK_OK(hy_ens_load(path, &r));
+    CHECK(hy_ens_of(&r) == NULL && hy_xfmr_members(&r) == 1, "a single checkpoint loads as one");
     hy_xfmr_release(&r);
     hy_xfmr_release(&s);
 }
@@ -353,7 +358,7 @@ static void bad_attr(const char *key, const char *sval, int64_t ival, hy_status 
     hy_ens_config e = lora_cfg(2, HY_LORA_Q | HY_LORA_V);
     hy_xfmr m = {0}, r = {0};
     hy_xfmr_config c = check_tiny_vit();
-    CHECK_OK(hy_xfmr_new_ens(&m, &c, &e));
+    CHECK_OK(hy_ens_new(&m, &c, &e));
     char path[512];
     snprintf(path, sizeof path, "%s/bad_%s.h5", check_tmpdir(), key);
     hy_h5 f = {0};
@@ -362,7 +367,7 @@ static void bad_attr(const char *key, const char *sval, int64_t ival, hy_status 
     if (sval) CHECK_OK(hy_h5_set_attr_str(&f, "/ensemble", key, sval));
     else CHECK_OK(hy_h5_set_attr_i64(&f, "/ensemble", key, ival));
     CHECK_OK(hy_h5_commit(&f));
-    CHECK_FAIL_HAS(hy_ckpt_load(path, &r), want, msg);
+    CHECK_FAIL_HAS(hy_ens_load(path, &r), want, msg);
     CHECK(strstr(hy_errmsg(), path) != NULL, "the message names the file: %s", hy_errmsg());
     hy_xfmr_release(&m);
 }
@@ -376,22 +381,22 @@ static void test_bad_input(void) {
     hy_xfmr_config c = check_tiny_vit();
     hy_xfmr m = {0};
     hy_ens_config e = be_cfg(0);
-    CHECK_FAIL_HAS(hy_xfmr_new_ens(&m, &c, &e), HY_ECONFIG, "batch_ensemble.members must be in");
+    CHECK_FAIL_HAS(hy_ens_new(&m, &c, &e), HY_ECONFIG, "batch_ensemble.members must be in");
     e = lora_cfg(2, 0);
-    CHECK_FAIL_HAS(hy_xfmr_new_ens(&m, &c, &e), HY_ECONFIG, "lora_ensemble.targets must name");
+    CHECK_FAIL_HAS(hy_ens_new(&m, &c, &e), HY_ECONFIG, "lora_ensemble.targets must name");
     e = lora_cfg(2, HY_LORA_Q);
     e.alpha = 0.0f;
-    CHECK_FAIL_HAS(hy_xfmr_new_ens(&m, &c, &e), HY_ECONFIG, "lora_ensemble.alpha must be > 0");
+    CHECK_FAIL_HAS(hy_ens_new(&m, &c, &e), HY_ECONFIG, "lora_ensemble.alpha must be > 0");
     /* a backbone of another shape, or an ensemble as backbone */
     e = lora_cfg(2, HY_LORA_Q);
-    CHECK_OK(hy_xfmr_new_ens(&m, &c, &e));
+    CHECK_OK(hy_ens_new(&m, &c, &e));
     hy_xfmr_config c2 = c;
     c2.d_mlp = 48;
     hy_xfmr s = {0}, b = {0};
     CHECK_OK(hy_xfmr_new(&s, &c2));
     CHECK_FAIL_HAS(hy_ens_copy_backbone(&m, &s), HY_EINVAL, "the backbone has d_mlp 48");
     hy_ens_config eb = be_cfg(2);
-    CHECK_OK(hy_xfmr_new_ens(&b, &c, &eb));
+    CHECK_OK(hy_ens_new(&b, &c, &eb));
     CHECK_FAIL_HAS(hy_ens_copy_backbone(&m, &b), HY_EINVAL, "not a batch_ensemble model");
     hy_xfmr_release(&b);
     hy_xfmr_release(&s);
@@ -408,7 +413,7 @@ static void test_cost(void) {
     CHECK(fabs(b.flops_total - (3.0 * s.flops_total - 2.0 * s.flops[HY_PART_EMBED])) < 1.0,
           "batch_ensemble flops %.0f", b.flops_total);
     hy_xfmr m = {0};
-    CHECK_OK(hy_xfmr_new_ens(&m, &c, &e));
+    CHECK_OK(hy_ens_new(&m, &c, &e));
     size_t stored = 0;   /* every tensor counted (no alignment padding) */
     for (size_t i = 0; i < m.n_tensors; i++) stored += m.table[i].numel;
     CHECK(b.params_total == stored, "batch_ensemble params %zu, tensors %zu", b.params_total,
@@ -416,7 +421,7 @@ static void test_cost(void) {
     hy_xfmr_release(&m);
     e = lora_cfg(3, HY_LORA_Q | HY_LORA_V);
     hy_xfmr_costs l = hy_ens_cost(&c, &e, T);
-    CHECK_OK(hy_xfmr_new_ens(&m, &c, &e));
+    CHECK_OK(hy_ens_new(&m, &c, &e));
     stored = 0;   /* every tensor but the unused base head */
     for (size_t i = 0; i < m.n_tensors; i++)
         if (strcmp(m.table[i].name, "head.weight") && strcmp(m.table[i].name, "head.bias"))

@@ -54,7 +54,7 @@ static void setup(fixture *f, uint64_t seed) {
     hy_tensor_release(&lab);
     CHECK_OK(hy_loader_new(&f->ld, &f->ds, N_ROWS, 0, NULL, 0));
     CHECK(hy_loader_next(&f->ld) == N_ROWS, "one batch of every row");
-    hy_loader_batch(&f->ld, &f->in);
+    hy_train_input(&f->ld, &f->in);
 }
 
 static void teardown(fixture *f) {

@@ -218,7 +218,7 @@ static void run_steps(hy_xfmr *m, const hy_dataset *ds, const hy_mimo_config *mc
     hy_mimo_trainer t;
     CHECK_OK(hy_mimo_trainer_new(&t, m, ds, &tc, mc, NULL));
     size_t ran = 0;
-    CHECK_OK(hy_mimo_trainer_run(&t, steps, &ran));
+    CHECK_OK(hy_fit_run(&t.fit, steps, &ran));
     CHECK(ran == steps, "ran %zu of %zu steps", ran, steps);
     if (keep) *keep = t;
     else hy_mimo_trainer_release(&t);
@@ -245,10 +245,11 @@ static void test_trainer_slots(void) {
     CHECK(differ, "slots shuffled independently");
     /* the slot images are the loader's images in the slot order */
     size_t HW = 64;
-    CHECK(memcmp(t.images + (5 * M + 2) * HW, t.loader.images + (size_t)t.order[3 * R + 5] * HW,
+    CHECK(memcmp(t.images + (5 * M + 2) * HW,
+                 t.fit.loader.images + (size_t)t.order[3 * R + 5] * HW,
                  HW * sizeof(float)) == 0, "slot 3 of row 6 holds its sample");
-    CHECK(t.labels[2 * R + 5] == t.loader.labels[t.order[3 * R + 5]], "slot label");
-    double loss0 = t.prog.loss;
+    CHECK(t.labels[2 * R + 5] == t.fit.loader.labels[t.order[3 * R + 5]], "slot label");
+    double loss0 = t.fit.prog.loss;
     CHECK(isfinite(loss0) && loss0 > 0, "loss %g", loss0);
     hy_mimo_trainer_release(&t);
     /* rho 1: the same order in every slot */

@@ -426,10 +426,10 @@ static void test_pretrain_learns(void) {
     CHECK_OK(hy_mlm_evaluate(&m, &h, &ds, 64, &BERT, 9, &l0, &a0, &np));
     hy_mlm_trainer t;
     CHECK_OK(hy_mlm_trainer_new(&t, &m, &h, &ds, &tc));
-    for (uint64_t e = 0; e < tc.epochs && t.model; e++) {
-        hy_mlm_trainer_start_epoch(&t, e);
+    for (uint64_t e = 0; e < tc.epochs && t.fit.model; e++) {
+        hy_fit_start_epoch(&t.fit, e);
         size_t ran = 0;
-        CHECK_OK(hy_mlm_trainer_run(&t, 1000, &ran));
+        CHECK_OK(hy_fit_run(&t.fit, 1000, &ran));
     }
     hy_mlm_trainer_release(&t);
     CHECK_OK(hy_mlm_evaluate(&m, &h, &ds, 64, &BERT, 9, &l1, &a1, &np));

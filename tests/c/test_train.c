@@ -52,9 +52,9 @@ static void synth(hy_dataset *d, size_t n, uint64_t seed) {
 
 static void run_epochs(hy_trainer *t, size_t epochs, size_t chunk) {
     for (size_t e = 0; e < epochs; e++) {
-        hy_trainer_start_epoch(t, e);
+        hy_fit_start_epoch(&t->fit, e);
         size_t ran;
-        do CHECK_OK(hy_trainer_run(t, chunk, &ran));
+        do CHECK_OK(hy_fit_run(&t->fit, chunk, &ran));
         while (ran == chunk);
     }
 }
@@ -73,8 +73,9 @@ static void test_learns_synthetic_task(void) {
     hy_trainer t;
     CHECK_OK(hy_trainer_new(&t, &m, &tr, &tc, NULL));
     run_epochs(&t, 2, 7);
-    CHECK(t.prog.step == 48 && t.prog.total_steps == 48, "steps %lld", (long long)t.prog.step);
-    CHECK(t.prog.epoch_seen == 1200, "seen %zu", t.prog.epoch_seen);
+    CHECK(t.fit.prog.step == 48 && t.fit.prog.total_steps == 48, "steps %lld",
+          (long long)t.fit.prog.step);
+    CHECK(t.fit.prog.epoch_seen == 1200, "seen %zu", t.fit.prog.epoch_seen);
     hy_trainer_release(&t);
     CHECK_OK(hy_train_evaluate(&m, &va, 64, &nll, &acc));
     printf("synthetic task: val nll %.3f -> %.3f, acc %.3f -> %.3f\n", nll0, nll, acc0, acc);
@@ -195,13 +196,13 @@ static void test_non_finite_loss_names_step(void) {
     hy_trainer t;
     CHECK_OK(hy_trainer_new(&t, &m, &d, &tc, NULL));
     size_t ran;
-    CHECK_OK(hy_trainer_run(&t, 2, &ran));
+    CHECK_OK(hy_fit_run(&t.fit, 2, &ran));
     hy_param_view v;
     CHECK_OK(hy_xfmr_param(&m, "head.bias", &v));
     v.data[0] = INFINITY;
     float *before = hy_xmalloc(m.n_params * sizeof(float));
     memcpy(before, m.params, m.n_params * sizeof(float));
-    CHECK_FAIL(hy_trainer_run(&t, 2, &ran), HY_EINVAL,
+    CHECK_FAIL(hy_fit_run(&t.fit, 2, &ran), HY_EINVAL,
                "train: non-finite loss (nan) at step 3 (epoch 1, batch 3 of 4)");
     CHECK(ran == 0, "no step taken (%zu)", ran);
     CHECK(memcmp(before, m.params, m.n_params * sizeof(float)) == 0, "params untouched");

@@ -1,18 +1,19 @@
-/* fuzz_ckpt.c: the HDF5 checkpoint loader (core/nn/ckpt.c on core/io/h5.c). The input is a whole
- * HDF5 file; hy_ckpt_load must either build a model (every tensor then finite, checked again
+/* fuzz_ckpt.c: the HDF5 checkpoint loader (core/nn/ckpt.c on core/io/h5.c, with ensembles'
+ * /ensemble from core/hydra/ens.c). The input is a whole HDF5 file; hy_ens_load (a single model
+ * or an ensemble) must either build a model (every tensor then finite, checked again
  * here) or fail with a message and leave the model zeroed. Only hydra's code is instrumented:
  * libhdf5 is Debian's build, so coverage guides through hydra's checks, not HDF5's parser. */
 #include <math.h>
 #include <string.h>
 
-#include "nn/ckpt.h"
+#include "hydra/ens.h"
 #include "fuzz_common.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const char *path = fuzz_file(data, size);
     hy_xfmr m;
-    hy_status st = hy_ckpt_load(path, &m);
+    hy_status st = hy_ens_load(path, &m);
     fuzz_check_message(st);
     if (st != HY_OK) {
         if (m.params || m.table) abort();

@@ -1,4 +1,6 @@
 /* l_ens.c: Lua binding of core/ens (BatchEnsemble and LoRA-Ensemble models, ens.h).
+ *   core.model_load(path) -> hydra.Model: a checkpoint's model, an ensemble when the file has
+ *     /ensemble (hy_ens_load)
  *   core.ens_model_new(model, method, section) -> hydra.Model: an ensemble of the resolved model
  *     section `model` (as core.model_new); method "batch_ensemble" | "lora_ensemble" and its
  *     resolved section, read by its YAML keys: <method>.members, and for lora_ensemble
@@ -48,23 +50,30 @@ static void read_ens(lua_State *L, int arg, const char *method, hy_ens_config *e
     }
 }
 
+static int l_model_load(lua_State *L) {
+    const char *path = luaL_checkstring(L, 1);
+    if (hy_ens_load(path, l_pushmodel(L)) != HY_OK) return l_raise(L);
+    return 1;
+}
+
 static int l_ens_model_new(lua_State *L) {
     hy_xfmr_config c;
     l_read_model_config(L, 1, &c);
     const char *method = luaL_checkstring(L, 2);
     hy_ens_config e;
     read_ens(L, 3, method, &e);
-    if (hy_xfmr_new_ens(l_pushmodel(L), &c, &e) != HY_OK) return l_raise(L);
+    if (hy_ens_new(l_pushmodel(L), &c, &e) != HY_OK) return l_raise(L);
     return 1;
 }
 
 static int l_model_ensemble(lua_State *L) {
     hy_xfmr *m = l_checkmodel(L, 1);
-    if (!m->ens) {
+    const hy_ens *ens = hy_ens_of(m);
+    if (!ens) {
         lua_pushnil(L);
         return 1;
     }
-    const hy_ens_config *e = &m->ens->cfg;
+    const hy_ens_config *e = &ens->cfg;
     lua_createtable(L, 0, 5);
     lua_pushstring(L, hy_ens_method_name(e->kind));
     lua_setfield(L, -2, "method");
@@ -85,7 +94,7 @@ static int l_model_ensemble(lua_State *L) {
 static int l_model_copy_backbone(lua_State *L) {
     hy_xfmr *m = l_checkmodel(L, 1);
     hy_xfmr *src = l_checkmodel(L, 2);
-    if (!m->ens) return luaL_error(L, "ens: copy_backbone needs an ensemble model");
+    if (!hy_ens_of(m)) return luaL_error(L, "ens: copy_backbone needs an ensemble model");
     if (hy_ens_copy_backbone(m, src) != HY_OK) return l_raise(L);
     return 0;
 }
@@ -93,7 +102,8 @@ static int l_model_copy_backbone(lua_State *L) {
 void l_open_ens(lua_State *L) {
     static const luaL_Reg methods[] = {
         {"ensemble", l_model_ensemble}, {"copy_backbone", l_model_copy_backbone}, {NULL, NULL}};
-    static const luaL_Reg fns[] = {{"ens_model_new", l_ens_model_new}, {NULL, NULL}};
+    static const luaL_Reg fns[] = {
+        {"model_load", l_model_load}, {"ens_model_new", l_ens_model_new}, {NULL, NULL}};
     l_addmethods(L, L_MODEL, methods);
     l_setfuncs(L, fns);
 }

@@ -15,13 +15,10 @@
 
 #define L_MIMO_TRAINER "hydra.MimoTrainer"
 
-typedef struct l_mtrainer { hy_mimo_trainer t; int open; } l_mtrainer;
+typedef struct l_mtrainer { hy_mimo_trainer t; } l_mtrainer;
 
 static l_mtrainer *check_trainer(lua_State *L, int arg) {
-    l_mtrainer *u = luaL_checkudata(L, arg, L_MIMO_TRAINER);
-    if (!u->open) luaL_error(L, "mimo: attempt to use a closed trainer");
-    if (!u->t.model->params) luaL_error(L, "model: attempt to use a closed model");
-    return u;
+    return (l_mtrainer *)l_checkfit(L, arg, L_MIMO_TRAINER, "mimo");
 }
 
 static void read_mimo(lua_State *L, int arg, hy_mimo_config *mc) {
@@ -48,49 +45,25 @@ static int l_mimo_trainer_new(lua_State *L) {
     lua_pushvalue(L, 2);
     lua_setiuservalue(L, -2, 2);
     if (hy_mimo_trainer_new(&u->t, m, d, &c, &mc, &aug) != HY_OK) return l_raise(L);
-    u->open = 1;
     return 1;
 }
 
 static int l_mimo_trainer_gc(lua_State *L) {
     l_mtrainer *u = luaL_checkudata(L, 1, L_MIMO_TRAINER);
-    if (u->open && u->t.model && !u->t.model->params) u->t.model = NULL;   /* model closed */
+    hy_fit *f = &u->t.fit;
+    if (f->model && !f->model->params) f->model = NULL;   /* model closed */
     hy_mimo_trainer_release(&u->t);
-    u->open = 0;
     return 0;
-}
-
-static int l_mimo_trainer_start_epoch(lua_State *L) {
-    l_mtrainer *u = check_trainer(L, 1);
-    lua_Integer e = luaL_checkinteger(L, 2);
-    luaL_argcheck(L, e >= 1, 2, "epochs are numbered from 1");
-    hy_mimo_trainer_start_epoch(&u->t, (uint64_t)(e - 1));
-    return 0;
-}
-
-static int l_mimo_trainer_run(lua_State *L) {
-    l_mtrainer *u = check_trainer(L, 1);
-    lua_Integer n = luaL_checkinteger(L, 2);
-    luaL_argcheck(L, n >= 0, 2, "steps must be >= 0");
-    size_t ran = 0;
-    if (hy_mimo_trainer_run(&u->t, (size_t)n, &ran) != HY_OK) return l_raise(L);
-    lua_pushinteger(L, (lua_Integer)ran);
-    return 1;
-}
-
-static int l_mimo_trainer_progress(lua_State *L) {
-    l_pushprogress(L, &check_trainer(L, 1)->t.prog);
-    return 1;
 }
 
 static int l_mimo_trainer_save(lua_State *L) {
-    l_mtrainer *u = check_trainer(L, 1);
-    return l_train_save(L, u->t.model, &u->t.opt, &u->t.prog);
+    hy_fit *f = &check_trainer(L, 1)->t.fit;
+    return l_train_save(L, f->model, &f->opt[0], &f->prog);
 }
 
 static int l_mimo_trainer_resume(lua_State *L) {
-    l_mtrainer *u = check_trainer(L, 1);
-    return l_train_resume(L, u->t.model, &u->t.opt, &u->t.prog);
+    hy_fit *f = &check_trainer(L, 1)->t.fit;
+    return l_train_resume(L, f->model, &f->opt[0], &f->prog);
 }
 
 static size_t check_members(lua_State *L, int arg) {
@@ -139,11 +112,11 @@ void l_open_mimo(lua_State *L) {
     static const luaL_Reg model_methods[] = {
         {"mimo_predict", l_mimo_predict}, {"mimo_evaluate", l_mimo_evaluate}, {NULL, NULL}};
     static const luaL_Reg methods[] = {
-        {"start_epoch", l_mimo_trainer_start_epoch}, {"run", l_mimo_trainer_run},
-        {"progress", l_mimo_trainer_progress}, {"save", l_mimo_trainer_save},
-        {"resume", l_mimo_trainer_resume}, {"close", l_mimo_trainer_gc}, {NULL, NULL}};
+        {"save", l_mimo_trainer_save}, {"resume", l_mimo_trainer_resume},
+        {"close", l_mimo_trainer_gc}, {NULL, NULL}};
     static const luaL_Reg fns[] = {{"mimo_trainer_new", l_mimo_trainer_new}, {NULL, NULL}};
     l_addmethods(L, L_MODEL, model_methods);
     l_newclass(L, L_MIMO_TRAINER, methods, l_mimo_trainer_gc, l_mimo_trainer_gc);
+    l_addfitmethods(L, L_MIMO_TRAINER, "mimo");
     l_setfuncs(L, fns);
 }

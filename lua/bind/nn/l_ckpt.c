@@ -1,17 +1,11 @@
 /* l_ckpt.c: Lua binding of core/ckpt (model checkpoints, DESIGN §2 schema).
- *   core.model_load(path) -> hydra.Model
+ *   (core.model_load, which also loads ensembles, is l_ens.c's)
  *   m:save(path [, meta])   atomic; meta: extra /meta attributes (strings, numbers, booleans;
  *                           l_checkmeta in l_h5.c)
  *   m:load_encoder(path) -> n   train.init: every tensor but the classifier head, from the
  *                           checkpoint at path (hy_ckpt_read_encoder); n tensors read */
 #include "bind.h"
 #include "nn/ckpt.h"
-
-static int l_model_load(lua_State *L) {
-    const char *path = luaL_checkstring(L, 1);
-    if (hy_ckpt_load(path, l_pushmodel(L)) != HY_OK) return l_raise(L);
-    return 1;
-}
 
 /* The file is boxed (l_pushh5) before it is created: an error discards it. */
 static int l_model_save(lua_State *L) {
@@ -40,7 +34,5 @@ static int l_model_load_encoder(lua_State *L) {
 void l_open_ckpt(lua_State *L) {
     static const luaL_Reg methods[] = {{"save", l_model_save},
                                        {"load_encoder", l_model_load_encoder}, {NULL, NULL}};
-    static const luaL_Reg fns[] = {{"model_load", l_model_load}, {NULL, NULL}};
     l_addmethods(L, L_MODEL, methods);
-    l_setfuncs(L, fns);
 }

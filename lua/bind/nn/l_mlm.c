@@ -23,7 +23,7 @@
 #define L_MLMTRAINER "hydra.MLMTrainer"
 
 typedef struct l_mlm { hy_mlm h; } l_mlm;
-typedef struct l_mlmtrainer { hy_mlm_trainer t; int open; } l_mlmtrainer;
+typedef struct l_mlmtrainer { hy_mlm_trainer t; } l_mlmtrainer;
 
 static hy_mlm *check_head(lua_State *L, int arg) {
     l_mlm *u = luaL_checkudata(L, arg, L_MLM);
@@ -94,10 +94,7 @@ static hy_mlm_mask_config mask_config(lua_State *L, int p) {
 }
 
 static l_mlmtrainer *check_trainer(lua_State *L, int arg) {
-    l_mlmtrainer *u = luaL_checkudata(L, arg, L_MLMTRAINER);
-    if (!u->open) luaL_error(L, "pretrain: attempt to use a closed trainer");
-    if (!u->t.model->params) luaL_error(L, "model: attempt to use a closed model");
-    return u;
+    return (l_mlmtrainer *)l_checkfit(L, arg, L_MLMTRAINER, "pretrain");
 }
 
 static int l_mlm_trainer_new(lua_State *L) {
@@ -132,58 +129,15 @@ static int l_mlm_trainer_new(lua_State *L) {
         lua_setiuservalue(L, -2, i);
     }
     if (hy_mlm_trainer_new(&u->t, m, h, d, &c) != HY_OK) return l_raise(L);
-    u->open = 1;
     return 1;
 }
 
 static int l_mlm_trainer_gc(lua_State *L) {
     l_mlmtrainer *u = luaL_checkudata(L, 1, L_MLMTRAINER);
-    if (u->open && u->t.model && !u->t.model->params) u->t.model = NULL;   /* model closed */
+    hy_fit *f = &u->t.fit;
+    if (f->model && !f->model->params) f->model = NULL;   /* model closed */
     hy_mlm_trainer_release(&u->t);
-    u->open = 0;
     return 0;
-}
-
-static int l_mlm_trainer_start_epoch(lua_State *L) {
-    l_mlmtrainer *u = check_trainer(L, 1);
-    lua_Integer e = luaL_checkinteger(L, 2);
-    luaL_argcheck(L, e >= 1, 2, "epochs are numbered from 1");
-    hy_mlm_trainer_start_epoch(&u->t, (uint64_t)(e - 1));
-    return 0;
-}
-
-static int l_mlm_trainer_run(lua_State *L) {
-    l_mlmtrainer *u = check_trainer(L, 1);
-    lua_Integer n = luaL_checkinteger(L, 2);
-    luaL_argcheck(L, n >= 0, 2, "steps must be >= 0");
-    size_t ran = 0;
-    if (hy_mlm_trainer_run(&u->t, (size_t)n, &ran) != HY_OK) return l_raise(L);
-    lua_pushinteger(L, (lua_Integer)ran);
-    return 1;
-}
-
-static int l_mlm_trainer_progress(lua_State *L) {
-    l_mlmtrainer *u = check_trainer(L, 1);
-    const hy_progress *p = &u->t.prog;
-    lua_newtable(L);
-#define SETN(k, v) (lua_pushnumber(L, (lua_Number)(v)), lua_setfield(L, -2, k))
-#define SETI(k, v) (lua_pushinteger(L, (lua_Integer)(v)), lua_setfield(L, -2, k))
-    SETI("epoch", p->epoch + 1);
-    SETI("step", p->step);
-    SETI("total_steps", p->total_steps);
-    SETI("epoch_step", p->epoch_step);
-    SETI("epoch_steps", p->epoch_steps);
-    SETI("seen", p->epoch_seen);
-    SETN("loss", p->epoch_seen ? p->epoch_loss_sum / (double)p->epoch_seen : 0.0);
-    SETN("acc", p->epoch_seen ? (double)p->epoch_correct / (double)p->epoch_seen : 0.0);
-    SETN("last_loss", p->loss);
-    SETN("lr", p->lr);
-    SETN("grad_norm", p->grad_norm);
-    SETN("seconds", p->epoch_seconds);
-    SETN("samples_per_s", p->epoch_seconds > 0 ? (double)p->epoch_seen / p->epoch_seconds : 0.0);
-#undef SETN
-#undef SETI
-    return 1;
 }
 
 /* t:save(path, meta, with_state): the file is boxed before it is created */
@@ -194,7 +148,7 @@ static int l_mlm_trainer_save(lua_State *L) {
     int with_state = lua_toboolean(L, 4);
     hy_h5 *f = l_pushh5(L);
     if (hy_h5_create(f, path) != HY_OK) return l_raise(L);
-    hy_status st = hy_ckpt_write(f, u->t.model, NULL, 0);
+    hy_status st = hy_ckpt_write(f, u->t.fit.model, NULL, 0);
     if (st == HY_OK) st = l_writemeta(L, 3, f);
     if (st == HY_OK) st = hy_mlm_write(f, u->t.head);
     if (st == HY_OK && with_state) st = hy_mlm_trainer_write_state(f, &u->t);
@@ -211,7 +165,7 @@ static int l_mlm_trainer_resume(lua_State *L) {
     const char *path = luaL_checkstring(L, 2);
     hy_h5 *f = l_pushh5(L);
     if (hy_h5_open(f, path) != HY_OK) return l_raise(L);
-    hy_status st = hy_ckpt_read_params(f, u->t.model);
+    hy_status st = hy_ckpt_read_params(f, u->t.fit.model);
     if (st == HY_OK) st = hy_mlm_read(f, u->t.head);
     if (st == HY_OK) st = hy_mlm_trainer_read_state(f, &u->t);
     hy_h5_close(f);
@@ -243,12 +197,12 @@ void l_open_mlm(lua_State *L) {
         {"init", l_mlm_init}, {"param_names", l_mlm_param_names}, {"param", l_mlm_param},
         {"load", l_mlm_load}, {NULL, NULL}};
     static const luaL_Reg trainer[] = {
-        {"start_epoch", l_mlm_trainer_start_epoch}, {"run", l_mlm_trainer_run},
-        {"progress", l_mlm_trainer_progress}, {"save", l_mlm_trainer_save},
-        {"resume", l_mlm_trainer_resume}, {"close", l_mlm_trainer_gc}, {NULL, NULL}};
+        {"save", l_mlm_trainer_save}, {"resume", l_mlm_trainer_resume},
+        {"close", l_mlm_trainer_gc}, {NULL, NULL}};
     static const luaL_Reg fns[] = {{"mlm_new", l_mlm_new}, {"mlm_trainer_new", l_mlm_trainer_new},
                                    {"mlm_evaluate", l_mlm_evaluate}, {NULL, NULL}};
     l_newclass(L, L_MLM, head, l_mlm_gc, NULL);
     l_newclass(L, L_MLMTRAINER, trainer, l_mlm_trainer_gc, l_mlm_trainer_gc);
+    l_addfitmethods(L, L_MLMTRAINER, "pretrain");
     l_setfuncs(L, fns);
 }

@@ -16,7 +16,7 @@
 
 #define L_TRAINER "hydra.Trainer"
 
-typedef struct l_trainer { hy_trainer t; int open; } l_trainer;
+typedef struct l_trainer { hy_trainer t; } l_trainer;
 
 static int l_model_evaluate(lua_State *L) {
     hy_xfmr *m = l_checkmodel(L, 1);
@@ -81,10 +81,7 @@ static int l_model_features(lua_State *L) {
 }
 
 static l_trainer *check_trainer(lua_State *L, int arg) {
-    l_trainer *u = luaL_checkudata(L, arg, L_TRAINER);
-    if (!u->open) luaL_error(L, "train: attempt to use a closed trainer");
-    if (!u->t.model->params) luaL_error(L, "model: attempt to use a closed model");
-    return u;
+    return (l_trainer *)l_checkfit(L, arg, L_TRAINER, "train");
 }
 
 /* core.trainer_new(model, dataset, train, optim, seed [, finetune]): train, optim and finetune
@@ -141,55 +138,15 @@ static int l_trainer_new(lua_State *L) {
     lua_pushvalue(L, 2);
     lua_setiuservalue(L, -2, 2);
     if (hy_trainer_new(&u->t, m, d, &c, &aug) != HY_OK) return l_raise(L);
-    u->open = 1;
     return 1;
 }
 
 static int l_trainer_gc(lua_State *L) {
     l_trainer *u = luaL_checkudata(L, 1, L_TRAINER);
-    if (u->open && u->t.model && !u->t.model->params) u->t.model = NULL;   /* model closed */
+    hy_fit *f = &u->t.fit;
+    if (f->model && !f->model->params) f->model = NULL;   /* model closed */
     hy_trainer_release(&u->t);
-    u->open = 0;
     return 0;
-}
-
-static int l_trainer_start_epoch(lua_State *L) {
-    l_trainer *u = check_trainer(L, 1);
-    lua_Integer e = luaL_checkinteger(L, 2);
-    luaL_argcheck(L, e >= 1, 2, "epochs are numbered from 1");
-    hy_trainer_start_epoch(&u->t, (uint64_t)(e - 1));
-    return 0;
-}
-
-static int l_trainer_run(lua_State *L) {
-    l_trainer *u = check_trainer(L, 1);
-    lua_Integer n = luaL_checkinteger(L, 2);
-    luaL_argcheck(L, n >= 0, 2, "steps must be >= 0");
-    size_t ran = 0;
-    if (hy_trainer_run(&u->t, (size_t)n, &ran) != HY_OK) return l_raise(L);
-    lua_pushinteger(L, (lua_Integer)ran);
-    return 1;
-}
-
-void l_pushprogress(lua_State *L, const hy_progress *p) {
-    lua_newtable(L);
-#define SETN(k, v) (lua_pushnumber(L, (lua_Number)(v)), lua_setfield(L, -2, k))
-#define SETI(k, v) (lua_pushinteger(L, (lua_Integer)(v)), lua_setfield(L, -2, k))
-    SETI("epoch", p->epoch + 1);
-    SETI("step", p->step);
-    SETI("total_steps", p->total_steps);
-    SETI("epoch_step", p->epoch_step);
-    SETI("epoch_steps", p->epoch_steps);
-    SETI("seen", p->epoch_seen);
-    SETN("loss", p->epoch_seen ? p->epoch_loss_sum / (double)p->epoch_seen : 0.0);
-    SETN("acc", p->epoch_seen ? (double)p->epoch_correct / (double)p->epoch_seen : 0.0);
-    SETN("last_loss", p->loss);
-    SETN("lr", p->lr);
-    SETN("grad_norm", p->grad_norm);
-    SETN("seconds", p->epoch_seconds);
-    SETN("samples_per_s", p->epoch_seconds > 0 ? (double)p->epoch_seen / p->epoch_seconds : 0.0);
-#undef SETN
-#undef SETI
 }
 
 /* ===== resumable state (hydra.Trainer and hydra.MimoTrainer) ===== */
@@ -244,18 +201,13 @@ int l_train_resume(lua_State *L, hy_xfmr *m, hy_adamw *o, hy_progress *p) {
 }
 
 static int l_trainer_save(lua_State *L) {
-    l_trainer *u = check_trainer(L, 1);
-    return l_train_save(L, u->t.model, &u->t.opt, &u->t.prog);
+    hy_fit *f = &check_trainer(L, 1)->t.fit;
+    return l_train_save(L, f->model, &f->opt[0], &f->prog);
 }
 
 static int l_trainer_resume(lua_State *L) {
-    l_trainer *u = check_trainer(L, 1);
-    return l_train_resume(L, u->t.model, &u->t.opt, &u->t.prog);
-}
-
-static int l_trainer_progress(lua_State *L) {
-    l_pushprogress(L, &check_trainer(L, 1)->t.prog);
-    return 1;
+    hy_fit *f = &check_trainer(L, 1)->t.fit;
+    return l_train_resume(L, f->model, &f->opt[0], &f->prog);
 }
 
 void l_open_train(lua_State *L) {
@@ -263,11 +215,11 @@ void l_open_train(lua_State *L) {
         {"evaluate", l_model_evaluate}, {"predict", l_model_predict},
         {"features", l_model_features}, {NULL, NULL}};
     static const luaL_Reg methods[] = {
-        {"start_epoch", l_trainer_start_epoch}, {"run", l_trainer_run},
-        {"progress", l_trainer_progress}, {"save", l_trainer_save},
-        {"resume", l_trainer_resume}, {"close", l_trainer_gc}, {NULL, NULL}};
+        {"save", l_trainer_save}, {"resume", l_trainer_resume}, {"close", l_trainer_gc},
+        {NULL, NULL}};
     static const luaL_Reg fns[] = {{"trainer_new", l_trainer_new}, {NULL, NULL}};
     l_addmethods(L, L_MODEL, model_methods);
     l_newclass(L, L_TRAINER, methods, l_trainer_gc, l_trainer_gc);
+    l_addfitmethods(L, L_TRAINER, "train");
     l_setfuncs(L, fns);
 }

@@ -18,7 +18,6 @@
 #include <string.h>
 
 #include "bind.h"
-#include "hydra/ens.h"
 
 typedef struct l_model { hy_xfmr m; } l_model;
 
@@ -30,9 +29,9 @@ hy_xfmr *l_checkmodel(lua_State *L, int arg) {
 
 hy_xfmr *l_checksingle(lua_State *L, int arg, const char *who) {
     hy_xfmr *m = l_checkmodel(L, arg);
-    if (m->ens)
+    if (m->ext)
         luaL_error(L, "%s: '%s' models are not supported (a single model is expected)", who,
-                   hy_ens_method_name(m->ens->cfg.kind));
+                   m->ext->name);
     return m;
 }
 
@@ -196,7 +195,7 @@ static int l_model_config(lua_State *L) {
 /* m:cost([kept [, T]]) -> flops, params, parts (core.model_cost of m's config) */
 static int l_model_cost(lua_State *L) {
     hy_xfmr *m = l_checkmodel(L, 1);
-    if (m->ens) {   /* an ensemble: hy_ens_cost (every head of every member) */
+    if (m->ext) {   /* an ensemble: its extension's cost (every head of every member) */
         if (!lua_isnoneornil(L, 2)) return luaL_error(L, "cost: kept heads need a single model");
         return push_costs(L, hy_xfmr_model_cost(m, opt_seq_len(L, 3, &m->cfg)));
     }
