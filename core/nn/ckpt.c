@@ -205,10 +205,12 @@ hy_status hy_ckpt_read_ensemble(hy_h5 *f, hy_ens_config *e, int *has) {
             e->alpha = (float)d;
         } else {
             int64_t v;
+            char what[32];
             HY_TRY(hy_h5_get_attr_i64(f, "/ensemble", keys[i], &v));
-            if (v < 1)
-                return hy_fail(HY_EINVAL, "ckpt: '%s': /ensemble %s must be >= 1 (got %lld)",
-                               f->path, keys[i], (long long)v);
+            snprintf(what, sizeof what, "/ensemble %s", keys[i]);
+            /* members: the ensembles' limit (ens.h); rank: at most d_model (<= the width limit) */
+            hy_status rs = hy_check_range(f->path, what, v, 1, i == 1 ? 64 : HY_XFMR_MAX_WIDTH);
+            if (rs != HY_OK) return hy_fail_prefix(rs, "ckpt");
             if (i == 1) e->members = (size_t)v;
             else e->rank = (size_t)v;
         }
