@@ -103,7 +103,7 @@ static void fz_model(hy_xfmr *m, int text, const hy_ens_config *e, uint64_t seed
 
 /* base checkpoint v: 0 vit, 1 text, 2 a BatchEnsemble vit (3 members), 3 a LoRA text model */
 #define FZ_N_CKPT 4
-static void fz_write_ckpt(const char *path, int v) {
+static inline void fz_write_ckpt(const char *path, int v) {
     hy_ens_config e;
     memset(&e, 0, sizeof e);
     if (v == 2) {
@@ -125,7 +125,7 @@ static void fz_write_ckpt(const char *path, int v) {
 
 /* base gates file v: M = 1 + v members of the vit (v < 3), or of the text model (v = 3) */
 #define FZ_N_GATES 4
-static void fz_write_gates(const char *path, int v) {
+static inline void fz_write_gates(const char *path, int v) {
     size_t M = v < 3 ? 1 + (size_t)v : 2, L = 2, NH = 2;
     float g[4 * 2 * 2], sc[4 * 2 * 2];
     for (size_t i = 0; i < M * L * NH; i++) {
@@ -159,7 +159,7 @@ static hy_fuse_config fz_fuse_modes(int v) {
     return fc;
 }
 static size_t fz_fused_members(int v) { return 1 + (size_t)v % 3; }
-static void fz_write_fused(const char *path, int v) {
+static inline void fz_write_fused(const char *path, int v) {
     size_t M = fz_fused_members(v);
     hy_xfmr ms[3];
     hy_xfmr *mp[3];
