@@ -67,14 +67,6 @@ size_t hy_xfmr_field_max(const hy_xfmr_field *f) {
 hy_status hy_xfmr_config_check(const hy_xfmr_config *c) {
     if (c->kind != HY_XFMR_VIT && c->kind != HY_XFMR_TEXT)
         return hy_fail(HY_ECONFIG, "xfmr: kind must be vit or text (got %d)", (int)c->kind);
-    /* the limits first: every product below is then far from overflowing */
-    for (size_t i = 0; i < HY_XFMR_N_FIELDS; i++) {
-        const hy_xfmr_field *fd = &hy_xfmr_fields[i];
-        if (fd->type != HY_FIELD_SIZE || !hy_xfmr_field_applies(fd, c->kind)) continue;
-        size_t v = hy_xfmr_field_size(c, fd), max = hy_xfmr_field_max(fd);
-        if (v > max)
-            return hy_fail(HY_ECONFIG, "xfmr: %s must be <= %zu (got %zu)", fd->name, max, v);
-    }
 #define NEED_POS(f) \
     if (c->f == 0) return hy_fail(HY_ECONFIG, "xfmr: " #f " must be > 0 (got 0)")
     NEED_POS(d_model);
@@ -105,6 +97,15 @@ hy_status hy_xfmr_config_check(const hy_xfmr_config *c) {
     if (hy_xfmr_seq_len(c) > HY_ATTN_MAX_T)
         return hy_fail(HY_ECONFIG, "xfmr: sequence length %zu (with CLS) exceeds %d",
                        hy_xfmr_seq_len(c), HY_ATTN_MAX_T);
+    /* the limits (after the more telling messages above, which need no product that could
+     * overflow: a wrapped sequence length is caught here), before the parameter count */
+    for (size_t i = 0; i < HY_XFMR_N_FIELDS; i++) {
+        const hy_xfmr_field *fd = &hy_xfmr_fields[i];
+        if (fd->type != HY_FIELD_SIZE || !hy_xfmr_field_applies(fd, c->kind)) continue;
+        size_t v = hy_xfmr_field_size(c, fd), max = hy_xfmr_field_max(fd);
+        if (v > max)
+            return hy_fail(HY_ECONFIG, "xfmr: %s must be <= %zu (got %zu)", fd->name, max, v);
+    }
     size_t total = 0;
     hy_xfmr_table(c, NULL, &total);   /* < 2^60 under the limits above: no overflow */
     if (total > HY_XFMR_MAX_PARAMS)
