@@ -112,6 +112,31 @@ hy_status hy_dataset_from_text(hy_dataset *d, const hy_tensor *ids, const hy_ten
     return HY_OK;
 }
 
+/* The shape of dataset `name` (of rank ndim) against the HY_DATA_MAX_* limits, before it is
+ * read; a missing dataset or another rank is left to the reader's own message. */
+static hy_status check_extent(hy_h5 *f, const char *name, int ndim) {
+    int e = hy_h5_exists(f, name);
+    if (e < 0) return HY_ENOMEM;
+    if (!e) return HY_OK;
+    hy_dtype dt;
+    int nd = 0;
+    int64_t sh[HY_MAXDIM];
+    if (hy_h5_shape(f, name, &dt, &nd, sh) != HY_OK || nd != ndim) return HY_OK;
+    size_t bytes = hy_dtype_size(dt);
+    char what[600];
+    for (int i = 0; i < nd; i++) {
+        snprintf(what, sizeof what, "%s dim %d", name, i + 1);
+        hy_status st = hy_check_range(f->path, what, sh[i], 0,
+                                      i == 0 ? HY_DATA_MAX_ROWS : HY_DATA_MAX_SIDE);
+        if (st != HY_OK) return hy_fail_prefix(st, "loader");
+        hy_mul_ok(&bytes, bytes, (size_t)sh[i]);   /* saturates: fails the limit below */
+    }
+    if (bytes > HY_DATA_MAX_BYTES)
+        return hy_fail(HY_EINVAL, "loader: '%s': %s holds more than %zu bytes (the limit for one "
+                       "dataset)", f->path, name, HY_DATA_MAX_BYTES);
+    return HY_OK;
+}
+
 hy_status hy_dataset_load(hy_dataset *d, const char *path, const char *split, size_t subset,
                           const double *mean_std) {
     memset(d, 0, sizeof *d);
@@ -148,6 +173,8 @@ hy_status hy_dataset_load(hy_dataset *d, const char *path, const char *split, si
             if ((st = hy_h5_get_attr_f64(&f, "/meta", "mean", &ms[0])) != HY_OK) goto done;
             if ((st = hy_h5_get_attr_f64(&f, "/meta", "std", &ms[1])) != HY_OK) goto done;
         }
+        if ((st = check_extent(&f, name, 3)) != HY_OK) goto done;
+        if ((st = check_extent(&f, lname, 1)) != HY_OK) goto done;
         if ((st = hy_h5_read(&f, name, &a)) != HY_OK) goto done;
         if ((st = hy_h5_read(&f, lname, &b)) != HY_OK) goto done;
         st = hy_dataset_from_images(d, &a, &b, ms[0], ms[1], subset);
@@ -160,8 +187,11 @@ hy_status hy_dataset_load(hy_dataset *d, const char *path, const char *split, si
                          "/%s/ids)", path, split, split, split);
             goto done;
         }
+        if ((st = check_extent(&f, name, 2)) != HY_OK) goto done;
+        if ((st = check_extent(&f, lname, 1)) != HY_OK) goto done;
         if ((st = hy_h5_read_as(&f, name, HY_I32, &a)) != HY_OK) goto done;
         snprintf(name, sizeof name, "/%s/lengths", split);
+        if ((st = check_extent(&f, name, 1)) != HY_OK) goto done;
         if ((st = hy_h5_read_as(&f, name, HY_I32, &c)) != HY_OK) goto done;
         if ((st = hy_h5_read(&f, lname, &b)) != HY_OK) goto done;
         st = hy_dataset_from_text(d, &a, &c, &b, subset);

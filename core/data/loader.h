@@ -37,6 +37,13 @@ hy_status hy_dataset_from_images(hy_dataset *d, const hy_tensor *images, const h
  * [N]. Every length must be in [1, L] and every id >= 0 (fails naming the sample). */
 hy_status hy_dataset_from_text(hy_dataset *d, const hy_tensor *ids, const hy_tensor *lengths,
                                const hy_tensor *labels, size_t subset);
+/* Limits on a prepared file's datasets, checked on their shapes before anything is read
+ * (hy_dataset_load): rows (N) up to HY_DATA_MAX_ROWS, image sides and text columns up to
+ * HY_DATA_MAX_SIDE, and at most HY_DATA_MAX_BYTES bytes per dataset (products overflow-checked).
+ * "loader: 'x.h5': /train/images dim 2 = 1048576 is out of range (expected 0 to 65536)". */
+#define HY_DATA_MAX_ROWS ((int64_t)INT32_MAX)
+#define HY_DATA_MAX_SIDE ((int64_t)65536)
+#define HY_DATA_MAX_BYTES ((size_t)1 << 36)
 /* Reads split `split` of a prepared file (DESIGN §5): /<split>/images + /<split>/labels and the
  * /meta attributes mean/std for images, or /<split>/ids + lengths + labels for text.
  * mean_std (2 doubles), when non-NULL, is used instead of /meta (needed for files without it,

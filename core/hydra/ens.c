@@ -691,10 +691,12 @@ hy_status hy_ens_read(hy_h5 *f, hy_ens_config *e, int *has) {
             e->alpha = (float)d;
         } else {
             int64_t v;
+            char what[32];
             HY_TRY(hy_h5_get_attr_i64(f, "/ensemble", keys[i], &v));
-            if (v < 1)
-                return hy_fail(HY_EINVAL, "ckpt: '%s': /ensemble %s must be >= 1 (got %lld)",
-                               f->path, keys[i], (long long)v);
+            snprintf(what, sizeof what, "/ensemble %s", keys[i]);
+            /* members: the ensembles' limit; rank: at most d_model (<= the width limit) */
+            hy_status rs = hy_check_range(f->path, what, v, 1, i == 1 ? 64 : HY_XFMR_MAX_WIDTH);
+            if (rs != HY_OK) return hy_fail_prefix(rs, "ckpt");
             if (i == 1) e->members = (size_t)v;
             else e->rank = (size_t)v;
         }

@@ -8,6 +8,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #ifdef _OPENMP
 #include <omp.h>
@@ -164,6 +165,8 @@ hy_status hy_fused_build(hy_fused *f, hy_xfmr *const *members, size_t M,
                          const hy_fuse_config *fc) {
     memset(f, 0, sizeof *f);
     if (M == 0) return hy_fail(HY_EINVAL, "fused: need at least one member (got 0)");
+    if (M > HY_FUSED_MAX_MEMBERS)
+        return hy_fail(HY_EINVAL, "fused: at most %d members (got %zu)", HY_FUSED_MAX_MEMBERS, M);
     const hy_xfmr_config *c = &members[0]->cfg;
     size_t L = c->depth, NH = c->n_heads, LH = L * NH;
     for (size_t m = 0; m < M; m++) {
@@ -253,6 +256,67 @@ static hy_status read_mode(hy_h5 *file, const char *key, hy_fuse_mode *out) {
     return st;
 }
 
+/* The member groups /members/0 .. /members/{M-1} of a fused file, and nothing else under
+ * /members: *n receives how many children /members has, *ok whether they are exactly those. */
+static hy_status member_groups(hy_h5 *file, size_t M, size_t *n, int *ok) {
+    *n = 0;
+    *ok = 1;
+    int ex = hy_h5_exists(file, "/members");
+    if (ex < 0) return HY_ENOMEM;
+    if (!ex) {
+        *ok = M == 0;
+        return HY_OK;
+    }
+    hy_h5_entry *e = NULL;
+    HY_TRY(hy_h5_list(file, "/members", &e, n));
+    *ok = *n == M;
+    for (size_t i = 0; i < *n && *ok; i++) {
+        char *end = NULL;
+        unsigned long long v = strtoull(e[i].name, &end, 10);
+        *ok = e[i].kind == HY_H5_GROUP && e[i].name[0] >= '0' && e[i].name[0] <= '9' &&
+              *end == '\0' && v < M && (v == 0 || e[i].name[0] != '0');
+    }
+    hy_h5_list_free(e, *n);
+    return HY_OK;
+}
+
+/* /fuse members against the member groups, depth against the blocks stored, every head_gates
+ * shape and the shape of every tensor whose size does not depend on the kept heads (ref: the
+ * config's xfmr table) -- so no allocation is sized from an unchecked number. */
+static hy_status check_counts(hy_fused *f, hy_h5 *file, const hy_param *ref, size_t n_ref) {
+    const char *path = file->path;
+    size_t M = f->M, L = f->cfg.depth, NH = f->cfg.n_heads, ng = 0, nb0 = 0, nbs = 0;
+    int ok = 0;
+    HY_TRY(member_groups(file, M, &ng, &ok));
+    if (!ok) {
+        if (ng != M)
+            return hy_fail(HY_EINVAL, "fused: '%s': /fuse members = %zu but the file holds %zu "
+                           "member groups under /members", path, M, ng);
+        return hy_fail(HY_EINVAL, "fused: '%s': the groups under /members are not /members/0 "
+                       "to /members/%zu (/fuse members = %zu)", path, M - 1, M);
+    }
+    HY_TRY(hy_ckpt_count_blocks(file, "/members/0", &nb0));
+    HY_TRY(hy_ckpt_count_blocks(file, "/shared", &nbs));
+    size_t nb = nb0 > nbs ? nb0 : nbs;
+    if (nb != L)
+        return hy_fail(HY_EINVAL, "fused: '%s': /config depth = %zu but the file holds %zu "
+                       "blocks", path, L, nb);
+    char name[96];
+    int64_t gsh[2] = {(int64_t)L, (int64_t)NH};
+    for (size_t m = 0; m < M; m++) {
+        snprintf(name, sizeof name, "/members/%zu/head_gates", m);
+        HY_TRY(hy_ckpt_check_tensor(file, name, name + 1, 2, gsh));
+    }
+    for (size_t s = 0; s < n_ref; s++) {
+        hy_xfmr_part g = hy_xfmr_slot_part(&f->cfg, s, NULL, NULL);
+        bool avg = mode_of(&f->fuse, g) == HY_FUSE_AVERAGE;
+        if (!avg && g == HY_PART_ATTN) continue;   /* packed: sized by the kept heads */
+        snprintf(name, sizeof name, avg ? "/shared/%s" : "/members/0/%s", ref[s].name);
+        HY_TRY(hy_ckpt_check_tensor(file, name, name + 1, ref[s].ndim, ref[s].shape));
+    }
+    return HY_OK;
+}
+
 hy_status hy_fused_load(hy_fused *f, const char *path) {
     memset(f, 0, sizeof *f);
     hy_h5 file;
@@ -271,9 +335,8 @@ hy_status hy_fused_load(hy_fused *f, const char *path) {
     if ((st = read_mode(&file, "embed", &f->fuse.embed)) != HY_OK) goto fail;
     if ((st = read_mode(&file, "head", &f->fuse.head)) != HY_OK) goto fail;
     if ((st = hy_h5_get_attr_i64(&file, "/fuse", "members", &M)) != HY_OK) goto fail;
-    if (M < 1) {
-        st = hy_fail(HY_EINVAL, "fused: '%s' has /fuse members %lld (expected >= 1)", path,
-                     (long long)M);
+    if ((st = hy_check_range(path, "/fuse members", M, 1, HY_FUSED_MAX_MEMBERS)) != HY_OK) {
+        hy_fail_prefix(st, "fused");
         goto fail;
     }
     size_t n_ref = hy_xfmr_n_slots(&f->cfg), ref_floats = 0;
@@ -286,6 +349,8 @@ hy_status hy_fused_load(hy_fused *f, const char *path) {
     f->T = hy_xfmr_seq_len(&f->cfg);
     f->HS = f->cfg.d_model / f->cfg.n_heads;
     size_t L = f->cfg.depth, NH = f->cfg.n_heads;
+    /* every count and size against the data it describes, before anything is allocated */
+    if ((st = check_counts(f, &file, ref, n_ref)) != HY_OK) goto fail;
     f->head_gates = hy_xmalloc(f->M * L * NH * sizeof(float));
     if (!f->head_gates) {
         st = HY_ENOMEM;
@@ -819,7 +884,9 @@ static void forward(hy_fused *f, const hy_batch *in, size_t B, float *logits, si
 
 hy_status hy_fused_forward(hy_fused *f, const hy_batch *in, size_t B, float *logits) {
     HY_TRY(check_batch(f, in, B));
-    if (f->M > 64) return hy_fail(HY_EINVAL, "fused: at most 64 members (got %zu)", f->M);
+    if (f->M > HY_FUSED_MAX_MEMBERS)
+        return hy_fail(HY_EINVAL, "fused: at most %d members (got %zu)", HY_FUSED_MAX_MEMBERS,
+                       f->M);
     size_t T = f->cfg.kind == HY_XFMR_VIT ? f->T : 1 + in->len;
     size_t P = forward_threads(f, f->M * B, T);
     HY_TRY(ensure_ones(f));
@@ -844,15 +911,14 @@ hy_status hy_fused_predict(hy_fused *f, const hy_dataset *ds, size_t batch_size,
     hy_status st = HY_OK;
     float *lg = hy_xmalloc(M * batch_size * K * sizeof(float));
     float *pr = hy_xmalloc(batch_size * K * sizeof(float));
-    if (!lg || !pr) st = HY_ENOMEM;
+    double *acc = hy_xmalloc(K * sizeof(double));   /* one row's member-mean probabilities */
+    if (!lg || !pr || !acc) st = HY_ENOMEM;
     size_t first = 0, B;
     while (st == HY_OK && (B = hy_loader_next(&ld)) > 0) {
         hy_batch in;
         hy_train_input(&ld, &in);
         if ((st = hy_fused_forward(f, &in, B, lg)) != HY_OK) break;
         for (size_t b = 0; b < B; b++) {
-            double acc[1024];
-            HY_ASSERT(K <= 1024);
             for (size_t k = 0; k < K; k++) acc[k] = 0.0;
             for (size_t m = 0; m < M; m++) {
                 const float *z = lg + (m * B + b) * K;
@@ -870,6 +936,7 @@ hy_status hy_fused_predict(hy_fused *f, const hy_dataset *ds, size_t batch_size,
     }
     hy_free(lg);
     hy_free(pr);
+    hy_free(acc);
     hy_loader_release(&ld);
     return st;
 }

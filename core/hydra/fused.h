@@ -34,6 +34,9 @@
 
 typedef enum { HY_FUSE_MEMBER = 0, HY_FUSE_AVERAGE = 1 } hy_fuse_mode;
 
+/* The most members a fused model holds (build, load and forward refuse more). */
+#define HY_FUSED_MAX_MEMBERS 64
+
 /* fuse.mlp, fuse.ln, fuse.embed, fuse.head */
 typedef struct hy_fuse_config {
     hy_fuse_mode mlp, ln, embed, head;
@@ -100,7 +103,11 @@ void hy_fused_release(hy_fused *f);
 hy_status hy_fused_write(hy_h5 *file, const hy_fused *f);
 /* hy_h5_create + hy_fused_write + hy_h5_commit. */
 hy_status hy_fused_save(const char *path, const hy_fused *f);
-/* Reads a fused file; f overwritten (zeroed on failure). Errors name the file and the tensor. */
+/* Reads a fused file; f overwritten (zeroed on failure). Errors name the file and the tensor.
+ * Every count is checked against the data it describes before anything is allocated: /fuse
+ * members (1 to HY_FUSED_MAX_MEMBERS) against the groups /members/0 .. /members/{M-1} ("fused:
+ * 'f.h5': /fuse members = 2 but the file holds 3 member groups under /members"), /config depth
+ * against the blocks stored, the head_gates and the unpacked tensors' shapes against /config. */
 hy_status hy_fused_load(hy_fused *f, const char *path);
 
 /* Activations for batches of up to B_cap samples (frees any previous block). */

@@ -424,6 +424,79 @@ hy_status hy_prune_check_gates(const float *gates, int ndim, const int64_t *shap
     return HY_OK;
 }
 
+hy_status hy_prune_read_gates(const char *path, size_t L, size_t NH, hy_tensor *out) {
+    memset(out, 0, sizeof *out);
+    hy_h5 f;
+    memset(&f, 0, sizeof f);
+    HY_TRY(hy_h5_open(&f, path));
+    hy_status st = HY_OK;
+    char a[96];
+    int ex = hy_h5_exists(&f, "/gates");
+    if (ex < 0) { st = HY_ENOMEM; goto done; }
+    if (!ex) {
+        st = hy_fail(HY_EINVAL, "prune: '%s' has no /gates (not a gates file)", path);
+        goto done;
+    }
+    hy_dtype dt;
+    int nd = 0;
+    int64_t sh[HY_MAXDIM];
+    if ((st = hy_h5_shape(&f, "/gates", &dt, &nd, sh)) != HY_OK) goto done;
+    bool ok = (nd == 3 && sh[1] == (int64_t)L && sh[2] == (int64_t)NH) ||
+              (nd == 2 && sh[0] == (int64_t)L && sh[1] == (int64_t)NH);
+    if (!ok) {
+        st = hy_fail(HY_EINVAL, "prune: '%s': /gates has shape %s, expected [M,%zu,%zu]", path,
+                     hy_shape_str(a, sizeof a, nd, sh), L, NH);
+        goto done;
+    }
+    int64_t M = nd == 3 ? sh[0] : 1;
+    if ((st = hy_check_range(path, "/gates members (its first dim)", M, 1,
+                             HY_PRUNE_MAX_MEMBERS)) != HY_OK) {
+        hy_fail_prefix(st, "prune");
+        goto done;
+    }
+    int64_t want[3] = {M, (int64_t)L, (int64_t)NH};
+    if ((st = hy_tensor_alloc(out, HY_F32, 3, want)) != HY_OK) goto done;
+    if ((st = hy_h5_read_into(&f, "/gates", HY_F32, nd, sh, out->data)) != HY_OK)
+        goto done;
+    if ((st = hy_prune_check_gates(out->data, 3, want, L, NH)) != HY_OK) {
+        char msg[512];   /* "prune: member 2 ..." -> "prune: 'g.h5': member 2 ..." */
+        snprintf(msg, sizeof msg, "%s", hy_errmsg());
+        const char *rest = strncmp(msg, "prune: ", 7) == 0 ? msg + 7 : msg;
+        st = hy_fail(st, "prune: '%s': %s", path, rest);
+        goto done;
+    }
+    /* the counts the file records must be the ones /gates holds */
+    ex = hy_h5_attr_exists(&f, "/", "members");
+    if (ex < 0) { st = HY_ENOMEM; goto done; }
+    if (ex) {
+        int64_t am = 0;
+        if ((st = hy_h5_get_attr_i64(&f, "/", "members", &am)) != HY_OK) goto done;
+        if (am != M) {
+            st = hy_fail(HY_EINVAL, "prune: '%s': attribute members = %lld but /gates holds "
+                         "%lld members", path, (long long)am, (long long)M);
+            goto done;
+        }
+    }
+    ex = hy_h5_attr_exists(&f, "/", "keep");
+    if (ex < 0) { st = HY_ENOMEM; goto done; }
+    if (ex) {
+        char *keep = NULL;
+        if ((st = hy_h5_get_attr_str(&f, "/", "keep", &keep)) != HY_OK) goto done;
+        int64_t n = keep[0] ? 1 : 0;
+        for (const char *c = keep; *c; c++) n += *c == ';';
+        hy_free(keep);
+        if (n && n != M) {
+            st = hy_fail(HY_EINVAL, "prune: '%s': attribute keep lists %lld members but /gates "
+                         "holds %lld", path, (long long)n, (long long)M);
+            goto done;
+        }
+    }
+done:
+    if (st != HY_OK) hy_tensor_release(out);
+    hy_h5_close(&f);
+    return st;
+}
+
 hy_status hy_prune_check_member(const char *who, const float *g, size_t member, size_t L,
                                 size_t NH) {
     for (size_t l = 0; l < L; l++) {

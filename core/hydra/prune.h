@@ -12,7 +12,7 @@
  *   Members: M gate matrices [L,H] (1 kept, 0 pruned) with per-member keep counts, bootstrap
  *     resamples (member m draws from hy_rng_split(seed, m)), objectives and an overlap penalty.
  * Entry points: hy_prune_taylor, hy_prune_circuit, hy_prune_select, hy_prune_members,
- * hy_prune_check_gates, hy_prune_restore. The circuit search only takes the data it is given:
+ * hy_prune_check_gates, hy_prune_read_gates, hy_prune_restore. The circuit search only takes the data it is given:
  * the callers (lua/hydra/prune.lua) pass validation splits only and refuse test sets. */
 #ifndef HY_PRUNE_H
 #define HY_PRUNE_H
@@ -20,6 +20,7 @@
 #include <stdbool.h>
 
 #include "data/loader.h"
+#include "io/h5.h"
 #include "nn/xfmr.h"
 
 typedef enum { HY_OBJ_ACC = 0, HY_OBJ_OOD, HY_OBJ_AVG } hy_objective;
@@ -106,6 +107,19 @@ hy_status hy_prune_members(hy_xfmr *m, const hy_subset *calib, const hy_subset *
  * HY_EINVAL. shape: the tensor's dims (ndim of them). */
 hy_status hy_prune_check_gates(const float *gates, int ndim, const int64_t *shape, size_t L,
                                size_t NH);
+/* The most members a gates file holds (the fused model's limit, HY_FUSED_MAX_MEMBERS). */
+#define HY_PRUNE_MAX_MEMBERS 64
+/* Reads and validates /gates of the gates file at path for a model of L layers and NH heads
+ * into *out (returns owned float32 (M, L, NH); a 2-d (L, NH) /gates reads as M = 1). The shape
+ * is checked before anything is read; M in [1, HY_PRUNE_MAX_MEMBERS]; values as
+ * hy_prune_check_gates; and the counts the file records must agree with /gates: the root
+ * attribute members (when present) and the number of ';'-separated entries of keep (when
+ * present and not empty):
+ *   "prune: 'g.h5' has no /gates (not a gates file)"
+ *   "prune: 'g.h5': /gates has shape [2,4,4], expected [M,4,8]"
+ *   "prune: 'g.h5': attribute members = 3 but /gates holds 2 members"
+ * out is zeroed on failure. */
+hy_status hy_prune_read_gates(const char *path, size_t L, size_t NH, hy_tensor *out);
 /* The rule of hy_prune_check_gates for ONE member's gates g (L, NH), the only gate check (the
  * fused model uses it too): messages start with `who` and name member + 1, e.g.
  * "fused: member 2 gate of layer 1, head 3 is 0.5 (expected 0 or 1)". HY_EINVAL. */

@@ -9,6 +9,7 @@
 #include "io/h5.h"
 #include "nn/layers.h"
 #include "nn/optim.h"
+#include "nn/xfmr.h"
 #include "tensor/rng.h"
 
 /* ===== names ===== */
@@ -428,6 +429,11 @@ hy_status hy_vilu_read(hy_h5 *f, const char *path, hy_vilu *h) {
     if (st == HY_OK && (D < 1 || H < 1))
         st = hy_fail(HY_EINVAL, "vilu: '%s' /vilu has d_features %lld, hidden %lld (expected "
                      ">= 1)", path, (long long)D, (long long)H);
+    /* sizes from the file, bounded before hy_vilu_new sizes its blocks from them */
+    if (st == HY_OK &&
+        ((st = hy_check_range(path, "/vilu d_features", D, 1, HY_XFMR_MAX_WIDTH)) != HY_OK ||
+         (st = hy_check_range(path, "/vilu hidden", H, 1, HY_XFMR_MAX_WIDTH)) != HY_OK))
+        hy_fail_prefix(st, "vilu");
     hy_free(fmt);
     hy_free(in);
     hy_free(loss);

@@ -87,10 +87,11 @@ hy_status hy_ckpt_read_config(hy_h5 *f, hy_xfmr_config *cfg) {
             return hy_fail(HY_EINVAL, "ckpt: '%s' has no /config attribute '%s'", f->path,
                            fd->name);
         int64_t v;
+        char what[48];
         HY_TRY(hy_h5_get_attr_i64(f, "/config", fd->name, &v));
-        if (v < 0)
-            return hy_fail(HY_EINVAL, "ckpt: '%s': /config %s must be >= 0 (got %lld)", f->path,
-                           fd->name, (long long)v);
+        snprintf(what, sizeof what, "/config %s", fd->name);
+        hy_status rs = hy_check_range(f->path, what, v, 0, (int64_t)hy_xfmr_field_max(fd));
+        if (rs != HY_OK) return hy_fail_prefix(rs, "ckpt");
         hy_xfmr_field_set_size(cfg, fd, (size_t)v);
     }
     st = hy_xfmr_config_check(cfg);
@@ -98,9 +99,8 @@ hy_status hy_ckpt_read_config(hy_h5 *f, hy_xfmr_config *cfg) {
     return HY_OK;
 }
 
-/* Reads float32 dataset `name` of the expected shape into buf; `what` names it in messages. */
-static hy_status read_tensor(hy_h5 *f, const char *name, const char *what, int ndim,
-                             const int64_t *shape, float *buf) {
+hy_status hy_ckpt_check_tensor(hy_h5 *f, const char *name, const char *what, int ndim,
+                               const int64_t *shape) {
     char want[96], got[96];
     hy_shape_str(want, sizeof want, ndim, shape);
     int e = hy_h5_exists(f, name);
@@ -117,6 +117,13 @@ static hy_status read_tensor(hy_h5 *f, const char *name, const char *what, int n
     if (!same)
         return hy_fail(HY_EINVAL, "ckpt: '%s': tensor '%s' has shape %s, expected %s", f->path,
                        what, hy_shape_str(got, sizeof got, nd, sh), want);
+    return HY_OK;
+}
+
+/* Reads float32 dataset `name` of the expected shape into buf; `what` names it in messages. */
+static hy_status read_tensor(hy_h5 *f, const char *name, const char *what, int ndim,
+                             const int64_t *shape, float *buf) {
+    HY_TRY(hy_ckpt_check_tensor(f, name, what, ndim, shape));
     HY_TRY(hy_h5_read_into(f, name, HY_F32, ndim, shape, buf));
     size_t n = 1;
     for (int i = 0; i < ndim; i++) n *= (size_t)shape[i];
@@ -184,6 +191,48 @@ done:
     return st;
 }
 
+hy_status hy_ckpt_count_blocks(hy_h5 *f, const char *group, size_t *n) {
+    *n = 0;
+    hy_h5_entry *e = NULL;
+    size_t ne = 0;
+    int ex = hy_h5_exists(f, group);
+    if (ex < 0) return HY_ENOMEM;
+    if (!ex) return HY_OK;
+    HY_TRY(hy_h5_list(f, group, &e, &ne));
+    for (size_t i = 0; i < ne; i++) {
+        const char *s = e[i].name;
+        if (strncmp(s, "blocks.", 7) != 0 || s[7] < '0' || s[7] > '9') continue;
+        size_t b = 0;
+        for (s += 7; *s >= '0' && *s <= '9' && b <= HY_XFMR_MAX_DEPTH; s++)
+            b = b * 10 + (size_t)(*s - '0');
+        if (*s == '.' && b < HY_XFMR_MAX_DEPTH && b + 1 > *n) *n = b + 1;
+    }
+    hy_h5_list_free(e, ne);
+    return HY_OK;
+}
+
+hy_status hy_ckpt_check_layout(hy_h5 *f, const hy_xfmr_config *cfg) {
+    size_t nb = 0;
+    HY_TRY(hy_ckpt_count_blocks(f, "/params", &nb));
+    if (nb != cfg->depth)
+        return hy_fail(HY_EINVAL, "ckpt: '%s': /config depth = %zu but /params holds %zu blocks "
+                       "(blocks.0 to blocks.%zu)", f->path, cfg->depth, nb, nb ? nb - 1 : 0);
+    size_t nt = hy_xfmr_n_slots(cfg), total = 0;
+    hy_param *tab = hy_xcalloc(nt, sizeof *tab);
+    if (!tab) return HY_ENOMEM;
+    hy_xfmr_table(cfg, tab, &total);
+    hy_status st = HY_OK;
+    char name[96];
+    for (size_t i = 0; i < nt && st == HY_OK; i++) {
+        snprintf(name, sizeof name, "/params/%s", tab[i].name);
+        st = hy_ckpt_check_tensor(f, name, tab[i].name, tab[i].ndim, tab[i].shape);
+    }
+    hy_free(tab);
+    int64_t gshape[2] = {(int64_t)cfg->depth, (int64_t)cfg->n_heads};
+    if (st == HY_OK) st = hy_ckpt_check_tensor(f, "/head_gates", "head_gates", 2, gshape);
+    return st;
+}
+
 /* the model of a checkpoint without an extension's part */
 static hy_status build_plain(hy_h5 *f, const hy_xfmr_config *cfg, hy_xfmr *m) {
     int ex = hy_h5_exists(f, "/ensemble");
@@ -191,7 +240,8 @@ static hy_status build_plain(hy_h5 *f, const hy_xfmr_config *cfg, hy_xfmr *m) {
     if (ex)
         return hy_fail(HY_EINVAL, "ckpt: '%s' holds an ensemble (/ensemble), which hy_ckpt_load "
                        "does not build (hy_ens_load does)", f->path);
-    return hy_xfmr_new(m, cfg);
+    hy_status st = hy_xfmr_new(m, cfg);
+    return st == HY_OK ? st : hy_fail_prefix(st, "ckpt: '%s'", f->path);
 }
 
 hy_status hy_ckpt_load_with(const char *path, hy_xfmr *m, hy_ckpt_build build) {
@@ -201,6 +251,8 @@ hy_status hy_ckpt_load_with(const char *path, hy_xfmr *m, hy_ckpt_build build) {
     hy_xfmr_config cfg;
     HY_TRY(hy_h5_open(&f, path));
     hy_status st = hy_ckpt_read_config(&f, &cfg);
+    /* the file must hold the tensors its /config describes before anything is allocated */
+    if (st == HY_OK) st = hy_ckpt_check_layout(&f, &cfg);
     if (st == HY_OK) st = (build ? build : build_plain)(&f, &cfg, m);
     if (st == HY_OK) {
         st = hy_ckpt_read_params(&f, m);

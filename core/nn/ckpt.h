@@ -38,7 +38,9 @@ hy_status hy_ckpt_write_config(hy_h5 *f, const hy_xfmr_config *c);
 hy_status hy_ckpt_save(const char *path, const hy_xfmr *m, const hy_kv *meta, size_t n);
 
 /* Reads /config of an open checkpoint into cfg (checked with hy_xfmr_config_check).
- * A missing attribute fails naming it: "ckpt: 'x.h5' has no /config attribute 'd_model'". */
+ * A missing attribute fails naming it: "ckpt: 'x.h5' has no /config attribute 'd_model'"; a
+ * size outside [0, hy_xfmr_field_max] names the limit: "ckpt: 'x.h5': /config depth =
+ * 1099511627776 is out of range (expected 0 to 1024)". */
 hy_status hy_ckpt_read_config(hy_h5 *f, hy_xfmr_config *cfg);
 /* Reads every /params tensor and /head_gates of an open checkpoint into an existing model of
  * the same config. A missing tensor: "ckpt: 'x.h5' has no tensor 'head.bias' (expected shape
@@ -57,6 +59,17 @@ hy_status hy_ckpt_read_encoder(const char *path, hy_xfmr *m, size_t *n_loaded);
  * element: "ckpt: 'x.h5': tensor 'head.weight' has a non-finite value (nan) at flat index 17".
  * Every tensor of a checkpoint (and /head_gates) and of a fused model is checked on load. */
 hy_status hy_ckpt_check_finite(const char *path, const char *what, const float *buf, size_t n);
+/* Fails unless dataset `name` exists with shape[0..ndim) (what names it in messages):
+ * "ckpt: 'x.h5' has no tensor 'head.bias' (expected shape [10])", "ckpt: 'x.h5': tensor
+ * 'head.weight' has shape [5,64], expected [10,64]". Reads no data. */
+hy_status hy_ckpt_check_tensor(hy_h5 *f, const char *name, const char *what, int ndim,
+                               const int64_t *shape);
+/* Fails unless the /params of an open checkpoint hold exactly the tensors cfg describes, with
+ * their shapes, and /head_gates is [depth, n_heads]; nothing is read or allocated but the table.
+ * "ckpt: 'x.h5': /config depth = 4096 but /params holds 4 blocks (blocks.0 to blocks.3)". */
+hy_status hy_ckpt_check_layout(hy_h5 *f, const hy_xfmr_config *cfg);
+/* *n = 1 + the largest b of the children "blocks.<b>.*" of group (0 when none, or no group). */
+hy_status hy_ckpt_count_blocks(hy_h5 *f, const char *group, size_t *n);
 /* Builds the model m (zeroed) of an open checkpoint f whose /config is cfg: hy_xfmr_new, or an
  * extended model after reading the extension's part of f. */
 typedef hy_status (*hy_ckpt_build)(hy_h5 *f, const hy_xfmr_config *cfg, hy_xfmr *m);

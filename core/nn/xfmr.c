@@ -48,6 +48,21 @@ struct hy_xfmr_acts {
 
 /* ===== configuration ===== */
 
+size_t hy_xfmr_field_max(const hy_xfmr_field *f) {
+    HY_ASSERT(f->type == HY_FIELD_SIZE);
+    static const struct { const char *name; size_t max; } lim[] = {
+        {"image_size", HY_XFMR_MAX_IMAGE},   {"channels", HY_XFMR_MAX_CHANNELS},
+        {"patch", HY_XFMR_MAX_IMAGE},        {"vocab_size", HY_XFMR_MAX_VOCAB},
+        {"max_len", HY_ATTN_MAX_T - 1},      {"d_model", HY_XFMR_MAX_WIDTH},
+        {"n_heads", HY_XFMR_MAX_WIDTH},      {"depth", HY_XFMR_MAX_DEPTH},
+        {"d_mlp", HY_XFMR_MAX_WIDTH},        {"n_classes", HY_XFMR_MAX_CLASSES},
+    };
+    for (size_t i = 0; i < sizeof lim / sizeof *lim; i++)
+        if (strcmp(lim[i].name, f->name) == 0) return lim[i].max;
+    HY_ASSERT(!"every SIZE field has a limit");
+    return 0;
+}
+
 hy_status hy_xfmr_config_check(const hy_xfmr_config *c) {
     if (c->kind != HY_XFMR_VIT && c->kind != HY_XFMR_TEXT)
         return hy_fail(HY_ECONFIG, "xfmr: kind must be vit or text (got %d)", (int)c->kind);
@@ -81,6 +96,21 @@ hy_status hy_xfmr_config_check(const hy_xfmr_config *c) {
     if (hy_xfmr_seq_len(c) > HY_ATTN_MAX_T)
         return hy_fail(HY_ECONFIG, "xfmr: sequence length %zu (with CLS) exceeds %d",
                        hy_xfmr_seq_len(c), HY_ATTN_MAX_T);
+    /* the limits (after the more telling messages above, which need no product that could
+     * overflow: a wrapped sequence length is caught here), before the parameter count */
+    for (size_t i = 0; i < HY_XFMR_N_FIELDS; i++) {
+        const hy_xfmr_field *fd = &hy_xfmr_fields[i];
+        if (fd->type != HY_FIELD_SIZE || !hy_xfmr_field_applies(fd, c->kind)) continue;
+        size_t v = hy_xfmr_field_size(c, fd), max = hy_xfmr_field_max(fd);
+        if (v > max)
+            return hy_fail(HY_ECONFIG, "xfmr: %s must be <= %zu (got %zu)", fd->name, max, v);
+    }
+    size_t total = 0;
+    hy_xfmr_table(c, NULL, &total);   /* < 2^60 under the limits above: no overflow */
+    if (total > HY_XFMR_MAX_PARAMS)
+        return hy_fail(HY_ECONFIG, "xfmr: the model has %zu parameters, above the limit of %zu "
+                       "(d_model %zu, depth %zu, d_mlp %zu)", total, HY_XFMR_MAX_PARAMS,
+                       c->d_model, c->depth, c->d_mlp);
     if (!(c->attn_dropout >= 0.0f && c->attn_dropout < 1.0f))
         return hy_fail(HY_ECONFIG, "xfmr: attn_dropout must be in [0, 1) (got %g)",
                        (double)c->attn_dropout);

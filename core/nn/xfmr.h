@@ -88,8 +88,31 @@ void hy_xfmr_field_set_rate(hy_xfmr_config *c, const hy_xfmr_field *f, float v);
 const char *hy_xfmr_kind_name(hy_xfmr_kind k);
 hy_status hy_xfmr_kind_parse(const char *s, hy_xfmr_kind *out);
 
+/* Limits on the sizes of a config. They are far above hydra's models (vit-fm: depth 6, d_model
+ * 128) and keep every size product of a valid config below 2^60, so no layout computation can
+ * overflow size_t and a file declaring absurd sizes is refused before anything is built:
+ *   HY_XFMR_MAX_DEPTH     depth
+ *   HY_XFMR_MAX_WIDTH     d_model, d_mlp (n_heads <= d_model, patch <= image_size follow)
+ *   HY_XFMR_MAX_IMAGE     image_size
+ *   HY_XFMR_MAX_CHANNELS  channels
+ *   HY_XFMR_MAX_VOCAB     vocab_size
+ *   HY_XFMR_MAX_CLASSES   n_classes
+ *   HY_ATTN_MAX_T - 1     max_len (the sequence limit, attn.h)
+ *   HY_XFMR_MAX_PARAMS    floats in the parameter table (16 GiB; grads double it) */
+#define HY_XFMR_MAX_DEPTH 1024
+#define HY_XFMR_MAX_WIDTH 65536
+#define HY_XFMR_MAX_IMAGE 65536
+#define HY_XFMR_MAX_CHANNELS 1024
+#define HY_XFMR_MAX_VOCAB (1 << 24)
+#define HY_XFMR_MAX_CLASSES 65536
+#define HY_XFMR_MAX_PARAMS ((size_t)1 << 32)
+/* The largest value SIZE field f may hold (the limits above). */
+size_t hy_xfmr_field_max(const hy_xfmr_field *f);
+
 /* Checks a configuration; the message names the field, e.g.
- * "xfmr: d_model must be divisible by n_heads (d_model 100, n_heads 8)". HY_ECONFIG. */
+ * "xfmr: d_model must be divisible by n_heads (d_model 100, n_heads 8)",
+ * "xfmr: depth must be <= 1024 (got 1099511627776)",
+ * "xfmr: the model has 8623489024 parameters, above the limit of 4294967296". HY_ECONFIG. */
 hy_status hy_xfmr_config_check(const hy_xfmr_config *c);
 /* Tokens per sequence including CLS: 1 + NP (vit) or 1 + max_len (text). Needs a valid config. */
 size_t hy_xfmr_seq_len(const hy_xfmr_config *c);

@@ -100,9 +100,9 @@ static inline v8f max8(v8f a, v8f b) {
 static inline vf maxv(vf a, vf b) { return selv(a > b, a, b); }
 
 static inline float hmax8(v8f v) {
-    v = max8(v, __builtin_shuffle(v, (v8i){4, 5, 6, 7, 0, 1, 2, 3}));
-    v = max8(v, __builtin_shuffle(v, (v8i){2, 3, 0, 1, 6, 7, 4, 5}));
-    v = max8(v, __builtin_shuffle(v, (v8i){1, 0, 3, 2, 5, 4, 7, 6}));
+    v = max8(v, HY_SHUFFLE(v, ((v8i){4, 5, 6, 7, 0, 1, 2, 3})));
+    v = max8(v, HY_SHUFFLE(v, ((v8i){2, 3, 0, 1, 6, 7, 4, 5})));
+    v = max8(v, HY_SHUFFLE(v, ((v8i){1, 0, 3, 2, 5, 4, 7, 6})));
     return v[0];
 }
 #define hsum8 hy_hsum8
@@ -133,10 +133,10 @@ static inline v8f tred8(v8f x[8]) {
     const v8i l2 = {0, 1, 8, 9, 4, 5, 12, 13}, h2 = {2, 3, 10, 11, 6, 7, 14, 15};
     const v8i l1 = {0, 8, 2, 10, 4, 12, 6, 14}, h1 = {1, 9, 3, 11, 5, 13, 7, 15};
     for (int k = 0; k < 4; k++)
-        x[k] = __builtin_shuffle(x[k], x[k + 4], l4) + __builtin_shuffle(x[k], x[k + 4], h4);
+        x[k] = HY_SHUFFLE2(x[k], x[k + 4], l4) + HY_SHUFFLE2(x[k], x[k + 4], h4);
     for (int k = 0; k < 2; k++)
-        x[k] = __builtin_shuffle(x[k], x[k + 2], l2) + __builtin_shuffle(x[k], x[k + 2], h2);
-    return __builtin_shuffle(x[0], x[1], l1) + __builtin_shuffle(x[0], x[1], h1);
+        x[k] = HY_SHUFFLE2(x[k], x[k + 2], l2) + HY_SHUFFLE2(x[k], x[k + 2], h2);
+    return HY_SHUFFLE2(x[0], x[1], l1) + HY_SHUFFLE2(x[0], x[1], h1);
 }
 #if VL == 16
 static inline v16f tred16(v16f x[16]) {
@@ -149,12 +149,12 @@ static inline v16f tred16(v16f x[16]) {
     const v16i l1 = {0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30},
                h1 = {1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31};
     for (int k = 0; k < 8; k++)
-        x[k] = __builtin_shuffle(x[k], x[k + 8], l8) + __builtin_shuffle(x[k], x[k + 8], h8);
+        x[k] = HY_SHUFFLE2(x[k], x[k + 8], l8) + HY_SHUFFLE2(x[k], x[k + 8], h8);
     for (int k = 0; k < 4; k++)
-        x[k] = __builtin_shuffle(x[k], x[k + 4], l4) + __builtin_shuffle(x[k], x[k + 4], h4);
+        x[k] = HY_SHUFFLE2(x[k], x[k + 4], l4) + HY_SHUFFLE2(x[k], x[k + 4], h4);
     for (int k = 0; k < 2; k++)
-        x[k] = __builtin_shuffle(x[k], x[k + 2], l2) + __builtin_shuffle(x[k], x[k + 2], h2);
-    return __builtin_shuffle(x[0], x[1], l1) + __builtin_shuffle(x[0], x[1], h1);
+        x[k] = HY_SHUFFLE2(x[k], x[k + 2], l2) + HY_SHUFFLE2(x[k], x[k + 2], h2);
+    return HY_SHUFFLE2(x[0], x[1], l1) + HY_SHUFFLE2(x[0], x[1], h1);
 }
 #define hsum16 hy_hsum16
 static inline vf tredv(vf x[VL]) { return tred16(x); }
@@ -294,30 +294,30 @@ static inline __attribute__((always_inline)) void tr8x(v8f y[8], const float *sr
                                                         size_t n) {
     v8f z = {0}, x[8];
     for (size_t r = 0; r < 8; r++) x[r] = r < n ? ld8(src + r * lds) : z;
-    v8f t0 = __builtin_shuffle(x[0], x[1], (v8i){0, 8, 1, 9, 4, 12, 5, 13});
-    v8f t1 = __builtin_shuffle(x[0], x[1], (v8i){2, 10, 3, 11, 6, 14, 7, 15});
-    v8f t2 = __builtin_shuffle(x[2], x[3], (v8i){0, 8, 1, 9, 4, 12, 5, 13});
-    v8f t3 = __builtin_shuffle(x[2], x[3], (v8i){2, 10, 3, 11, 6, 14, 7, 15});
-    v8f t4 = __builtin_shuffle(x[4], x[5], (v8i){0, 8, 1, 9, 4, 12, 5, 13});
-    v8f t5 = __builtin_shuffle(x[4], x[5], (v8i){2, 10, 3, 11, 6, 14, 7, 15});
-    v8f t6 = __builtin_shuffle(x[6], x[7], (v8i){0, 8, 1, 9, 4, 12, 5, 13});
-    v8f t7 = __builtin_shuffle(x[6], x[7], (v8i){2, 10, 3, 11, 6, 14, 7, 15});
-    v8f u0 = __builtin_shuffle(t0, t2, (v8i){0, 1, 8, 9, 4, 5, 12, 13});
-    v8f u1 = __builtin_shuffle(t0, t2, (v8i){2, 3, 10, 11, 6, 7, 14, 15});
-    v8f u2 = __builtin_shuffle(t1, t3, (v8i){0, 1, 8, 9, 4, 5, 12, 13});
-    v8f u3 = __builtin_shuffle(t1, t3, (v8i){2, 3, 10, 11, 6, 7, 14, 15});
-    v8f u4 = __builtin_shuffle(t4, t6, (v8i){0, 1, 8, 9, 4, 5, 12, 13});
-    v8f u5 = __builtin_shuffle(t4, t6, (v8i){2, 3, 10, 11, 6, 7, 14, 15});
-    v8f u6 = __builtin_shuffle(t5, t7, (v8i){0, 1, 8, 9, 4, 5, 12, 13});
-    v8f u7 = __builtin_shuffle(t5, t7, (v8i){2, 3, 10, 11, 6, 7, 14, 15});
-    y[0] = __builtin_shuffle(u0, u4, (v8i){0, 1, 2, 3, 8, 9, 10, 11});
-    y[4] = __builtin_shuffle(u0, u4, (v8i){4, 5, 6, 7, 12, 13, 14, 15});
-    y[1] = __builtin_shuffle(u1, u5, (v8i){0, 1, 2, 3, 8, 9, 10, 11});
-    y[5] = __builtin_shuffle(u1, u5, (v8i){4, 5, 6, 7, 12, 13, 14, 15});
-    y[2] = __builtin_shuffle(u2, u6, (v8i){0, 1, 2, 3, 8, 9, 10, 11});
-    y[6] = __builtin_shuffle(u2, u6, (v8i){4, 5, 6, 7, 12, 13, 14, 15});
-    y[3] = __builtin_shuffle(u3, u7, (v8i){0, 1, 2, 3, 8, 9, 10, 11});
-    y[7] = __builtin_shuffle(u3, u7, (v8i){4, 5, 6, 7, 12, 13, 14, 15});
+    v8f t0 = HY_SHUFFLE2(x[0], x[1], ((v8i){0, 8, 1, 9, 4, 12, 5, 13}));
+    v8f t1 = HY_SHUFFLE2(x[0], x[1], ((v8i){2, 10, 3, 11, 6, 14, 7, 15}));
+    v8f t2 = HY_SHUFFLE2(x[2], x[3], ((v8i){0, 8, 1, 9, 4, 12, 5, 13}));
+    v8f t3 = HY_SHUFFLE2(x[2], x[3], ((v8i){2, 10, 3, 11, 6, 14, 7, 15}));
+    v8f t4 = HY_SHUFFLE2(x[4], x[5], ((v8i){0, 8, 1, 9, 4, 12, 5, 13}));
+    v8f t5 = HY_SHUFFLE2(x[4], x[5], ((v8i){2, 10, 3, 11, 6, 14, 7, 15}));
+    v8f t6 = HY_SHUFFLE2(x[6], x[7], ((v8i){0, 8, 1, 9, 4, 12, 5, 13}));
+    v8f t7 = HY_SHUFFLE2(x[6], x[7], ((v8i){2, 10, 3, 11, 6, 14, 7, 15}));
+    v8f u0 = HY_SHUFFLE2(t0, t2, ((v8i){0, 1, 8, 9, 4, 5, 12, 13}));
+    v8f u1 = HY_SHUFFLE2(t0, t2, ((v8i){2, 3, 10, 11, 6, 7, 14, 15}));
+    v8f u2 = HY_SHUFFLE2(t1, t3, ((v8i){0, 1, 8, 9, 4, 5, 12, 13}));
+    v8f u3 = HY_SHUFFLE2(t1, t3, ((v8i){2, 3, 10, 11, 6, 7, 14, 15}));
+    v8f u4 = HY_SHUFFLE2(t4, t6, ((v8i){0, 1, 8, 9, 4, 5, 12, 13}));
+    v8f u5 = HY_SHUFFLE2(t4, t6, ((v8i){2, 3, 10, 11, 6, 7, 14, 15}));
+    v8f u6 = HY_SHUFFLE2(t5, t7, ((v8i){0, 1, 8, 9, 4, 5, 12, 13}));
+    v8f u7 = HY_SHUFFLE2(t5, t7, ((v8i){2, 3, 10, 11, 6, 7, 14, 15}));
+    y[0] = HY_SHUFFLE2(u0, u4, ((v8i){0, 1, 2, 3, 8, 9, 10, 11}));
+    y[4] = HY_SHUFFLE2(u0, u4, ((v8i){4, 5, 6, 7, 12, 13, 14, 15}));
+    y[1] = HY_SHUFFLE2(u1, u5, ((v8i){0, 1, 2, 3, 8, 9, 10, 11}));
+    y[5] = HY_SHUFFLE2(u1, u5, ((v8i){4, 5, 6, 7, 12, 13, 14, 15}));
+    y[2] = HY_SHUFFLE2(u2, u6, ((v8i){0, 1, 2, 3, 8, 9, 10, 11}));
+    y[6] = HY_SHUFFLE2(u2, u6, ((v8i){4, 5, 6, 7, 12, 13, 14, 15}));
+    y[3] = HY_SHUFFLE2(u3, u7, ((v8i){0, 1, 2, 3, 8, 9, 10, 11}));
+    y[7] = HY_SHUFFLE2(u3, u7, ((v8i){4, 5, 6, 7, 12, 13, 14, 15}));
 }
 /* dst[c ldd + r] = src[r lds + c] for c < 8, r < 8; source rows r >= n read as zeros */
 static inline void tr8(float *dst, size_t ldd, const float *src, size_t lds, size_t n) {
@@ -606,7 +606,7 @@ static inline vf load_keys(const float *arow, size_t jb, size_t nk, size_t T) {
     vi keep = iotav() < (int32_t)(nk - j0);
     if (j0 + VL <= T) return selv(keep, ldv(arow + j0), splatv(0.0f));
     if (T >= VL)   /* the row's last VL floats, moved down to lane 0 = key j0 */
-        return selv(keep, __builtin_shuffle(ldv(arow + T - VL), iotav() + (int32_t)(j0 + VL - T)),
+        return selv(keep, HY_SHUFFLE(ldv(arow + T - VL), iotav() + (int32_t)(j0 + VL - T)),
                     splatv(0.0f));
     vf a = splatv(0.0f);
     for (size_t j = j0; j < nk; j++) a[j - j0] = arow[j];

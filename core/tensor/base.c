@@ -119,6 +119,17 @@ hy_status hy_size_mul(size_t *out, const char *what, size_t a, size_t b, size_t 
     return HY_OK;
 }
 
+hy_status hy_check_range(const char *file, const char *what, int64_t v, int64_t lo,
+                         int64_t hi) {
+    if (v >= lo && v <= hi) return HY_OK;
+    if (!file) {
+        return hy_fail(HY_EINVAL, "h5: %s = %lld is out of range (expected %lld to %lld)", what,
+                       (long long)v, (long long)lo, (long long)hi);
+    }
+    return hy_fail(HY_EINVAL, "'%s': %s = %lld is out of range (expected %lld to %lld)", file,
+                   what, (long long)v, (long long)lo, (long long)hi);
+}
+
 void hy_free(void *p) { free(p); }
 uint64_t hy_alloc_count(void) { return alloc_count; }
 

@@ -49,6 +49,23 @@ void hy_free(void *p);
 /* *out = a * b * c, or fails (HY_EINVAL) when the product does not fit size_t, naming what it
  * sizes: "train: logits for batch 4611686018427387904 x 10 classes x 4 bytes overflow". */
 hy_status hy_size_mul(size_t *out, const char *what, size_t a, size_t b, size_t c);
+/* ===== overflow-safe sizes =====
+ * For every size computed from numbers read out of a file (checkpoint, gates, fused model,
+ * dataset, safetensors header): hy_mul_ok / hy_add_ok store a*b / a+b into *out and return true
+ * when the result fits size_t; on overflow they return false and leave *out = SIZE_MAX (so a
+ * chain of them stays "too big" and fails the caller's limit check). Never record a message. */
+static inline bool hy_mul_ok(size_t *out, size_t a, size_t b) {
+    if (__builtin_mul_overflow(a, b, out)) { *out = SIZE_MAX; return false; }
+    return true;
+}
+static inline bool hy_add_ok(size_t *out, size_t a, size_t b) {
+    if (__builtin_add_overflow(a, b, out)) { *out = SIZE_MAX; return false; }
+    return true;
+}
+/* Checks a count or size read from a file: lo <= v <= hi, else fails (HY_EINVAL) with
+ * "'<file>': <what> = <v> is out of range (expected <lo> to <hi>)", where `what` names the
+ * attribute or dataset ("/config depth", "/fuse members"). file may be NULL (then "h5: ..."). */
+hy_status hy_check_range(const char *file, const char *what, int64_t v, int64_t lo, int64_t hi);
 /* Number of allocations made through hy_x* so far (used by failure-injection tests). */
 uint64_t hy_alloc_count(void);
 

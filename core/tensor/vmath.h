@@ -130,11 +130,35 @@ typedef uint32_t hy_v16u __attribute__((vector_size(64)));
 HY_VMATH_DEFINE(8, hy_v8f, hy_v8i, hy_v8u)
 HY_VMATH_DEFINE(16, hy_v16f, hy_v16i, hy_v16u)
 
+/* Lane shuffles. HY_SHUFFLE(a, m): lane i = a[m[i] mod W]; HY_SHUFFLE2(a, b, m): lane i = lane
+ * m[i] mod 2W of the concatenation a | b (m: an integer vector of W lanes, constant or not). Under
+ * GCC they are __builtin_shuffle itself (the kernels' generated code); clang has no
+ * __builtin_shuffle (its __builtin_shufflevector takes constant indices only), so there they are
+ * element loops (clang builds only the fuzz targets): data movement only, so every result is
+ * bitwise the same. */
+#if defined(__clang__)
+#define HY_SHUFFLE2(a, b, m) __extension__({                                                      \
+        __typeof__(a) a_ = (a), b_ = (b), r_;                                                    \
+        __typeof__(m) m_ = (m);                                                                  \
+        const int w_ = (int)(sizeof r_ / sizeof r_[0]);                                          \
+        for (int i_ = 0; i_ < w_; i_++) {                                                        \
+            int k_ = (int)(m_[i_] & (2 * w_ - 1));                                               \
+            r_[i_] = k_ < w_ ? a_[k_] : b_[k_ - w_];                                             \
+        }                                                                                        \
+        r_; })
+#define HY_SHUFFLE(a, m) __extension__({                                                          \
+        __typeof__(a) a1_ = (a);                                                                 \
+        HY_SHUFFLE2(a1_, a1_, (m) & (int32_t)(sizeof a1_ / sizeof a1_[0] - 1)); })
+#else
+#define HY_SHUFFLE(a, m) __builtin_shuffle(a, m)
+#define HY_SHUFFLE2(a, b, m) __builtin_shuffle(a, b, m)
+#endif
+
 /* Horizontal sums in a fixed tree: hy_hsum8(v) = ((v0 + v1) + (v2 + v3)) + ((v4 + v5) + (v6 + v7)),
  * hy_hsum16(v) = hy_hsum8 of the lane pairs v_i + v_{i+8} (attention's and LayerNorm's row sums) */
 static inline float hy_hsum8(hy_v8f v) {
-    v = v + __builtin_shuffle(v, (hy_v8i){1, 0, 3, 2, 5, 4, 7, 6});
-    v = v + __builtin_shuffle(v, (hy_v8i){2, 3, 0, 1, 6, 7, 4, 5});
+    v = v + HY_SHUFFLE(v, ((hy_v8i){1, 0, 3, 2, 5, 4, 7, 6}));
+    v = v + HY_SHUFFLE(v, ((hy_v8i){2, 3, 0, 1, 6, 7, 4, 5}));
     return v[0] + v[4];
 }
 static inline float hy_hsum16(hy_v16f v) {

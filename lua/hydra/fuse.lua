@@ -43,6 +43,58 @@ function M.load(path)
   return wrap(ud, norm)
 end
 
+-- Why members (hydra.model Models loaded from paths[i]) must not be fused together, or nil:
+-- the same member twice (identical files, or one gates file's row twice: /meta gates_sha256 and
+-- member), members of different gates files (gates_sha256; a member recording none beside one
+-- that does counts as different), members fine-tuned from different base checkpoints
+-- (base_checkpoint_sha256, else the pipeline's base_stage), or a member whose gates were
+-- pruned from another checkpoint than its base (gates_checkpoint_sha256). `hydra fuse` refuses
+-- these unless --allow-mixed; members written by `hydra finetune` record all of it.
+function M.mixed_members(models, paths)
+  local file_of, row_of = {}, {}
+  local function meta(i) return models[i].meta or {} end
+  local function name(i) return ("MEMBER.h5 #%d '%s'"):format(i, paths[i]) end
+  for i = 1, #models do
+    local sha = core.file_sha256(paths[i])
+    if file_of[sha] then
+      return ("%s and #%d are the same member (identical files)"):format(name(file_of[sha]), i)
+    end
+    file_of[sha] = i
+    local m = meta(i)
+    if type(m.gates_sha256) == "string" and math.type(m.member) == "integer" then
+      local row = m.gates_sha256 .. ":" .. m.member
+      if row_of[row] then
+        return ("%s and #%d are both member %d of the gates file %s"):format(name(row_of[row]),
+          i, m.member, m.gates_sha256:sub(1, 16))
+      end
+      row_of[row] = i
+    end
+  end
+  local g1, b1 = meta(1).gates_sha256, meta(1).base_checkpoint_sha256
+    or (meta(1).base_stage and "stage " .. tostring(meta(1).base_stage))
+  for i = 1, #models do
+    local m = meta(i)
+    local b = m.base_checkpoint_sha256 or (m.base_stage and "stage " .. tostring(m.base_stage))
+    if m.gates_sha256 ~= g1 then
+      return ("the members come from different gates files: #1 from %s, %s from %s (fuse the "
+        .. "members of one pruning)"):format(g1 and g1:sub(1, 16) or "none recorded", name(i),
+        m.gates_sha256 and m.gates_sha256:sub(1, 16) or "none recorded")
+    end
+    if b ~= b1 then
+      return ("the members were fine-tuned from different base checkpoints: #1 from %s, %s from "
+        .. "%s"):format(b1 and b1:sub(1, 16) or "none recorded", name(i),
+        b and b:sub(1, 16) or "none recorded")
+    end
+    local gc = m.gates_checkpoint_sha256
+    if type(gc) == "string" and type(m.base_checkpoint_sha256) == "string"
+        and gc ~= m.base_checkpoint_sha256 then
+      return ("%s applies gates pruned from another checkpoint (%s) to its base %s"):format(
+        name(i), gc:sub(1, 16), m.base_checkpoint_sha256:sub(1, 16))
+    end
+  end
+  return nil
+end
+
 -- True when path is a fused Hydra file (has /fuse).
 function M.is_fused(path)
   local h5 = require("hydra.h5")

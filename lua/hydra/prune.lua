@@ -178,16 +178,12 @@ function M.write_gates(path, res, attrs)
   f:commit()
 end
 
--- Reads and validates /gates of a gates file for a model of L layers and H heads.
+-- Reads and validates /gates of a gates file for a model of L layers and H heads
+-- (hy_prune_read_gates: shape, values, and the members / keep attributes against /gates).
 function M.read_gates(path, L, H)
+  local g = core.prune_read_gates(path, L, H)
   local h5 = require("hydra.h5")
   local f <close> = h5.open(path)
-  if not f:exists("/gates") then
-    error(("prune: '%s' has no /gates (not a gates file)"):format(path), 0)
-  end
-  local g = f:read("/gates", "float32")
-  core.prune_check_gates(g, L, H)
-  if g:ndim() == 2 then g = core.from_table("float32", { g:totable() }) end
   return { gates = g, attrs = f:attrs("/") }
 end
 

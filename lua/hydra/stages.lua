@@ -53,6 +53,13 @@
 --   "stage base 0123456789abcdef: waiting for pid 1234 (host) to build it"
 -- cache.records lists { name, key, status = "hit" | "built", seconds, path } in order;
 -- cache.hits and cache.built count them.
+--
+-- Checks: a product is named by its inputs' hash, but the file under that name may not be
+-- what the inputs describe (copied in by hand, or written by other code). cache:get's
+-- opts.check(path) is called on every product before it is returned (a hit, or one just
+-- built); it returns nil, or a text saying what disagrees ("/gates holds 2 members, the config
+-- asks for 3"), and then the stage is refused: "stage gates 0123456789abcdef: the cached
+-- product '<path>' does not match this run: <text> (delete it to rebuild it)".
 local core = require("hydra.core")
 local err = require("hydra.err")
 local output = require("hydra.output")
@@ -329,9 +336,20 @@ local function clean_temps(self, name, key)
   end
 end
 
+-- opts.check(path) -> nil | text (see the header): refuses a product that disagrees with the run
+local function checked(tag, path, check)
+  if not check then return end
+  local ok, why = pcall(check, path)
+  if not ok then why = err.message(why) end
+  if why then
+    err.fail("%s: the cached product '%s' does not match this run: %s (delete it to rebuild it)",
+      tag, path, why)
+  end
+end
+
 -- The product of stage `name` for `inputs`, built with build(tmp, key) when missing. Returns
 -- path, key, hit (true when it was already there or another process built it).
--- opts.ext: the product's file extension (".h5").
+-- opts.ext: the product's file extension (".h5"); opts.check: see the header.
 function Cache:get(name, inputs, build, opts)
   opts = opts or {}
   local key = M.key(name, inputs)
@@ -339,6 +357,7 @@ function Cache:get(name, inputs, build, opts)
   local path = self:path(name, key, ext)
   local tag = ("stage %s %s"):format(name, key)
   if exists(path) then
+    checked(tag, path, opts.check)
     self.log(tag .. ": cache hit")
     record(self, name, key, "hit", 0, path)
     return path, key, true
@@ -349,6 +368,7 @@ function Cache:get(name, inputs, build, opts)
                                 poll = self.poll, what = tag })
   if not got or exists(path) then
     if got then M.release(lock) end
+    checked(tag, path, opts.check)
     self.log(tag .. ": cache hit (built by another process)")
     record(self, name, key, "hit", 0, path)
     return path, key, true
@@ -385,6 +405,7 @@ function Cache:get(name, inputs, build, opts)
     error(e, 0)
   end
   M.release(lock)
+  checked(tag, path, opts.check)
   local dt = core.now() - t0
   self.log(("%s: built in %.1f s"):format(tag, dt))
   record(self, name, key, "built", dt, path)

@@ -35,6 +35,22 @@ static void test_alloc_aligned(void) {
     CHECK(strstr(hy_errmsg(), "out of memory") != NULL, "%s", hy_errmsg());
 }
 
+static void test_overflow_helpers(void) {
+    size_t r = 0;
+    CHECK(hy_mul_ok(&r, (size_t)1 << 20, (size_t)1 << 20) && r == (size_t)1 << 40, "mul %zu", r);
+    CHECK(!hy_mul_ok(&r, SIZE_MAX / 2 + 1, 2) && r == SIZE_MAX, "mul overflow saturates");
+    CHECK(hy_mul_ok(&r, 0, SIZE_MAX) && r == 0, "mul by 0");
+    CHECK(hy_add_ok(&r, SIZE_MAX - 1, 1) && r == SIZE_MAX, "add at the edge");
+    CHECK(!hy_add_ok(&r, SIZE_MAX, 1) && r == SIZE_MAX, "add overflow saturates");
+    CHECK(hy_check_range("m.h5", "/config depth", 4, 1, 1024) == HY_OK, "in range");
+    CHECK(hy_check_range("m.h5", "/config depth", (int64_t)1 << 40, 1, 1024) == HY_EINVAL, "big");
+    CHECK(strcmp(hy_errmsg(), "'m.h5': /config depth = 1099511627776 is out of range "
+                              "(expected 1 to 1024)") == 0, "%s", hy_errmsg());
+    CHECK(hy_check_range(NULL, "/fuse members", -1, 1, 64) == HY_EINVAL, "negative");
+    CHECK(strcmp(hy_errmsg(), "h5: /fuse members = -1 is out of range (expected 1 to 64)") == 0,
+          "%s", hy_errmsg());
+}
+
 static void test_arena(void) {
     hy_arena a;
     CHECK_OK(hy_arena_init(&a, 1000));
@@ -227,6 +243,7 @@ static void test_threads_slurm_cpus_per_task(void) {
 int main(void) {
     RUN(test_fail_and_prefix);
     RUN(test_alloc_aligned);
+    RUN(test_overflow_helpers);
     RUN(test_arena);
     RUN(test_rng_pinned);
     RUN(test_rng_split);

@@ -81,8 +81,8 @@ static void test_missing_and_misshaped(void) {
     hy_xfmr_init(&a, 1);
     tmp_path(path, sizeof path, "deeper.h5");
     write_tampered(path, &a, "depth", 3);
-    snprintf(want, sizeof want, "ckpt: '%s' has no tensor 'blocks.2.norm1.weight' "
-             "(expected shape [16])", path);
+    snprintf(want, sizeof want, "ckpt: '%s': /config depth = 3 but /params holds 2 blocks "
+             "(blocks.0 to blocks.1)", path);
     CHECK_FAIL(hy_ckpt_load(path, &b), HY_EINVAL, want);
     CHECK(b.params == NULL, "model left zeroed");
     tmp_path(path, sizeof path, "classes.h5");
@@ -100,6 +100,64 @@ static void test_missing_and_misshaped(void) {
     tmp_path(path, sizeof path, "absent.h5");
     snprintf(want, sizeof want, "h5: cannot open '%s': no such file", path);
     CHECK_FAIL(hy_ckpt_load(path, &b), HY_EIO, want);
+    hy_xfmr_release(&a);
+}
+
+/* Sizes in /config are checked against their limits and against the tensors present before
+ * anything is built: depth 2^31 / 2^40 used to loop over the layers for minutes. */
+static void test_sizes_checked_first(void) {
+    char path[512], want[1024];
+    hy_xfmr_config c = small_vit();
+    hy_xfmr a, b;
+    CHECK_OK(hy_xfmr_new(&a, &c));
+    hy_xfmr_init(&a, 1);
+    static const struct { const char *key; int64_t v; const char *limit; } BIG[] = {
+        {"depth", (int64_t)1 << 31, "0 to 1024"},
+        {"depth", (int64_t)1 << 40, "0 to 1024"},
+        {"d_mlp", (int64_t)1 << 40, "0 to 65536"},
+        {"n_classes", (int64_t)1 << 31, "0 to 65536"},
+        {"d_model", INT64_MAX, "0 to 65536"},
+        {"max_len", (int64_t)1 << 40, "0 to 256"},   /* a vit: checked even though unused */
+        {"channels", -1, "0 to 1024"},
+    };
+    for (size_t i = 0; i < sizeof BIG / sizeof *BIG; i++) {
+        tmp_path(path, sizeof path, "big.h5");
+        write_tampered(path, &a, BIG[i].key, BIG[i].v);
+        double t0 = hy_now();
+        snprintf(want, sizeof want, "ckpt: '%s': /config %s = %lld is out of range (expected %s)",
+                 path, BIG[i].key, (long long)BIG[i].v, BIG[i].limit);
+        CHECK_FAIL(hy_ckpt_load(path, &b), HY_EINVAL, want);
+        CHECK(hy_now() - t0 < 1.0, "%s refused in %.2f s", BIG[i].key, hy_now() - t0);
+        CHECK(b.params == NULL, "model left zeroed");
+    }
+    /* within the limits but not what the file holds: compared with /params */
+    tmp_path(path, sizeof path, "deep.h5");
+    write_tampered(path, &a, "depth", 1024);
+    snprintf(want, sizeof want, "ckpt: '%s': /config depth = 1024 but /params holds 2 blocks "
+             "(blocks.0 to blocks.1)", path);
+    CHECK_FAIL(hy_ckpt_load(path, &b), HY_EINVAL, want);
+    tmp_path(path, sizeof path, "wide.h5");
+    write_tampered(path, &a, "d_mlp", 65536);
+    snprintf(want, sizeof want, "ckpt: '%s': tensor 'blocks.0.mlp.fc1.weight' has shape [32,16], "
+             "expected [65536,16]", path);
+    CHECK_FAIL(hy_ckpt_load(path, &b), HY_EINVAL, want);
+    /* a parameter count above HY_XFMR_MAX_PARAMS from sizes each within its limit */
+    hy_xfmr_config big = c;
+    big.d_model = 65536;
+    big.n_heads = 1024;
+    big.d_mlp = 65536;
+    CHECK_FAIL_HAS(hy_xfmr_config_check(&big), HY_ECONFIG, "parameters, above the limit of "
+                   "4294967296 (d_model 65536, depth 2, d_mlp 65536)");
+    hy_h5 f;
+    tmp_path(path, sizeof path, "huge.h5");
+    CHECK_OK(hy_h5_create(&f, path));
+    CHECK_OK(hy_ckpt_write(&f, &a, NULL, 0));
+    CHECK_OK(hy_h5_set_attr_i64(&f, "/config", "d_model", 65536));
+    CHECK_OK(hy_h5_set_attr_i64(&f, "/config", "n_heads", 1024));
+    CHECK_OK(hy_h5_set_attr_i64(&f, "/config", "d_mlp", 65536));
+    CHECK_OK(hy_h5_commit(&f));
+    snprintf(want, sizeof want, "ckpt: '%s': xfmr: the model has", path);
+    CHECK_FAIL_HAS(hy_ckpt_load(path, &b), HY_ECONFIG, want);
     hy_xfmr_release(&a);
 }
 
@@ -131,6 +189,7 @@ static void test_text_config(void) {
 int main(void) {
     RUN(test_round_trip_bit_exact);
     RUN(test_missing_and_misshaped);
+    RUN(test_sizes_checked_first);
     RUN(test_text_config);
     return check_exit("test_ckpt");
 }

@@ -376,7 +376,10 @@ static void test_bad_input(void) {
     bad_attr("method", "packed", 0, HY_EINVAL,
              "/ensemble method must be batch_ensemble or lora_ensemble");
     bad_attr("targets", "q,x", 0, HY_EINVAL, "unknown target 'x'");
-    bad_attr("members", NULL, 0, HY_EINVAL, "/ensemble members must be >= 1");
+    bad_attr("members", NULL, 0, HY_EINVAL, "/ensemble members = 0 is out of range (expected 1 "
+             "to 64)");
+    bad_attr("members", NULL, (int64_t)1 << 40, HY_EINVAL, "/ensemble members = 1099511627776 "
+             "is out of range (expected 1 to 64)");
     bad_attr("rank", NULL, 1000, HY_ECONFIG, "/ensemble: lora_ensemble.rank must be in [1, 16]");
     hy_xfmr_config c = check_tiny_vit();
     hy_xfmr m = {0};

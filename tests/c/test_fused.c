@@ -519,6 +519,85 @@ static void test_errors(void) {
     hy_xfmr_release(&b);
 }
 
+/* Writes fused model f to path with /fuse (or /config) attribute key set to v afterwards. */
+static void write_fused_with(const char *path, const hy_fused *f, const char *obj,
+                             const char *key, int64_t v) {
+    hy_h5 h;
+    CHECK_OK(hy_h5_create(&h, path));
+    CHECK_OK(hy_fused_write(&h, f));
+    if (key) CHECK_OK(hy_h5_set_attr_i64(&h, obj, key, v));
+    CHECK_OK(hy_h5_commit(&h));
+}
+
+/* Every count in a fused file is checked against the member groups and tensors it holds: a
+ * /fuse members of 2 over 3 stored members used to load as a 2-member ensemble. */
+static void test_counts_checked(void) {
+    hy_xfmr_config c = cfg_of(HY_XFMR_VIT);
+    hy_xfmr xs[3];
+    hy_xfmr *ms[3];
+    for (size_t m = 0; m < 3; m++) {
+        make_member(&xs[m], &c, 50 + m, m, 1);
+        ms[m] = &xs[m];
+    }
+    hy_fuse_config fc = {HY_FUSE_AVERAGE, HY_FUSE_MEMBER, HY_FUSE_MEMBER, HY_FUSE_MEMBER};
+    hy_fused f, g;
+    CHECK_OK(hy_fused_build(&f, ms, 3, &fc));
+    char path[512], want[1024];
+    snprintf(path, sizeof path, "%s/counts.h5", check_tmpdir());
+    write_fused_with(path, &f, NULL, NULL, 0);
+    CHECK_OK(hy_fused_load(&g, path));
+    CHECK(g.M == 3, "members %zu", g.M);
+    hy_fused_release(&g);
+    static const int64_t WRONG[] = {2, 5};
+    for (size_t i = 0; i < 2; i++) {
+        write_fused_with(path, &f, "/fuse", "members", WRONG[i]);
+        snprintf(want, sizeof want, "fused: '%s': /fuse members = %lld but the file holds 3 "
+                 "member groups under /members", path, (long long)WRONG[i]);
+        CHECK_FAIL(hy_fused_load(&g, path), HY_EINVAL, want);
+        CHECK(g.params == NULL && g.M == 0, "left zeroed");
+    }
+    static const int64_t RANGE[] = {0, -1, (int64_t)1 << 40, 65};
+    for (size_t i = 0; i < 4; i++) {
+        write_fused_with(path, &f, "/fuse", "members", RANGE[i]);
+        snprintf(want, sizeof want, "fused: '%s': /fuse members = %lld is out of range "
+                 "(expected 1 to 64)", path, (long long)RANGE[i]);
+        CHECK_FAIL(hy_fused_load(&g, path), HY_EINVAL, want);
+    }
+    write_fused_with(path, &f, "/config", "depth", 4);
+    snprintf(want, sizeof want, "fused: '%s': /config depth = 4 but the file holds 3 blocks",
+             path);
+    CHECK_FAIL(hy_fused_load(&g, path), HY_EINVAL, want);
+    write_fused_with(path, &f, "/config", "depth", (int64_t)1 << 40);
+    snprintf(want, sizeof want, "ckpt: '%s': /config depth = 1099511627776 is out of range "
+             "(expected 0 to 1024)", path);
+    CHECK_FAIL(hy_fused_load(&g, path), HY_EINVAL, want);
+    write_fused_with(path, &f, "/config", "n_classes", 6);
+    snprintf(want, sizeof want, "ckpt: '%s': tensor 'members/0/head.weight' has shape [5,32], "
+             "expected [6,32]", path);
+    CHECK_FAIL(hy_fused_load(&g, path), HY_EINVAL, want);
+    write_fused_with(path, &f, "/config", "d_mlp", 96);   /* the merged MLP is under /shared */
+    snprintf(want, sizeof want, "ckpt: '%s': tensor 'shared/blocks.0.mlp.fc1.weight' has shape "
+             "[48,32], expected [96,32]", path);
+    CHECK_FAIL(hy_fused_load(&g, path), HY_EINVAL, want);
+    /* an extra group under /members */
+    hy_h5 h;
+    CHECK_OK(hy_h5_create(&h, path));
+    CHECK_OK(hy_fused_write(&h, &f));
+    CHECK_OK(hy_h5_set_attr_i64(&h, "/members/x", "a", 1));
+    CHECK_OK(hy_h5_commit(&h));
+    snprintf(want, sizeof want, "fused: '%s': /fuse members = 3 but the file holds 4 member "
+             "groups under /members", path);
+    CHECK_FAIL(hy_fused_load(&g, path), HY_EINVAL, want);
+    /* more members than a fused model takes */
+    hy_xfmr *many[65];
+    for (size_t m = 0; m < 65; m++) many[m] = &xs[m % 3];
+    hy_fused big;
+    CHECK_FAIL(hy_fused_build(&big, many, 65, &fc), HY_EINVAL,
+               "fused: at most 64 members (got 65)");
+    hy_fused_release(&f);
+    for (size_t m = 0; m < 3; m++) hy_xfmr_release(&xs[m]);
+}
+
 int main(void) {
     RUN(test_sequential_images);
     RUN(test_sequential_text);
@@ -528,5 +607,6 @@ int main(void) {
     RUN(test_cost);
     RUN(test_cost_matches_tables);
     RUN(test_errors);
+    RUN(test_counts_checked);
     return check_exit("test_fused");
 }

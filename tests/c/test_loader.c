@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <hdf5.h>
+
 #include "check.h"
 #include "io/h5.h"
 #include "data/loader.h"
@@ -317,6 +319,50 @@ static void test_load_prepared_file(void) {
     hy_tensor_release(&lab);
 }
 
+/* A prepared file whose /train/images is an unwritten chunked dataset of the given dims: HDF5
+ * stores no data for it, so a few bytes of file declare any size. */
+static void write_declared(const char *path, hsize_t n, hsize_t h, hsize_t w) {
+    hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t g = H5Gcreate2(f, "/train", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    hsize_t dims[3] = {n, h, w}, chunk[3] = {1, 1, 1};
+    hid_t sp = H5Screate_simple(3, dims, NULL), dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    H5Pset_chunk(dcpl, 3, chunk);
+    hid_t d = H5Dcreate2(f, "/train/images", H5T_STD_U8LE, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    hid_t sp1 = H5Screate_simple(1, dims, NULL), dcpl1 = H5Pcreate(H5P_DATASET_CREATE);
+    H5Pset_chunk(dcpl1, 1, chunk);
+    hid_t l = H5Dcreate2(f, "/train/labels", H5T_STD_I32LE, sp1, H5P_DEFAULT, dcpl1, H5P_DEFAULT);
+    CHECK(f >= 0 && d >= 0 && l >= 0, "crafted file");
+    H5Dclose(l);
+    H5Pclose(dcpl1);
+    H5Sclose(sp1);
+    H5Dclose(d);
+    H5Pclose(dcpl);
+    H5Sclose(sp);
+    H5Gclose(g);
+    H5Fclose(f);
+}
+
+/* Dataset shapes are checked against HY_DATA_MAX_* before anything is read or allocated. */
+static void test_declared_sizes_checked(void) {
+    char path[512], want[1024];
+    snprintf(path, sizeof path, "%s/declared.h5", check_tmpdir());
+    double ms[2] = {0.5, 0.25};
+    hy_dataset d;
+    write_declared(path, 4, 70000, 2);
+    snprintf(want, sizeof want, "loader: '%s': /train/images dim 2 = 70000 is out of range "
+             "(expected 0 to 65536)", path);
+    CHECK_FAIL(hy_dataset_load(&d, path, "train", 0, ms), HY_EINVAL, want);
+    write_declared(path, (hsize_t)1 << 31, 4, 4);
+    snprintf(want, sizeof want, "loader: '%s': /train/images dim 1 = 2147483648 is out of range "
+             "(expected 0 to 2147483647)", path);
+    CHECK_FAIL(hy_dataset_load(&d, path, "train", 0, ms), HY_EINVAL, want);
+    write_declared(path, 1u << 30, 65536, 65536);   /* 2^62 bytes declared */
+    snprintf(want, sizeof want, "loader: '%s': /train/images holds more than 68719476736 bytes "
+             "(the limit for one dataset)", path);
+    CHECK_FAIL(hy_dataset_load(&d, path, "train", 0, ms), HY_EINVAL, want);
+    CHECK(d.images == NULL && d.n == 0, "left zeroed");
+}
+
 int main(void) {
     RUN(test_from_images_and_errors);
     RUN(test_normalisation_and_batches);
@@ -326,5 +372,6 @@ int main(void) {
     RUN(test_seq_lens);
     RUN(test_synth_deterministic);
     RUN(test_load_prepared_file);
+    RUN(test_declared_sizes_checked);
     return check_exit("test_loader");
 }

@@ -401,6 +401,53 @@ static void test_select(void) {
 
 /* ===== validation and restore ===== */
 
+/* Writes a gates file: /gates (M, 2, 3) all ones, attributes members and keep when given. */
+static void write_gates(const char *path, int64_t M, int64_t members, const char *keep) {
+    float g[4 * 2 * 3];
+    for (size_t i = 0; i < 24; i++) g[i] = 1.0f;
+    int64_t sh[3] = {M, 2, 3};
+    hy_h5 h;
+    CHECK_OK(hy_h5_create(&h, path));
+    CHECK_OK(hy_h5_write_data(&h, "/gates", HY_F32, 3, sh, g));
+    if (members >= 0) CHECK_OK(hy_h5_set_attr_i64(&h, "/", "members", members));
+    if (keep) CHECK_OK(hy_h5_set_attr_str(&h, "/", "keep", keep));
+    CHECK_OK(hy_h5_commit(&h));
+}
+
+/* hy_prune_read_gates: the counts a gates file records agree with /gates */
+static void test_read_gates(void) {
+    char path[512], want[1024];
+    snprintf(path, sizeof path, "%s/gates.h5", check_tmpdir());
+    hy_tensor t;
+    write_gates(path, 3, 3, "3,3;3,3;3,3");
+    CHECK_OK(hy_prune_read_gates(path, 2, 3, &t));
+    CHECK(t.ndim == 3 && t.shape[0] == 3 && t.shape[1] == 2 && t.shape[2] == 3, "shape");
+    hy_tensor_release(&t);
+    write_gates(path, 2, 3, NULL);
+    snprintf(want, sizeof want, "prune: '%s': attribute members = 3 but /gates holds 2 members",
+             path);
+    CHECK_FAIL(hy_prune_read_gates(path, 2, 3, &t), HY_EINVAL, want);
+    CHECK(t.data == NULL, "left zeroed");
+    write_gates(path, 2, -1, "3,3;3,3;3,3");
+    snprintf(want, sizeof want, "prune: '%s': attribute keep lists 3 members but /gates holds 2",
+             path);
+    CHECK_FAIL(hy_prune_read_gates(path, 2, 3, &t), HY_EINVAL, want);
+    write_gates(path, 2, -1, NULL);
+    snprintf(want, sizeof want, "prune: '%s': /gates has shape [2,2,3], expected [M,2,4]", path);
+    CHECK_FAIL(hy_prune_read_gates(path, 2, 4, &t), HY_EINVAL, want);
+    write_gates(path, 0, -1, NULL);
+    snprintf(want, sizeof want, "prune: '%s': /gates members (its first dim) = 0 is out of range "
+             "(expected 1 to 64)", path);
+    CHECK_FAIL(hy_prune_read_gates(path, 2, 3, &t), HY_EINVAL, want);
+    snprintf(path, sizeof path, "%s/nogates.h5", check_tmpdir());
+    hy_h5 h;
+    CHECK_OK(hy_h5_create(&h, path));
+    CHECK_OK(hy_h5_set_attr_i64(&h, "/", "members", 1));
+    CHECK_OK(hy_h5_commit(&h));
+    snprintf(want, sizeof want, "prune: '%s' has no /gates (not a gates file)", path);
+    CHECK_FAIL(hy_prune_read_gates(path, 2, 3, &t), HY_EINVAL, want);
+}
+
 static void test_gate_errors(void) {
     float g[2 * 2 * 3];
     for (size_t i = 0; i < 12; i++) g[i] = 1.0f;
@@ -458,6 +505,7 @@ int main(void) {
     RUN(test_members);
     RUN(test_select);
     RUN(test_gate_errors);
+    RUN(test_read_gates);
     RUN(test_restore);
     return check_exit("test_prune");
 }

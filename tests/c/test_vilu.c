@@ -202,6 +202,17 @@ static void test_fit_learns_and_is_reproducible(void) {
     CHECK(memcmp(s, s2, N * sizeof *s) == 0, "scores after the round trip");
     CHECK(r.input == a.input && r.loss == a.loss && r.H == H && r.D == D, "attributes");
     hy_vilu_release(&r);
+    /* a size from the file beyond its limit is refused before anything is allocated */
+    CHECK_OK(hy_h5_create(&f, path));
+    CHECK_OK(hy_vilu_write(&f, &a));
+    CHECK_OK(hy_h5_set_attr_i64(&f, "/vilu", "hidden", (int64_t)1 << 40));
+    CHECK_OK(hy_h5_commit(&f));
+    CHECK_OK(hy_h5_open(&f, path));
+    char want[700];
+    snprintf(want, sizeof want, "vilu: '%s': /vilu hidden = 1099511627776 is out of range "
+             "(expected 1 to 65536)", path);
+    CHECK_FAIL(hy_vilu_read(&f, path, &r), HY_EINVAL, want);
+    hy_h5_close(&f);
     /* tcp scores are -sigmoid(u) in (-1, 0) */
     hy_vilu_release(&b);
     CHECK_OK(hy_vilu_new(&b, HY_VILU_INPUT_FEATURES, HY_VILU_LOSS_TCP, D, H));

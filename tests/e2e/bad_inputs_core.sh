@@ -9,6 +9,12 @@
 #   - config files over 64 MiB: /dev/zero as a config and as an include;
 #   - batch sizes near 2^62 (train.batch_size, predict --batch-size): refused naming the key; a
 #     batch larger than the data trains (it is the whole data);
+#   - sizes and counts from files (issue 36, H-d1 / H-a1): a checkpoint /config depth of 2^31 or
+#     2^40 (used to hang predict, prune and fuse), a depth above the blocks stored, a fused
+#     file's /fuse members of 2 over 3 member groups (used to run as 2 members) or 2^40;
+#   - member provenance (H-a2 / H-a5): fusing members of different gates files or the same
+#     member twice, fine-tuning with the gates of another checkpoint, all refused without
+#     --allow-mixed (and accepted with it);
 # The disk-full cases need `mount -t tmpfs` (root); without it they are skipped and the script
 # exits 77 after running the others.
 set -u
@@ -109,6 +115,75 @@ if "$HYDRA" train $TRAIN train.batch_size=1048576 train.eval_batch_size=1048576 
     echo "ok   batch 2^20 on 64 samples: trains (one batch of the whole split)"
 else
     echo "FAIL batch 2^20 on 64 samples"; sed 's/^/    /' "$T/out" | head; fails=$((fails + 1))
+fi
+
+# ===== sizes and counts read from files (crafted with tests/e2e/h5edit.lua) =====
+EDIT="$HYDRA run tests/e2e/h5edit.lua"
+SPLIT="--data $DATA --split test --subset 8"
+$EDIT "$T/m0.h5" "$T/d40.h5" /config depth 1099511627776 || exit 1
+$EDIT "$T/m0.h5" "$T/d31.h5" /config depth 2147483648 || exit 1
+# shellcheck disable=SC2086
+expect "predict: /config depth 2^40" "d40.h5': /config depth = 1099511627776 is out of range|0 to 1024" \
+    timeout 30 "$HYDRA" predict "$T/d40.h5" $SPLIT --out "$T/p.h5"
+# shellcheck disable=SC2086
+expect "predict: /config depth 2^31" "/config depth = 2147483648 is out of range" \
+    timeout 30 "$HYDRA" predict "$T/d31.h5" $SPLIT --out "$T/p.h5"
+expect "prune: /config depth 2^40" "/config depth = 1099511627776 is out of range" \
+    timeout 30 "$HYDRA" prune "$T/d40.h5" --members 2 --keep 4 --out "$T/g.h5"
+expect "fuse: /config depth 2^40" "/config depth = 1099511627776 is out of range" \
+    timeout 30 "$HYDRA" fuse "$T/d40.h5" --out "$T/f.h5"
+$EDIT "$T/m0.h5" "$T/d6.h5" /config depth 6 || exit 1
+# shellcheck disable=SC2086
+expect "predict: /config depth 6 over 4 blocks" "/config depth = 6 but /params holds 4 blocks" \
+    "$HYDRA" predict "$T/d6.h5" $SPLIT --out "$T/p.h5"
+
+# ===== Hydra members: counts and provenance =====
+"$HYDRA" model init configs/models/vit-fm-tiny.yaml --seed 1 --out "$T/b1.h5" >/dev/null || exit 1
+"$HYDRA" prune "$T/m0.h5" --method taylor --members 3 --keep 4 --out "$T/g3.h5" \
+    prune.calib_size=32 >/dev/null || exit 1
+"$HYDRA" prune "$T/m0.h5" --method taylor --members 2 --keep 4 --seed 1 --out "$T/g2.h5" \
+    prune.calib_size=32 >/dev/null || exit 1
+for i in 1 2 3; do
+    "$HYDRA" finetune "$T/m0.h5" --gates "$T/g3.h5" --member $i --out "$T/m$i.h5" \
+        finetune.epochs=0 >/dev/null || exit 1
+done
+"$HYDRA" finetune "$T/m0.h5" --gates "$T/g2.h5" --member 1 --out "$T/m1of2.h5" \
+    finetune.epochs=0 >/dev/null || exit 1
+"$HYDRA" fuse "$T/m1.h5" "$T/m2.h5" "$T/m3.h5" --out "$T/f3.h5" >/dev/null || exit 1
+$EDIT "$T/f3.h5" "$T/f3_m2.h5" /fuse members 2 || exit 1
+$EDIT "$T/f3.h5" "$T/f3_m40.h5" /fuse members 1099511627776 || exit 1
+# shellcheck disable=SC2086
+expect "predict: /fuse members 2 of 3 stored" \
+    "f3_m2.h5': /fuse members = 2 but the file holds 3 member groups" \
+    "$HYDRA" predict "$T/f3_m2.h5" $SPLIT --out "$T/p.h5"
+# shellcheck disable=SC2086
+expect "predict: /fuse members 2^40" "/fuse members = 1099511627776 is out of range|1 to 64" \
+    "$HYDRA" predict "$T/f3_m40.h5" $SPLIT --out "$T/p.h5"
+expect "fuse: members of different gates files" "come from different gates files|--allow-mixed" \
+    "$HYDRA" fuse "$T/m1.h5" "$T/m2.h5" "$T/m1of2.h5" --out "$T/fx.h5"
+expect "fuse: the same member twice" "#1 '$T/m1.h5' and #2 are the same member|--allow-mixed" \
+    "$HYDRA" fuse "$T/m1.h5" "$T/m1.h5" --out "$T/fx.h5"
+expect "finetune: gates of another checkpoint" \
+    "'$T/g2.h5' were pruned from another checkpoint|--allow-mixed" \
+    "$HYDRA" finetune "$T/b1.h5" --gates "$T/g2.h5" --member 1 --out "$T/ob.h5" finetune.epochs=0
+cases=$((cases + 1))
+if "$HYDRA" finetune "$T/b1.h5" --gates "$T/g2.h5" --member 1 --out "$T/ob.h5" \
+        finetune.epochs=0 --allow-mixed >"$T/out" 2>&1 &&
+    "$HYDRA" fuse "$T/m1.h5" "$T/m1.h5" --out "$T/fx.h5" --allow-mixed >>"$T/out" 2>&1; then
+    echo "ok   --allow-mixed: finetune and fuse proceed"
+else
+    echo "FAIL --allow-mixed"; sed 's/^/    /' "$T/out" | head; fails=$((fails + 1))
+fi
+expect "fuse: a member with gates of another checkpoint" \
+    "'$T/ob.h5' applies gates pruned from another checkpoint" \
+    "$HYDRA" fuse "$T/ob.h5" --out "$T/fy.h5"
+expect "fuse: members of one gates file twice" "both member 1 of the gates file" \
+    "$HYDRA" fuse "$T/m1of2.h5" "$T/ob.h5" --out "$T/fy.h5"
+cases=$((cases + 1))
+if [ -e "$T/fy.h5" ] || [ -e "$T/p.h5" ]; then
+    echo "FAIL refused commands left an output"; fails=$((fails + 1))
+else
+    echo "ok   refused commands left no output"
 fi
 
 # ===== disk full =====

@@ -3,11 +3,12 @@
  * or an ensemble) must either build a model (every tensor then finite, checked again
  * here) or fail with a message and leave the model zeroed. Only hydra's code is instrumented:
  * libhdf5 is Debian's build, so coverage guides through hydra's checks, not HDF5's parser. */
+#include "fuzz_common.h"   /* first: it defines _GNU_SOURCE (memfd_create) */
+
 #include <math.h>
 #include <string.h>
 
 #include "hydra/ens.h"
-#include "fuzz_common.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

@@ -2,10 +2,11 @@
  * tree checking its invariants (scalar text NUL-terminated at len, maps with distinct keys
  * are not re-checked here: the parser guarantees it), runs the lookups and typed getters on
  * fixed paths and on every top-level key, and frees twice (hy_config_free is idempotent). */
+#include "fuzz_common.h"   /* first: it defines _GNU_SOURCE (memfd_create) */
+
 #include <string.h>
 
 #include "io/config.h"
-#include "fuzz_common.h"
 
 static size_t walk(const hy_config_node *n, int depth) {
     if (depth > HY_CONFIG_MAXDEPTH + 1) abort();

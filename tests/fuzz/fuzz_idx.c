@@ -1,9 +1,10 @@
 /* fuzz_idx.c: the idx reader (core/data/idx.c), plain and gzip-compressed input (zlib detects it).
  * A successful read must give a tensor whose element count matches its shape; a failure must
  * leave out zeroed with a message. */
+#include "fuzz_common.h"   /* first: it defines _GNU_SOURCE (memfd_create) */
+
 #include <string.h>
 
-#include "fuzz_common.h"
 #include "data/idx.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -2,9 +2,10 @@
  * they call. The first 4 bytes choose the reader and its parameters, the rest is the file.
  * A successful read must give consistent offsets; a failure must leave the corpus as it was
  * (one record added before the call must survive). */
+#include "fuzz_common.h"   /* first: it defines _GNU_SOURCE (memfd_create) */
+
 #include <string.h>
 
-#include "fuzz_common.h"
 #include "data/text.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

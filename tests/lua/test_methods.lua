@@ -308,6 +308,52 @@ function T.pruned_methods_pack_their_heads()
     "stages of Taylor then Hydra (Taylor)")
 end
 
+-- A cached product is checked against the run before use: a gates file with another member
+-- count, or pruned from another base, under the gates stage's name is refused (it was used,
+-- and the run reported a 1-member "Hydra" for a config asking for 2).
+function T.cached_stages_are_checked_against_the_run()
+  local cache = check.tmpdir()
+  local cfg = tiny_cfg()
+  local ctx = quiet_ctx(cfg, cache)
+  require("hydra.methods.hydra_taylor").build(ctx)
+  local gpath, gkey
+  for _, r in ipairs(ctx.cache.records) do
+    if r.name == "gates" then gpath, gkey = r.path, r.key end
+  end
+  ok(gpath, "a gates stage")
+  local g
+  do
+    local f <close> = hydra.h5.open(gpath)
+    g = f:read("/gates", "float32")
+  end
+  local function rewrite(rows, attrs)
+    local t = {}
+    for i = 1, rows do t[i] = g:row(i):totable() end
+    local f <close> = hydra.h5.create(gpath)
+    f:write("/gates", core.from_table("float32", t))
+    for k, v in pairs(attrs) do f:set_attr("/", k, v) end
+    f:commit()
+  end
+  local base
+  for _, r in ipairs(ctx.cache.records) do
+    if r.name == "base" then base = r.path end
+  end
+  rewrite(1, { members = 1, checkpoint_sha256 = core.file_sha256(base) })
+  local msg = ("stage gates %s: the cached product '%s' does not match this run: /gates holds "
+    .. "1 member(s), the config asks for hydra.members = 2 (delete it to rebuild it)"):format(gkey,
+    gpath)
+  raises(msg, function()
+    return require("hydra.methods.hydra_taylor").build(quiet_ctx(cfg, cache))
+  end)
+  rewrite(2, { members = 2, checkpoint_sha256 = string.rep("0", 64) })
+  check.raises_has("its gates were pruned from the checkpoint with sha256 0000000000000000, not "
+    .. "from the base", function()
+      return require("hydra.methods.hydra_taylor").build(quiet_ctx(cfg, cache))
+    end)
+  rewrite(2, { members = 2, checkpoint_sha256 = core.file_sha256(base) })
+  require("hydra.methods.hydra_taylor").build(quiet_ctx(cfg, cache))   -- consistent: used
+end
+
 -- Members are keyed by their own gate row: a search for M + 1 members finds the first M rows
 -- of a search for M (member m's search does not depend on M), so it fine-tunes one new member;
 -- two searches that give other rows share nothing.

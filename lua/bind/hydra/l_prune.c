@@ -12,6 +12,7 @@
  *   core.prune_objective(model, id, ood|nil, batch_size) -> nll, auroc|nil
  *     (batch_size: prune.circuit_batch_size in the pipeline)
  *   core.prune_check_gates(gates, L, H)     raises the validation message
+ *   core.prune_read_gates(path, L, H) -> gates [M,L,H]   (hy_prune_read_gates)
  *   core.prune_restore(model, base_params)  base_params: float32 Tensor of the flat block
  * model is a hydra.Model (l_xfmr.c), datasets hydra.Dataset (l_loader.c). Scratch arrays are
  * Lua userdata: nothing leaks when an argument check raises. */
@@ -172,6 +173,15 @@ static int l_prune_check_gates(lua_State *L) {
     return 0;
 }
 
+static int l_prune_read_gates(lua_State *L) {
+    const char *path = luaL_checkstring(L, 1);
+    lua_Integer nl = luaL_checkinteger(L, 2), nh = luaL_checkinteger(L, 3);
+    luaL_argcheck(L, nl >= 1 && nh >= 1, 2, "layers and heads must be >= 1");
+    hy_tensor *t = l_pushtensor(L);
+    if (hy_prune_read_gates(path, (size_t)nl, (size_t)nh, t) != HY_OK) return l_raise(L);
+    return 1;
+}
+
 static int l_prune_restore(lua_State *L) {
     hy_xfmr *m = l_checkmodel(L, 1);
     hy_tensor *b = l_checktensor(L, 2);
@@ -186,6 +196,7 @@ void l_open_prune(lua_State *L) {
     static const luaL_Reg fns[] = {
         {"prune_members", l_prune_members}, {"prune_objective", l_prune_objective},
         {"prune_check_gates", l_prune_check_gates}, {"prune_restore", l_prune_restore},
+        {"prune_read_gates", l_prune_read_gates},
         {NULL, NULL}};
     l_setfuncs(L, fns);
 }

@@ -4,7 +4,7 @@ local argparse = require("hydra.argparse")
 local err = require("hydra.err")
 
 local USAGE = "hydra finetune CKPT.h5 --gates GATES.h5 --member m --out MEMBER.h5 "
-  .. "[--data FILE.h5] [--quiet] [key=value ...]"
+  .. "[--data FILE.h5] [--allow-mixed] [--quiet] [key=value ...]"
 
 return {
   summary = "fine-tune one pruned member (gates fixed) from the base checkpoint",
@@ -15,13 +15,16 @@ and optim.* settings from the checkpoint's config and key=value overrides) on th
 Pruned heads get no gradient and their weights are restored from the base afterwards, so they are
 bit-identical to the base's (decoupled weight decay would otherwise shrink them). finetune.epochs:
 0 writes the gated base checkpoint without training (the training-free setting). MEMBER.h5 is a
-normal checkpoint with /head_gates set and /meta member, gates_file, base_checkpoint,
-finetune_epochs, finetune_learning_rate. (The library function: hydra.finetune.member.)]],
+normal checkpoint with /head_gates set and /meta member, gates_file, gates_sha256,
+gates_checkpoint_sha256 (the checkpoint the gates were pruned from), base_checkpoint,
+base_checkpoint_sha256, finetune_epochs, finetune_learning_rate: `hydra fuse` checks them. Gates
+pruned from another checkpoint (their checkpoint_sha256 is not CKPT.h5's) are refused unless
+--allow-mixed is given. (The library function: hydra.finetune.member.)]],
   run = function(args)
     local opts = argparse.parse(args, {
       command = "finetune", usage = USAGE,
       options = { gates = "string", member = "integer", out = "string", data = "string",
-                  quiet = "flag" },
+                  quiet = "flag", ["allow-mixed"] = "flag" },
       positional = { min = 1, max = 1, names = { "CKPT.h5" } },
       overrides = true, required = { "gates", "member", "out" },
     })
@@ -42,6 +45,14 @@ finetune_epochs, finetune_learning_rate. (The library function: hydra.finetune.m
       err.usage("hydra finetune: --member must be in [1, %d] (the members of '%s'; got %d)", n,
         opts.gates, opts.member)
     end
+    -- the gates must have been pruned from this checkpoint (their checkpoint_sha256)
+    local base_sha, gates_sha = core.file_sha256(ckpt), core.file_sha256(opts.gates)
+    local from = g.attrs.checkpoint_sha256
+    if type(from) == "string" and from ~= base_sha and not opts["allow-mixed"] then
+      err.fail("hydra finetune: the gates '%s' were pruned from another checkpoint (their "
+        .. "checkpoint_sha256 %s, '%s' has %s); pass --allow-mixed to apply them anyway",
+        opts.gates, from:sub(1, 16), ckpt, base_sha:sub(1, 16))
+    end
     err.wrap(nil, core.threads_init, cfg.threads)
     print(("seed %d  member %d of %d  finetune epochs %d"):format(cfg.seed, opts.member, n,
       cfg.finetune.epochs))
@@ -49,6 +60,8 @@ finetune_epochs, finetune_learning_rate. (The library function: hydra.finetune.m
       cfg, { data = opts.data, progress = not opts.quiet,
              log = function(line) print(line); io.stdout:flush() end })
     meta.gates_file, meta.base_checkpoint = opts.gates, ckpt
+    meta.gates_sha256, meta.base_checkpoint_sha256 = gates_sha, base_sha
+    if type(from) == "string" then meta.gates_checkpoint_sha256 = from end
     err.wrap("hydra finetune", m.save, m, opts.out, meta)
     if hist then   -- the learning curve beside the checkpoint (none for finetune.epochs 0)
       local curves = require("hydra.curves")

@@ -4,7 +4,7 @@ local argparse = require("hydra.argparse")
 local err = require("hydra.err")
 
 local USAGE = "hydra fuse MEMBER.h5... --out FUSED.h5 [--mlp average|member] "
-  .. "[--ln average|member] [--embed average|member] [--head average|member]"
+  .. "[--ln average|member] [--embed average|member] [--head average|member] [--allow-mixed]"
 
 return {
   summary = "fuse pruned members into one Hydra model",
@@ -17,12 +17,16 @@ the embeddings (cls, pos, patch/token; the first layer's input is then computed 
 classifier head. Defaults come from the fuse section of configs/defaults.yaml. FUSED.h5 holds
 /config, /fuse (mlp, ln, embed, head, members), /members/{m}/... (m 0-based),
 /members/{m}/head_gates, /shared/... and /meta (data_mean, data_std, members). `hydra predict`
-accepts it and writes /member_probs.]],
+accepts it and writes /member_probs. Members of different prunings are refused unless
+--allow-mixed: the same member twice (identical files, or one gates row twice), members of
+different gates files, of different base checkpoints, or with gates pruned from another
+checkpoint (the /meta that `hydra finetune` records: gates_sha256, member,
+base_checkpoint_sha256, gates_checkpoint_sha256).]],
   run = function(args)
     local opts = argparse.parse(args, {
       command = "fuse", usage = USAGE,
       options = { out = "string", mlp = "string", ln = "string", embed = "string",
-                  head = "string" },
+                  head = "string", ["allow-mixed"] = "flag" },
       positional = { min = 1, max = 64, names = { "MEMBER.h5" } },
       required = { "out" },
     })
@@ -44,6 +48,10 @@ accepts it and writes /member_probs.]],
     local members = {}
     for i, p in ipairs(opts.positional) do
       members[i] = err.wrap("hydra fuse", model.load, p)
+    end
+    if not opts["allow-mixed"] then
+      local why = fuse.mixed_members(members, opts.positional)
+      if why then err.fail("hydra fuse: %s; pass --allow-mixed to fuse them anyway", why) end
     end
     local f = err.wrap("hydra fuse", fuse.build, members, modes)
     local paths = table.concat(opts.positional, ",")

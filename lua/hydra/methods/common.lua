@@ -398,6 +398,42 @@ function C.gates_cfg(cfg, variant)
   return c
 end
 
+-- SHA-256 of a stage product, memoised per path, size and modification time.
+local sha_memo = {}
+local function product_sha256(path)
+  local _, size, mtime = core.stat(path)
+  local k = ("%s\0%s\0%s"):format(path, tostring(size), tostring(mtime))
+  if not sha_memo[k] then sha_memo[k] = core.file_sha256(path) end
+  return sha_memo[k]
+end
+
+-- The check of a cached gates file (stages.lua opts.check): as many members as the config
+-- asks for, pruned from this base (its checkpoint_sha256, else its base_stage).
+local function gates_check(gc, base_path, base_key)
+  return function(path)
+    local f <close> = h5.open(path)
+    if not f:exists("/gates") then return "it has no /gates" end
+    local g = f:read("/gates", "float32")
+    local n = g:ndim() == 3 and g:size(1) or 1
+    if n ~= gc.hydra.members then
+      return ("/gates holds %d member(s), the config asks for hydra.members = %d"):format(n,
+        gc.hydra.members)
+    end
+    local a = f:attrs("/")
+    if a.checkpoint_sha256 ~= nil then
+      local want = product_sha256(base_path)
+      if a.checkpoint_sha256 ~= want then
+        return ("its gates were pruned from the checkpoint with sha256 %s, not from the base "
+          .. "'%s' (%s)"):format(tostring(a.checkpoint_sha256):sub(1, 16), base_path,
+          want:sub(1, 16))
+      end
+    elseif a.base_stage ~= base_key then
+      return ("it records base stage %s, not %s"):format(tostring(a.base_stage), base_key)
+    end
+    return nil
+  end
+end
+
 -- Gates stage: returns the gates file path, its key and the gate tensor [M,L,H].
 function C.gates(ctx, base_path, base_key, variant)
   local cfg = ctx.cfg
@@ -438,8 +474,10 @@ function C.gates(ctx, base_path, base_key, variant)
       local msg = tostring(res):gsub("^[^%s:]+%.lua:%d+: ", "")
       err.fail("%s%s", msg:match("^prune: ") and "" or "prune: ", msg)
     end
-    prune.write_gates(tmp, res, { base_stage = base_key, stage_key = key })
-  end)
+    prune.write_gates(tmp, res, { base_stage = base_key, stage_key = key,
+                                  checkpoint = base_path,
+                                  checkpoint_sha256 = product_sha256(base_path) })
+  end, { check = gates_check(gc, base_path, base_key) })
   local f <close> = h5.open(path)
   local gates = f:read("/gates", "float32")
   if f:exists("/overlap") and gates:size(1) > 1 then
@@ -482,7 +520,25 @@ function C.member(ctx, base_path, base_key, gates_key, gates, m)
     meta.stage, meta.stage_key, meta.base_stage, meta.gates_stage = "member", key, base_key,
       gates_key
     mod:save(tmp, meta)
-  end)
+  end, { check = function(path)
+    -- a cached member: fine-tuned from this base, with this member's gate row
+    local f <close> = h5.open(path)
+    local a = f:exists("/meta") and f:attrs("/meta") or {}
+    if a.base_stage ~= base_key then
+      return ("it records base stage %s, not %s"):format(tostring(a.base_stage), base_key)
+    end
+    local hg = f:read("/head_gates", "float32")
+    local want = gates:row(m):totable()
+    for l, row in ipairs(hg:totable()) do
+      for h, v in ipairs(row) do
+        if want[l] == nil or want[l][h] ~= v then
+          return ("its /head_gates differ from member %d's gates at layer %d, head %d"):format(
+            m, l, h)
+        end
+      end
+    end
+    return nil
+  end })
 end
 
 -- Row m of gates [M,L,H] as a list of L strings of H digits ("1101..."; a gate that is
@@ -517,7 +573,16 @@ function C.fused(ctx, member_paths, member_keys, fc, meta)
     for k, v in pairs(meta or {}) do m[k] = v end
     f:save(tmp, m)
     f:close()
-  end)
+  end, { check = function(path)
+    -- a cached fused model: as many members as fused here
+    local f <close> = h5.open(path)
+    local n = f:exists("/fuse") and f:attrs("/fuse").members
+    if n ~= #member_paths then
+      return ("/fuse members is %s, %d members are fused here"):format(tostring(n),
+        #member_paths)
+    end
+    return nil
+  end })
 end
 
 -- A predictor over a fused file: one pass gives every member (M = 1 for the pruned single
