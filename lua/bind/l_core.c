@@ -141,5 +141,7 @@ int luaopen_hydra_core(lua_State *L) {
     l_open_proc(L);
     l_open_spawn(L);
     l_open_prof(L);
+    l_open_import(L);
+    l_open_json(L);
     return 1;
 }
