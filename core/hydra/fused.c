@@ -126,6 +126,13 @@ static hy_status same_config(const hy_xfmr_config *a, const hy_xfmr_config *b, s
                        "%zu vs %zu)", m + 1, (size_t)b->kind, (size_t)a->kind);
     for (size_t i = 0; i < HY_XFMR_N_FIELDS; i++) {
         const hy_xfmr_field *fd = &hy_xfmr_fields[i];
+        if (fd->type == HY_FIELD_FLOAT) {
+            double fa = hy_xfmr_field_float(a, fd), fb = hy_xfmr_field_float(b, fd);
+            if (fa != fb)
+                return hy_fail(HY_EINVAL, "fused: member %zu has a different config than "
+                               "member 1 (%s %g vs %g)", m + 1, fd->name, fb, fa);
+            continue;
+        }
         if (fd->type != HY_FIELD_SIZE) continue;   /* the dropout rates may differ */
         size_t va = hy_xfmr_field_size(a, fd), vb = hy_xfmr_field_size(b, fd);
         if (va != vb)
@@ -477,12 +484,11 @@ static void team_sync(const hy_team_part *tp) {
 /* rows [r0, r0 + n) of a LayerNorm, or this part's share of them */
 static void norm_rows(const hy_team_part *tp, float *out, float *mean, float *rstd,
                       const float *x, const float *w, const float *b, size_t r0, size_t n,
-                      size_t D) {
+                      size_t D, float eps) {
     size_t lo = 0, hi = n;
     if (tp) hy_team_share(n, tp->part, tp->parts, &lo, &hi);
     r0 += lo;
-    hy_layernorm_forward(out + r0 * D, mean + r0, rstd + r0, x + r0 * D, w, b, hi - lo, D,
-                         HY_XFMR_LN_EPS);
+    hy_layernorm_forward(out + r0 * D, mean + r0, rstd + r0, x + r0 * D, w, b, hi - lo, D, eps);
 }
 
 /* LayerNorm (slot sw, sb) of rows_per_pair rows per pair of the slice: out, x indexed like
@@ -491,14 +497,15 @@ static void norm_slice(hy_fused *f, const slice *s, float *out, float *mean, flo
                        const float *x, size_t sw, size_t sb, size_t rpp,
                        const hy_team_part *tp) {
     size_t D = f->cfg.d_model;
+    float eps = hy_xfmr_ln_eps(&f->cfg);
     if (shared(f, HY_PART_LN)) {
         norm_rows(tp, out, mean, rstd, x, P(f, 0, sw), P(f, 0, sb), s->p0 * rpp,
-                  (s->p1 - s->p0) * rpp, D);
+                  (s->p1 - s->p0) * rpp, D, eps);
     } else {
         for (size_t i = 0; i < s->nseg; i++) {
             size_t m = s->m[i], B = s->B;
             norm_rows(tp, out, mean, rstd, x, P(f, m, sw), P(f, m, sb),
-                      (m * B + s->b0[i]) * rpp, (s->b1[i] - s->b0[i]) * rpp, D);
+                      (m * B + s->b0[i]) * rpp, (s->b1[i] - s->b0[i]) * rpp, D, eps);
         }
     }
     team_sync(tp);

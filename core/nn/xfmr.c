@@ -9,6 +9,7 @@
 #include <omp.h>
 #endif
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tensor/attn.h"
@@ -88,6 +89,10 @@ hy_status hy_xfmr_config_check(const hy_xfmr_config *c) {
     if (!(c->mlp_dropout >= 0.0f && c->mlp_dropout < 1.0f))
         return hy_fail(HY_ECONFIG, "xfmr: mlp_dropout must be in [0, 1) (got %g)",
                        (double)c->mlp_dropout);
+    /* ln_eps: 0 = the default; a float32 LayerNorm needs it finite and > 0 as a float */
+    if (!(c->ln_eps == 0.0 || (c->ln_eps > 0.0 && c->ln_eps < 1.0 && (float)c->ln_eps > 0.0f)))
+        return hy_fail(HY_ECONFIG, "xfmr: ln_eps must be in (0, 1) and representable as a "
+                       "float32 (got %g)", c->ln_eps);
     return HY_OK;
 }
 
@@ -104,16 +109,22 @@ size_t hy_xfmr_seq_len(const hy_xfmr_config *c) {
 #define FIELD_KIND_VIT HY_XFMR_VIT
 #define FIELD_KIND_TEXT HY_XFMR_TEXT
 #define FIELD_KIND_ALL (-1)
-#define FIELD_ROW(name, type, kind) \
-    {#name, HY_FIELD_##type, FIELD_KIND_##kind, offsetof(hy_xfmr_config, name)},
+#define FIELD_ROW(name, type, kind, dflt) \
+    {#name, HY_FIELD_##type, FIELD_KIND_##kind, offsetof(hy_xfmr_config, name), dflt},
 const hy_xfmr_field hy_xfmr_fields[HY_XFMR_N_FIELDS] = {HY_XFMR_CONFIG_FIELDS(FIELD_ROW)};
 #undef FIELD_ROW
 /* the generated struct and the X-macro agree on every field's type */
-#define FIELD_TYPE_OK(name, type, kind) \
+#define FIELD_TYPE_OK(name, type, kind, dflt) \
     _Static_assert(sizeof(((hy_xfmr_config *)0)->name) == sizeof(HY_XFMR_FIELD_TYPE_##type), \
                    #name);
 HY_XFMR_CONFIG_FIELDS(FIELD_TYPE_OK)
 #undef FIELD_TYPE_OK
+
+const hy_xfmr_field *hy_xfmr_field_find(const char *name) {
+    for (size_t i = 0; i < HY_XFMR_N_FIELDS; i++)
+        if (strcmp(hy_xfmr_fields[i].name, name) == 0) return &hy_xfmr_fields[i];
+    return NULL;
+}
 
 bool hy_xfmr_field_applies(const hy_xfmr_field *f, hy_xfmr_kind k) {
     return f->kind < 0 || f->kind == (int)k;
@@ -131,6 +142,35 @@ float hy_xfmr_field_rate(const hy_xfmr_config *c, const hy_xfmr_field *f) {
     float v;
     memcpy(&v, (const char *)c + f->offset, sizeof v);
     return v;
+}
+
+double hy_xfmr_field_default(const hy_xfmr_field *f) {
+    HY_ASSERT(f->type == HY_FIELD_FLOAT);
+    return strtod(f->dflt, NULL);
+}
+
+double hy_xfmr_field_float(const hy_xfmr_config *c, const hy_xfmr_field *f) {
+    HY_ASSERT(f->type == HY_FIELD_FLOAT);
+    double v;
+    memcpy(&v, (const char *)c + f->offset, sizeof v);
+    return v != 0.0 ? v : hy_xfmr_field_default(f);
+}
+
+void hy_xfmr_field_set_float(hy_xfmr_config *c, const hy_xfmr_field *f, double v) {
+    HY_ASSERT(f->type == HY_FIELD_FLOAT);
+    memcpy((char *)c + f->offset, &v, sizeof v);
+}
+
+/* the optional fields' values in effect written into c (a model's cfg holds no 0 = default) */
+static void resolve_defaults(hy_xfmr_config *c) {
+    for (size_t i = 0; i < HY_XFMR_N_FIELDS; i++)
+        if (hy_xfmr_fields[i].type == HY_FIELD_FLOAT)
+            hy_xfmr_field_set_float(c, &hy_xfmr_fields[i],
+                                    hy_xfmr_field_float(c, &hy_xfmr_fields[i]));
+}
+
+float hy_xfmr_ln_eps(const hy_xfmr_config *c) {
+    return c->ln_eps != 0.0 ? (float)c->ln_eps : HY_XFMR_LN_EPS;
 }
 
 void hy_xfmr_field_set_size(hy_xfmr_config *c, const hy_xfmr_field *f, size_t v) {
@@ -330,6 +370,7 @@ static hy_status build(hy_xfmr *m, const hy_xfmr_config *cfg, const hy_ens_confi
     HY_TRY(hy_xfmr_config_check(cfg));
     if (e) HY_TRY(hy_ens_config_check(cfg, e));
     m->cfg = *cfg;
+    resolve_defaults(&m->cfg);
     m->T = hy_xfmr_seq_len(cfg);
     m->HS = cfg->d_model / cfg->n_heads;
     size_t total = 0;
@@ -650,11 +691,10 @@ static size_t x_slot(size_t l, size_t L, bool keep, bool inplace, bool out) {
 typedef hy_team_part share;
 
 static void step_layernorm(const share *sh, float *out, float *mean, float *rstd, const float *x,
-                           const float *w, const float *b, size_t N, size_t D) {
+                           const float *w, const float *b, size_t N, size_t D, float eps) {
     size_t lo = 0, hi = N;
     if (sh) hy_team_share(N, sh->part, sh->parts, &lo, &hi);
-    hy_layernorm_forward(out + lo * D, mean + lo, rstd + lo, x + lo * D, w, b, hi - lo, D,
-                         HY_XFMR_LN_EPS);
+    hy_layernorm_forward(out + lo * D, mean + lo, rstd + lo, x + lo * D, w, b, hi - lo, D, eps);
     if (sh) hy_team_barrier(sh->team);
 }
 
@@ -666,15 +706,15 @@ static void step_layernorm(const share *sh, float *out, float *mean, float *rstd
 static const float *layernorm_in(const share *sh, bool dup, float *out, float *mean,
                                  float *rstd, float *spare, float *spare_mean,
                                  float *spare_rstd, const float *x, const float *w,
-                                 const float *b, size_t N, size_t D) {
+                                 const float *b, size_t N, size_t D, float eps) {
     if (!(sh && dup && sh->parts == 2)) {
-        step_layernorm(sh, out, mean, rstd, x, w, b, N, D);
+        step_layernorm(sh, out, mean, rstd, x, w, b, N, D, eps);
         return out;
     }
     bool own = sh->part == 0;
     float *o = own ? out : spare;
     hy_layernorm_forward(o, own ? mean : spare_mean, own ? rstd : spare_rstd, x, w, b, N, D,
-                         HY_XFMR_LN_EPS);
+                         eps);
     return o;
 }
 
@@ -723,6 +763,7 @@ static void layers_fwd(hy_xfmr *m, size_t B, size_t T, bool keep, bool drop,
     size_t D = c->d_model, DM = c->d_mlp, NH = c->n_heads, L = c->depth;
     size_t R = hy_xfmr_members(m) * B, BT = R * T;
     const int32_t *kv = c->kind == HY_XFMR_VIT ? NULL : a->kvalid;
+    float eps = hy_xfmr_ln_eps(c);
     HY_ASSERT(!sh || (!drop && !m->ens));
     /* a single model's whole kernels: the LayerNorm after a residual product runs in its
      * epilogue (hy_linear_forward_res_ln: the fresh tile's rows, in cache); ln1_done: layer
@@ -754,7 +795,8 @@ static void layers_fwd(hy_xfmr *m, size_t B, size_t T, bool keep, bool drop,
             ln1_done ? ln1
                      : layernorm_in(sh, !keep, ln1, a->ln1_mean + s * a->sR,
                                     a->ln1_rstd + s * a->sR, ln2, a->ln2_mean + s * a->sR,
-                                    a->ln2_rstd + s * a->sR, x, w->norm1_w, w->norm1_b, BT, D);
+                                    a->ln2_rstd + s * a->sR, x, w->norm1_w, w->norm1_b, BT, D,
+                                    eps);
         bool ln2_done = false;
         /* a single model: the whole block row tile by row tile (hy_block_forward), at
          * inference with the Q/K/V rows in a thread's window of the (unused) probability
@@ -774,7 +816,7 @@ static void layers_fwd(hy_xfmr *m, size_t B, size_t T, bool keep, bool drop,
                             w->fc2_b, xo, nx ? a->ln1 + sn * a->sD : NULL,
                             nx ? a->ln1_mean + sn * a->sR : NULL,
                             nx ? a->ln1_rstd + sn * a->sR : NULL, nx ? wn->norm1_w : NULL,
-                            nx ? wn->norm1_b : NULL, HY_XFMR_LN_EPS, da ? &r0 : NULL,
+                            nx ? wn->norm1_b : NULL, eps, da ? &r0 : NULL,
                             dm ? &r1 : NULL, dm ? &r2 : NULL, c->attn_dropout, c->mlp_dropout};
             if (hy_block_forward(&blk, a->att, L * a->sA)) {
                 ln1_done = nx;
@@ -792,7 +834,7 @@ static void layers_fwd(hy_xfmr *m, size_t B, size_t T, bool keep, bool drop,
         } else if (fuse_ln) {
             hy_linear_forward_res_ln(xm, ln2, a->ln2_mean + s * a->sR, a->ln2_rstd + s * a->sR,
                                      ao, w->proj_w, w->proj_b, x, w->norm2_w, w->norm2_b,
-                                     HY_XFMR_LN_EPS, BT, D, D);
+                                     eps, BT, D, D);
             ln2_done = true;
         } else {
             step_linear(sh, m, l, HY_ENS_PROJ, xm, NULL, false, ao, w->proj_w, w->proj_b, x, BT,
@@ -804,7 +846,8 @@ static void layers_fwd(hy_xfmr *m, size_t B, size_t T, bool keep, bool drop,
             ln2_done ? ln2
                      : layernorm_in(sh, !keep, ln2, a->ln2_mean + s * a->sR,
                                     a->ln2_rstd + s * a->sR, ln1, a->ln1_mean + s * a->sR,
-                                    a->ln1_rstd + s * a->sR, xm, w->norm2_w, w->norm2_b, BT, D);
+                                    a->ln1_rstd + s * a->sR, xm, w->norm2_w, w->norm2_b, BT, D,
+                                    eps);
         ln1_done = false;
         bool mlp_drop = drop && c->mlp_dropout > 0.0f;
         if (fuse_ln && !keep && !mlp_drop) {
@@ -814,7 +857,7 @@ static void layers_fwd(hy_xfmr *m, size_t B, size_t T, bool keep, bool drop,
             const hy_xfmr_block_tensors *wn = nx ? &m->p.blk[l + 1] : NULL;
             hy_mlp_infer(xo, nx ? a->ln1 : NULL, nx ? a->ln1_mean : NULL,
                          nx ? a->ln1_rstd : NULL, nx ? wn->norm1_w : NULL,
-                         nx ? wn->norm1_b : NULL, HY_XFMR_LN_EPS, h, ln2_in, w->fc1_w,
+                         nx ? wn->norm1_b : NULL, eps, h, ln2_in, w->fc1_w,
                          w->fc1_b, w->fc2_w, w->fc2_b, xm, BT, D, DM);
             ln1_done = nx;
             continue;
@@ -832,7 +875,7 @@ static void layers_fwd(hy_xfmr *m, size_t B, size_t T, bool keep, bool drop,
             size_t sn = keep ? l + 1 : 0;
             hy_linear_forward_res_ln(xo, a->ln1 + sn * a->sD, a->ln1_mean + sn * a->sR,
                                      a->ln1_rstd + sn * a->sR, hg, w->fc2_w, w->fc2_b, xm,
-                                     wn->norm1_w, wn->norm1_b, HY_XFMR_LN_EPS, BT, DM, D);
+                                     wn->norm1_w, wn->norm1_b, eps, BT, DM, D);
             ln1_done = true;
         } else {
             step_linear(sh, m, l, HY_ENS_FC2, xo, NULL, false, hg, w->fc2_w, w->fc2_b, xm, BT,
@@ -897,7 +940,7 @@ static hy_status forward(hy_xfmr *m, const hy_batch *in, size_t B, float *logits
     HY_PROF(HY_PROF_COPY, for (size_t b = 0; b < R; b++)
                               memcpy(a->cls + b * D, xl + b * T * D, D * sizeof(float)));
     hy_layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, a->cls, m->p.norm_w, m->p.norm_b, R,
-                         D, HY_XFMR_LN_EPS);
+                         D, hy_xfmr_ln_eps(c));
     if (m->ens) hy_ens_head_forward(m, logits, a->lnf, R);
     else hy_linear_forward(logits, a->lnf, m->p.head_w, m->p.head_b, B, D, K);
     m->last_B = B;

@@ -21,7 +21,8 @@
 #include "tensor/rng.h"
 #include "data/vocab.h"
 
-/* LayerNorm epsilon of every norm in the model (timm ViT uses 1e-6). */
+/* The default LayerNorm epsilon of every norm in the model (timm ViT uses 1e-6; HF ViT and BERT
+ * 1e-12: the model field ln_eps). */
 #define HY_XFMR_LN_EPS 1e-6f
 /* The longest sequence T (tokens including CLS) is the attention kernel's HY_ATTN_MAX_T
  * (attn.h). The reserved token ids HY_TOK_PAD / _UNK / _CLS are the vocabulary's (vocab.h); ids
@@ -29,61 +30,78 @@
 
 typedef enum { HY_XFMR_VIT = 0, HY_XFMR_TEXT = 1 } hy_xfmr_kind;
 
-/* The model-config schema, one line per field: X(name, type, kind).
+/* The model-config schema, one line per field: X(name, type, kind, dflt).
  *   type SIZE: size_t, a required int64 /config attribute; RATE: float in [0, 1), a float64
- *        /config attribute (0 when absent).
+ *        /config attribute (0 when absent); FLOAT: double > 0, an optional float64 /config
+ *        attribute and YAML key, dflt (a number literal as a string) when absent; 0 in a
+ *        hy_xfmr_config also means dflt (a zero-initialised config is today's model:
+ *        hy_xfmr_field_float gives the value in effect).
  *   kind VIT or TEXT: only models of that kind read the field (leave it 0 for the other);
  *        ALL: every model.
+ *   dflt: the default of an optional field ("" for SIZE and RATE).
  * The names are the YAML keys of configs/models/ files (the two rates both come from
  * model.dropout, which the binding reads for them), the /config attributes of checkpoints and
  * fused files and the keys of m:config() (core.model_config_fields() lists them). kind itself
  * ("vit" | "text") is outside the list. Adding a field here adds it to hy_xfmr_config, the files,
- * the bindings and hydra.model.core_config. */
+ * the bindings and hydra.model.core_config. Files written before an optional field existed
+ * read as its default. */
 #define HY_XFMR_CONFIG_FIELDS(X)                                                              \
-    X(image_size, SIZE, VIT)    /* H = W (square images) */                                   \
-    X(channels, SIZE, VIT)      /* C_in */                                                    \
-    X(patch, SIZE, VIT)         /* p; image_size % patch == 0; NP = (image_size/patch)^2 */   \
-    X(vocab_size, SIZE, TEXT)   /* V (ids in [0, V)), V > HY_TOK_CLS */                       \
-    X(max_len, SIZE, TEXT)      /* most tokens per sequence, CLS excluded */                  \
-    X(d_model, SIZE, ALL)       /* D (= C of the glossary), divisible by n_heads */           \
-    X(n_heads, SIZE, ALL)       /* NH; head size HS = d_model / n_heads */                    \
-    X(depth, SIZE, ALL)         /* L blocks */                                                \
-    X(d_mlp, SIZE, ALL)         /* DM hidden width of the MLP */                              \
-    X(n_classes, SIZE, ALL)     /* K classifier outputs */                                    \
-    X(attn_dropout, RATE, ALL)  /* model.dropout: on the attention block output (after proj) */ \
-    X(mlp_dropout, RATE, ALL)   /* model.dropout: after GELU and after fc2 */
+    X(image_size, SIZE, VIT, "")    /* H = W (square images) */                               \
+    X(channels, SIZE, VIT, "")      /* C_in */                                                \
+    X(patch, SIZE, VIT, "")         /* p; image_size % patch == 0; NP = (image_size/patch)^2 */ \
+    X(vocab_size, SIZE, TEXT, "")   /* V (ids in [0, V)), V > HY_TOK_CLS */                   \
+    X(max_len, SIZE, TEXT, "")      /* most tokens per sequence, CLS excluded */              \
+    X(d_model, SIZE, ALL, "")       /* D (= C of the glossary), divisible by n_heads */       \
+    X(n_heads, SIZE, ALL, "")       /* NH; head size HS = d_model / n_heads */                \
+    X(depth, SIZE, ALL, "")         /* L blocks */                                            \
+    X(d_mlp, SIZE, ALL, "")         /* DM hidden width of the MLP */                          \
+    X(n_classes, SIZE, ALL, "")     /* K classifier outputs */                                \
+    X(attn_dropout, RATE, ALL, "")  /* model.dropout: on the attention block output */        \
+    X(mlp_dropout, RATE, ALL, "")   /* model.dropout: after GELU and after fc2 */             \
+    X(ln_eps, FLOAT, ALL, "1e-6")   /* epsilon of every LayerNorm (HF: 1e-12) */
 
 #define HY_XFMR_FIELD_TYPE_SIZE size_t
 #define HY_XFMR_FIELD_TYPE_RATE float
+#define HY_XFMR_FIELD_TYPE_FLOAT double
 
 /* Model configuration: kind + the fields of HY_XFMR_CONFIG_FIELDS, in that order. */
 typedef struct hy_xfmr_config {
     hy_xfmr_kind kind;
-#define HY_XFMR_FIELD_DECL_(name, type, kind) HY_XFMR_FIELD_TYPE_##type name;
+#define HY_XFMR_FIELD_DECL_(name, type, kind, dflt) HY_XFMR_FIELD_TYPE_##type name;
     HY_XFMR_CONFIG_FIELDS(HY_XFMR_FIELD_DECL_)
 #undef HY_XFMR_FIELD_DECL_
 } hy_xfmr_config;
 
 /* The schema as data (for loops over the fields: checkpoints, fused files, bindings). */
-typedef enum { HY_FIELD_SIZE = 0, HY_FIELD_RATE = 1 } hy_field_type;
+typedef enum { HY_FIELD_SIZE = 0, HY_FIELD_RATE = 1, HY_FIELD_FLOAT = 2 } hy_field_type;
 typedef struct hy_xfmr_field {
     const char *name;    /* e.g. "d_model" */
     hy_field_type type;
     int kind;            /* HY_XFMR_VIT, HY_XFMR_TEXT, or -1 for every kind */
     size_t offset;       /* offsetof(hy_xfmr_config, name) */
+    const char *dflt;    /* FLOAT: the default as written in the schema; "" otherwise */
 } hy_xfmr_field;
-#define HY_XFMR_FIELD_COUNT_(name, type, kind) +1
+#define HY_XFMR_FIELD_COUNT_(name, type, kind, dflt) +1
 enum { HY_XFMR_N_FIELDS = 0 HY_XFMR_CONFIG_FIELDS(HY_XFMR_FIELD_COUNT_) };
 #undef HY_XFMR_FIELD_COUNT_
 /* HY_XFMR_N_FIELDS entries in schema order. */
 extern const hy_xfmr_field hy_xfmr_fields[];
+/* The field named `name`, or NULL. */
+const hy_xfmr_field *hy_xfmr_field_find(const char *name);
 /* The field applies to models of kind k. */
 bool hy_xfmr_field_applies(const hy_xfmr_field *f, hy_xfmr_kind k);
-/* Value of a SIZE field / a RATE field of c (HY_ASSERT on the type). */
+/* Value of a SIZE / RATE / FLOAT field of c (HY_ASSERT on the type); a FLOAT field's value in
+ * effect (its default when c holds 0). */
 size_t hy_xfmr_field_size(const hy_xfmr_config *c, const hy_xfmr_field *f);
 float hy_xfmr_field_rate(const hy_xfmr_config *c, const hy_xfmr_field *f);
+double hy_xfmr_field_float(const hy_xfmr_config *c, const hy_xfmr_field *f);
+/* The default of a FLOAT field. */
+double hy_xfmr_field_default(const hy_xfmr_field *f);
 void hy_xfmr_field_set_size(hy_xfmr_config *c, const hy_xfmr_field *f, size_t v);
 void hy_xfmr_field_set_rate(hy_xfmr_config *c, const hy_xfmr_field *f, float v);
+void hy_xfmr_field_set_float(hy_xfmr_config *c, const hy_xfmr_field *f, double v);
+/* The LayerNorm epsilon the kernels use: (float) ln_eps, HY_XFMR_LN_EPS when it is 0. */
+float hy_xfmr_ln_eps(const hy_xfmr_config *c);
 /* "vit" / "text"; parse gives HY_EINVAL (no message: callers word it) for anything else. */
 const char *hy_xfmr_kind_name(hy_xfmr_kind k);
 hy_status hy_xfmr_kind_parse(const char *s, hy_xfmr_kind *out);

@@ -52,6 +52,9 @@ size_t l_cfgsize(lua_State *L, int t, const char *key);      /* an integer >= 0 
 double l_cfgnum(lua_State *L, int t, const char *key);       /* a number */
 int l_cfgbool(lua_State *L, int t, const char *key);         /* a boolean */
 const char *l_cfgstr(lua_State *L, int t, const char *key);  /* a string (kept alive by t) */
+/* Whether the key is present (not nil): for the optional keys of a schema that gives their
+ * default itself (the model schema's FLOAT and ENUM fields, xfmr.h). */
+int l_cfghas(lua_State *L, int t, const char *key);
 
 /* ===== l_tensor.c ===== */
 

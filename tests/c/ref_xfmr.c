@@ -30,14 +30,15 @@ static void lin(double *out, const double *in, const float *w, const float *b, s
         }
 }
 
-static void ln(double *out, const double *x, const float *w, const float *b, size_t N, size_t D) {
+static void ln(double *out, const double *x, const float *w, const float *b, size_t N, size_t D,
+               double eps) {
     for (size_t n = 0; n < N; n++) {
         double m = 0, v = 0;
         for (size_t i = 0; i < D; i++) m += x[n * D + i];
         m /= (double)D;
         for (size_t i = 0; i < D; i++) v += (x[n * D + i] - m) * (x[n * D + i] - m);
         v /= (double)D;
-        double r = 1.0 / sqrt(v + (double)HY_XFMR_LN_EPS);
+        double r = 1.0 / sqrt(v + eps);
         for (size_t i = 0; i < D; i++)
             out[n * D + i] = (x[n * D + i] - m) * r * (double)w[i] + (double)b[i];
     }
@@ -57,6 +58,7 @@ void ref_xfmr_hidden(const hy_xfmr *m, const hy_batch *in, size_t B, bool dropou
     const hy_xfmr_config *c = &m->cfg;
     size_t D = c->d_model, DM = c->d_mlp, NH = c->n_heads, HS = D / NH;
     size_t T = c->kind == HY_XFMR_VIT ? m->T : 1 + in->len, BT = B * T;
+    double eps = (double)hy_xfmr_ln_eps(c);   /* the float kernels' epsilon */
     double *t1 = calloc(BT * D, sizeof *t1);
     double *qkv = calloc(BT * 3 * D, sizeof *qkv), *ao = calloc(BT * D, sizeof *ao);
     double *h = calloc(BT * DM, sizeof *h), *row = calloc(T, sizeof *row);
@@ -90,7 +92,7 @@ void ref_xfmr_hidden(const hy_xfmr *m, const hy_batch *in, size_t B, bool dropou
     /* blocks */
     double scale = 1.0 / sqrt((double)HS);
     for (size_t l = 0; l < c->depth; l++) {
-        ln(t1, x, PB(m, l, "norm1.weight"), PB(m, l, "norm1.bias"), BT, D);
+        ln(t1, x, PB(m, l, "norm1.weight"), PB(m, l, "norm1.bias"), BT, D, eps);
         lin(qkv, t1, PB(m, l, "attn.qkv.weight"), PB(m, l, "attn.qkv.bias"), BT, D, 3 * D);
         for (size_t b = 0; b < B; b++) {
             size_t nk = c->kind == HY_XFMR_TEXT ? 1 + (size_t)in->lengths[b] : T;
@@ -120,7 +122,7 @@ void ref_xfmr_hidden(const hy_xfmr *m, const hy_batch *in, size_t B, bool dropou
         lin(t1, ao, PB(m, l, "attn.proj.weight"), PB(m, l, "attn.proj.bias"), BT, D, D);
         if (dropout && c->attn_dropout > 0) mask_apply(t1, &fwd, l * 4, BT, D, c->attn_dropout);
         for (size_t i = 0; i < BT * D; i++) x[i] += t1[i];
-        ln(t1, x, PB(m, l, "norm2.weight"), PB(m, l, "norm2.bias"), BT, D);
+        ln(t1, x, PB(m, l, "norm2.weight"), PB(m, l, "norm2.bias"), BT, D, eps);
         lin(h, t1, PB(m, l, "mlp.fc1.weight"), PB(m, l, "mlp.fc1.bias"), BT, D, DM);
         for (size_t i = 0; i < BT * DM; i++) h[i] = 0.5 * h[i] * (1.0 + erf(h[i] / sqrt(2.0)));
         if (dropout && c->mlp_dropout > 0) mask_apply(h, &fwd, l * 4 + 1, BT, DM, c->mlp_dropout);
@@ -141,7 +143,7 @@ void ref_xfmr_forward(const hy_xfmr *m, const hy_batch *in, size_t B, bool dropo
     /* head on the CLS rows */
     double *cl = calloc(B * D, sizeof *cl), *cn = calloc(B * D, sizeof *cn);
     for (size_t b = 0; b < B; b++) memcpy(cl + b * D, x + b * T * D, D * sizeof *cl);
-    ln(cn, cl, P(m, "norm.weight"), P(m, "norm.bias"), B, D);
+    ln(cn, cl, P(m, "norm.weight"), P(m, "norm.bias"), B, D, (double)hy_xfmr_ln_eps(c));
     lin(logits, cn, P(m, "head.weight"), P(m, "head.bias"), B, D, K);
     free(x); free(cl); free(cn);
 }

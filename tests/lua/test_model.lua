@@ -267,6 +267,25 @@ function T.flops_at_sequence_length()
     function() return m:flops(0) end)
 end
 
+-- the model's optional encoder fields (xfmr.h): absent = the schema's default, a YAML override
+-- reaches the model, and the schema's bounds hold
+function T.model_optional_fields()
+  local config = require("hydra.config")
+  local mc = { kind = "text", vocab_size = 50, max_len = 12, d_model = 32, n_heads = 4,
+    depth = 1, d_mlp = 64, n_classes = 3, dropout = 0 }
+  eq(core.model_new(mc):config().ln_eps, 1e-6, "absent ln_eps")
+  local cfg = config.load(nil, { "model.ln_eps=1e-12" })
+  eq(cfg.model.ln_eps, 1e-12, "YAML ln_eps")
+  mc.ln_eps = cfg.model.ln_eps
+  eq(core.model_new(mc):config().ln_eps, 1e-12, "ln_eps reaches the model")
+  local fields = {}
+  for _, f in ipairs(core.model_config_fields()) do fields[f.name] = f end
+  eq(fields.ln_eps.type, "float", "ln_eps type")
+  eq(fields.ln_eps.default, 1e-6, "ln_eps default")
+  local okl, e = pcall(config.load, nil, { "model.ln_eps=0" })
+  ok(not okl and tostring(e):find("ln_eps", 1, true), tostring(e))
+end
+
 -- core.blas_info(): the OpenBLAS build and the kernels it picked here (recorded by `make bench`)
 function T.blas_info_names_openblas()
   local b = core.blas_info()
