@@ -13,6 +13,8 @@
  * half-open {from, to} pairs along dim 1 (rows) or 2 (columns of a 2-d tensor)):
  *   core.tensor_cat({t1, t2, ...}) -> rows of t1, then t2, ... (same trailing shape)
  *   core.tensor_select(t, dim, ranges) -> the rows (dim 1) or columns (dim 2) in ranges, in order
+ *   core.tensor_scatter(t, dim, ranges, n) -> select's inverse: a tensor whose dim `dim` has
+ *                          size n, t's consecutive slices placed at the ranges, zeros elsewhere
  *   core.tensor_reshape(t, {d1, ...}) -> a copy with that shape (same element count)
  *   core.tensor_scale_ranges(t, dim, ranges, factors) -> a copy with rows / columns of range i
  *                          multiplied by factors[i] (0 zeroes them)
@@ -156,6 +158,48 @@ static int l_tensor_select(lua_State *L) {
     return 1;
 }
 
+static int l_tensor_scatter(lua_State *L) {
+    hy_tensor *t = check_f32(L, 1);
+    int dim = check_dim(L, 2, t);
+    lua_Integer n = luaL_checkinteger(L, 4);
+    luaL_argcheck(L, n >= 0, 4, "size must be >= 0");
+    int64_t *r;
+    size_t k = check_ranges(L, 3, (int64_t)n, &r);
+    int64_t total = 0;
+    for (size_t i = 0; i < k; i++) total += r[2 * i + 1] - r[2 * i];
+    if (total != t->shape[dim - 1])
+        return luaL_error(L, "tensor_scatter: the ranges cover %I of dim %d, the tensor has %I",
+                          (lua_Integer)total, dim, (lua_Integer)t->shape[dim - 1]);
+    int64_t shape[HY_MAXDIM];
+    memcpy(shape, t->shape, sizeof(int64_t) * (size_t)t->ndim);
+    shape[dim - 1] = (int64_t)n;
+    hy_tensor *out = l_pushtensor(L);
+    if (hy_tensor_alloc(out, HY_F32, t->ndim, shape) != HY_OK) return l_raise(L);
+    float *dst = out->data;
+    memset(dst, 0, hy_tensor_numel(out) * sizeof(float));
+    const float *src = t->data;
+    if (dim == 1) {
+        size_t row = 1;
+        for (int d = 1; d < t->ndim; d++) row *= (size_t)t->shape[d];
+        for (size_t i = 0; i < k; i++) {
+            size_t m = (size_t)(r[2 * i + 1] - r[2 * i]) * row;
+            memcpy(dst + (size_t)r[2 * i] * row, src, m * sizeof(float));
+            src += m;
+        }
+    } else {
+        size_t R = (size_t)t->shape[0], C = (size_t)t->shape[1];
+        for (size_t y = 0; y < R; y++) {
+            size_t c = 0;
+            for (size_t i = 0; i < k; i++) {
+                size_t m = (size_t)(r[2 * i + 1] - r[2 * i]);
+                memcpy(dst + y * (size_t)n + (size_t)r[2 * i], src + y * C + c, m * sizeof(float));
+                c += m;
+            }
+        }
+    }
+    return 1;
+}
+
 static int l_tensor_reshape(lua_State *L) {
     hy_tensor *t = check_f32(L, 1);
     luaL_checktype(L, 2, LUA_TTABLE);
@@ -278,6 +322,7 @@ void l_open_import(lua_State *L) {
                                        {"write", l_model_write}, {NULL, NULL}};
     static const luaL_Reg fns[] = {{"tensor_cat", l_tensor_cat}, {"tensor_select", l_tensor_select},
                                    {"tensor_reshape", l_tensor_reshape},
+                                   {"tensor_scatter", l_tensor_scatter},
                                    {"tensor_scale_ranges", l_tensor_scale_ranges}, {NULL, NULL}};
     l_addmethods(L, L_MODEL, methods);
     l_setfuncs(L, fns);
