@@ -147,5 +147,6 @@ void l_open_spawn(lua_State *L);
 void l_open_prof(lua_State *L);
 void l_open_import(lua_State *L);
 void l_open_json(lua_State *L);
+void l_open_safetensors(lua_State *L);
 
 #endif

@@ -123,6 +123,7 @@ int luaopen_hydra_core(lua_State *L) {
     l_open_base(L);
     l_open_tensor(L);
     l_open_h5(L);
+    l_open_safetensors(L);
     l_open_config(L);
     l_open_hash(L);
     l_open_idx(L);
