@@ -52,7 +52,7 @@ tokenizer, do_lower_case, max_len, vocab); `hydra info CKPT.h5` shows them.]],
     local src = opts.positional[1]
     local file = src
     local found = {}
-    if core.stat(src) == "directory" then
+    if core.stat(src) == "dir" then
       file = src .. "/model.safetensors"
       if core.stat(file) ~= "file" then
         err.fail("hydra import: folder '%s' has no model.safetensors", src)
