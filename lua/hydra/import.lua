@@ -19,7 +19,8 @@
 --                member's kept heads, zeros elsewhere))
 --   /import/ignored   strings: source tensors not used (--no-strict, or always-ignorable ones)
 --   /preprocess  images: attrs mode (timm|hf), interpolation (bicubic|bilinear), size, crop_pct,
---                mean [3], std [3]; text: tokenizer ("wordpiece"), do_lower_case (0/1),
+--                mean [C], std [C] (only when known for the model's C channels: timm and HF
+--                give 3); text: tokenizer ("wordpiece"), do_lower_case (0/1),
 --                max_len, and the dataset /preprocess/vocab (strings, id = index)
 --   /meta        import_format, import_sha256 besides hydra_version
 --
@@ -289,16 +290,12 @@ local function vit_sizes(who, file, infos, fmt)
     cls = "vit.embeddings.cls_token", pos = "vit.embeddings.position_embeddings",
     pw = "vit.embeddings.patch_embeddings.projection.weight", prefix = "vit.encoder.layer.",
     fc1 = "vit.encoder.layer.0.intermediate.dense.weight", head = "classifier.weight" }
-  local pw = need(who, file, infos, n.pw, "the patch embedding: [D, 3, p, p]")
+  local pw = need(who, file, infos, n.pw, "the patch embedding: [D, C, p, p]")
   if #pw ~= 4 or pw[3] ~= pw[4] then
     err.fail("%s: '%s': '%s' has shape %s, expected [D, C, p, p] (square patches)", who, file,
       n.pw, shape_str(pw))
   end
   local D, C, p = pw[1], pw[2], pw[3]
-  if C ~= 3 then
-    err.fail("%s: '%s': '%s' has %d input channels; imported ViTs take RGB images (3)", who,
-      file, n.pw, C)
-  end
   local pos = need(who, file, infos, n.pos, ("the position table: [1, 1+patches, %d]"):format(D))
   if #pos ~= 3 or pos[1] ~= 1 or pos[3] ~= D then
     err.fail("%s: '%s': '%s' has shape %s, expected [1, T, %d]", who, file, n.pos,
@@ -319,7 +316,7 @@ local function vit_sizes(who, file, infos, fmt)
   local fc1 = need(who, file, infos, n.fc1, ("the first MLP layer: [d_mlp, %d]"):format(D))
   local head = infos[n.head] and infos[n.head].shape
   return {
-    kind = "vit", image_size = grid * p, channels = 3, patch = p, d_model = D, depth = L,
+    kind = "vit", image_size = grid * p, channels = C, patch = p, d_model = D, depth = L,
     d_mlp = fc1[1], n_classes = head and head[1] or nil, dropout = 0.0,
   }
 end
@@ -601,7 +598,7 @@ function M.run(opts)
   -- gates of a hydra member export: the kept heads it records
   if hm.heads then
     local g = M.gates_from_heads(who, file, hm.heads, cfg.depth, H)
-    m:set_gates(g)
+    m:set_gates(core.from_table("float32", g))
   end
 
   -- 5. write
@@ -622,7 +619,7 @@ function M.run(opts)
     f:write_strings("/import/name_map", name_map)
     f:write_strings("/import/dtypes", dtypes)
     f:write_strings("/import/ignored", ignored)
-    M.write_preprocess(f, pre)
+    M.write_preprocess(f, pre, cfg.channels)
     f:commit()
   end)
   if not wok then
@@ -665,10 +662,11 @@ function M.expand_sliced(who, file, st, src, info, dst, want, cfg, heads, tr)
   local hd = cfg.d_model // cfg.n_heads
   local k = #kept
   table.sort(kept)
-  local t = err.wrap(who, st.read, st, src)
   local proj = dst:match("attn%.proj%.weight$")
+  local t = err.wrap(who, st.read, st, src)
   local s = info.shape
-  local thirds = (tr == nil) and 3 or 1     -- timm: q|k|v in one tensor; HF: one of them
+  -- timm: q|k|v in one tensor; HF: one of them; proj: the heads' columns once
+  local thirds = (tr == nil and not proj) and 3 or 1
   local ok_shape
   if proj then ok_shape = #s == 2 and s[1] == cfg.d_model and s[2] == k * hd
   else ok_shape = s[1] == thirds * k * hd and (#s == 1 or s[2] == cfg.d_model) end
@@ -731,8 +729,9 @@ function M.hf_image_preprocess(who, path, size)
   return p
 end
 
--- Writes /preprocess (see the header).
-function M.write_preprocess(f, p)
+-- Writes /preprocess (see the header). Images: mean and std are written when they have one
+-- value per input channel (timm and HF give 3; a model of other channels has none known).
+function M.write_preprocess(f, p, channels)
   if p.tokenizer then
     f:set_attr("/preprocess", "tokenizer", p.tokenizer)
     f:set_attr("/preprocess", "do_lower_case", p.do_lower_case and 1 or 0)
@@ -744,8 +743,9 @@ function M.write_preprocess(f, p)
   f:set_attr("/preprocess", "interpolation", p.interpolation)
   f:set_attr("/preprocess", "size", p.size)
   f:set_attr("/preprocess", "crop_pct", p.crop_pct + 0.0)
+  if #p.mean ~= channels or #p.std ~= channels then return end
   local mean, std = {}, {}
-  for i = 1, 3 do mean[i] = p.mean[i] + 0.0; std[i] = p.std[i] + 0.0 end
+  for i = 1, channels do mean[i] = p.mean[i] + 0.0; std[i] = p.std[i] + 0.0 end
   f:set_attr("/preprocess", "mean", mean)
   f:set_attr("/preprocess", "std", std)
 end

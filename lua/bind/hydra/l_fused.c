@@ -71,6 +71,7 @@ static int l_fused_save(lua_State *L) {
     hy_fused *f = check_fused(L, 1);
     const char *path = luaL_checkstring(L, 2);
     l_checkmeta(L, 3, "fused");
+    lua_settop(L, 3);   /* meta stays at 3 (nil when omitted): the box goes to 4 */
     hy_h5 *file = l_pushh5(L);
     if (hy_h5_create(file, path) != HY_OK) return l_raise(L);
     if (hy_fused_write(file, f) != HY_OK || l_writemeta(L, 3, file) != HY_OK) {
