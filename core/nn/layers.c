@@ -926,6 +926,30 @@ void hy_gelu_backward_d_set(float *dx, const float *dout, const float *dgelu, si
     GELU_BLOCKS(n, mul_span(dx + lo, dout + lo, dgelu + lo, hi - lo));
 }
 
+/* ===== GELU, tanh approximation ===== */
+
+/* sqrt(2 / pi) and the cubic coefficient of the tanh approximation (HF "gelu_new") */
+#define GT_K 0.7978845608028654f
+#define GT_C 0.044715f
+
+static float gelu_tanh1(float x) {
+    float t = tanhf(GT_K * (x + GT_C * x * x * x));
+    return 0.5f * x * (1.0f + t);
+}
+
+static float dgelu_tanh1(float x) {
+    float t = tanhf(GT_K * (x + GT_C * x * x * x));
+    return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * GT_K * (1.0f + 3.0f * GT_C * x * x);
+}
+
+void hy_gelu_tanh_forward(float *out, const float *x, size_t n) {
+    GELU_BLOCKS(n, for (size_t i = lo; i < hi; i++) out[i] = gelu_tanh1(x[i]));
+}
+
+void hy_gelu_tanh_backward_set(float *dx, const float *dout, const float *x, size_t n) {
+    GELU_BLOCKS(n, for (size_t i = lo; i < hi; i++) dx[i] = dout[i] * dgelu_tanh1(x[i]));
+}
+
 /* ===== softmax ===== */
 
 void hy_softmax_forward(float *out, const float *x, size_t N, size_t K) {
