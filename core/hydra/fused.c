@@ -133,12 +133,33 @@ static hy_status same_config(const hy_xfmr_config *a, const hy_xfmr_config *b, s
                                "member 1 (%s %g vs %g)", m + 1, fd->name, fb, fa);
             continue;
         }
-        if (fd->type != HY_FIELD_SIZE) continue;   /* the dropout rates may differ */
+        if (fd->type == HY_FIELD_ENUM) {
+            int ea = hy_xfmr_field_enum(a, fd), eb = hy_xfmr_field_enum(b, fd);
+            char wa[32], wb[32];
+            if (ea != eb)
+                return hy_fail(HY_EINVAL, "fused: member %zu has a different config than "
+                               "member 1 (%s %s vs %s)", m + 1, fd->name,
+                               hy_xfmr_field_enum_name(fd, eb, wb, sizeof wb),
+                               hy_xfmr_field_enum_name(fd, ea, wa, sizeof wa));
+            continue;
+        }
+        if (fd->type == HY_FIELD_RATE) continue;   /* the dropout rates may differ */
         size_t va = hy_xfmr_field_size(a, fd), vb = hy_xfmr_field_size(b, fd);
         if (va != vb)
             return hy_fail(HY_EINVAL, "fused: member %zu has a different config than member 1 "
                            "(%s %zu vs %zu)", m + 1, fd->name, vb, va);
     }
+    return HY_OK;
+}
+
+/* The fused forward runs the default encoder (pre-LN, exact GELU, hydra embedding, no pooler;
+ * any ln_eps): a model with another structural option (xfmr.h) is refused, naming it. */
+static hy_status supported(const hy_xfmr_config *c, const char *what) {
+    const char *opt = hy_xfmr_nondefault_option(c);
+    if (opt)
+        return hy_fail(HY_EINVAL, "fused: the fused model does not support model.%s (%s); fuse "
+                       "pre-LN members with act gelu, pooler none and text_embed hydra", opt,
+                       what);
     return HY_OK;
 }
 
@@ -173,6 +194,7 @@ hy_status hy_fused_build(hy_fused *f, hy_xfmr *const *members, size_t M,
     if (M == 0) return hy_fail(HY_EINVAL, "fused: need at least one member (got 0)");
     const hy_xfmr_config *c = &members[0]->cfg;
     size_t L = c->depth, NH = c->n_heads, LH = L * NH;
+    HY_TRY(supported(c, "members"));
     for (size_t m = 0; m < M; m++) {
         HY_TRY(same_config(c, &members[m]->cfg, m));
         HY_TRY(hy_prune_check_member("fused", members[m]->gates, m, L, NH));
@@ -273,6 +295,7 @@ hy_status hy_fused_load(hy_fused *f, const char *path) {
         goto fail;
     }
     if ((st = hy_ckpt_read_config(&file, &f->cfg)) != HY_OK) goto fail;
+    if ((st = supported(&f->cfg, path)) != HY_OK) goto fail;
     if ((st = read_mode(&file, "mlp", &f->fuse.mlp)) != HY_OK) goto fail;
     if ((st = read_mode(&file, "ln", &f->fuse.ln)) != HY_OK) goto fail;
     if ((st = read_mode(&file, "embed", &f->fuse.embed)) != HY_OK) goto fail;

@@ -89,6 +89,11 @@ hy_status hy_mlm_new(hy_mlm *h, const hy_xfmr_config *c) {
         return hy_fail(HY_ECONFIG, "mlm: masked-language-model pretraining needs a text model "
                        "(model.kind text)");
     HY_TRY(hy_xfmr_config_check(c));
+    /* the head reads the final LayerNorm and the hydra embedding's CLS-shifted rows */
+    const char *opt = hy_xfmr_nondefault_option(c);
+    if (opt)
+        return hy_fail(HY_ECONFIG, "mlm: masked-language-model pretraining does not support "
+                       "model.%s", opt);
     if (c->vocab_size <= HY_TOK_NRESERVED)
         return hy_fail(HY_ECONFIG, "mlm: vocab_size must be > %d (PAD, UNK, CLS, MASK are "
                        "reserved; got %zu)", HY_TOK_NRESERVED, c->vocab_size);

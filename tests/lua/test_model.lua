@@ -284,6 +284,25 @@ function T.model_optional_fields()
   eq(fields.ln_eps.default, 1e-6, "ln_eps default")
   local okl, e = pcall(config.load, nil, { "model.ln_eps=0" })
   ok(not okl and tostring(e):find("ln_eps", 1, true), tostring(e))
+  -- the ENUM and COUNT fields: defaults, words, a BERT-like model from YAML keys
+  local c0 = core.model_new(mc):config()
+  eq(c0.norm .. c0.act .. c0.pooler .. c0.text_embed .. c0.type_vocab, "pregelunonehydra0",
+    "defaults")
+  eq(table.concat(fields.norm.words, "|"), "pre|post", "norm words")
+  eq(fields.type_vocab.type, "count", "type_vocab type")
+  cfg = config.load(nil, { "model.norm=post", "model.pooler=tanh", "model.text_embed=bert",
+    "model.type_vocab=2", "model.act=gelu_tanh" })
+  for _, k in ipairs({ "norm", "pooler", "text_embed", "type_vocab", "act" }) do
+    mc[k] = cfg.model[k]
+  end
+  local c1 = core.model_new(mc):config()
+  eq(c1.norm .. c1.act .. c1.pooler .. c1.text_embed .. c1.type_vocab, "postgelu_tanhtanhbert2",
+    "YAML options reach the model")
+  eq(c1.seq_len, 12, "text_embed bert: the position table is max_len long, [CLS] included")
+  mc.norm = "mid"
+  raises("model.norm must be one of pre|post (got 'mid')", function() return core.model_new(mc) end)
+  okl, e = pcall(config.load, nil, { "model.norm=mid" })
+  ok(not okl and tostring(e):find("norm", 1, true), tostring(e))
 end
 
 -- core.blas_info(): the OpenBLAS build and the kernels it picked here (recorded by `make bench`)

@@ -46,7 +46,8 @@ hy_xfmr *l_pushmodel(lua_State *L) {
 /* Reads a resolved model section (table at arg) into c by its YAML keys: model.kind, the SIZE
  * fields of HY_XFMR_CONFIG_FIELDS that apply to the kind under their names (model.d_model, ...),
  * every RATE field (attn_dropout, mlp_dropout) from the one knob model.dropout, and the optional
- * fields (FLOAT: model.ln_eps, ...) under their names, absent = the schema's default. */
+ * fields (FLOAT, COUNT, ENUM: model.ln_eps, model.norm, ...) under their names, absent = the
+ * schema's default. */
 void l_read_model_config(lua_State *L, int arg, hy_xfmr_config *c) {
     luaL_checktype(L, arg, LUA_TTABLE);
     memset(c, 0, sizeof *c);
@@ -68,13 +69,29 @@ void l_read_model_config(lua_State *L, int arg, hy_xfmr_config *c) {
             hy_xfmr_field_set_float(c, f, v);
             continue;
         }
+        if (f->type == HY_FIELD_COUNT) {
+            size_t v = l_cfghas(L, arg, key) ? l_cfgsize(L, arg, key)
+                                             : (size_t)hy_xfmr_field_default(f);
+            hy_xfmr_field_set_size(c, f, v);
+            continue;
+        }
+        if (f->type == HY_FIELD_ENUM) {
+            int v = 0;
+            if (l_cfghas(L, arg, key)) {
+                const char *w = l_cfgstr(L, arg, key);
+                if (hy_xfmr_field_enum_parse(f, w, &v) != HY_OK)
+                    luaL_error(L, "%s must be one of %s (got '%s')", key, f->dflt, w);
+            }
+            hy_xfmr_field_set_enum(c, f, v);
+            continue;
+        }
         hy_xfmr_field_set_size(c, f, l_cfgsize(L, arg, key));
     }
 }
 
-/* core.model_config_fields() -> { { name =, type = "size"|"rate"|"float", kind =
- * "vit"|"text"|"all" [, default = (optional fields)] }, ... } in schema order
- * (HY_XFMR_CONFIG_FIELDS) */
+/* core.model_config_fields() -> { { name =, type = "size"|"rate"|"float"|"count"|"enum", kind =
+ * "vit"|"text"|"all" [, default = (optional fields)] [, words = { ... } (enum)] }, ... } in
+ * schema order (HY_XFMR_CONFIG_FIELDS) */
 static int l_model_config_fields(lua_State *L) {
     lua_createtable(L, HY_XFMR_N_FIELDS, 0);
     for (size_t i = 0; i < HY_XFMR_N_FIELDS; i++) {
@@ -82,12 +99,25 @@ static int l_model_config_fields(lua_State *L) {
         lua_createtable(L, 0, 3);
         lua_pushstring(L, f->name);
         lua_setfield(L, -2, "name");
-        static const char *const types[] = {"size", "rate", "float"};
+        static const char *const types[] = {"size", "rate", "float", "count", "enum"};
         lua_pushstring(L, types[f->type]);
         lua_setfield(L, -2, "type");
-        if (f->type == HY_FIELD_FLOAT) {
-            lua_pushnumber(L, hy_xfmr_field_default(f));
-            lua_setfield(L, -2, "default");
+        char w[32];
+        if (f->type == HY_FIELD_FLOAT) lua_pushnumber(L, hy_xfmr_field_default(f));
+        else if (f->type == HY_FIELD_COUNT)
+            lua_pushinteger(L, (lua_Integer)hy_xfmr_field_default(f));
+        else if (f->type == HY_FIELD_ENUM)
+            lua_pushstring(L, hy_xfmr_field_enum_name(f, 0, w, sizeof w));
+        else lua_pushnil(L);
+        lua_setfield(L, -2, "default");
+        if (f->type == HY_FIELD_ENUM) {   /* its words, in value order */
+            int n = hy_xfmr_field_enum_count(f);
+            lua_createtable(L, n, 0);
+            for (int v = 0; v < n; v++) {
+                lua_pushstring(L, hy_xfmr_field_enum_name(f, v, w, sizeof w));
+                lua_rawseti(L, -2, v + 1);
+            }
+            lua_setfield(L, -2, "words");
         }
         lua_pushstring(L, f->kind < 0 ? "all" : hy_xfmr_kind_name((hy_xfmr_kind)f->kind));
         lua_setfield(L, -2, "kind");
@@ -187,8 +217,12 @@ static int l_model_config(lua_State *L) {
     lua_setfield(L, -2, "kind");
     for (size_t i = 0; i < HY_XFMR_N_FIELDS; i++) {
         const hy_xfmr_field *f = &hy_xfmr_fields[i];
-        if (f->type == HY_FIELD_SIZE) lua_pushinteger(L, (lua_Integer)hy_xfmr_field_size(c, f));
+        char w[32];
+        if (f->type == HY_FIELD_SIZE || f->type == HY_FIELD_COUNT)
+            lua_pushinteger(L, (lua_Integer)hy_xfmr_field_size(c, f));
         else if (f->type == HY_FIELD_FLOAT) lua_pushnumber(L, hy_xfmr_field_float(c, f));
+        else if (f->type == HY_FIELD_ENUM)
+            lua_pushstring(L, hy_xfmr_field_enum_name(f, hy_xfmr_field_enum(c, f), w, sizeof w));
         else lua_pushnumber(L, (lua_Number)hy_xfmr_field_rate(c, f));
         lua_setfield(L, -2, f->name);
     }
