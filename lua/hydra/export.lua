@@ -99,8 +99,11 @@ function M.run(opts)
   local slice = opts.slice and member
 
   local entries = {}
+  local has = {}
+  for _, n in ipairs(m:param_names()) do has[n] = true end
   for _, r in ipairs(import.expand(import.maps[fmt], L)) do
     local src, dst, tr = r[1], r[2], r[3]
+    if r.opt and not has[dst] then goto continue end
     local t = m:param(dst)
     local l = tonumber(dst:match("^blocks%.(%d+)%."))
     if l and dst:match("attn%.proj%.weight$") then
@@ -129,8 +132,12 @@ function M.run(opts)
       end
     elseif tr == "q" or tr == "k" or tr == "v" then
       err.fail("%s: name map row %s: a q/k/v split of '%s'", who, src, dst)
+    elseif tr == "pos" then   -- [1,T,D] -> BERT's [T,D]
+      local s = t:shape()
+      t = core.tensor_reshape(t, { s[2], s[3] })
     end
     entries[#entries + 1] = { name = src, tensor = t }
+    ::continue::
   end
 
   local origin = imp.origin or core.file_sha256(ckpt)

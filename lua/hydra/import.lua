@@ -92,6 +92,43 @@ M.maps = {
     { "classifier.weight", "head.weight" },
     { "classifier.bias", "head.bias" },
   },
+  -- transformers/models/bert/modeling_bert.py (BertForSequenceClassification); post-LN: norm1
+  -- is the LayerNorm after attention, norm2 the one after the MLP, no final norm. Rows marked
+  -- opt apply when the model has the tensor (token types, pooler).
+  ["hf-bert"] = {
+    { "bert.embeddings.word_embeddings.weight", "tok_embed.weight" },
+    { "bert.embeddings.position_embeddings.weight", "pos_embed", "pos" },
+    { "bert.embeddings.token_type_embeddings.weight", "type_embed.weight", opt = true },
+    { "bert.embeddings.LayerNorm.weight", "embed_norm.weight" },
+    { "bert.embeddings.LayerNorm.bias", "embed_norm.bias" },
+    { "bert.encoder.layer.{l}.attention.self.query.weight", "blocks.{l}.attn.qkv.weight", "q" },
+    { "bert.encoder.layer.{l}.attention.self.key.weight", "blocks.{l}.attn.qkv.weight", "k" },
+    { "bert.encoder.layer.{l}.attention.self.value.weight", "blocks.{l}.attn.qkv.weight", "v" },
+    { "bert.encoder.layer.{l}.attention.self.query.bias", "blocks.{l}.attn.qkv.bias", "q" },
+    { "bert.encoder.layer.{l}.attention.self.key.bias", "blocks.{l}.attn.qkv.bias", "k" },
+    { "bert.encoder.layer.{l}.attention.self.value.bias", "blocks.{l}.attn.qkv.bias", "v" },
+    { "bert.encoder.layer.{l}.attention.output.dense.weight", "blocks.{l}.attn.proj.weight" },
+    { "bert.encoder.layer.{l}.attention.output.dense.bias", "blocks.{l}.attn.proj.bias" },
+    { "bert.encoder.layer.{l}.attention.output.LayerNorm.weight", "blocks.{l}.norm1.weight" },
+    { "bert.encoder.layer.{l}.attention.output.LayerNorm.bias", "blocks.{l}.norm1.bias" },
+    { "bert.encoder.layer.{l}.intermediate.dense.weight", "blocks.{l}.mlp.fc1.weight" },
+    { "bert.encoder.layer.{l}.intermediate.dense.bias", "blocks.{l}.mlp.fc1.bias" },
+    { "bert.encoder.layer.{l}.output.dense.weight", "blocks.{l}.mlp.fc2.weight" },
+    { "bert.encoder.layer.{l}.output.dense.bias", "blocks.{l}.mlp.fc2.bias" },
+    { "bert.encoder.layer.{l}.output.LayerNorm.weight", "blocks.{l}.norm2.weight" },
+    { "bert.encoder.layer.{l}.output.LayerNorm.bias", "blocks.{l}.norm2.bias" },
+    { "bert.pooler.dense.weight", "pooler.weight", opt = true },
+    { "bert.pooler.dense.bias", "pooler.bias", opt = true },
+    { "classifier.weight", "head.weight" },
+    { "classifier.bias", "head.bias" },
+  },
+}
+
+-- Other spellings a source name may have (old TF-converted BERT files): { pattern, replacement }
+-- tried in order when the canonical name is absent; export writes the canonical one.
+M.aliases = {
+  ["hf-bert"] = { { "%.LayerNorm%.weight$", ".LayerNorm.gamma" },
+                  { "%.LayerNorm%.bias$", ".LayerNorm.beta" } },
 }
 
 -- Source tensors that are never part of the model and are skipped (listed as ignored) even
@@ -232,10 +269,11 @@ local function expand(map, L)
   for _, r in ipairs(map) do
     if r[1]:find("{l}", 1, true) then
       for l = 0, L - 1 do
-        rows[#rows + 1] = { (r[1]:gsub("{l}", tostring(l))), (r[2]:gsub("{l}", tostring(l))), r[3] }
+        rows[#rows + 1] = { (r[1]:gsub("{l}", tostring(l))), (r[2]:gsub("{l}", tostring(l))), r[3],
+                            opt = r.opt }
       end
     else
-      rows[#rows + 1] = { r[1], r[2], r[3] }
+      rows[#rows + 1] = { r[1], r[2], r[3], opt = r.opt }
     end
   end
   return rows
@@ -319,6 +357,76 @@ local function vit_sizes(who, file, infos, fmt)
     kind = "vit", image_size = grid * p, channels = C, patch = p, d_model = D, depth = L,
     d_mlp = fc1[1], n_classes = head and head[1] or nil, dropout = 0.0,
   }
+end
+
+-- Reads the sizes of an HF BERT from the shapes (positions cut to max_len when given).
+local function bert_sizes(who, file, infos, max_len)
+  local we = need(who, file, infos, "bert.embeddings.word_embeddings.weight",
+    "the token embedding: [V, D]")
+  local V, D = we[1], we[2]
+  local pname = "bert.embeddings.position_embeddings.weight"
+  local pe = need(who, file, infos, pname, ("the position table: [P, %d]"):format(D))
+  if #pe ~= 2 or pe[2] ~= D then
+    err.fail("%s: '%s': '%s' has shape %s, expected [P, %d]", who, file, pname, shape_str(pe), D)
+  end
+  local P = pe[1]
+  if max_len and max_len > P then
+    err.fail("%s: --max-len %d exceeds the %d positions of '%s'", who, max_len, P, file)
+  end
+  local T = max_len or P
+  if T > core.attn_max_t then
+    err.fail("%s: '%s': '%s' has %d positions, more than hydra's attention takes (%d tokens): "
+      .. "give --max-len N with N <= %d", who, file, pname, P, core.attn_max_t, core.attn_max_t)
+  end
+  local te = infos["bert.embeddings.token_type_embeddings.weight"]
+  local L = count_blocks(who, file, infos, "bert.encoder.layer.")
+  if L == 0 then err.fail("%s: '%s' has no tensor named bert.encoder.layer.0.*", who, file) end
+  local fc1 = need(who, file, infos, "bert.encoder.layer.0.intermediate.dense.weight",
+    ("the first MLP layer: [d_mlp, %d]"):format(D))
+  local head = infos["classifier.weight"] and infos["classifier.weight"].shape
+  return {
+    kind = "text", vocab_size = V, max_len = T, d_model = D, depth = L, d_mlp = fc1[1],
+    n_classes = head and head[1] or nil, dropout = 0.0, norm = "post", text_embed = "bert",
+    type_vocab = te and te.shape[1] or 0,
+    pooler = infos["bert.pooler.dense.weight"] and "tanh" or "none",
+  }, P
+end
+
+-- The text preprocessing of a BERT: the vocabulary (one token a line, id = line number, as HF's
+-- load_vocab reads it), do_lower_case from tokenizer_config.json (BertTokenizer's default true),
+-- max_len the positions kept (at most the tokenizer's model_max_length).
+function M.bert_preprocess(who, vocab_path, tok_path, V, T)
+  if not vocab_path then
+    err.fail("%s: hf-bert needs the vocabulary: give --vocab vocab.txt (or a folder holding it)",
+      who)
+  end
+  local text = read_text(vocab_path, who)
+  local vocab = {}
+  for line in text:gmatch("([^\n]*)\n") do vocab[#vocab + 1] = line end
+  local tail = text:match("([^\n]+)$")
+  if tail then vocab[#vocab + 1] = tail end
+  if #vocab ~= V then
+    err.fail("%s: '%s' has %d tokens, but the model's word embeddings have %d rows", who,
+      vocab_path, #vocab, V)
+  end
+  local seen = {}
+  for _, w in ipairs(vocab) do seen[w] = true end
+  for _, w in ipairs({ "[PAD]", "[UNK]", "[CLS]", "[SEP]" }) do
+    if not seen[w] then err.fail("%s: '%s' has no token %s", who, vocab_path, w) end
+  end
+  local p = { tokenizer = "wordpiece", do_lower_case = true, max_len = T, vocab = vocab }
+  if tok_path then
+    local j = read_json(tok_path, who)
+    if j.do_lower_case ~= nil then
+      if type(j.do_lower_case) ~= "boolean" then
+        err.fail("%s: '%s': do_lower_case must be true or false", who, tok_path)
+      end
+      p.do_lower_case = j.do_lower_case
+    end
+    local mm = jnum(j, "model_max_length", tok_path, who)
+    if mm and mm < T then p.max_len = math.tointeger(mm) end
+  end
+  return p
 end
 
 -- The hydra.* __metadata__ of a file hydra exported (nil values when absent).
@@ -456,8 +564,42 @@ function M.run(opts)
       end
       pre = M.hf_image_preprocess(who, opts.preprocessor, cfg.image_size)
     end
-  else
-    err.fail("%s: --format %s is not available in this build", who, fmt)
+  else   -- hf-bert
+    local P
+    cfg, P = bert_sizes(who, file, infos, opts.max_len)
+    if opts.max_len then log(("positions: the first %d of %d"):format(cfg.max_len, P)) end
+    if cj then
+      local mt = jstr(cj, "model_type", cj_path, who)
+      if mt and mt ~= "bert" then
+        err.fail("%s: '%s': model_type '%s' is not supported (bert)", who, cj_path, mt)
+      end
+      local pet = jstr(cj, "position_embedding_type", cj_path, who)
+      if pet and pet ~= "absolute" then
+        err.fail("%s: '%s': unsupported feature relative positions (position_embedding_type %s)",
+          who, cj_path, pet)
+      end
+      heads_sources[#heads_sources + 1] = { jnum(cj, "num_attention_heads", cj_path, who),
+        ("'%s' num_attention_heads"):format(cj_path) }
+      eps_sources[#eps_sources + 1] = { jnum(cj, "layer_norm_eps", cj_path, who),
+        ("'%s' layer_norm_eps"):format(cj_path) }
+      local act = jstr(cj, "hidden_act", cj_path, who)
+      if act and not HF_ACT[act] then
+        err.fail("%s: '%s': hidden_act '%s' is not supported (gelu, gelu_new, "
+          .. "gelu_pytorch_tanh)", who, cj_path, act)
+      end
+      act_sources[#act_sources + 1] = { act and HF_ACT[act], ("'%s' hidden_act"):format(cj_path) }
+      local checks = { hidden_size = cfg.d_model, num_hidden_layers = cfg.depth,
+                       intermediate_size = cfg.d_mlp, vocab_size = cfg.vocab_size,
+                       max_position_embeddings = P, type_vocab_size = cfg.type_vocab }
+      for key, have in pairs(checks) do
+        local v = jnum(cj, key, cj_path, who)
+        if v and v ~= have then
+          err.fail("%s: '%s' has %s %d (from the tensor shapes), but '%s' says %s", who, file,
+            key, have, cj_path, tostring(v))
+        end
+      end
+    end
+    pre = M.bert_preprocess(who, opts.vocab, opts.tokenizer_config, cfg.vocab_size, cfg.max_len)
   end
   heads_sources[#heads_sources + 1] = { hm.head_dim and cfg.d_model // hm.head_dim,
     ("'%s' __metadata__ hydra.head_dim"):format(file) }
@@ -492,9 +634,7 @@ function M.run(opts)
   local eps = settle(who, "the LayerNorm epsilon", first_stated(eps_sources))
   local act = settle(who, "the activation", first_stated(act_sources))
   cfg.ln_eps = eps
-  if act ~= "gelu" then
-    err.fail("%s: activation %s is not available in this build (exact-erf gelu only)", who, act)
-  end
+  cfg.act = act
 
   -- 3. classes: the file's head, or a fresh one of --classes K
   local fresh_head = false
@@ -539,16 +679,41 @@ function M.run(opts)
       if infos[src] then used[src] = true end
       goto continue
     end
-    if not pshape[dst] then err.fail("%s: name map row '%s' -> '%s': no such hydra tensor", who, src, dst) end
+    if not pshape[dst] then
+      if r.opt then goto continue end
+      err.fail("%s: name map row '%s' -> '%s': no such hydra tensor", who, src, dst)
+    end
     local want = expected(r)
     local info = infos[src]
+    if not info then   -- another spelling (old TF-converted files)
+      for _, a in ipairs(M.aliases[fmt] or {}) do
+        local alt = src:gsub(a[1], a[2])
+        if alt ~= src and infos[alt] then
+          src, info = alt, infos[alt]
+          break
+        end
+      end
+    end
     if not info then
       missing[#missing + 1] = ("'%s' (expected shape %s)"):format(src, shape_str(want))
       goto continue
     end
     used[src] = true
     local t = nil
-    if expand_heads and (dst:match("attn%.qkv%.") or dst:match("attn%.proj%.weight$")) then
+    if tr == "pos" then
+      local ps = info.shape
+      if #ps ~= 2 or ps[2] ~= cfg.d_model or ps[1] < cfg.max_len then
+        bad[#bad + 1] = ("'%s' has shape %s, expected [>=%d,%d]"):format(src, shape_str(ps),
+          cfg.max_len, cfg.d_model)
+        goto continue
+      end
+      t = err.wrap(who, st.h.read, st.h, src)
+      if ps[1] > cfg.max_len then
+        t = core.tensor_select(t, 1, { { 0, cfg.max_len } })
+        tr = ("pos:0:%d"):format(cfg.max_len)
+      end
+      t = core.tensor_reshape(t, want)
+    elseif expand_heads and (dst:match("attn%.qkv%.") or dst:match("attn%.proj%.weight$")) then
       t = M.expand_sliced(who, file, st.h, src, info, dst, want, cfg, expand_heads, tr)
     elseif not same_shape(info.shape, want) then
       bad[#bad + 1] = ("'%s' has shape %s, expected %s"):format(src, shape_str(info.shape),
@@ -626,9 +791,9 @@ function M.run(opts)
     f:close()
     err.fail("%s: cannot write '%s': %s", who, opts.out, err.message(werr))
   end
-  log(("%s %s: %d tensors mapped (%s), d_model %d, %d heads, depth %d, d_mlp %d, %d classes, "
-    .. "LayerNorm eps %g -> %s"):format(fmt, file, #name_map, fmt, cfg.d_model, H, cfg.depth,
-    cfg.d_mlp, cfg.n_classes, eps, opts.out))
+  log(("%s %s: %d tensors mapped, d_model %d, %d heads, depth %d, d_mlp %d, %d classes, "
+    .. "LayerNorm eps %g, %s -> %s"):format(fmt, file, #name_map, cfg.d_model, H, cfg.depth,
+    cfg.d_mlp, cfg.n_classes, eps, act, opts.out))
   return { cfg = cfg, mapped = #name_map, ignored = ignored, fresh_head = fresh_head,
            preprocess = pre }
 end

@@ -126,26 +126,37 @@ local d, ref = arg[1], "tests/ref/import"
 local f <close> = h5.open(ref .. "/ref.h5")
 local images = f:read("/images")
 local man = {}
+local text = { ids = f:read("/hf_bert/ids"), lengths = f:read("/hf_bert/lengths"),
+               type_ids = f:read("/hf_bert/type_ids") }
 local function add(ckpt, name, fmt, names, slice)
   ex.run({ ckpt = ckpt, names = names, slice = slice, out = d .. "/" .. name .. ".safetensors" })
   local m = core.model_load(ckpt)
   local g <close> = h5.create(d .. "/" .. name .. ".h5")
-  g:write("/images", images)
-  g:write("/logits", m:forward({ images = images }))
+  if fmt == "hf-bert" then
+    for k, v in pairs(text) do g:write("/" .. k, v) end
+    g:write("/logits", m:forward(text))
+  else
+    g:write("/images", images)
+    g:write("/logits", m:forward({ images = images }))
+  end
   g:commit()
   man[#man + 1] = { file = name .. ".safetensors", format = fmt, logits = name .. ".h5" }
 end
 for _, src in ipairs({ { "timm", "timm-vit", ref .. "/timm_vit_f32.safetensors" },
-                       { "hf", "hf-vit", ref .. "/hf_vit/model.safetensors" } }) do
+                       { "hf", "hf-vit", ref .. "/hf_vit/model.safetensors" },
+                       { "bert", "hf-bert", ref .. "/hf_bert/model.safetensors" } }) do
   local base = d .. "/" .. src[1] .. "_base.h5"
   imp.run({ file = src[3], format = src[2], heads = 4, strict = true, out = base,
-            config = src[1] == "hf" and (ref .. "/hf_vit/config.json") or nil })
+            config = src[1] == "hf" and (ref .. "/hf_vit/config.json") or
+              src[1] == "bert" and (ref .. "/hf_bert/config.json") or nil,
+            vocab = ref .. "/hf_bert/vocab.txt" })
   local m = core.model_load(base)
   m:set_gates(core.from_table("float32", { { 1, 0, 1, 0 }, { 0, 0, 0, 0 } }))
   m:save(d .. "/" .. src[1] .. "_member.h5")
-  add(base, src[1] .. "_model", src[2], src[1], false)
-  add(d .. "/" .. src[1] .. "_member.h5", src[1] .. "_dense", src[2], src[1], false)
-  add(d .. "/" .. src[1] .. "_member.h5", src[1] .. "_sliced", src[2], src[1], true)
+  local names = src[1] == "timm" and "timm" or "hf"
+  add(base, src[1] .. "_model", src[2], names, false)
+  add(d .. "/" .. src[1] .. "_member.h5", src[1] .. "_dense", src[2], names, false)
+  add(d .. "/" .. src[1] .. "_member.h5", src[1] .. "_sliced", src[2], names, true)
 end
 local out = assert(io.open(d .. "/manifest.json", "w"))
 out:write(core.json_encode(man), "\n")

@@ -18,6 +18,10 @@ weights):
              (cls_token, pos_embed, patch_embed.proj.*, blocks.{l}.{norm1, attn.qkv, attn.proj,
              norm2, mlp.fc1, mlp.fc2}.*, norm.*, head.*), stored as F32, F16 and BF16 files (the
              F16/BF16 references use the widened weights, as `tensor.float()` gives them)
+  HF BERT    BertForSequenceClassification (tests/ref/hf_bert_ref.py's module): vocab 60 (the
+             hf_bert/vocab.txt written here), D 32, H 4, L 2, I 64, 2 token types, 40 positions,
+             3 labels, post-LN, eps 1e-12, tanh pooler, plus the int64 position_ids buffer older
+             files keep; a padded batch of 4 rows with token types (two sentence pairs)
   HF ViT     the same sizes with ViTForImageClassification's keys (vit.embeddings.*,
              vit.encoder.layer.{l}.attention.attention.{query,key,value}.*, ...), split q/k/v,
              layer_norm_eps 1e-12, with config.json and preprocessor_config.json
@@ -27,11 +31,13 @@ D is 32 rather than 64 and the MLP 2D rather than 4D so that all fixtures stay u
 tests/ref/import/ref.h5:
   /images [B,3,32,32] float32 (the inputs of both ViTs)
   /timm_vit/logits_{F32,F16,BF16} [B,K] float64     /hf_vit/logits [B,K] float64
+  /hf_bert/ids, /hf_bert/type_ids [4,12] int32, /hf_bert/lengths [4] int32, /hf_bert/logits [4,3]
   root attrs: seed, torch_version, script_sha256, atol, rtol
 
 `check DIR` reads DIR/manifest.json, written by tests/e2e/import_export.sh with
-HYDRA_TORCH_DIR=DIR: a list of {"file": exported .safetensors, "format": "timm-vit"|"hf-vit",
-"logits": the h5 holding hydra's logits as /logits and the inputs as /images}. Each file is
+HYDRA_TORCH_DIR=DIR: a list of {"file": exported .safetensors, "format": "timm-vit"|"hf-vit"|"hf-bert",
+"logits": the h5 holding hydra's logits as /logits and the inputs as /images or /ids, /lengths,
+/type_ids}. Each file is
 loaded with load_state_dict(strict=True) into the stock-shaped module (per-layer head counts
 from __metadata__ "hydra.heads" for a sliced member) and its float64 logits must match hydra's
 within atol 1e-4 + rtol 1e-5.
@@ -62,18 +68,21 @@ ST_DTYPE = {"F32": (torch.float32, 4), "F16": (torch.float16, 2), "BF16": (torch
             "F64": (torch.float64, 8), "I64": (torch.int64, 8)}
 
 
-def st_write(path, tensors, dtype="F32", metadata=None):
-    """tensors: {name: tensor}; all stored as `dtype`. Reference writer order: descending dtype
-    alignment, then name; header padded with spaces to a multiple of 8."""
-    tdt, size = ST_DTYPE[dtype]
+def st_write(path, tensors, dtype="F32", metadata=None, dtypes=None):
+    """tensors: {name: tensor}; stored as `dtype` (dtypes: {name: dtype} for others).
+    Reference writer order: descending dtype alignment, then name; header padded with spaces to
+    a multiple of 8."""
+    dtypes = dtypes or {}
+    dt_of = lambda n: dtypes.get(n, dtype)
     header, blobs, off = {}, [], 0
-    for name in sorted(tensors):
+    for name in sorted(tensors, key=lambda n: (-ST_DTYPE[dt_of(n)][1], n)):
+        tdt, _ = ST_DTYPE[dt_of(name)]
         t = tensors[name].detach().to(tdt).contiguous()
         if tdt == torch.bfloat16:
             raw = t.view(torch.int16).numpy().tobytes()
         else:
             raw = t.numpy().tobytes()
-        header[name] = {"dtype": dtype, "shape": list(t.shape), "data_offsets": [off, off + len(raw)]}
+        header[name] = {"dtype": dt_of(name), "shape": list(t.shape), "data_offsets": [off, off + len(raw)]}
         blobs.append(raw)
         off += len(raw)
     if metadata:
@@ -104,7 +113,8 @@ def st_read(path):
             t = torch.frombuffer(raw, dtype=torch.int16).view(torch.bfloat16)
         else:
             t = torch.frombuffer(raw, dtype=tdt) if raw else torch.zeros(0, dtype=tdt)
-        out[name] = t.reshape(info["shape"]).float().double()
+        t = t.reshape(info["shape"])
+        out[name] = t if tdt == torch.int64 else t.float().double()
     return out, meta
 
 
@@ -267,6 +277,84 @@ class HFViTForImageClassification(nn.Module):
         return self.classifier(self.vit.layernorm(x)[:, 0])
 
 
+# ===== HF BertForSequenceClassification: tests/ref/hf_bert_ref.py's hand-written module =====
+
+sys.path.insert(0, HERE)
+import hf_bert_ref  # noqa: E402  (HF module structure and exact parameter names)
+
+BERT_VOCAB = (["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] +
+              ["the", "a", "movie", "film", "was", "is", "not", "very", "good", "bad", "great",
+               "boring", "fun", "plot", "acting", "i", "it", "and", "but", "of", "to", "this",
+               "that", "story", ",", ".", "!", "?", "un", "##believ", "##able", "##s", "##ly",
+               "##ing", "##ed", "love", "hate", "best", "worst", "ever", "seen", "really",
+               "quite", "so", "too", "long", "short", "funny", "sad", "slow", "dull", "bright",
+               "dark", "music", "score"])
+BERT = dict(vocab_size=len(BERT_VOCAB), hidden_size=32, num_attention_heads=4, num_hidden_layers=2,
+            intermediate_size=64, type_vocab_size=2, max_position_embeddings=40, num_labels=3,
+            layer_norm_eps=1e-12, hidden_act="gelu", hidden_dropout_prob=0.0,
+            attention_probs_dropout_prob=0.0)
+
+
+def bert_inputs(gen):
+    """a padded batch of [CLS] ... [SEP] rows (lengths 12, 9, 5, 2), two of them sentence pairs"""
+    V = BERT["vocab_size"]
+    B, T = 4, 12
+    lengths = torch.tensor([12, 9, 5, 2], dtype=torch.int32)
+    ids = torch.randint(5, V, (B, T), generator=gen, dtype=torch.int64)
+    pos = torch.arange(T)[None, :]
+    ids[:, 0] = 2
+    ids[pos == (lengths[:, None].long() - 1)] = 3
+    ids[pos >= lengths[:, None].long()] = 0
+    type_ids = torch.zeros(B, T, dtype=torch.int64)
+    type_ids[0, 7:12] = 1
+    type_ids[1, 5:9] = 1
+    mask = (pos < lengths[:, None].long()).to(torch.int64)
+    return {"ids": ids.to(torch.int32), "lengths": lengths, "type_ids": type_ids.to(torch.int32),
+            "attention_mask": mask}
+
+
+class SlicedBertSelfAttention(hf_bert_ref.BertSelfAttention):
+    """BertSelfAttention keeping `heads` heads of size hd (a sliced member's layer; 0 allowed)"""
+    def __init__(s, c, heads, hd):
+        super().__init__(c)
+        D = c["hidden_size"]
+        s.H, s.hd = heads, hd
+        s.query, s.key, s.value = (nn.Linear(D, heads * hd), nn.Linear(D, heads * hd),
+                                   nn.Linear(D, heads * hd))
+
+    def forward(s, h, ext_mask, head_mask):
+        B, T, _ = h.shape
+        split = lambda t: t.view(B, T, s.H, s.hd).permute(0, 2, 1, 3)
+        q, k, v = split(s.query(h)), split(s.key(h)), split(s.value(h))
+        probs = (q @ k.transpose(-1, -2) / math.sqrt(s.hd) + ext_mask).softmax(dim=-1)
+        return (probs @ v).permute(0, 2, 1, 3).reshape(B, T, s.H * s.hd)
+
+
+def bert_model(c, heads, hd):
+    m = hf_bert_ref.BertForSequenceClassification(c)
+    for l, layer in enumerate(m.bert.encoder.layer):
+        if heads[l] != c["num_attention_heads"]:
+            layer.attention.self = SlicedBertSelfAttention(c, heads[l], hd)
+            layer.attention.output.dense = nn.Linear(heads[l] * hd, c["hidden_size"])
+    return m
+
+
+def bert_logits(model, inp):
+    with torch.no_grad():
+        return model.double()(inp, torch.ones(BERT["num_hidden_layers"], BERT["num_attention_heads"],
+                                              dtype=torch.float64))
+
+
+def bert_config_json():
+    c = dict(BERT)
+    n = c.pop("num_labels")
+    c.update({"architectures": ["BertForSequenceClassification"], "model_type": "bert",
+              "position_embedding_type": "absolute", "pad_token_id": 0,
+              "id2label": {str(i): "LABEL_%d" % i for i in range(n)},
+              "label2id": {"LABEL_%d" % i: i for i in range(n)}})
+    return c
+
+
 # ===== weights =====
 
 def randomize(model, gen):
@@ -360,6 +448,24 @@ def generate():
     write_json(os.path.join(OUT, "hf_vit", "config.json"), hf_vit_config_json(c))
     write_json(os.path.join(OUT, "hf_vit", "preprocessor_config.json"), hf_vit_preprocessor_json(c))
 
+    os.makedirs(os.path.join(OUT, "hf_bert"), exist_ok=True)
+    bert = hf_bert_ref.BertForSequenceClassification(BERT).double()
+    randomize(bert, gen)
+    bsd = state_dict_f32(bert)
+    P = BERT["max_position_embeddings"]
+    bsd["bert.embeddings.position_ids"] = torch.arange(P)[None, :]   # the buffer older files keep
+    bpath = os.path.join(OUT, "hf_bert", "model.safetensors")
+    st_write(bpath, bsd, "F32", {"format": "pt"}, {"bert.embeddings.position_ids": "I64"})
+    back, _ = st_read(bpath)
+    back.pop("bert.embeddings.position_ids")
+    binp = bert_inputs(gen)
+    bert_lg = bert_logits(load(hf_bert_ref.BertForSequenceClassification(BERT), back), binp)
+    write_json(os.path.join(OUT, "hf_bert", "config.json"), bert_config_json())
+    write_json(os.path.join(OUT, "hf_bert", "tokenizer_config.json"),
+               {"do_lower_case": True, "model_max_length": P, "tokenizer_class": "BertTokenizer"})
+    with open(os.path.join(OUT, "hf_bert", "vocab.txt"), "w") as f:
+        f.write("".join(w + "\n" for w in BERT_VOCAB))
+
     with h5py.File(os.path.join(OUT, "ref.h5.tmp"), "w") as f:
         f.attrs["seed"] = SEED
         f.attrs["torch_version"] = str(torch.__version__)
@@ -370,6 +476,9 @@ def generate():
         for dt, lg in res.items():
             f.create_dataset("timm_vit/logits_" + dt, data=lg.numpy())
         f.create_dataset("hf_vit/logits", data=hf_logits.numpy())
+        for k in ("ids", "lengths", "type_ids"):
+            f.create_dataset("hf_bert/" + k, data=binp[k].numpy())
+        f.create_dataset("hf_bert/logits", data=bert_lg.numpy())
     os.replace(os.path.join(OUT, "ref.h5.tmp"), os.path.join(OUT, "ref.h5"))
     total = 0
     for root, _, files in os.walk(OUT):
@@ -382,6 +491,15 @@ def generate():
 # ===== torch checks of hydra's exports =====
 
 def infer_config(sd, fmt):
+    if fmt == "hf-bert":
+        V, D = sd["bert.embeddings.word_embeddings.weight"].shape
+        L = 1 + max(int(k.split(".")[3]) for k in sd if k.startswith("bert.encoder.layer."))
+        return dict(vocab_size=V, hidden_size=D, num_hidden_layers=L,
+                    intermediate_size=sd["bert.encoder.layer.0.intermediate.dense.weight"].shape[0],
+                    type_vocab_size=sd["bert.embeddings.token_type_embeddings.weight"].shape[0],
+                    max_position_embeddings=sd["bert.embeddings.position_embeddings.weight"].shape[0],
+                    num_labels=sd["classifier.weight"].shape[0], hidden_act="gelu",
+                    hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, D=D, L=L)
     if fmt == "timm-vit":
         D, _, p, _ = sd["patch_embed.proj.weight"].shape
         T = sd["pos_embed"].shape[1]
@@ -411,15 +529,25 @@ def check(d):
         c["H"] = c["D"] // hd
         heads = counts or [c["H"]] * c["L"]
         eps = float(meta.get("hydra.ln_eps", "1e-6"))
-        if e["format"] == "timm-vit":
-            m = TimmViT(c, heads, eps)
+        f = h5py.File(os.path.join(d, e["logits"]), "r")
+        want = torch.from_numpy(f["logits"][()]).double()
+        if e["format"] == "hf-bert":
+            c["num_attention_heads"], c["layer_norm_eps"] = c["H"], eps
+            m = bert_model(c, heads, hd)
+            load(m, sd)
+            ids = torch.from_numpy(f["ids"][()])
+            lengths = torch.from_numpy(f["lengths"][()])
+            mask = (torch.arange(ids.shape[1])[None, :] < lengths[:, None].long()).to(torch.int64)
+            got = bert_logits(m, {"ids": ids, "type_ids": torch.from_numpy(f["type_ids"][()]),
+                                  "attention_mask": mask})
         else:
-            m = HFViTForImageClassification(c, heads, eps)
-        load(m, sd)
-        with h5py.File(os.path.join(d, e["logits"]), "r") as f:
-            images = torch.from_numpy(f["images"][()])
-            want = torch.from_numpy(f["logits"][()]).double()
-        got = logits_of(m, images)
+            if e["format"] == "timm-vit":
+                m = TimmViT(c, heads, eps)
+            else:
+                m = HFViTForImageClassification(c, heads, eps)
+            load(m, sd)
+            got = logits_of(m, torch.from_numpy(f["images"][()]))
+        f.close()
         diff = (got - want).abs()
         ok = bool((diff <= ATOL + RTOL * want.abs()).all())
         print("%-40s %-8s heads %-14s max|diff| %.3g %s" % (e["file"], e["format"], heads,

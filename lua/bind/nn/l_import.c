@@ -6,7 +6,10 @@
  *   m:forward(inputs) -> logits float32 [B,K] (an ensemble: [M*B,K]) of one inference forward
  *                          (hy_xfmr_infer, gates applied, no dropout unless switched on):
  *                          inputs.images float32 [B,C,H,W] (vit), or inputs.ids int32 [B,len] and
- *                          inputs.lengths int32 [B] (text); checked by hy_xfmr_check_inputs
+ *                          inputs.lengths int32 [B] (text) and, for BERT's embedding,
+ *                          inputs.type_ids int32 [B,len] (absent: all 0); checked by
+ *                          hy_xfmr_check_inputs
+ *   core.attn_max_t        the longest sequence the attention kernel takes (HY_ATTN_MAX_T)
  *   m:write(f [, meta])    writes the checkpoint (DESIGN §2) into hydra.H5File f being written
  *                          (core.h5_create); the caller adds further groups and commits
  * and float32 tensor surgery for name maps (every result a new tensor; ranges are 0-based,
@@ -286,6 +289,7 @@ static int l_model_forward(lua_State *L) {
     } else {
         hy_tensor *ids = opt_field_tensor(L, 2, "ids", HY_I32);
         hy_tensor *len = opt_field_tensor(L, 2, "lengths", HY_I32);
+        hy_tensor *tt = opt_field_tensor(L, 2, "type_ids", HY_I32);
         if (!ids || !len)
             return luaL_error(L, "model: forward: a text model needs inputs.ids and "
                                  "inputs.lengths");
@@ -293,8 +297,13 @@ static int l_model_forward(lua_State *L) {
             len->shape[0] != ids->shape[0])
             return luaL_error(L, "model: forward: inputs.ids must be [B,len] and "
                                  "inputs.lengths [B]");
+        if (tt && (tt->ndim != 2 || tt->shape[0] != ids->shape[0] ||
+                   tt->shape[1] != ids->shape[1]))
+            return luaL_error(L, "model: forward: inputs.type_ids must have the shape of "
+                                 "inputs.ids");
         B = (size_t)ids->shape[0];
         in.ids = ids->data;
+        in.type_ids = tt ? tt->data : NULL;
         in.lengths = len->data;
         in.len = (size_t)ids->shape[1];
     }
@@ -326,4 +335,6 @@ void l_open_import(lua_State *L) {
                                    {"tensor_scale_ranges", l_tensor_scale_ranges}, {NULL, NULL}};
     l_addmethods(L, L_MODEL, methods);
     l_setfuncs(L, fns);
+    lua_pushinteger(L, HY_ATTN_MAX_T);
+    lua_setfield(L, -2, "attn_max_t");
 }
