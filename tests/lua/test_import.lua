@@ -380,6 +380,130 @@ function T.classes_replace_the_head()
   eq(f:attr("/import", "fresh_head"), 1, "recorded")
 end
 
+-- ===== HF BERT =====
+
+local BERT = REF .. "/hf_bert"
+
+local function bert_inputs()
+  local f <close> = h5.open(REF .. "/ref.h5")
+  return { ids = f:read("/hf_bert/ids"), lengths = f:read("/hf_bert/lengths"),
+           type_ids = f:read("/hf_bert/type_ids") }
+end
+
+local function bert_import(o)
+  o.file = o.file or BERT .. "/model.safetensors"
+  o.format = "hf-bert"
+  o.config = o.config == nil and BERT .. "/config.json" or o.config or nil
+  o.vocab = o.vocab or BERT .. "/vocab.txt"
+  o.tokenizer_config = BERT .. "/tokenizer_config.json"
+  return import(o)
+end
+
+function T.hf_bert_logits_positions_and_preprocessing()
+  local atol, rtol = ref_tol()
+  local lines = {}
+  local p = bert_import({ out = dir() .. "/bert.h5", log = function(s) lines[#lines + 1] = s end })
+  local m = core.model_load(p)
+  within(m:forward(bert_inputs()), ref_logits("/hf_bert/logits"), atol, rtol, "hf bert")
+  local c = m:config()
+  eq(c.norm, "post", "post-LN")
+  eq(c.pooler, "tanh", "pooler")
+  eq(c.text_embed, "bert", "BERT embedding")
+  eq(c.type_vocab, 2, "token types")
+  eq(c.max_len, 40, "every position")
+  ok(table.concat(lines, "\n"):find("ignored 1 tensor: bert.embeddings.position_ids", 1, true),
+    "the position_ids buffer is ignored, and said so")
+  local f <close> = h5.open(p)
+  eq(f:attr("/preprocess", "tokenizer"), "wordpiece", "tokenizer")
+  eq(f:attr("/preprocess", "do_lower_case"), 1, "do_lower_case")
+  eq(f:attr("/preprocess", "max_len"), 40, "max_len")
+  local vocab = f:read_strings("/preprocess/vocab")
+  eq(#vocab, 60, "vocab size")
+  eq(vocab[3], "[CLS]", "ids are line numbers")
+  -- --max-len keeps the first positions; the batch (length 12) gives the same logits
+  local q = bert_import({ max_len = 16, out = dir() .. "/bert16.h5" })
+  local m16 = core.model_load(q)
+  eq(m16:config().max_len, 16, "positions kept")
+  check.same(m16:param("pos_embed"):shape(), { 1, 16, 32 }, "pos_embed")
+  within(m16:forward(bert_inputs()), ref_logits("/hf_bert/logits"), atol, rtol, "hf bert 16")
+  local g <close> = h5.open(q)
+  local found
+  for _, r in ipairs(g:read_strings("/import/name_map")) do
+    if r:find("^bert%.embeddings%.position_embeddings%.weight\tpos_embed\tpos:0:16\t") then
+      found = true
+    end
+  end
+  ok(found, "the name map records the cut")
+end
+
+function T.hf_bert_round_trip_members_and_errors()
+  local d = dir()
+  local a = bert_import({ out = d .. "/b_a.h5" })
+  ex.run({ ckpt = a, out = d .. "/b_1.safetensors" })
+  local b = bert_import({ file = d .. "/b_1.safetensors", config = false, out = d .. "/b_b.h5" })
+  same_params(a, b)
+  ex.run({ ckpt = b, out = d .. "/b_2.safetensors" })
+  ok(bytes(d .. "/b_1.safetensors") == bytes(d .. "/b_2.safetensors"), "same bytes")
+  -- members
+  local m = core.model_load(a)
+  m:set_gates(core.from_table("float32", GATES))
+  m:save(d .. "/b_member.h5")
+  local gated = m:forward(bert_inputs())
+  for _, slice in ipairs({ false, true }) do
+    local out = d .. "/b_member_" .. tostring(slice) .. ".safetensors"
+    ex.run({ ckpt = d .. "/b_member.h5", slice = slice, out = out })
+    local q = bert_import({ file = out, config = false, out = d .. "/b_back.h5" })
+    within(core.model_load(q):forward(bert_inputs()), gated, 1e-6, 1e-6,
+      "bert member, slice " .. tostring(slice))
+  end
+  -- old TF-converted names: LayerNorm.gamma / .beta
+  local st = core.safetensors_open(BERT .. "/model.safetensors")
+  local list = {}
+  for _, n in ipairs(st:names()) do
+    if n ~= "bert.embeddings.position_ids" then
+      list[#list + 1] = { name = (n:gsub("LayerNorm%.weight$", "LayerNorm.gamma")
+        :gsub("LayerNorm%.bias$", "LayerNorm.beta")), tensor = st:read(n) }
+    end
+  end
+  st:close()
+  core.safetensors_write(d .. "/gamma.safetensors", list, {})
+  local g = bert_import({ file = d .. "/gamma.safetensors", out = d .. "/gamma.h5" })
+  same_params(a, g)
+  -- a 300-row position table does not fit hydra's attention without --max-len
+  local long = {}
+  local st2 = core.safetensors_open(BERT .. "/model.safetensors")
+  for _, n in ipairs(st2:names()) do
+    if n ~= "bert.embeddings.position_ids" then
+      local t = st2:read(n)
+      if n == "bert.embeddings.position_embeddings.weight" then
+        t = core.tensor_cat({ t, t, t, t, t, t, t, t })   -- 320 rows
+      end
+      long[#long + 1] = { name = n, tensor = t }
+    end
+  end
+  st2:close()
+  core.safetensors_write(d .. "/long.safetensors", long, {})
+  refused("has 320 positions, more than hydra's attention takes (" .. core.attn_max_t
+    .. " tokens): give --max-len N with N <= " .. core.attn_max_t, {
+    file = d .. "/long.safetensors", format = "hf-bert", heads = 4,
+    vocab = BERT .. "/vocab.txt" })
+  local ok320 = bert_import({ file = d .. "/long.safetensors", config = false, heads = 4,
+                              max_len = 40, out = d .. "/long40.h5" })
+  same_params(a, ok320)
+  refused("hf-bert needs the vocabulary: give --vocab vocab.txt",
+    { file = BERT .. "/model.safetensors", format = "hf-bert", heads = 4 })
+  refused("has 5 tokens, but the model's word embeddings have 60 rows", {
+    file = BERT .. "/model.safetensors", format = "hf-bert", heads = 4,
+    vocab = (function()
+      check.write_file(d .. "/v5.txt", "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n")
+      return d .. "/v5.txt"
+    end)() })
+  refused("unsupported feature relative positions (position_embedding_type relative_key)", {
+    file = BERT .. "/model.safetensors", format = "hf-bert", vocab = BERT .. "/vocab.txt",
+    config = edited_json("rel", BERT .. "/config.json",
+      function(j) j.position_embedding_type = "relative_key" end) })
+end
+
 -- ===== pieces =====
 
 function T.json_decode_encode()
