@@ -654,9 +654,16 @@ function M.run(opts)
   m:init(math.tointeger(opts.seed or 0))
   local D = cfg.d_model
   local rows = expand(M.maps[fmt], cfg.depth)
-  local pshape = {}
-  do
-    for _, n in ipairs(m:param_names()) do pshape[n] = m:param(n):shape() end
+  local pshape = m:param_shapes()
+  -- tensors are userdata whose data Lua's collector does not count: collect after every
+  -- 32 MiB read so that peak memory stays near the model's size plus one tensor
+  local since_gc = 0
+  local function read_done(t)
+    since_gc = since_gc + t:numel() * 4
+    if since_gc > 32 * 1024 * 1024 then
+      collectgarbage()
+      since_gc = 0
+    end
   end
   local used, missing, bad = {}, {}, {}
   local parts = {}      -- hydra name -> { q = t, k = t, v = t }
@@ -722,6 +729,7 @@ function M.run(opts)
     else
       t = err.wrap(who, st.h.read, st.h, src)
     end
+    read_done(t)
     name_map[#name_map + 1] = table.concat({ src, dst, tr or "copy", info.dtype }, "\t")
     dtypes[#dtypes + 1] = src .. "\t" .. info.dtype
     if tr == "q" or tr == "k" or tr == "v" then

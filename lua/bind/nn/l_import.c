@@ -10,6 +10,7 @@
  *                          inputs.type_ids int32 [B,len] (absent: all 0); checked by
  *                          hy_xfmr_check_inputs
  *   core.attn_max_t        the longest sequence the attention kernel takes (HY_ATTN_MAX_T)
+ *   m:param_shapes() -> { name = {d1, ...} } of every parameter (no copies)
  *   m:write(f [, meta])    writes the checkpoint (DESIGN §2) into hydra.H5File f being written
  *                          (core.h5_create); the caller adds further groups and commits
  * and float32 tensor surgery for name maps (every result a new tensor; ranges are 0-based,
@@ -316,6 +317,21 @@ static int l_model_forward(lua_State *L) {
     return 1;
 }
 
+static int l_model_param_shapes(lua_State *L) {
+    hy_xfmr *m = l_checkmodel(L, 1);
+    lua_createtable(L, 0, (int)m->n_tensors);
+    for (size_t i = 0; i < m->n_tensors; i++) {
+        const hy_param *p = &m->table[i];
+        lua_createtable(L, p->ndim, 0);
+        for (int d = 0; d < p->ndim; d++) {
+            lua_pushinteger(L, (lua_Integer)p->shape[d]);
+            lua_rawseti(L, -2, d + 1);
+        }
+        lua_setfield(L, -2, p->name);
+    }
+    return 1;
+}
+
 static int l_model_write(lua_State *L) {
     hy_xfmr *m = l_checkmodel(L, 1);
     hy_h5 *f = l_checkh5(L, 2);
@@ -328,6 +344,7 @@ static int l_model_write(lua_State *L) {
 void l_open_import(lua_State *L) {
     static const luaL_Reg methods[] = {{"set_param", l_model_set_param},
                                        {"forward", l_model_forward},
+                                       {"param_shapes", l_model_param_shapes},
                                        {"write", l_model_write}, {NULL, NULL}};
     static const luaL_Reg fns[] = {{"tensor_cat", l_tensor_cat}, {"tensor_select", l_tensor_select},
                                    {"tensor_reshape", l_tensor_reshape},
