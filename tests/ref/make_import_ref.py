@@ -10,6 +10,7 @@ here by hand, with the exact timm / Hugging Face state_dict key names):
     /usr/bin/python3 tests/ref/make_import_ref.py check DIR  # torch checks of hydra's exports
     /usr/bin/python3 tests/ref/make_import_ref.py big PATH   # a ViT-S/16-224-shaped random
                                                              # timm file (not committed)
+    /usr/bin/python3 tests/ref/make_import_ref.py big-bert DIR  # a BERT-base-shaped HF folder
 
 Models (weights random, fixed seed; every reference computed in float64 from the stored
 weights):
@@ -567,12 +568,39 @@ def big(path):
     print("wrote", path, os.path.getsize(path), "bytes")
 
 
+def big_bert(d):
+    """BERT-base shapes (V 30522, D 768, 12 heads, 12 layers, I 3072, 512 positions, 2 labels),
+    random F32, as an HF folder (model.safetensors, config.json, a vocab.txt of 30522 tokens)"""
+    os.makedirs(d, exist_ok=True)
+    c = dict(BERT, vocab_size=30522, hidden_size=768, num_attention_heads=12, num_hidden_layers=12,
+             intermediate_size=3072, max_position_embeddings=512, num_labels=2)
+    m = hf_bert_ref.BertForSequenceClassification(c)
+    gen = torch.Generator().manual_seed(2)
+    with torch.no_grad():
+        for _, p in m.named_parameters():
+            p.copy_(torch.randn(p.shape, generator=gen) * 0.02)
+    st_write(os.path.join(d, "model.safetensors"), state_dict_f32(m), "F32", {"format": "pt"})
+    cj = bert_config_json()
+    cj.update({k: c[k] for k in ("vocab_size", "hidden_size", "num_attention_heads",
+                                  "num_hidden_layers", "intermediate_size",
+                                  "max_position_embeddings")})
+    cj["id2label"], cj["label2id"] = {"0": "NEG", "1": "POS"}, {"NEG": 0, "POS": 1}
+    write_json(os.path.join(d, "config.json"), cj)
+    words = ["[PAD]"] + ["[unused%d]" % i for i in range(99)] + ["[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    words += ["w%d" % i for i in range(c["vocab_size"] - len(words))]
+    with open(os.path.join(d, "vocab.txt"), "w") as f:
+        f.write("".join(w + "\n" for w in words))
+    print("wrote", d)
+
+
 if __name__ == "__main__":
     torch.set_num_threads(1)
     if len(sys.argv) >= 3 and sys.argv[1] == "check":
         check(sys.argv[2])
     elif len(sys.argv) >= 3 and sys.argv[1] == "big":
         big(sys.argv[2])
+    elif len(sys.argv) >= 3 and sys.argv[1] == "big-bert":
+        big_bert(sys.argv[2])
     elif len(sys.argv) == 1:
         generate()
     else:
