@@ -88,7 +88,7 @@ repro: all
 # runs FUZZ_SECONDS from its seed corpus (tests/fuzz/run.sh); a crash, leak or timeout fails.
 FUZZ_CC ?= clang-14
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS ?= config idx text ckpt
+FUZZ_TARGETS ?= config idx text ckpt safetensors
 FUZZ_B := build/fuzz
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L -ffp-contract=off -fopenmp -g -O1 -fno-omit-frame-pointer \

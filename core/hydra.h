@@ -26,6 +26,7 @@
 #include "hydra/prune.h"
 #include "tensor/rng.h"
 #include "data/sample.h"
+#include "io/safetensors.h"
 #include "tensor/tensor.h"
 #include "data/text.h"
 #include "nn/train.h"

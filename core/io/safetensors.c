@@ -158,8 +158,8 @@ static int cmp_offsets(const void *a, const void *b) {
     return strcmp(x->name, y->name);
 }
 
-/* qsort has no context argument: by_name sorts through this file-local pointer, set and used
- * only inside sort_by_name (single-threaded per call site; the comparison reads nothing else). */
+/* qsort has no context argument: by_name is sorted through this pointer, set just around that
+ * qsort call in parse_header (thread-local, so concurrent opens do not share it). */
 static _Thread_local const hy_st_entry *sort_ents;
 static int cmp_by_name(const void *a, const void *b) {
     return strcmp(sort_ents[*(const size_t *)a].name, sort_ents[*(const size_t *)b].name);
@@ -178,7 +178,7 @@ static int get_u64(const json_t *v, uint64_t *out, int *negative) {
     return 1;
 }
 
-/* Parses one tensor entry (name, value) into e (e->name already set). */
+/* Parses and checks one tensor entry (name, value) into e's dtype, shape and offsets. */
 static hy_status parse_entry(const char *file, const char *name, const json_t *v,
                              hy_st_entry *e) {
     size_t len = strlen(name);
@@ -215,8 +215,8 @@ static hy_status parse_entry(const char *file, const char *name, const json_t *v
         int neg = 0;
         if (!get_u64(json_array_get(sh, d), &x, &neg))
             return hy_fail(HY_EINVAL, "safetensors: '%s': dimension %zu of '%s' must be an "
-                           "integer >= 0 (got %s%s)", file, d + 1, name,
-                           neg ? "a negative " : "", json_kind(json_array_get(sh, d)));
+                           "integer >= 0 (got %s)", file, d + 1, name,
+                           neg ? "a negative integer" : json_kind(json_array_get(sh, d)));
         if (x > (uint64_t)HY_ST_MAX_DIM)
             return hy_fail(HY_EINVAL, "safetensors: '%s': dimension %zu of '%s' is %llu, over "
                            "the limit of 2^40", file, d + 1, name, (unsigned long long)x);
@@ -264,9 +264,15 @@ static hy_status parse_meta(hy_st *st, const json_t *m) {
     /* Sort the pairs by key: sort an index, then permute both arrays. */
     char **pairs = hy_xmalloc((n ? n : 1) * 2 * sizeof(char *));
     if (!pairs) return HY_ENOMEM;
-    for (i = 0; i < n; i++) { pairs[2 * i] = st->meta_keys[i]; pairs[2 * i + 1] = st->meta_values[i]; }
+    for (i = 0; i < n; i++) {
+        pairs[2 * i] = st->meta_keys[i];
+        pairs[2 * i + 1] = st->meta_values[i];
+    }
     qsort(pairs, n, 2 * sizeof(char *), cmp_meta);
-    for (i = 0; i < n; i++) { st->meta_keys[i] = pairs[2 * i]; st->meta_values[i] = pairs[2 * i + 1]; }
+    for (i = 0; i < n; i++) {
+        st->meta_keys[i] = pairs[2 * i];
+        st->meta_values[i] = pairs[2 * i + 1];
+    }
     hy_free(pairs);
     return HY_OK;
 }
@@ -333,6 +339,57 @@ static hy_status validate(const hy_st *st, uint64_t *data_end) {
     return HY_OK;
 }
 
+/* The shortest tensor entry: {"dtype":"","shape":[],"data_offsets":[]} */
+#define MIN_ENTRY_BYTES 41
+/* Objects allowed inside entries (a valid header has none; a few keep the messages specific). */
+#define MAX_DEEP_OBJECTS 64
+
+/* Refuses, before jansson builds its tree, the JSON shapes no safetensors header has and that
+ * would make the tree many times larger than the header (an empty object costs jansson ~240
+ * bytes): a container inside an array ([{},{},...]: ~70 bytes per header byte), nesting deeper
+ * than 3 levels (root, entry, field), more than MAX_DEEP_OBJECTS objects inside entries, or more
+ * than one entry object (the metadata may be one) shorter than any tensor entry can be. What is
+ * left costs jansson at most ~25 bytes per header byte (arrays of empty arrays; a valid header
+ * costs ~10-13). Works on bytes (strings skipped with their escapes); syntax is left to
+ * jansson. */
+static hy_status check_nesting(const char *file, const char *s, size_t n) {
+    char kind[3];                      /* '{' or '[' of each open container */
+    size_t start2 = 0, deep = 0, shorts = 0;
+    int depth = 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (c == '"') {
+            for (i++; i < n && s[i] != '"'; i++)
+                if (s[i] == '\\') i++;
+            continue;
+        }
+        if (c == '{' || c == '[') {
+            if (depth > 0 && kind[depth - 1] == '[')
+                return hy_fail(HY_EINVAL, "safetensors: '%s': header has a JSON %s inside an "
+                               "array (byte %zu of the header); safetensors arrays hold integers",
+                               file, c == '{' ? "object" : "array", i);
+            if (depth == 3)
+                return hy_fail(HY_EINVAL, "safetensors: '%s': header nests JSON deeper than 3 "
+                               "levels (byte %zu of the header)", file, i);
+            if (depth == 1 && c == '{') start2 = i;
+            if (depth == 2 && c == '{' && ++deep > MAX_DEEP_OBJECTS)
+                return hy_fail(HY_EINVAL, "safetensors: '%s': header has more than %d JSON "
+                               "objects inside entries (byte %zu of the header); safetensors "
+                               "fields are strings, integers and arrays", file,
+                               MAX_DEEP_OBJECTS, i);
+            kind[depth++] = c;
+        } else if ((c == '}' || c == ']') && depth > 0) {
+            depth--;
+            if (depth == 1 && kind[1] == '{' && i + 1 - start2 < MIN_ENTRY_BYTES &&
+                ++shorts > 1)
+                return hy_fail(HY_EINVAL, "safetensors: '%s': header has more than one entry "
+                               "too short to be a tensor (%zu bytes at byte %zu of the header)",
+                               file, i + 1 - start2, start2);
+        }
+    }
+    return HY_OK;
+}
+
 /* Everything after the header bytes are in memory: UTF-8, JSON, entries, validation. */
 static hy_status parse_header(hy_st *st, const char *hdr, size_t n) {
     const char *file = st->path;
@@ -340,6 +397,7 @@ static hy_status parse_header(hy_st *st, const char *hdr, size_t n) {
     if (bad != n)
         return hy_fail(HY_EINVAL, "safetensors: '%s': header is not valid UTF-8 (byte %zu of "
                        "the header)", file, bad);
+    HY_TRY(check_nesting(file, hdr, n));
     json_error_t err;
     json_t *root = json_loadb(hdr, n, JSON_REJECT_DUPLICATES, &err);
     if (!root) {
@@ -418,7 +476,8 @@ hy_status hy_st_open(hy_st *st, const char *path) {
     char *hdr = NULL;
     st->path = hy_xstrdup(path);
     if (!st->path) return HY_ENOMEM;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO must not block open (it is refused below); no effect on files */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
         rc = hy_fail(HY_EIO, "safetensors: cannot open '%s': %s", path, errno_text(errno));
         goto fail;
@@ -522,28 +581,25 @@ const char *hy_st_meta_get(const hy_st *st, const char *key) {
 
 /* ===== conversions ===== */
 
-static float f32_bits(uint32_t u) {
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
+/* Conversions work on bit patterns and store them with memcpy, so no value passes through a
+ * floating-point register that could quiet a signalling NaN. */
+static void put_bits(float *dst, uint32_t u) { memcpy(dst, &u, sizeof u); }
 
-/* IEEE binary16 -> binary32, exact. NaNs keep sign and payload and get the quiet bit, as
+/* IEEE binary16 -> binary32 bits, exact. NaNs keep sign and payload and get the quiet bit, as
  * x86's vcvtph2ps and torch's scalar fp16_ieee_to_fp32_value (a multiply) both produce. */
-static float f16_to_f32(uint16_t h) {
+static uint32_t f16_to_f32(uint16_t h) {
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
     uint32_t ex = (h >> 10) & 0x1Fu, man = h & 0x3FFu;
-    if (ex == 0x1F)
-        return f32_bits(sign | 0x7F800000u | (man ? 0x400000u | (man << 13) : 0));
+    if (ex == 0x1F) return sign | 0x7F800000u | (man ? 0x400000u | (man << 13) : 0);
     if (ex == 0) {
-        if (man == 0) return f32_bits(sign);
+        if (man == 0) return sign;
         /* subnormal: man x 2^-24; normalise the mantissa into the f32 form */
         int e = -14;
         while (!(man & 0x400u)) { man <<= 1; e--; }
         man &= 0x3FFu;
-        return f32_bits(sign | ((uint32_t)(e + 127) << 23) | (man << 13));
+        return sign | ((uint32_t)(e + 127) << 23) | (man << 13);
     }
-    return f32_bits(sign | ((ex + 112u) << 23) | (man << 13));
+    return sign | ((ex + 112u) << 23) | (man << 13);
 }
 
 static void convert(hy_st_dtype dt, const unsigned char *src, float *dst, size_t n) {
@@ -552,16 +608,16 @@ static void convert(hy_st_dtype dt, const unsigned char *src, float *dst, size_t
         for (size_t i = 0; i < n; i++) {
             uint32_t u = (uint32_t)src[4 * i] | (uint32_t)src[4 * i + 1] << 8 |
                          (uint32_t)src[4 * i + 2] << 16 | (uint32_t)src[4 * i + 3] << 24;
-            dst[i] = f32_bits(u);
+            put_bits(&dst[i], u);
         }
         break;
     case HY_ST_F16:
         for (size_t i = 0; i < n; i++)
-            dst[i] = f16_to_f32((uint16_t)(src[2 * i] | src[2 * i + 1] << 8));
+            put_bits(&dst[i], f16_to_f32((uint16_t)(src[2 * i] | src[2 * i + 1] << 8)));
         break;
     case HY_ST_BF16:
         for (size_t i = 0; i < n; i++)
-            dst[i] = f32_bits((uint32_t)(src[2 * i] | src[2 * i + 1] << 8) << 16);
+            put_bits(&dst[i], (uint32_t)(src[2 * i] | src[2 * i + 1] << 8) << 16);
         break;
     case HY_ST_F64:
         for (size_t i = 0; i < n; i++) {
@@ -586,6 +642,7 @@ hy_status hy_st_read_f32(const hy_st *st, size_t i, float *out) {
     size_t es = hy_st_dtype_bits(e->dtype) / 8;
     uint64_t off = 8 + st->header_len + e->begin;
     uint64_t left = e->numel;
+    if (left == 0) return HY_OK;
     unsigned char *buf = hy_xmalloc(BLOCK_BYTES);
     if (!buf) return HY_ENOMEM;
     hy_status rc = HY_OK;
@@ -608,6 +665,34 @@ hy_status hy_st_read_f32(const hy_st *st, size_t i, float *out) {
 }
 
 /* ===== writing ===== */
+
+/* binary32 -> binary16, round to nearest even; overflow gives infinity, NaN the quiet NaN
+ * sign | 0x7E00 (what torch's .half() gives). */
+static uint16_t f32_to_f16(uint32_t u) {
+    uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
+    uint32_t a = u & 0x7FFFFFFFu;
+    if (a > 0x7F800000u) return (uint16_t)(sign | 0x7E00u);
+    if (a >= 0x477FF000u) return (uint16_t)(sign | 0x7C00u);     /* >= 65520 rounds to inf */
+    if (a < 0x38800000u) {                                       /* below 2^-14: subnormal */
+        if (a < 0x33000000u) return sign;                        /* <= 2^-25 rounds to 0 */
+        uint32_t e = a >> 23, m = (a & 0x7FFFFFu) | 0x800000u;
+        uint32_t shift = 126 - e;                                /* 14 .. 24 */
+        uint32_t q = m >> shift, rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
+        if (rem > half || (rem == half && (q & 1u))) q++;
+        return (uint16_t)(sign | q);                             /* q may carry to 0x400 */
+    }
+    uint32_t r = a - 0x38000000u;                                /* rebias 127 -> 15 */
+    uint32_t q = r >> 13, rem = r & 0x1FFFu;
+    if (rem > 0x1000u || (rem == 0x1000u && (q & 1u))) q++;
+    return (uint16_t)(sign | q);
+}
+
+/* binary32 -> bfloat16, round to nearest even; NaN gives 0xFFFF, what torch 1.13's CPU
+ * .bfloat16() gives for every NaN (c10's scalar rule gives 0x7FC0: both are NaNs). */
+static uint16_t f32_to_bf16(uint32_t u) {
+    if ((u & 0x7FFFFFFFu) > 0x7F800000u) return 0xFFFFu;
+    return (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+}
 
 /* Appends s as a JSON string the way serde_json writes it: ", \ and the control characters
  * escaped (\b \f \n \r \t, else \u00xx in lowercase hex), everything else (UTF-8) verbatim. */
@@ -647,7 +732,8 @@ static hy_status put_u64(hy_buf *b, uint64_t v) {
 
 static _Thread_local const hy_st_tensor *sort_ts;
 static int cmp_tensor(const void *a, const void *b) {
-    /* All F32: descending dtype alignment ties, so the order is by name (bytewise). */
+    /* One dtype for every tensor: descending dtype alignment ties, so the order is by name
+     * (bytewise, as Rust's String order). */
     return strcmp(sort_ts[*(const size_t *)a].name, sort_ts[*(const size_t *)b].name);
 }
 
@@ -678,7 +764,7 @@ static hy_status check_name(const char *path, const char *what, const char *s, i
 static hy_status build_header(hy_buf *b, const char *path, const hy_st_tensor *ts,
                               const size_t *order, size_t n, const char *const *mk,
                               const char *const *mv, const size_t *morder, size_t nm,
-                              uint64_t *data_len) {
+                              hy_st_dtype dt, uint64_t *data_len) {
     HY_TRY(hy_buf_putc(b, '{'));
     if (nm > 0) {
         HY_TRY(hy_buf_put(b, "\"__metadata__\":{", 16));
@@ -696,12 +782,14 @@ static hy_status build_header(hy_buf *b, const char *path, const hy_st_tensor *t
         uint64_t nel = 1, bytes;
         int ovf = 0;
         for (int d = 0; d < t->ndim; d++) ovf |= mul_u64(nel, (uint64_t)t->shape[d], &nel);
-        if (ovf || mul_u64(nel, 4, &bytes) || bytes > UINT64_MAX - off)
+        if (ovf || mul_u64(nel, hy_st_dtype_bits(dt) / 8, &bytes) || bytes > UINT64_MAX - off)
             return hy_fail(HY_EINVAL, "safetensors: cannot write '%s': size of '%s' overflows",
                            path, t->name);
         if (nm > 0 || j > 0) HY_TRY(hy_buf_putc(b, ','));
         HY_TRY(put_json_string(b, t->name));
-        HY_TRY(hy_buf_put(b, ":{\"dtype\":\"F32\",\"shape\":[", 25));
+        HY_TRY(hy_buf_put(b, ":{\"dtype\":\"", 11));
+        HY_TRY(hy_buf_put(b, hy_st_dtype_name(dt), strlen(hy_st_dtype_name(dt))));
+        HY_TRY(hy_buf_put(b, "\",\"shape\":[", 11));
         for (int d = 0; d < t->ndim; d++) {
             if (d) HY_TRY(hy_buf_putc(b, ','));
             HY_TRY(put_u64(b, (uint64_t)t->shape[d]));
@@ -739,7 +827,7 @@ static int write_all(int fd, const void *buf, size_t n) {
 
 /* Streams the header and the tensors' little-endian bytes to fd. */
 static int write_body(int fd, const hy_buf *hdr, const hy_st_tensor *ts, const size_t *order,
-                      size_t n, unsigned char *blk) {
+                      size_t n, hy_st_dtype dt, unsigned char *blk) {
     unsigned char nb[8];
     uint64_t len = hdr->len;
     for (int i = 0; i < 8; i++) nb[i] = (unsigned char)(len >> (8 * i));
@@ -749,17 +837,24 @@ static int write_body(int fd, const hy_buf *hdr, const hy_st_tensor *ts, const s
         size_t nel = 1;
         for (int d = 0; d < t->ndim; d++) nel *= (size_t)t->shape[d];
         const float *src = t->data;
+        size_t es = hy_st_dtype_bits(dt) / 8;
         while (nel > 0) {
             size_t k = nel < BLOCK_BYTES / 4 ? nel : BLOCK_BYTES / 4;
             for (size_t i = 0; i < k; i++) {
                 uint32_t u;
                 memcpy(&u, &src[i], 4);
-                blk[4 * i] = (unsigned char)u;
-                blk[4 * i + 1] = (unsigned char)(u >> 8);
-                blk[4 * i + 2] = (unsigned char)(u >> 16);
-                blk[4 * i + 3] = (unsigned char)(u >> 24);
+                if (dt == HY_ST_F32) {
+                    blk[4 * i] = (unsigned char)u;
+                    blk[4 * i + 1] = (unsigned char)(u >> 8);
+                    blk[4 * i + 2] = (unsigned char)(u >> 16);
+                    blk[4 * i + 3] = (unsigned char)(u >> 24);
+                } else {
+                    uint16_t h = dt == HY_ST_F16 ? f32_to_f16(u) : f32_to_bf16(u);
+                    blk[2 * i] = (unsigned char)h;
+                    blk[2 * i + 1] = (unsigned char)(h >> 8);
+                }
             }
-            if (write_all(fd, blk, 4 * k) != 0) return -1;
+            if (write_all(fd, blk, es * k) != 0) return -1;
             src += k;
             nel -= k;
         }
@@ -772,7 +867,16 @@ static atomic_uint tmp_counter;
 hy_status hy_st_write(const char *path, const hy_st_tensor *ts, size_t n,
                       const char *const *meta_keys, const char *const *meta_values,
                       size_t n_meta) {
+    return hy_st_write_as(path, ts, n, meta_keys, meta_values, n_meta, HY_ST_F32);
+}
+
+hy_status hy_st_write_as(const char *path, const hy_st_tensor *ts, size_t n,
+                         const char *const *meta_keys, const char *const *meta_values,
+                         size_t n_meta, hy_st_dtype dt) {
     if (!path || !*path) return hy_fail(HY_EINVAL, "safetensors: empty file name");
+    if (dt != HY_ST_F32 && dt != HY_ST_F16 && dt != HY_ST_BF16)
+        return hy_fail(HY_EINVAL, "safetensors: cannot write '%s' as %s: only F32, F16 and BF16 "
+                       "are written", path, hy_st_dtype_name(dt));
     const char *slash = strrchr(path, '/');
     const char *base = slash ? slash + 1 : path;
     if (!*base) return hy_fail(HY_EINVAL, "safetensors: cannot write '%s': not a file name", path);
@@ -832,7 +936,7 @@ hy_status hy_st_write(const char *path, const hy_st_tensor *ts, size_t n,
     /* 2. the header */
     uint64_t data_len = 0;
     if ((rc = build_header(&hdr, path, ts, order, n, meta_keys, meta_values, morder, n_meta,
-                           &data_len)) != HY_OK)
+                           dt, &data_len)) != HY_OK)
         goto done;
     /* 3. a temporary file beside path, written, synced, renamed */
     size_t plen = strlen(path), dlen = slash ? (size_t)(slash - path) : 0;
@@ -862,7 +966,7 @@ hy_status hy_st_write(const char *path, const hy_st_tensor *ts, size_t n,
             rc = hy_fail(HY_EIO, "safetensors: cannot write '%s': %s", path, errno_text(e));
         goto done;
     }
-    if (write_body(fd, &hdr, ts, order, n, blk) != 0 || fsync(fd) != 0) {
+    if (write_body(fd, &hdr, ts, order, n, dt, blk) != 0 || fsync(fd) != 0) {
         rc = hy_fail(HY_EIO, "safetensors: cannot write '%s': %s", path, errno_text(errno));
         close(fd);
         fd = -1;

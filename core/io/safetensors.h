@@ -1,17 +1,23 @@
 /* safetensors.h: reader and writer of the safetensors format (huggingface/safetensors).
  *   read:  hy_st_open -> hy_st_count / hy_st_name / hy_st_dtype_of / hy_st_shape / hy_st_find /
  *          hy_st_meta_* / hy_st_read_f32 -> hy_st_close
- *   write: hy_st_write (float32 tensors, atomic: temporary file + rename)
+ *   write: hy_st_write / hy_st_write_as (float32 data stored as F32, F16 or BF16; atomic:
+ *          temporary file + rename)
  * A file is 8 bytes N (u64 little-endian), N bytes of UTF-8 JSON
  *   {"__metadata__": {"k": "v", ...}, "NAME": {"dtype": "F32", "shape": [d0, ...],
  *    "data_offsets": [BEGIN, END]}, ...}
  * and then the byte buffer: tensors row-major, little-endian, offsets relative to byte 8 + N.
  * hy_st_open refuses every file the reference reader (safetensors/src/tensor.rs) refuses, and
  * more (duplicate keys, rank > 8, a dimension > 2^40, names empty or over 1024 bytes, a NUL in a
- * string), each with its own one-line message "safetensors: '<file>': ..." naming the tensor.
- * Memory: open allocates the N header bytes only after checking that they are in the file, plus
- * the parsed header (proportional to N); the data section is never read at open and
- * hy_st_read_f32 writes into the caller's buffer through a fixed-size scratch block. */
+ * string, JSON shapes no header has: see Memory), each with its own one-line message
+ * "safetensors: '<file>': ..." naming the tensor. Unknown fields of an entry are ignored, as
+ * the reference does. A header may have JSON whitespace before and after the object.
+ * Memory: no allocation is sized from a declared length. open allocates the N header bytes only
+ * after checking that they are in the file; jansson's tree of them is at most ~25 bytes per
+ * header byte (a valid header: ~10-13; JSON shapes that would cost more, such as objects in
+ * arrays, are refused before parsing; test_safetensors holds it to 32 x N + 64 KiB), and the
+ * entry table ~120 bytes per tensor. The data section is never read at open; hy_st_read_f32
+ * writes into the caller's buffer through a 64 KiB scratch block. */
 #ifndef HY_SAFETENSORS_H
 #define HY_SAFETENSORS_H
 
@@ -72,10 +78,14 @@ typedef struct hy_st {
  *   "safetensors: 'x.safetensors': file is 5 bytes, shorter than the 8-byte header length"
  *   "safetensors: 'x.safetensors': header length 100000001 is over the limit of 100000000 bytes"
  *   "safetensors: 'x.safetensors': header length 300 runs past the end of the file (108 bytes)"
- *   "safetensors: 'x.safetensors': header is not valid UTF-8 (byte 17)"
- *   "safetensors: 'x.safetensors': header is not valid JSON: <jansson's text> (byte 12)"
- *   "safetensors: 'x.safetensors': duplicate key 'w' in the header"
- *   "safetensors: 'x.safetensors': __metadata__ value of 'format' must be a string"
+ *   "safetensors: 'x.safetensors': header is not valid UTF-8 (byte 17 of the header)"
+ *   "safetensors: 'x.safetensors': header has a JSON object inside an array (byte 6 of the
+ *    header); safetensors arrays hold integers" (and the other shapes check_nesting refuses)
+ *   "safetensors: 'x.safetensors': header is not valid JSON: <jansson's text> (byte 12 of the
+ *    header)"
+ *   "safetensors: 'x.safetensors': duplicate key "w" in the header (byte 70 of the header)"
+ *   "safetensors: 'x.safetensors': __metadata__ value of 'format' must be a string (got an
+ *    integer)"
  *   "safetensors: 'x.safetensors': 'w' has unknown dtype 'F128'"
  *   "safetensors: 'x.safetensors': data_offsets of 'b' overlap the previous tensor ('a', ends
  *    at 768)" (also: leave a gap after, do not start at 0, end before they begin)
@@ -139,5 +149,12 @@ typedef struct hy_st_tensor {
 hy_status hy_st_write(const char *path, const hy_st_tensor *ts, size_t n,
                       const char *const *meta_keys, const char *const *meta_values,
                       size_t n_meta);
+/* hy_st_write with every tensor stored as dt: HY_ST_F32 (= hy_st_write), HY_ST_F16 or
+ * HY_ST_BF16, narrowed with round-to-nearest-even (bit-equal to torch's .half() and
+ * .bfloat16(); overflow gives infinity; NaN gives sign | 0x7E00 in F16 and 0xFFFF in BF16, as
+ * torch 1.13 on the CPU does). Any other dt fails. */
+hy_status hy_st_write_as(const char *path, const hy_st_tensor *ts, size_t n,
+                         const char *const *meta_keys, const char *const *meta_values,
+                         size_t n_meta, hy_st_dtype dt);
 
 #endif

@@ -9,7 +9,7 @@ set -u
 B=${1:?usage: run.sh BUILD_DIR SECONDS [TARGET...]}
 SECS=${2:?usage: run.sh BUILD_DIR SECONDS [TARGET...]}
 shift 2
-[ $# -gt 0 ] || set -- config idx text ckpt
+[ $# -gt 0 ] || set -- config idx text ckpt safetensors
 status=0
 for t in "$@"; do
     bin="$B/fuzz_$t"

@@ -1,7 +1,8 @@
 /* l_safetensors.c: Lua binding of core/io/safetensors (safetensors files).
  *   core.safetensors_open(path) -> SafeTensors (header read and validated)
- *   core.safetensors_write(path, {{name=, tensor=}, ...} [, {key = "value", ...}])
- *     writes float32 tensors (any order; the file is sorted as the reference writer sorts)
+ *   core.safetensors_write(path, {{name=, tensor=}, ...} [, {key = "value", ...} [, dtype]])
+ *     writes float32 tensors (any order; the file is sorted as the reference writer sorts) as
+ *     dtype "F32" (default), "F16" or "BF16" (round to nearest even)
  * SafeTensors methods: names() (file order: by data_offsets), info(name) -> {dtype=, shape={}},
  *   metadata() -> {key = value}, read(name) -> float32 Tensor (F16/BF16 widened exactly, F64
  *   rounded), path(), close(). __gc and __close both close; methods on a closed file raise
@@ -116,8 +117,10 @@ static int l_st_tostring(lua_State *L) {
     return 1;
 }
 
-/* core.safetensors_write(path, entries [, metadata]). The descriptors live in a Lua userdata
- * (no C allocation); names, keys, values and tensors stay referenced by the argument tables. */
+/* core.safetensors_write(path, entries [, metadata [, dtype]]). The descriptors live in a Lua
+ * userdata (no C allocation); every name and tensor they point into is anchored in a table on
+ * the stack (a field read through __index may return a value nothing else references), and
+ * metadata keys and values are read raw from their table, which holds them. */
 static int l_st_write(lua_State *L) {
     size_t plen;
     const char *path = luaL_checklstring(L, 1, &plen);
@@ -125,9 +128,16 @@ static int l_st_write(lua_State *L) {
     luaL_checktype(L, 2, LUA_TTABLE);
     int has_meta = !lua_isnoneornil(L, 3);
     if (has_meta) luaL_checktype(L, 3, LUA_TTABLE);
+    const char *dts = luaL_optstring(L, 4, "F32");
+    hy_st_dtype dt = HY_ST_NDTYPES;
+    for (int i = 0; i < HY_ST_NDTYPES; i++)
+        if (strcmp(dts, hy_st_dtype_name((hy_st_dtype)i)) == 0) dt = (hy_st_dtype)i;
+    if (dt != HY_ST_F32 && dt != HY_ST_F16 && dt != HY_ST_BF16)
+        luaL_argerror(L, 4, lua_pushfstring(L, "dtype must be F32, F16 or BF16 (got '%s')", dts));
     lua_settop(L, 3);
     size_t n = (size_t)lua_rawlen(L, 2);
-    hy_st_tensor *ts = lua_newuserdatauv(L, (n ? n : 1) * sizeof *ts, 0);       /* index 4 */
+    lua_createtable(L, (int)(2 * n < 0x7fffffff ? 2 * n : 0), 0);               /* index 4 */
+    hy_st_tensor *ts = lua_newuserdatauv(L, (n ? n : 1) * sizeof *ts, 0);       /* index 5 */
     for (size_t i = 0; i < n; i++) {
         if (lua_rawgeti(L, 2, (lua_Integer)i + 1) != LUA_TTABLE)
             return luaL_error(L, "safetensors_write: entry %I must be a table {name=, tensor=}"
@@ -140,7 +150,7 @@ static int l_st_write(lua_State *L) {
         if (strlen(name) != nl)
             return luaL_error(L, "safetensors_write: entry %I: name contains a NUL byte",
                               (lua_Integer)i + 1);
-        lua_pop(L, 1);                                /* the entry table keeps the string */
+        lua_rawseti(L, 4, 2 * (lua_Integer)i + 1);    /* anchored: name stays valid */
         lua_getfield(L, -1, "tensor");
         hy_tensor *t = luaL_testudata(L, -1, L_TENSOR);
         if (!t)
@@ -150,7 +160,8 @@ static int l_st_write(lua_State *L) {
         if (t->dtype != HY_F32)
             return luaL_error(L, "safetensors_write: entry %I ('%s'): tensor is %s, expected "
                               "float32", (lua_Integer)i + 1, name, hy_dtype_name(t->dtype));
-        lua_pop(L, 2);
+        lua_rawseti(L, 4, 2 * (lua_Integer)i + 2);    /* anchored: the tensor stays alive */
+        lua_pop(L, 1);
         ts[i].name = name;
         ts[i].ndim = t->ndim;
         ts[i].shape = t->shape;
@@ -168,7 +179,7 @@ static int l_st_write(lua_State *L) {
             lua_pop(L, 1);
         }
     }
-    const char **kv = lua_newuserdatauv(L, (nm ? nm : 1) * 2 * sizeof *kv, 0);  /* index 5 */
+    const char **kv = lua_newuserdatauv(L, (nm ? nm : 1) * 2 * sizeof *kv, 0);  /* index 6 */
     if (has_meta) {
         size_t j = 0;
         lua_pushnil(L);
@@ -183,7 +194,7 @@ static int l_st_write(lua_State *L) {
             lua_pop(L, 1);
         }
     }
-    if (hy_st_write(path, ts, n, kv, kv + nm, nm) != HY_OK) return l_raise(L);
+    if (hy_st_write_as(path, ts, n, kv, kv + nm, nm, dt) != HY_OK) return l_raise(L);
     return 0;
 }
 
