@@ -61,9 +61,7 @@ function M.run(opts)
   local h5 = require("hydra.h5")
   local ckpt = opts.ckpt
   local f <close> = err.wrap(who, h5.open, ckpt)
-  if f:exists("/members") then
-    err.fail("%s: '%s' is a fused model; export its members' checkpoints one by one", who, ckpt)
-  end
+  if f:exists("/members") and f:exists("/fuse") then return M.fused(opts, f) end
   local imp = f:exists("/import") and f:attrs("/import") or {}
   local m = err.wrap(who, core.model_load, ckpt)
   if m:ensemble() then
@@ -163,6 +161,103 @@ function M.run(opts)
     #entries, fmt, member and "member" or "model",
     member and (slice and ", sliced" or ", dense-masked") or "", kc, L * H))
   return { format = fmt, kind = member and "member" or "model", heads = kept, sliced = slice }
+end
+
+-- ===== the fused Hydra model =====
+-- fused.safetensors: "members.{m}.<timm name>" (m 0-based; attention tensors packed to the kept
+-- heads: qkv [3 k hd, D] rows q | k | v of the kept heads in ascending order, proj [D, k hd]),
+-- "members.{m}.head_gates" [L, H], and "shared.<timm name>" (what fuse.* averaged: the merged
+-- MLP by default). The name map (JSON, also in __metadata__ "hydra.name_map") says where every
+-- tensor comes from: {"fused name": {"member": m, "source": "blocks.3.attn.qkv.weight",
+-- "rows": [[a, b], ...]} | {"member": m, "source": ..., "cols": [[a, b], ...]} |
+-- {"members": [0, ..., M-1], "source": ..., "reduce": "mean"}} with half-open row / column
+-- ranges of the member's full-size tensor; tests/ref/fused_reference.py rebuilds the members
+-- from the two files in torch. The map goes to opts.name_map (default: OUT with .safetensors
+-- replaced by .name_map.json).
+function M.fused(opts, f)
+  local who = "hydra export"
+  local ckpt = opts.ckpt
+  if opts.names == "hf" then
+    err.usage("%s: a fused model exports under hydra's (timm) names only", who)
+  end
+  if opts.slice then
+    err.usage("%s: --slice is for members; a fused model's attention is always packed", who)
+  end
+  local fz = f:attrs("/fuse")
+  local cfg = f:attrs("/config")
+  if cfg.kind ~= "vit" then err.fail("%s: '%s': fused text models do not export", who, ckpt) end
+  local Mn, D, H, L = fz.members, cfg.d_model, cfg.n_heads, cfg.depth
+  local hd = D // H
+  local entries, map, heads = {}, {}, {}
+  for m = 0, Mn - 1 do
+    local g = f:read(("/members/%d/head_gates"):format(m)):totable()
+    heads[m + 1] = {}
+    for l = 1, L do
+      heads[m + 1][l] = {}
+      for h = 1, H do
+        if g[l][h] ~= 0 then heads[m + 1][l][#heads[m + 1][l] + 1] = h - 1 end
+      end
+    end
+    for _, e in ipairs(f:list(("/members/%d"):format(m))) do
+      if e.kind == "dataset" then
+        local fname = ("members.%d.%s"):format(m, e.name)
+        entries[#entries + 1] = { name = fname, tensor = f:read(e.path) }
+        local l = tonumber(e.name:match("^blocks%.(%d+)%.attn%."))
+        local row = { member = m, source = e.name }
+        if e.name == "head_gates" then
+          row.source = nil
+          row.kind = "gates"
+        elseif l and e.name:match("qkv") then
+          local r = {}
+          for j = 0, 2 do
+            for _, x in ipairs(head_ranges(heads[m + 1][l + 1], hd, j * D)) do r[#r + 1] = x end
+          end
+          row.rows = r
+        elseif l and e.name:match("proj%.weight$") then
+          row.cols = head_ranges(heads[m + 1][l + 1], hd, 0)
+        end
+        map[fname] = row
+      end
+    end
+  end
+  local all = {}
+  for m = 0, Mn - 1 do all[#all + 1] = m end
+  if f:exists("/shared") then
+    for _, e in ipairs(f:list("/shared")) do
+      if e.kind == "dataset" then
+        local fname = "shared." .. e.name
+        entries[#entries + 1] = { name = fname, tensor = f:read(e.path) }
+        map[fname] = { members = all, source = e.name, reduce = "mean" }
+      end
+    end
+  end
+  local mapj = core.json_encode(map)
+  local conf = {}
+  for k, v in pairs(cfg) do conf[k] = v end
+  local meta = {
+    format = "pt",
+    ["hydra.version"] = core.version,
+    ["hydra.source"] = core.file_sha256(ckpt),
+    ["hydra.kind"] = "fused",
+    ["hydra.names"] = "timm-vit",
+    ["hydra.fuse"] = core.json_encode({ mlp = fz.mlp, ln = fz.ln, embed = fz.embed,
+                                        head = fz.head, members = Mn }),
+    ["hydra.config"] = core.json_encode(conf),
+    ["hydra.heads"] = core.json_encode(heads),
+    ["hydra.head_dim"] = tostring(hd),
+    ["hydra.n_heads"] = tostring(H),
+    ["hydra.ln_eps"] = M.num_str(cfg.ln_eps or 1e-6),
+    ["hydra.act"] = cfg.act or "gelu",
+    ["hydra.name_map"] = mapj,
+  }
+  local map_path = opts.name_map or (opts.out:gsub("%.safetensors$", "") .. ".name_map.json")
+  if map_path == opts.out then map_path = opts.out .. ".name_map.json" end
+  err.wrap(who, core.safetensors_write, opts.out, entries, meta)
+  require("hydra.output").write_text(map_path, mapj .. "\n", who)
+  local log = opts.log or function() end
+  log(("%s -> %s + %s: fused model of %d members (mlp %s, ln %s, embed %s, head %s), %d tensors")
+    :format(ckpt, opts.out, map_path, Mn, fz.mlp, fz.ln, fz.embed, fz.head, #entries))
+  return { format = "timm-vit", kind = "fused", heads = heads, name_map = map_path }
 end
 
 return M

@@ -60,6 +60,13 @@ done
 "$HYDRA" export "$T/m2_slice.h5" --format safetensors --slice --out "$T/again.safetensors" >/dev/null
 cmp -s "$T/m2_slice.safetensors" "$T/again.safetensors" || fail "re-export is not byte-identical"
 
+# the fused model: fused.safetensors + its name map, the same bytes every time
+"$HYDRA" export "$T/fused.h5" --format safetensors --out "$T/fused.safetensors" >/dev/null
+"$HYDRA" export "$T/fused.h5" --format safetensors --out "$T/fused2.safetensors" >/dev/null
+cmp -s "$T/fused.safetensors" "$T/fused2.safetensors" || fail "fused export is not deterministic"
+grep -q '"members.1.blocks.0.attn.qkv.weight":{"member":1,"rows":' "$T/fused.name_map.json" ||
+    fail "fused name map"
+
 # hydra exp starting from the imported checkpoint
 cat >"$T/exp.yaml" <<YAML
 include: $(pwd)/configs/data/tiny.yaml
@@ -113,7 +120,7 @@ head -c 1000 $REF/timm_vit_f32.safetensors >"$T/trunc.safetensors"
 bad 1 "trunc.safetensors" import "$T/trunc.safetensors" --format timm-vit --heads 4 --out "$T/bad.h5"
 bad 2 "--names must be timm or hf (got 'onnx')" export "$T/m2.h5" --format safetensors --names onnx --out "$T/bad.h5"
 bad 2 "--format must be safetensors (got 'onnx')" export "$T/m2.h5" --format onnx --out "$T/bad.h5"
-bad 1 "is a fused model" export "$T/fused.h5" --format safetensors --out "$T/bad.h5"
+bad 2 "--slice is for members" export "$T/fused.h5" --format safetensors --slice --out "$T/bad.h5"
 
 # --- for the torch check (not part of make test) ---
 if [ -n "${HYDRA_TORCH_DIR:-}" ]; then
@@ -157,6 +164,34 @@ for _, src in ipairs({ { "timm", "timm-vit", ref .. "/timm_vit_f32.safetensors" 
   add(base, src[1] .. "_model", src[2], names, false)
   add(d .. "/" .. src[1] .. "_member.h5", src[1] .. "_dense", src[2], names, false)
   add(d .. "/" .. src[1] .. "_member.h5", src[1] .. "_sliced", src[2], names, true)
+end
+-- the fused model of two timm members (fused_reference.py)
+local tb = core.model_load(d .. "/timm_base.h5")
+local ms = {}
+for i, g in ipairs({ { { 1, 0, 1, 0 }, { 0, 1, 0, 0 } }, { { 0, 1, 1, 1 }, { 1, 0, 0, 1 } } }) do
+  tb:set_gates(core.from_table("float32", g))
+  tb:save(d .. "/fm" .. i .. ".h5", {})
+  ms[i] = core.model_load(d .. "/fm" .. i .. ".h5")
+end
+for _, mode in ipairs({ "member", "average" }) do
+  local fz = core.fused_new(ms, { mlp = "average", ln = mode, embed = mode, head = mode })
+  fz:save(d .. "/fused_" .. mode .. ".h5")
+  ex.run({ ckpt = d .. "/fused_" .. mode .. ".h5", out = d .. "/fused_" .. mode .. ".safetensors" })
+  local lg = fz:forward({ images = images })
+  local M, B, K = lg:size(1), lg:size(2), lg:size(3)
+  local pr = core.tensor("float32", M, B, K)
+  for m = 1, M do
+    for b = 1, B do
+      local mx, z = -math.huge, 0
+      for k = 1, K do mx = math.max(mx, lg:get(m, b, k)) end
+      for k = 1, K do z = z + math.exp(lg:get(m, b, k) - mx) end
+      for k = 1, K do pr:set(m, b, k, math.exp(lg:get(m, b, k) - mx) / z) end
+    end
+  end
+  local g <close> = h5.create(d .. "/fused_" .. mode .. "_probs.h5")
+  g:write("/images", images)
+  g:write("/member_probs", pr)
+  g:commit()
 end
 local out = assert(io.open(d .. "/manifest.json", "w"))
 out:write(core.json_encode(man), "\n")

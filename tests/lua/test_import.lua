@@ -380,6 +380,69 @@ function T.classes_replace_the_head()
   eq(f:attr("/import", "fresh_head"), 1, "recorded")
 end
 
+-- ===== fused export =====
+
+function T.fused_export_name_map_rebuilds_members()
+  local d = dir()
+  local a = import({ file = TIMM, format = "timm-vit", heads = 4, out = d .. "/fz_base.h5" })
+  local gates = { { { 1, 0, 1, 0 }, { 0, 1, 0, 0 } }, { { 0, 1, 1, 1 }, { 1, 0, 0, 1 } } }
+  local ms = {}
+  for i, g in ipairs(gates) do
+    local m = core.model_load(a)
+    m:set_gates(core.from_table("float32", g))
+    m:save(d .. "/fz_m" .. i .. ".h5")
+    ms[i] = core.model_load(d .. "/fz_m" .. i .. ".h5")
+  end
+  local fz = core.fused_new(ms, { mlp = "average", ln = "member", embed = "member", head = "member" })
+  fz:save(d .. "/fz.h5")
+  local r = ex.run({ ckpt = d .. "/fz.h5", out = d .. "/fz.safetensors" })
+  eq(r.kind, "fused", "kind")
+  eq(r.name_map, d .. "/fz.name_map.json", "name map beside the file")
+  ex.run({ ckpt = d .. "/fz.h5", out = d .. "/fz2.safetensors" })
+  ok(bytes(d .. "/fz.safetensors") == bytes(d .. "/fz2.safetensors"), "deterministic")
+  local map = core.json_decode(bytes(r.name_map))
+  local st = core.safetensors_open(d .. "/fz.safetensors")
+  eq(st:metadata()["hydra.name_map"] .. "\n", bytes(r.name_map), "map in __metadata__ too")
+  local n = 0
+  for _, name in ipairs(st:names()) do
+    local row = map[name]
+    ok(row, "every tensor in the map: " .. name)
+    local t = st:read(name)
+    if row.member and row.source then   -- the member's own tensor, rows / columns as the map says
+      local want = ms[row.member + 1]:param(row.source)
+      if row.rows then want = core.tensor_select(want, 1, row.rows) end
+      if row.cols then want = core.tensor_select(want, 2, row.cols) end
+      same_tensor(t, want, name)
+      n = n + 1
+    elseif row.reduce == "mean" then   -- the merged MLP: the members' mean
+      local x, y = ms[1]:param(row.source):flat(), ms[2]:param(row.source):flat()
+      local got = t:flat()
+      for i = 1, #got do
+        ok(math.abs(got[i] - (x[i] + y[i]) / 2) <= 1e-7, name .. ": the members' mean")
+      end
+      n = n + 1
+    end
+  end
+  st:close()
+  eq(n, 2 * 24 + 8, "member tensors and shared MLP tensors checked")
+  -- member m's stream of the fused forward = member m with the merged MLP substituted
+  local lg = fz:forward({ images = images() })
+  for i = 1, 2 do
+    local m = core.model_load(d .. "/fz_m" .. i .. ".h5")
+    for l = 0, 1 do
+      for _, w in ipairs({ "fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias" }) do
+        local name = ("blocks.%d.mlp.%s"):format(l, w)
+        local s2 = core.safetensors_open(d .. "/fz.safetensors")
+        m:set_param(name, s2:read("shared." .. name))
+        s2:close()
+      end
+    end
+    local want = m:forward({ images = images() }):flat()
+    local got = lg:row(i):flat()
+    for j = 1, #want do ok(math.abs(got[j] - want[j]) <= 1e-5, "fused stream = member") end
+  end
+end
+
 -- ===== HF BERT =====
 
 local BERT = REF .. "/hf_bert"

@@ -41,7 +41,9 @@ HYDRA_TORCH_DIR=DIR: a list of {"file": exported .safetensors, "format": "timm-v
 /type_ids}. Each file is
 loaded with load_state_dict(strict=True) into the stock-shaped module (per-layer head counts
 from __metadata__ "hydra.heads" for a sliced member) and its float64 logits must match hydra's
-within atol 1e-4 + rtol 1e-5.
+within atol 1e-4 + rtol 1e-5. DIR/fused_{member,average}.safetensors (+ .name_map.json, and
+hydra's per-member probabilities in fused_*_probs.h5) are rebuilt by tests/ref/fused_reference.py,
+within 1e-5.
 """
 import hashlib
 import json
@@ -554,6 +556,13 @@ def check(d):
         print("%-40s %-8s heads %-14s max|diff| %.3g %s" % (e["file"], e["format"], heads,
               diff.max().item(), "ok" if ok else "FAIL"))
         bad += not ok
+    import fused_reference   # tests/ref/fused_reference.py (torch only)
+    for mode in ("member", "average"):
+        st = os.path.join(d, "fused_%s.safetensors" % mode)
+        if os.path.exists(st):
+            print("fused (ln/embed/head %s):" % mode, end=" ")
+            fused_reference.main(["", st, os.path.join(d, "fused_%s.name_map.json" % mode),
+                                  "--check", os.path.join(d, "fused_%s_probs.h5" % mode)])
     if bad:
         raise SystemExit("%d export(s) do not reproduce hydra's logits" % bad)
 
