@@ -3,7 +3,7 @@
 --
 --   local ex = require("hydra.export")
 --   ex.run({ ckpt = "member_0.h5", names = "timm" | "hf", slice = false, out = "m.safetensors",
---            log = print }) -> { format =, kind = "model" | "member", heads = {{...}, ...} }
+--            dtype = "f32" | "f16" | "bf16", log = print }) -> { format =, kind = "model" | "member", heads = {{...}, ...} }
 --
 -- The name maps are import's (lua/hydra/import.lua M.maps) read backwards: hydra's fused
 -- attn.qkv is split into HF's query/key/value. A member (a checkpoint whose /head_gates are not
@@ -47,6 +47,14 @@ local function head_ranges(list, hd, base)
   local r = {}
   for _, h in ipairs(list) do r[#r + 1] = { base + h * hd, base + h * hd + hd } end
   return r
+end
+
+-- The file dtype of --dtype f32 (default) | f16 | bf16 (round to nearest even).
+function M.dtype(who, d)
+  local t = { f32 = "F32", f16 = "F16", bf16 = "BF16" }
+  if d == nil then return "F32" end
+  if not t[d] then err.usage("%s: --dtype must be f32, f16 or bf16 (got '%s')", who, tostring(d)) end
+  return t[d]
 end
 
 -- The shortest of %.15g / %.17g that reads back as x (1e-06, not 9.9999999999999995e-07).
@@ -153,7 +161,7 @@ function M.run(opts)
     ["hydra.sliced"] = slice and "1" or "0",
   }
   if slice then meta["hydra.head_counts"] = core.json_encode(counts) end
-  err.wrap(who, core.safetensors_write, opts.out, entries, meta)
+  err.wrap(who, core.safetensors_write, opts.out, entries, meta, M.dtype(who, opts.dtype))
   local log = opts.log or function() end
   local kc = 0
   for l = 1, L do kc = kc + counts[l] end
@@ -252,7 +260,7 @@ function M.fused(opts, f)
   }
   local map_path = opts.name_map or (opts.out:gsub("%.safetensors$", "") .. ".name_map.json")
   if map_path == opts.out then map_path = opts.out .. ".name_map.json" end
-  err.wrap(who, core.safetensors_write, opts.out, entries, meta)
+  err.wrap(who, core.safetensors_write, opts.out, entries, meta, M.dtype(who, opts.dtype))
   require("hydra.output").write_text(map_path, mapj .. "\n", who)
   local log = opts.log or function() end
   log(("%s -> %s + %s: fused model of %d members (mlp %s, ln %s, embed %s, head %s), %d tensors")

@@ -187,6 +187,22 @@ function T.import_export_import_bit_exact_and_same_bytes()
   end
 end
 
+function T.bf16_export_is_the_fixture_rounding()
+  -- the F32 fixture exported as BF16 holds torch's .bfloat16() of it: the BF16 fixture's values
+  local a = import({ file = TIMM, format = "timm-vit", heads = 4, out = dir() .. "/b16.h5" })
+  ex.run({ ckpt = a, dtype = "bf16", out = dir() .. "/b16.safetensors" })
+  local e = core.safetensors_open(dir() .. "/b16.safetensors")
+  local s = core.safetensors_open(REF .. "/timm_vit_bf16.safetensors")
+  for _, name in ipairs(s:names()) do
+    eq(e:info(name).dtype, "BF16", name .. " dtype")
+    same_tensor(e:read(name), s:read(name), name)
+  end
+  e:close(); s:close()
+  raises_has("--dtype must be f32, f16 or bf16 (got 'f8')", function()
+    ex.run({ ckpt = a, dtype = "f8", out = dir() .. "/x.safetensors" })
+  end)
+end
+
 function T.timm_export_equals_fixture_tensors()
   local a = import({ file = TIMM, format = "timm-vit", heads = 4, out = dir() .. "/fx.h5" })
   ex.run({ ckpt = a, names = "timm", out = dir() .. "/fx.safetensors" })

@@ -4,7 +4,7 @@ local argparse = require("hydra.argparse")
 local err = require("hydra.err")
 
 local USAGE = "hydra export CKPT.h5 --format safetensors [--names timm|hf] [--slice] "
-  .. "--out FILE.safetensors"
+  .. "[--dtype f32|f16|bf16] --out FILE.safetensors"
 
 return {
   summary = "export a model or a pruned member as safetensors (timm / Hugging Face names)",
@@ -14,7 +14,7 @@ Face names (--names hf: ViTForImageClassification, or BertForSequenceClassificat
 model; q/k/v split out of attn.qkv); the default is the names the model was imported from
 (timm for a ViT trained in hydra). The writer follows the safetensors reference: tensors sorted
 by dtype alignment then name, contiguous offsets, header padded to 8 bytes; the same checkpoint
-gives the same bytes.
+gives the same bytes. --dtype f16|bf16 stores the tensors rounded to nearest even (default f32).
 
 A pruned member (/head_gates not all 1) is written dense-masked by default: original shapes, each
 head's columns of the output projection multiplied by its gate (a pruned head's are zero), so
@@ -26,7 +26,8 @@ sha256), so `hydra import` of the file needs no --heads and restores the member 
   run = function(args)
     local opts = argparse.parse(args, {
       command = "export", usage = USAGE,
-      options = { format = "string", names = "string", slice = "flag", out = "string" },
+      options = { format = "string", names = "string", slice = "flag", out = "string",
+                  dtype = "string" },
       positional = { min = 1, max = 1, names = { "CKPT.h5" } },
       required = { "format", "out" },
     })
@@ -39,6 +40,7 @@ sha256), so `hydra import` of the file needs no --heads and restores the member 
     require("hydra.output").check({ { opts.out, "--out" } },
       { { opts.positional[1], "CKPT.h5" } }, "hydra export")
     require("hydra.export").run({ ckpt = opts.positional[1], names = opts.names,
-                                  slice = opts.slice, out = opts.out, log = print })
+                                  slice = opts.slice, out = opts.out, dtype = opts.dtype,
+                                  log = print })
   end,
 }
