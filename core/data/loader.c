@@ -137,6 +137,29 @@ static hy_status check_extent(hy_h5 *f, const char *name, int ndim) {
     return HY_OK;
 }
 
+hy_status hy_dataset_set_type_ids(hy_dataset *d, const hy_tensor *t) {
+    char s1[64];
+    size_t L = d->max_len;
+    if (d->kind != HY_DATA_TEXT)
+        return hy_fail(HY_EINVAL, "loader: token types need a text dataset");
+    if (t->dtype != HY_I32 || t->ndim != 2 || (size_t)t->shape[0] < d->n ||
+        (size_t)t->shape[1] != L)
+        return hy_fail(HY_EINVAL, "loader: type_ids must be int32 [N,%zu] like ids, N >= %zu "
+                       "(got %s %s)", L, d->n, hy_dtype_name(t->dtype),
+                       hy_shape_str(s1, sizeof s1, t->ndim, t->shape));
+    const int32_t *src = t->data;
+    for (size_t i = 0; i < d->n * L; i++)
+        if (src[i] < 0)
+            return hy_fail(HY_EINVAL, "loader: negative token type %d at sample %zu, position "
+                           "%zu", (int)src[i], i / L, i % L);
+    int32_t *ty = hy_xmalloc(d->n * L * sizeof(int32_t) + 1);
+    if (!ty) return HY_ENOMEM;
+    if (d->n) memcpy(ty, src, d->n * L * sizeof(int32_t));
+    hy_free(d->type_ids);
+    d->type_ids = ty;
+    return HY_OK;
+}
+
 hy_status hy_dataset_load(hy_dataset *d, const char *path, const char *split, size_t subset,
                           const double *mean_std) {
     memset(d, 0, sizeof *d);
@@ -195,6 +218,15 @@ hy_status hy_dataset_load(hy_dataset *d, const char *path, const char *split, si
         if ((st = hy_h5_read_as(&f, name, HY_I32, &c)) != HY_OK) goto done;
         if ((st = hy_h5_read(&f, lname, &b)) != HY_OK) goto done;
         st = hy_dataset_from_text(d, &a, &c, &b, subset);
+        snprintf(name, sizeof name, "/%s/type_ids", split);
+        has = st == HY_OK ? hy_h5_exists(&f, name) : 0;
+        if (has < 0) st = HY_ENOMEM;
+        if (has > 0) {   /* optional: BERT's token types */
+            hy_tensor_release(&a);
+            st = hy_h5_read_as(&f, name, HY_I32, &a);
+            if (st == HY_OK) st = hy_dataset_set_type_ids(d, &a);
+            if (st != HY_OK) hy_dataset_release(d);
+        }
     }
     if (st != HY_OK) hy_fail_prefix(st, "%s:/%s", path, split);
     else snprintf(d->origin, sizeof d->origin, "%s:/%s", path, split);
@@ -211,6 +243,7 @@ void hy_dataset_release(hy_dataset *d) {
     hy_free(d->images);
     hy_free(d->ids);
     hy_free(d->lengths);
+    hy_free(d->type_ids);
     hy_free(d->labels);
     memset(d, 0, sizeof *d);
 }
@@ -278,9 +311,11 @@ hy_status hy_loader_new(hy_loader *ld, const hy_dataset *ds, size_t batch_size, 
     } else {
         ld->ids = hy_xmalloc_aligned(tbytes);
         ld->lengths = hy_xmalloc(B * sizeof(int32_t));
+        if (ds->type_ids) ld->type_ids = hy_xmalloc_aligned(tbytes);
     }
     if (!ld->order || !ld->labels || !ld->index ||
-        (ds->kind == HY_DATA_IMAGE ? !ld->images : (!ld->ids || !ld->lengths))) {
+        (ds->kind == HY_DATA_IMAGE ? !ld->images : (!ld->ids || !ld->lengths)) ||
+        (ds->type_ids && !ld->type_ids)) {
         hy_loader_release(ld);
         return HY_ENOMEM;
     }
@@ -296,6 +331,7 @@ void hy_loader_release(hy_loader *ld) {
     hy_free(ld->images);
     hy_free(ld->ids);
     hy_free(ld->lengths);
+    hy_free(ld->type_ids);
     memset(ld, 0, sizeof *ld);
 }
 
@@ -371,6 +407,9 @@ static void fill(hy_loader *ld, const int64_t *idx, size_t b, size_t first_pos, 
         for (size_t i = 0; i < b; i++) {
             memcpy(ld->ids + i * len, ds->ids + (size_t)idx[i] * ds->max_len,
                    len * sizeof(int32_t));
+            if (ld->type_ids)
+                memcpy(ld->type_ids + i * len, ds->type_ids + (size_t)idx[i] * ds->max_len,
+                       len * sizeof(int32_t));
             ld->lengths[i] = ds->lengths[idx[i]];
         }
     }

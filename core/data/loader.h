@@ -23,6 +23,7 @@ typedef struct hy_dataset {
     size_t max_len;          /* L: columns of ids (text) */
     int32_t *ids;            /* [n,L] token ids, 0-padded (text) */
     int32_t *lengths;        /* [n] tokens per sample, 1..L (text) */
+    int32_t *type_ids;       /* [n,L] token types (text, BERT sentence pairs); NULL = all 0 */
     int32_t *labels;         /* [n] class or -1 (OOD) */
     double mean, std;        /* image normalisation */
     char origin[256];        /* "file.h5:/split" for messages (hy_dataset_load), else "" */
@@ -44,8 +45,12 @@ hy_status hy_dataset_from_text(hy_dataset *d, const hy_tensor *ids, const hy_ten
 #define HY_DATA_MAX_ROWS ((int64_t)INT32_MAX)
 #define HY_DATA_MAX_SIDE ((int64_t)65536)
 #define HY_DATA_MAX_BYTES ((size_t)1 << 36)
+/* Sets d's token types (text): the first d->n rows of type_ids int32 [N,L] (N >= d->n, L =
+ * d->max_len), every value >= 0 (fails naming the sample); copied. */
+hy_status hy_dataset_set_type_ids(hy_dataset *d, const hy_tensor *type_ids);
 /* Reads split `split` of a prepared file (DESIGN §5): /<split>/images + /<split>/labels and the
- * /meta attributes mean/std for images, or /<split>/ids + lengths + labels for text.
+ * /meta attributes mean/std for images, or /<split>/ids + lengths + labels for text, with the
+ * optional /<split>/type_ids (int32 [N,L], BERT's token types; all 0 when absent).
  * mean_std (2 doubles), when non-NULL, is used instead of /meta (needed for files without it,
  * e.g. OOD sets normalised with the ID set's statistics). Errors name the file and dataset. */
 hy_status hy_dataset_load(hy_dataset *d, const char *path, const char *split, size_t subset,
@@ -99,6 +104,7 @@ typedef struct hy_loader {
     float *images;           /* [B,1,H,W] normalised (image) */
     int32_t *ids;            /* [B,len] row-major with row stride len (text) */
     int32_t *lengths;        /* [B] (text) */
+    int32_t *type_ids;       /* [B,len] like ids, when the dataset has token types; else NULL */
     int32_t *labels;         /* [B] */
     int64_t *index;          /* [B] dataset index of each row */
 } hy_loader;

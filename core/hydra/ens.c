@@ -306,7 +306,13 @@ hy_status hy_ens_copy_backbone(hy_xfmr *m, const hy_xfmr *src) {
                        hy_xfmr_kind_name(a->kind), hy_xfmr_kind_name(b->kind));
     for (size_t i = 0; i < HY_XFMR_N_FIELDS; i++) {
         const hy_xfmr_field *f = &hy_xfmr_fields[i];
-        if (f->type != HY_FIELD_SIZE) continue;
+        if (f->type == HY_FIELD_ENUM) {   /* the encoder options (xfmr.h) shape the table */
+            if (hy_xfmr_field_enum(a, f) != hy_xfmr_field_enum(b, f))
+                return hy_fail(HY_EINVAL, "ens: the backbone and the ensemble differ in %s",
+                               f->name);
+            continue;
+        }
+        if (f->type != HY_FIELD_SIZE && f->type != HY_FIELD_COUNT) continue;
         size_t va = hy_xfmr_field_size(a, f), vb = hy_xfmr_field_size(b, f);
         if (va != vb)
             return hy_fail(HY_EINVAL, "ens: the backbone has %s %zu, the ensemble %zu", f->name,

@@ -127,12 +127,40 @@ static hy_status same_config(const hy_xfmr_config *a, const hy_xfmr_config *b, s
                        "%zu vs %zu)", m + 1, (size_t)b->kind, (size_t)a->kind);
     for (size_t i = 0; i < HY_XFMR_N_FIELDS; i++) {
         const hy_xfmr_field *fd = &hy_xfmr_fields[i];
-        if (fd->type != HY_FIELD_SIZE) continue;   /* the dropout rates may differ */
+        if (fd->type == HY_FIELD_FLOAT) {
+            double fa = hy_xfmr_field_float(a, fd), fb = hy_xfmr_field_float(b, fd);
+            if (fa != fb)
+                return hy_fail(HY_EINVAL, "fused: member %zu has a different config than "
+                               "member 1 (%s %g vs %g)", m + 1, fd->name, fb, fa);
+            continue;
+        }
+        if (fd->type == HY_FIELD_ENUM) {
+            int ea = hy_xfmr_field_enum(a, fd), eb = hy_xfmr_field_enum(b, fd);
+            char wa[32], wb[32];
+            if (ea != eb)
+                return hy_fail(HY_EINVAL, "fused: member %zu has a different config than "
+                               "member 1 (%s %s vs %s)", m + 1, fd->name,
+                               hy_xfmr_field_enum_name(fd, eb, wb, sizeof wb),
+                               hy_xfmr_field_enum_name(fd, ea, wa, sizeof wa));
+            continue;
+        }
+        if (fd->type == HY_FIELD_RATE) continue;   /* the dropout rates may differ */
         size_t va = hy_xfmr_field_size(a, fd), vb = hy_xfmr_field_size(b, fd);
         if (va != vb)
             return hy_fail(HY_EINVAL, "fused: member %zu has a different config than member 1 "
                            "(%s %zu vs %zu)", m + 1, fd->name, vb, va);
     }
+    return HY_OK;
+}
+
+/* The fused forward runs the default encoder (pre-LN, exact GELU, hydra embedding, no pooler;
+ * any ln_eps): a model with another structural option (xfmr.h) is refused, naming it. */
+static hy_status supported(const hy_xfmr_config *c, const char *what) {
+    const char *opt = hy_xfmr_nondefault_option(c);
+    if (opt)
+        return hy_fail(HY_EINVAL, "fused: the fused model does not support model.%s (%s); fuse "
+                       "pre-LN members with act gelu, pooler none and text_embed hydra", opt,
+                       what);
     return HY_OK;
 }
 
@@ -169,6 +197,7 @@ hy_status hy_fused_build(hy_fused *f, hy_xfmr *const *members, size_t M,
         return hy_fail(HY_EINVAL, "fused: at most %d members (got %zu)", HY_FUSED_MAX_MEMBERS, M);
     const hy_xfmr_config *c = &members[0]->cfg;
     size_t L = c->depth, NH = c->n_heads, LH = L * NH;
+    HY_TRY(supported(c, "members"));
     for (size_t m = 0; m < M; m++) {
         HY_TRY(same_config(c, &members[m]->cfg, m));
         HY_TRY(hy_prune_check_member("fused", members[m]->gates, m, L, NH));
@@ -330,6 +359,7 @@ hy_status hy_fused_load(hy_fused *f, const char *path) {
         goto fail;
     }
     if ((st = hy_ckpt_read_config(&file, &f->cfg)) != HY_OK) goto fail;
+    if ((st = supported(&f->cfg, path)) != HY_OK) goto fail;
     if ((st = read_mode(&file, "mlp", &f->fuse.mlp)) != HY_OK) goto fail;
     if ((st = read_mode(&file, "ln", &f->fuse.ln)) != HY_OK) goto fail;
     if ((st = read_mode(&file, "embed", &f->fuse.embed)) != HY_OK) goto fail;
@@ -542,12 +572,11 @@ static void team_sync(const hy_team_part *tp) {
 /* rows [r0, r0 + n) of a LayerNorm, or this part's share of them */
 static void norm_rows(const hy_team_part *tp, float *out, float *mean, float *rstd,
                       const float *x, const float *w, const float *b, size_t r0, size_t n,
-                      size_t D) {
+                      size_t D, float eps) {
     size_t lo = 0, hi = n;
     if (tp) hy_team_share(n, tp->part, tp->parts, &lo, &hi);
     r0 += lo;
-    hy_layernorm_forward(out + r0 * D, mean + r0, rstd + r0, x + r0 * D, w, b, hi - lo, D,
-                         HY_XFMR_LN_EPS);
+    hy_layernorm_forward(out + r0 * D, mean + r0, rstd + r0, x + r0 * D, w, b, hi - lo, D, eps);
 }
 
 /* LayerNorm (slot sw, sb) of rows_per_pair rows per pair of the slice: out, x indexed like
@@ -556,14 +585,15 @@ static void norm_slice(hy_fused *f, const slice *s, float *out, float *mean, flo
                        const float *x, size_t sw, size_t sb, size_t rpp,
                        const hy_team_part *tp) {
     size_t D = f->cfg.d_model;
+    float eps = hy_xfmr_ln_eps(&f->cfg);
     if (shared(f, HY_PART_LN)) {
         norm_rows(tp, out, mean, rstd, x, P(f, 0, sw), P(f, 0, sb), s->p0 * rpp,
-                  (s->p1 - s->p0) * rpp, D);
+                  (s->p1 - s->p0) * rpp, D, eps);
     } else {
         for (size_t i = 0; i < s->nseg; i++) {
             size_t m = s->m[i], B = s->B;
             norm_rows(tp, out, mean, rstd, x, P(f, m, sw), P(f, m, sb),
-                      (m * B + s->b0[i]) * rpp, (s->b1[i] - s->b0[i]) * rpp, D);
+                      (m * B + s->b0[i]) * rpp, (s->b1[i] - s->b0[i]) * rpp, D, eps);
         }
     }
     team_sync(tp);

@@ -11,6 +11,16 @@ hy_status hy_ckpt_write_config(hy_h5 *f, const hy_xfmr_config *c) {
         const hy_xfmr_field *fd = &hy_xfmr_fields[i];
         if (fd->type == HY_FIELD_SIZE)
             HY_TRY(hy_h5_set_attr_i64(f, "/config", fd->name, (int64_t)hy_xfmr_field_size(c, fd)));
+        else if (fd->type == HY_FIELD_FLOAT)
+            HY_TRY(hy_h5_set_attr_f64(f, "/config", fd->name, hy_xfmr_field_float(c, fd)));
+        else if (fd->type == HY_FIELD_COUNT)
+            HY_TRY(hy_h5_set_attr_i64(f, "/config", fd->name, (int64_t)hy_xfmr_field_size(c, fd)));
+        else if (fd->type == HY_FIELD_ENUM) {
+            char w[32];
+            HY_TRY(hy_h5_set_attr_str(f, "/config", fd->name,
+                                      hy_xfmr_field_enum_name(fd, hy_xfmr_field_enum(c, fd), w,
+                                                              sizeof w)));
+        }
         else
             HY_TRY(hy_h5_set_attr_f64(f, "/config", fd->name, (double)hy_xfmr_field_rate(c, fd)));
     }
@@ -81,6 +91,34 @@ hy_status hy_ckpt_read_config(hy_h5 *f, hy_xfmr_config *cfg) {
             double d = 0;
             if (has) HY_TRY(hy_h5_get_attr_f64(f, "/config", fd->name, &d));
             hy_xfmr_field_set_rate(cfg, fd, (float)d);
+            continue;
+        }
+        if (fd->type == HY_FIELD_FLOAT) {   /* optional: the schema's default when absent */
+            double d = hy_xfmr_field_default(fd);
+            if (has) HY_TRY(hy_h5_get_attr_f64(f, "/config", fd->name, &d));
+            if (!(d > 0.0))
+                return hy_fail(HY_EINVAL, "ckpt: '%s': /config %s must be > 0 (got %g)",
+                               f->path, fd->name, d);
+            hy_xfmr_field_set_float(cfg, fd, d);
+            continue;
+        }
+        if (fd->type == HY_FIELD_ENUM) {   /* optional: the first word when absent */
+            int v = 0;
+            if (has) {
+                char *w = NULL;
+                HY_TRY(hy_h5_get_attr_str(f, "/config", fd->name, &w));
+                hy_status pst = hy_xfmr_field_enum_parse(fd, w, &v);
+                if (pst != HY_OK)
+                    pst = hy_fail(HY_EINVAL, "ckpt: '%s': /config %s must be one of %s (got "
+                                  "'%s')", f->path, fd->name, fd->dflt, w);
+                hy_free(w);
+                HY_TRY(pst);
+            }
+            hy_xfmr_field_set_enum(cfg, fd, v);
+            continue;
+        }
+        if (fd->type == HY_FIELD_COUNT && !has) {   /* optional: the schema's default */
+            hy_xfmr_field_set_size(cfg, fd, (size_t)hy_xfmr_field_default(fd));
             continue;
         }
         if (!has)

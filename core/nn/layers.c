@@ -926,6 +926,35 @@ void hy_gelu_backward_d_set(float *dx, const float *dout, const float *dgelu, si
     GELU_BLOCKS(n, mul_span(dx + lo, dout + lo, dgelu + lo, hi - lo));
 }
 
+/* ===== GELU, tanh approximation ===== */
+
+/* sqrt(2 / pi) and the cubic coefficient of the tanh approximation (HF "gelu_new") */
+#define GT_K 0.7978845608028654f
+#define GT_C 0.044715f
+
+/* 0.5 (1 + tanh u) = s = 1 / (1 + e), e = exp(-2u), and s (1 - s) = 1 / ((1 + e)(1 + 1/e)):
+ * written so, nothing cancels when tanh u rounds to -1 or 1 (the tails keep their relative
+ * accuracy); e = 0 or inf (|x| large) gives the limits, never a NaN */
+static float gelu_tanh1(float x) {
+    float e = expf(-2.0f * GT_K * (x + GT_C * x * x * x));
+    return x / (1.0f + e);
+}
+
+static float dgelu_tanh1(float x) {
+    float e = expf(-2.0f * GT_K * (x + GT_C * x * x * x)), s = 1.0f / (1.0f + e);
+    if (e == 0.0f || e == INFINITY) return s;   /* the tails: 1 or 0 (x^3 may overflow) */
+    float q = 1.0f / ((1.0f + e) * (1.0f + 1.0f / e));
+    return s + 2.0f * x * GT_K * (1.0f + 3.0f * GT_C * x * x) * q;
+}
+
+void hy_gelu_tanh_forward(float *out, const float *x, size_t n) {
+    GELU_BLOCKS(n, for (size_t i = lo; i < hi; i++) out[i] = gelu_tanh1(x[i]));
+}
+
+void hy_gelu_tanh_backward_set(float *dx, const float *dout, const float *x, size_t n) {
+    GELU_BLOCKS(n, for (size_t i = lo; i < hi; i++) dx[i] = dout[i] * dgelu_tanh1(x[i]));
+}
+
 /* ===== softmax ===== */
 
 void hy_softmax_forward(float *out, const float *x, size_t N, size_t K) {

@@ -1,6 +1,7 @@
 /* layers.h: the transformer's non-attention kernels, each a forward/backward pair:
- * linear, layernorm, exact-erf GELU, softmax, softmax + cross-entropy, dropout, patch and token
- * embedding, the [cls; x] + pos assembly. Argument order (CONVENTIONS §3.4):
+ * linear, layernorm, exact-erf GELU and its tanh approximation, softmax, softmax + cross-entropy,
+ * dropout, patch and token embedding, the [cls; x] + pos assembly.
+ * Argument order (CONVENTIONS §3.4):
  *   forward  (outputs, saved-for-backward, inputs, weights, sizes)   -- overwrites its outputs
  *   backward (input grads, weight grads, dout, forward inputs/saved, weights, sizes) -- adds (+=)
  * Kernels never allocate or fail; callers validate shapes. Weights are PyTorch [out,in].
@@ -171,6 +172,13 @@ void hy_gelu_d_forward(float *out, float *xd, size_t n);
 /*   dx (n) written = dout * dgelu (a stored GELU'); dx may alias dout. Bitwise
  *   hy_gelu_backward_set of the pre-activation dgelu was computed from. */
 void hy_gelu_backward_d_set(float *dx, const float *dout, const float *dgelu, size_t n);
+
+/* ===== GELU, tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) =====
+ * (HF "gelu_new" / "gelu_pytorch_tanh"; the model's act gelu_tanh) */
+/*   out (n) written; x (n); out may alias x. */
+void hy_gelu_tanh_forward(float *out, const float *x, size_t n);
+/*   dx (n) written = dout * gelu_tanh'(x); dx may alias dout. */
+void hy_gelu_tanh_backward_set(float *dx, const float *dout, const float *x, size_t n);
 
 /* ===== softmax over rows ===== */
 /*   out (N, K) written; x (N, K); max starts at -INFINITY, an all -inf row gives zeros. */

@@ -89,6 +89,11 @@ hy_status hy_mlm_new(hy_mlm *h, const hy_xfmr_config *c) {
         return hy_fail(HY_ECONFIG, "mlm: masked-language-model pretraining needs a text model "
                        "(model.kind text)");
     HY_TRY(hy_xfmr_config_check(c));
+    /* the head reads the final LayerNorm and the hydra embedding's CLS-shifted rows */
+    const char *opt = hy_xfmr_nondefault_option(c);
+    if (opt)
+        return hy_fail(HY_ECONFIG, "mlm: masked-language-model pretraining does not support "
+                       "model.%s", opt);
     if (c->vocab_size <= HY_TOK_NRESERVED)
         return hy_fail(HY_ECONFIG, "mlm: vocab_size must be > %d (PAD, UNK, CLS, MASK are "
                        "reserved; got %zu)", HY_TOK_NRESERVED, c->vocab_size);
@@ -226,11 +231,11 @@ hy_status hy_mlm_loss(hy_mlm *h, hy_xfmr *m, const int32_t *targets, size_t B, s
         }
     /* a = LN_f(xs); h = a Wd^T + bd; gl = GELU(h); u = LN_m(gl) */
     hy_layernorm_forward(h->a, h->a_mean, h->a_rstd, h->xs, m->p.norm_w, m->p.norm_b, N, D,
-                         HY_XFMR_LN_EPS);
+                         hy_xfmr_ln_eps(&m->cfg));
     hy_linear_forward(h->h, h->a, h->w[HY_MLM_DENSE_W], h->w[HY_MLM_DENSE_B], N, D, D);
     hy_gelu_forward(h->gl, h->h, N * D);
     hy_layernorm_forward(h->u, h->u_mean, h->u_rstd, h->gl, h->w[HY_MLM_NORM_W],
-                         h->w[HY_MLM_NORM_B], N, D, HY_XFMR_LN_EPS);
+                         h->w[HY_MLM_NORM_B], N, D, hy_xfmr_ln_eps(&m->cfg));
     if (backward) memset(h->du, 0, N * D * sizeof(float));
     /* z = u E^T + bv in chunks of HY_MLM_CHUNK rows: loss, accuracy and (backward) dz = (p -
      * onehot) / N, du += dz E, dE += dz^T u, dbv += column sums of dz */

@@ -22,6 +22,7 @@ void hy_train_input(const hy_loader *ld, hy_batch *out) {
         out->ids = ld->ids;
         out->lengths = ld->lengths;
         out->len = ld->len;
+        out->type_ids = ld->type_ids;
     }
 }
 

@@ -9,6 +9,7 @@
 #include <omp.h>
 #endif
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tensor/attn.h"
@@ -40,26 +41,33 @@ struct hy_xfmr_acts {
     float *lnf;           /* (B, D) LN_f(cls) */
     float *lnf_mean;      /* (B) */
     float *lnf_rstd;      /* (B) */
-    float *emb;           /* (B, T-1, D) patch / token embeddings */
+    float *emb;           /* (B, T-1, D) patch / token embeddings; text_embed bert: (B, T, D)
+                           * tok + pos + type, embed_norm's input */
+    float *emb_mean;      /* text_embed bert: (B, T) embed_norm's statistics; else NULL */
+    float *emb_rstd;
+    float *pool;          /* pooler tanh: (B, D) tanh(pooler(.)); else NULL */
+    float *pool_in;       /* pooler tanh: (B, D) the head's input, drop(pool) */
     float *patches;       /* vit: (B, NP, C_in*p*p); NULL for text */
-    int32_t *ids;         /* text: (B, T-1) the batch's ids */
+    int32_t *ids;         /* text: (B, T-1) the batch's ids (text_embed bert: (B, T)) */
+    int32_t *tids;        /* text_embed bert: (B, T) the batch's type ids; else NULL */
     int32_t *kvalid;      /* (B) valid keys per row (T for vit, 1 + length for text) */
 };
 
 /* ===== configuration ===== */
 
 size_t hy_xfmr_field_max(const hy_xfmr_field *f) {
-    HY_ASSERT(f->type == HY_FIELD_SIZE);
+    HY_ASSERT(f->type == HY_FIELD_SIZE || f->type == HY_FIELD_COUNT);
     static const struct { const char *name; size_t max; } lim[] = {
         {"image_size", HY_XFMR_MAX_IMAGE},   {"channels", HY_XFMR_MAX_CHANNELS},
         {"patch", HY_XFMR_MAX_IMAGE},        {"vocab_size", HY_XFMR_MAX_VOCAB},
         {"max_len", HY_ATTN_MAX_T - 1},      {"d_model", HY_XFMR_MAX_WIDTH},
         {"n_heads", HY_XFMR_MAX_WIDTH},      {"depth", HY_XFMR_MAX_DEPTH},
         {"d_mlp", HY_XFMR_MAX_WIDTH},        {"n_classes", HY_XFMR_MAX_CLASSES},
+        {"type_vocab", HY_XFMR_MAX_CLASSES},
     };
     for (size_t i = 0; i < sizeof lim / sizeof *lim; i++)
         if (strcmp(lim[i].name, f->name) == 0) return lim[i].max;
-    HY_ASSERT(!"every SIZE field has a limit");
+    HY_ASSERT(!"every SIZE and COUNT field has a limit");
     return 0;
 }
 
@@ -100,7 +108,9 @@ hy_status hy_xfmr_config_check(const hy_xfmr_config *c) {
      * overflow: a wrapped sequence length is caught here), before the parameter count */
     for (size_t i = 0; i < HY_XFMR_N_FIELDS; i++) {
         const hy_xfmr_field *fd = &hy_xfmr_fields[i];
-        if (fd->type != HY_FIELD_SIZE || !hy_xfmr_field_applies(fd, c->kind)) continue;
+        if ((fd->type != HY_FIELD_SIZE && fd->type != HY_FIELD_COUNT) ||
+            !hy_xfmr_field_applies(fd, c->kind))
+            continue;
         size_t v = hy_xfmr_field_size(c, fd), max = hy_xfmr_field_max(fd);
         if (v > max)
             return hy_fail(HY_ECONFIG, "xfmr: %s must be <= %zu (got %zu)", fd->name, max, v);
@@ -117,6 +127,26 @@ hy_status hy_xfmr_config_check(const hy_xfmr_config *c) {
     if (!(c->mlp_dropout >= 0.0f && c->mlp_dropout < 1.0f))
         return hy_fail(HY_ECONFIG, "xfmr: mlp_dropout must be in [0, 1) (got %g)",
                        (double)c->mlp_dropout);
+    for (size_t i = 0; i < HY_XFMR_N_FIELDS; i++) {
+        const hy_xfmr_field *f = &hy_xfmr_fields[i];
+        if (f->type != HY_FIELD_ENUM) continue;
+        int v = hy_xfmr_field_enum(c, f), n = hy_xfmr_field_enum_count(f);
+        if (v < 0 || v >= n)
+            return hy_fail(HY_ECONFIG, "xfmr: %s must be one of %s (got value %d)", f->name,
+                           f->dflt, v);
+        if (v != 0 && !hy_xfmr_field_applies(f, c->kind))
+            return hy_fail(HY_ECONFIG, "xfmr: %s applies to text models only", f->name);
+    }
+    if (c->kind != HY_XFMR_TEXT && c->type_vocab)
+        return hy_fail(HY_ECONFIG, "xfmr: type_vocab applies to text models only (got %zu)",
+                       c->type_vocab);
+    if (c->type_vocab && c->text_embed != HY_TEXT_EMBED_BERT)
+        return hy_fail(HY_ECONFIG, "xfmr: type_vocab %zu needs text_embed bert (token types are "
+                       "BERT's embedding)", c->type_vocab);
+    /* ln_eps: 0 = the default; a float32 LayerNorm needs it finite and > 0 as a float */
+    if (!(c->ln_eps == 0.0 || (c->ln_eps > 0.0 && c->ln_eps < 1.0 && (float)c->ln_eps > 0.0f)))
+        return hy_fail(HY_ECONFIG, "xfmr: ln_eps must be in (0, 1) and representable as a "
+                       "float32 (got %g)", c->ln_eps);
     return HY_OK;
 }
 
@@ -125,7 +155,23 @@ size_t hy_xfmr_seq_len(const hy_xfmr_config *c) {
         size_t g = c->patch ? c->image_size / c->patch : 0;
         return 1 + g * g;
     }
-    return 1 + c->max_len;
+    return c->text_embed == HY_TEXT_EMBED_BERT ? c->max_len : 1 + c->max_len;
+}
+
+static bool bert_embed(const hy_xfmr_config *c) {
+    return c->kind == HY_XFMR_TEXT && c->text_embed == HY_TEXT_EMBED_BERT;
+}
+
+bool hy_xfmr_plain_blocks(const hy_xfmr_config *c) {
+    return c->norm == HY_NORM_POST || c->act == HY_ACT_GELU_TANH;
+}
+
+const char *hy_xfmr_nondefault_option(const hy_xfmr_config *c) {
+    if (c->norm == HY_NORM_POST) return "norm post";
+    if (c->act == HY_ACT_GELU_TANH) return "act gelu_tanh";
+    if (c->pooler == HY_POOLER_TANH) return "pooler tanh";
+    if (bert_embed(c)) return "text_embed bert";
+    return NULL;
 }
 
 /* ===== the config schema ===== */
@@ -133,23 +179,29 @@ size_t hy_xfmr_seq_len(const hy_xfmr_config *c) {
 #define FIELD_KIND_VIT HY_XFMR_VIT
 #define FIELD_KIND_TEXT HY_XFMR_TEXT
 #define FIELD_KIND_ALL (-1)
-#define FIELD_ROW(name, type, kind) \
-    {#name, HY_FIELD_##type, FIELD_KIND_##kind, offsetof(hy_xfmr_config, name)},
+#define FIELD_ROW(name, type, kind, dflt) \
+    {#name, HY_FIELD_##type, FIELD_KIND_##kind, offsetof(hy_xfmr_config, name), dflt},
 const hy_xfmr_field hy_xfmr_fields[HY_XFMR_N_FIELDS] = {HY_XFMR_CONFIG_FIELDS(FIELD_ROW)};
 #undef FIELD_ROW
 /* the generated struct and the X-macro agree on every field's type */
-#define FIELD_TYPE_OK(name, type, kind) \
+#define FIELD_TYPE_OK(name, type, kind, dflt) \
     _Static_assert(sizeof(((hy_xfmr_config *)0)->name) == sizeof(HY_XFMR_FIELD_TYPE_##type), \
                    #name);
 HY_XFMR_CONFIG_FIELDS(FIELD_TYPE_OK)
 #undef FIELD_TYPE_OK
+
+const hy_xfmr_field *hy_xfmr_field_find(const char *name) {
+    for (size_t i = 0; i < HY_XFMR_N_FIELDS; i++)
+        if (strcmp(hy_xfmr_fields[i].name, name) == 0) return &hy_xfmr_fields[i];
+    return NULL;
+}
 
 bool hy_xfmr_field_applies(const hy_xfmr_field *f, hy_xfmr_kind k) {
     return f->kind < 0 || f->kind == (int)k;
 }
 
 size_t hy_xfmr_field_size(const hy_xfmr_config *c, const hy_xfmr_field *f) {
-    HY_ASSERT(f->type == HY_FIELD_SIZE);
+    HY_ASSERT(f->type == HY_FIELD_SIZE || f->type == HY_FIELD_COUNT);
     size_t v;
     memcpy(&v, (const char *)c + f->offset, sizeof v);
     return v;
@@ -162,8 +214,94 @@ float hy_xfmr_field_rate(const hy_xfmr_config *c, const hy_xfmr_field *f) {
     return v;
 }
 
+double hy_xfmr_field_default(const hy_xfmr_field *f) {
+    HY_ASSERT(f->type == HY_FIELD_FLOAT || f->type == HY_FIELD_COUNT);
+    return strtod(f->dflt, NULL);
+}
+
+int hy_xfmr_field_enum(const hy_xfmr_config *c, const hy_xfmr_field *f) {
+    HY_ASSERT(f->type == HY_FIELD_ENUM);
+    int v;
+    memcpy(&v, (const char *)c + f->offset, sizeof v);
+    return v;
+}
+
+void hy_xfmr_field_set_enum(hy_xfmr_config *c, const hy_xfmr_field *f, int v) {
+    HY_ASSERT(f->type == HY_FIELD_ENUM);
+    memcpy((char *)c + f->offset, &v, sizeof v);
+}
+
+/* word i of the '|'-separated words of an ENUM field: its start and length; false past the end */
+static bool enum_word(const hy_xfmr_field *f, int i, const char **w, size_t *n) {
+    const char *p = f->dflt;
+    for (int k = 0; k < i; k++) {
+        p = strchr(p, '|');
+        if (!p) return false;
+        p++;
+    }
+    const char *e = strchr(p, '|');
+    *w = p;
+    *n = e ? (size_t)(e - p) : strlen(p);
+    return i >= 0;
+}
+
+int hy_xfmr_field_enum_count(const hy_xfmr_field *f) {
+    HY_ASSERT(f->type == HY_FIELD_ENUM);
+    int n = 1;
+    for (const char *p = f->dflt; (p = strchr(p, '|')) != NULL; p++) n++;
+    return n;
+}
+
+const char *hy_xfmr_field_enum_name(const hy_xfmr_field *f, int v, char *buf, size_t n) {
+    HY_ASSERT(f->type == HY_FIELD_ENUM && n > 0);
+    const char *w;
+    size_t len;
+    buf[0] = 0;
+    if (enum_word(f, v, &w, &len) && len < n) {
+        memcpy(buf, w, len);
+        buf[len] = 0;
+    }
+    return buf;
+}
+
+hy_status hy_xfmr_field_enum_parse(const hy_xfmr_field *f, const char *s, int *out) {
+    HY_ASSERT(f->type == HY_FIELD_ENUM);
+    const char *w;
+    size_t len;
+    for (int i = 0; s && enum_word(f, i, &w, &len); i++)
+        if (strlen(s) == len && strncmp(s, w, len) == 0) {
+            *out = i;
+            return HY_OK;
+        }
+    return HY_EINVAL;
+}
+
+double hy_xfmr_field_float(const hy_xfmr_config *c, const hy_xfmr_field *f) {
+    HY_ASSERT(f->type == HY_FIELD_FLOAT);
+    double v;
+    memcpy(&v, (const char *)c + f->offset, sizeof v);
+    return v != 0.0 ? v : hy_xfmr_field_default(f);
+}
+
+void hy_xfmr_field_set_float(hy_xfmr_config *c, const hy_xfmr_field *f, double v) {
+    HY_ASSERT(f->type == HY_FIELD_FLOAT);
+    memcpy((char *)c + f->offset, &v, sizeof v);
+}
+
+/* the optional fields' values in effect written into c (a model's cfg holds no 0 = default) */
+static void resolve_defaults(hy_xfmr_config *c) {
+    for (size_t i = 0; i < HY_XFMR_N_FIELDS; i++)
+        if (hy_xfmr_fields[i].type == HY_FIELD_FLOAT)
+            hy_xfmr_field_set_float(c, &hy_xfmr_fields[i],
+                                    hy_xfmr_field_float(c, &hy_xfmr_fields[i]));
+}
+
+float hy_xfmr_ln_eps(const hy_xfmr_config *c) {
+    return c->ln_eps != 0.0 ? (float)c->ln_eps : HY_XFMR_LN_EPS;
+}
+
 void hy_xfmr_field_set_size(hy_xfmr_config *c, const hy_xfmr_field *f, size_t v) {
-    HY_ASSERT(f->type == HY_FIELD_SIZE);
+    HY_ASSERT(f->type == HY_FIELD_SIZE || f->type == HY_FIELD_COUNT);
     memcpy((char *)c + f->offset, &v, sizeof v);
 }
 
@@ -183,7 +321,23 @@ hy_status hy_xfmr_kind_parse(const char *s, hy_xfmr_kind *out) {
 
 /* ===== parameter layout (slots) ===== */
 
-size_t hy_xfmr_n_embed_slots(const hy_xfmr_config *c) { return c->kind == HY_XFMR_VIT ? 4 : 3; }
+size_t hy_xfmr_n_embed_slots(const hy_xfmr_config *c) {
+    if (bert_embed(c)) return c->type_vocab ? 5 : 4;
+    return c->kind == HY_XFMR_VIT ? 4 : 3;
+}
+
+bool hy_xfmr_has_head_slot(const hy_xfmr_config *c, hy_head_slot which) {
+    if (which == HY_HEAD_NW || which == HY_HEAD_NB) return c->norm == HY_NORM_PRE;
+    if (which == HY_HEAD_PW || which == HY_HEAD_PB) return c->pooler == HY_POOLER_TANH;
+    return which < HY_HEAD_N;
+}
+
+size_t hy_xfmr_n_head_slots(const hy_xfmr_config *c) {
+    size_t n = 2;
+    if (c->norm == HY_NORM_PRE) n += 2;
+    if (c->pooler == HY_POOLER_TANH) n += 2;
+    return n;
+}
 
 size_t hy_xfmr_slot(const hy_xfmr_config *c, size_t layer, hy_blk_slot which) {
     HY_ASSERT(layer < c->depth && which < HY_BLK_N);
@@ -191,20 +345,33 @@ size_t hy_xfmr_slot(const hy_xfmr_config *c, size_t layer, hy_blk_slot which) {
 }
 
 size_t hy_xfmr_head_slot(const hy_xfmr_config *c, hy_head_slot which) {
-    HY_ASSERT(which < HY_HEAD_N);
-    return hy_xfmr_n_embed_slots(c) + c->depth * HY_BLK_N + (size_t)which;
+    HY_ASSERT(hy_xfmr_has_head_slot(c, which));
+    /* table order: [norm.weight, norm.bias] [pooler.weight, pooler.bias] head.weight, head.bias */
+    size_t base = hy_xfmr_n_embed_slots(c) + c->depth * HY_BLK_N;
+    size_t fn = c->norm == HY_NORM_PRE ? 2 : 0, pl = c->pooler == HY_POOLER_TANH ? 2 : 0;
+    switch (which) {
+    case HY_HEAD_NW: return base;
+    case HY_HEAD_NB: return base + 1;
+    case HY_HEAD_PW: return base + fn;
+    case HY_HEAD_PB: return base + fn + 1;
+    case HY_HEAD_W: return base + fn + pl;
+    case HY_HEAD_B: return base + fn + pl + 1;
+    case HY_HEAD_N: break;
+    }
+    HY_ASSERT(0);
+    return 0;
 }
 
 size_t hy_xfmr_n_slots(const hy_xfmr_config *c) {
-    return hy_xfmr_n_embed_slots(c) + c->depth * HY_BLK_N + HY_HEAD_N;
+    return hy_xfmr_n_embed_slots(c) + c->depth * HY_BLK_N + hy_xfmr_n_head_slots(c);
 }
 
 hy_xfmr_part hy_xfmr_slot_part(const hy_xfmr_config *c, size_t s, size_t *layer,
                                size_t *which) {
-    size_t ne = hy_xfmr_n_embed_slots(c), head = hy_xfmr_head_slot(c, HY_HEAD_NW);
+    size_t ne = hy_xfmr_n_embed_slots(c), head = ne + c->depth * HY_BLK_N;
     HY_ASSERT(s < hy_xfmr_n_slots(c));
     if (s < ne) return HY_PART_EMBED;
-    if (s >= head) return s - head < HY_HEAD_W ? HY_PART_LN : HY_PART_HEAD;
+    if (s >= head) return c->norm == HY_NORM_PRE && s - head < 2 ? HY_PART_LN : HY_PART_HEAD;
     size_t l = (s - ne) / HY_BLK_N, j = (s - ne) % HY_BLK_N;
     if (layer) *layer = l;
     if (which) *which = j;
@@ -223,7 +390,7 @@ hy_xfmr_costs hy_xfmr_cost(const hy_xfmr_config *c, size_t T, const size_t *kept
     double d = (double)D, dm = (double)DM, t = (double)T;
     /* embedding: cls_token, pos_embed at the full length; the patch GEMM over T-1 patches */
     size_t Tmax = hy_xfmr_seq_len(c);
-    r.params[HY_PART_EMBED] = D + Tmax * D;
+    r.params[HY_PART_EMBED] = bert_embed(c) ? Tmax * D + c->type_vocab * D + 2 * D : D + Tmax * D;
     if (c->kind == HY_XFMR_VIT) {
         size_t F = c->channels * c->patch * c->patch;
         r.params[HY_PART_EMBED] += D * F + D;
@@ -241,9 +408,13 @@ hy_xfmr_costs hy_xfmr_cost(const hy_xfmr_config *c, size_t T, const size_t *kept
         r.flops[HY_PART_ATTN] += 2.0 * t * d * 3.0 * cc + 2.0 * 2.0 * t * t * cc + 2.0 * t * cc * d;
         r.flops[HY_PART_MLP] += 2.0 * 2.0 * t * d * dm;
     }
-    r.params[HY_PART_LN] += 2 * D;
+    if (c->norm == HY_NORM_PRE) r.params[HY_PART_LN] += 2 * D;
     r.params[HY_PART_HEAD] = K * D + K;
     r.flops[HY_PART_HEAD] = 2.0 * d * (double)K;
+    if (c->pooler == HY_POOLER_TANH) {
+        r.params[HY_PART_HEAD] += D * D + D;
+        r.flops[HY_PART_HEAD] += 2.0 * d * d;
+    }
     for (int p = 0; p < HY_N_PARTS; p++) {
         r.flops_total += r.flops[p];
         r.params_total += r.params[p];
@@ -280,13 +451,21 @@ size_t hy_xfmr_table(const hy_xfmr_config *c, hy_param *tab, size_t *total) {
     char name[48];
 #define ADD(nm, nd, dec, ...) do { int64_t sh_[] = {__VA_ARGS__}; \
         hy_param_table_add(tab, &n, &off, nm, nd, sh_, dec); } while (0)
-    ADD("cls_token", 3, false, 1, 1, D);
-    ADD("pos_embed", 3, false, 1, T, D);
+    if (bert_embed(c)) {   /* no cls_token: the ids begin with [CLS] */
+        ADD("pos_embed", 3, false, 1, T, D);
+        ADD("tok_embed.weight", 2, false, (int64_t)c->vocab_size, D);
+        if (c->type_vocab) ADD("type_embed.weight", 2, false, (int64_t)c->type_vocab, D);
+        ADD("embed_norm.weight", 1, false, D);
+        ADD("embed_norm.bias", 1, false, D);
+    } else {
+        ADD("cls_token", 3, false, 1, 1, D);
+        ADD("pos_embed", 3, false, 1, T, D);
+    }
     if (c->kind == HY_XFMR_VIT) {
         int64_t C = (int64_t)c->channels, p = (int64_t)c->patch;
         ADD("patch_embed.proj.weight", 4, true, D, C, p, p);
         ADD("patch_embed.proj.bias", 1, false, D);
-    } else {
+    } else if (!bert_embed(c)) {
         ADD("tok_embed.weight", 2, false, (int64_t)c->vocab_size, D);
     }
     for (size_t l = 0; l < c->depth; l++) {
@@ -306,8 +485,14 @@ size_t hy_xfmr_table(const hy_xfmr_config *c, hy_param *tab, size_t *total) {
         BLK("mlp.fc2.bias", 1, false, D);
 #undef BLK
     }
-    ADD("norm.weight", 1, false, D);
-    ADD("norm.bias", 1, false, D);
+    if (c->norm == HY_NORM_PRE) {
+        ADD("norm.weight", 1, false, D);
+        ADD("norm.bias", 1, false, D);
+    }
+    if (c->pooler == HY_POOLER_TANH) {
+        ADD("pooler.weight", 2, true, D, D);
+        ADD("pooler.bias", 1, false, D);
+    }
     ADD("head.weight", 2, true, K, D);
     ADD("head.bias", 1, false, K);
 #undef ADD
@@ -322,12 +507,21 @@ static void fill_tensors(const hy_xfmr *m, float *base, hy_xfmr_tensors *t) {
 #define AT(slot) (base + m->table[slot].offset)
     memset(t, 0, sizeof *t);
     t->blk = blk;
-    t->cls_token = AT(HY_EMB_CLS);
-    t->pos_embed = AT(HY_EMB_POS);
-    if (c->kind == HY_XFMR_VIT) {
+    if (bert_embed(c)) {
+        size_t e = 0;
+        t->pos_embed = AT(e++);
+        t->tok_embed = AT(e++);
+        if (c->type_vocab) t->type_embed = AT(e++);
+        t->embed_norm_w = AT(e++);
+        t->embed_norm_b = AT(e);
+    } else if (c->kind == HY_XFMR_VIT) {
+        t->cls_token = AT(HY_EMB_CLS);
+        t->pos_embed = AT(HY_EMB_POS);
         t->patch_w = AT(HY_EMB_W);
         t->patch_b = AT(HY_EMB_B);
     } else {
+        t->cls_token = AT(HY_EMB_CLS);
+        t->pos_embed = AT(HY_EMB_POS);
         t->tok_embed = AT(HY_EMB_W);
     }
     for (size_t l = 0; l < c->depth; l++) {
@@ -345,8 +539,14 @@ static void fill_tensors(const hy_xfmr *m, float *base, hy_xfmr_tensors *t) {
         b->fc2_w = AT(hy_xfmr_slot(c, l, HY_BLK_FC2W));
         b->fc2_b = AT(hy_xfmr_slot(c, l, HY_BLK_FC2B));
     }
-    t->norm_w = AT(hy_xfmr_head_slot(c, HY_HEAD_NW));
-    t->norm_b = AT(hy_xfmr_head_slot(c, HY_HEAD_NB));
+    if (c->norm == HY_NORM_PRE) {
+        t->norm_w = AT(hy_xfmr_head_slot(c, HY_HEAD_NW));
+        t->norm_b = AT(hy_xfmr_head_slot(c, HY_HEAD_NB));
+    }
+    if (c->pooler == HY_POOLER_TANH) {
+        t->pooler_w = AT(hy_xfmr_head_slot(c, HY_HEAD_PW));
+        t->pooler_b = AT(hy_xfmr_head_slot(c, HY_HEAD_PB));
+    }
     t->head_w = AT(hy_xfmr_head_slot(c, HY_HEAD_W));
     t->head_b = AT(hy_xfmr_head_slot(c, HY_HEAD_B));
 #undef AT
@@ -358,6 +558,7 @@ static hy_status build(hy_xfmr *m, const hy_xfmr_config *cfg, const hy_xfmr_ext_
     memset(m, 0, sizeof *m);
     HY_TRY(hy_xfmr_config_check(cfg));
     m->cfg = *cfg;
+    resolve_defaults(&m->cfg);
     m->T = hy_xfmr_seq_len(cfg);
     m->HS = cfg->d_model / cfg->n_heads;
     size_t total = 0;
@@ -470,7 +671,7 @@ void hy_xfmr_init(hy_xfmr *m, uint64_t seed) {
 /* ===== activations ===== */
 
 typedef struct plan {
-    size_t sD, sQ, sA, sH, sR, sB, emb, patches, total_f, ints;
+    size_t sD, sQ, sA, sH, sR, sB, emb, embr, pool, patches, total_f, ints, nid;
 } plan;
 
 static plan make_plan(const hy_xfmr_config *c, size_t B) {
@@ -485,7 +686,11 @@ static plan make_plan(const hy_xfmr_config *c, size_t B) {
     p.sH = R16(B * T * c->d_mlp);
     p.sR = R16(B * T);
     p.sB = R16(B * D);
-    p.emb = R16(B * (T - 1) * D);
+    bool bert = bert_embed(c);
+    p.nid = R16(B * (bert ? T : T - 1));   /* ids per slot (text) */
+    p.emb = R16(B * (bert ? T : T - 1) * D);
+    p.embr = bert ? R16(B * T) : 0;
+    p.pool = c->pooler == HY_POOLER_TANH ? R16(B * D) : 0;
     p.patches = c->kind == HY_XFMR_VIT ? R16(B * (T - 1) * c->channels * c->patch * c->patch) : 0;
     p.total_f = (L + 1) * p.sD                               /* x */
               + L * (p.sD + 2 * p.sR)                        /* ln1 */
@@ -493,22 +698,24 @@ static plan make_plan(const hy_xfmr_config *c, size_t B) {
               + L * (p.sD + 2 * p.sR)                        /* ln2 */
               + L * 2 * p.sH                                 /* h hg */
               + 2 * p.sB + 2 * R16(B)                        /* cls lnf mean rstd */
-              + p.emb + p.patches;
-    p.ints = R16(B * (T - 1)) + R16(B);
+              + p.emb + p.patches + 2 * p.embr + 2 * p.pool;
+    p.ints = p.nid * (bert ? 2 : 1) + R16(B);
 #undef R16
     return p;
 }
 
 /* backward scratch: dres, dln, dao, dtmp (B,T,D); dqkv (B,T,3D); dhg (B,T,DM);
- * dlnf, dcls (B,D); demb (B,T-1,D); attention partials (B*NH) */
+ * dlnf, dcls (B,D); demb (B,T-1,D; text_embed bert: B,T,D); attention partials (B*NH); the
+ * pooler's dpool (B,D) */
 static size_t scratch_bytes(const hy_xfmr_config *c, size_t B) {
-    size_t T = hy_xfmr_seq_len(c), D = c->d_model;
+    size_t T = hy_xfmr_seq_len(c), D = c->d_model, TE = bert_embed(c) ? T : T - 1;
     size_t n = 4 * hy_arena_need(B * T * D * sizeof(float)) +
                hy_arena_need(B * T * 3 * D * sizeof(float)) +
                hy_arena_need(B * T * c->d_mlp * sizeof(float)) +
                2 * hy_arena_need(B * D * sizeof(float)) +
-               hy_arena_need(B * (T - 1) * D * sizeof(float)) +
+               hy_arena_need(B * TE * D * sizeof(float)) +
                hy_arena_need(B * c->n_heads * sizeof(float));
+    if (c->pooler == HY_POOLER_TANH) n += hy_arena_need(B * D * sizeof(float));
     return n;
 }
 
@@ -570,9 +777,18 @@ hy_status hy_xfmr_alloc_acts(hy_xfmr *m, size_t B_cap) {
     TAKE(a->lnf_rstd, (RC + 15) / 16 * 16);
     TAKE(a->emb, p.emb);
     if (p.patches) TAKE(a->patches, p.patches);
+    if (p.embr) {
+        TAKE(a->emb_mean, p.embr);
+        TAKE(a->emb_rstd, p.embr);
+    }
+    if (p.pool) {
+        TAKE(a->pool, p.pool);
+        TAKE(a->pool_in, p.pool);
+    }
 #undef TAKE
     a->ids = (int32_t *)q;
-    a->kvalid = a->ids + (RC * (m->T - 1) + 15) / 16 * 16;
+    if (bert_embed(c)) a->tids = a->ids + p.nid;
+    a->kvalid = a->ids + p.nid * (bert_embed(c) ? 2 : 1);
     HY_ASSERT((size_t)(q - a->block) == p.total_f);
     m->B_cap = B_cap;
     return HY_OK;
@@ -594,11 +810,21 @@ hy_status hy_xfmr_check_inputs(const hy_xfmr_config *c, const hy_batch *in, size
     if (in->len == 0 || in->len > c->max_len)
         return hy_fail(HY_EINVAL, "%s: text batch length %zu out of range [1, %zu] (max_len)",
                        who, in->len, c->max_len);
+    /* text_embed bert: [CLS] is a token of the ids, so every row has at least one */
+    int32_t lo = bert_embed(c) ? 1 : 0;
+    size_t ntypes = c->type_vocab ? c->type_vocab : 1;
     for (size_t b = 0; b < B; b++) {
         int32_t n = in->lengths[b];
-        if (n < 0 || (size_t)n > in->len)
-            return hy_fail(HY_EINVAL, "%s: length %d of row %zu out of range [0, %zu]", who,
-                           (int)n, b + 1, in->len);
+        if (n < lo || (size_t)n > in->len)
+            return hy_fail(HY_EINVAL, "%s: length %d of row %zu out of range [%d, %zu]", who,
+                           (int)n, b + 1, (int)lo, in->len);
+        for (size_t t = 0; bert_embed(c) && in->type_ids && t < in->len; t++) {
+            int32_t ty = in->type_ids[b * in->len + t];
+            if (ty < 0 || (size_t)ty >= ntypes)
+                return hy_fail(HY_EINVAL, "%s: token type %d out of range [0, %zu) (row %zu, "
+                               "position %zu; type_vocab %zu)", who, (int)ty, ntypes, b + 1,
+                               t + 1, c->type_vocab);
+        }
         for (size_t t = 0; t < in->len; t++) {
             int32_t id = in->ids[b * in->len + t];
             if (id < 0 || (size_t)id >= c->vocab_size)
@@ -680,11 +906,10 @@ static size_t x_slot(size_t l, size_t L, bool keep, bool inplace, bool out) {
 typedef hy_team_part share;
 
 static void step_layernorm(const share *sh, float *out, float *mean, float *rstd, const float *x,
-                           const float *w, const float *b, size_t N, size_t D) {
+                           const float *w, const float *b, size_t N, size_t D, float eps) {
     size_t lo = 0, hi = N;
     if (sh) hy_team_share(N, sh->part, sh->parts, &lo, &hi);
-    hy_layernorm_forward(out + lo * D, mean + lo, rstd + lo, x + lo * D, w, b, hi - lo, D,
-                         HY_XFMR_LN_EPS);
+    hy_layernorm_forward(out + lo * D, mean + lo, rstd + lo, x + lo * D, w, b, hi - lo, D, eps);
     if (sh) hy_team_barrier(sh->team);
 }
 
@@ -696,15 +921,15 @@ static void step_layernorm(const share *sh, float *out, float *mean, float *rstd
 static const float *layernorm_in(const share *sh, bool dup, float *out, float *mean,
                                  float *rstd, float *spare, float *spare_mean,
                                  float *spare_rstd, const float *x, const float *w,
-                                 const float *b, size_t N, size_t D) {
+                                 const float *b, size_t N, size_t D, float eps) {
     if (!(sh && dup && sh->parts == 2)) {
-        step_layernorm(sh, out, mean, rstd, x, w, b, N, D);
+        step_layernorm(sh, out, mean, rstd, x, w, b, N, D, eps);
         return out;
     }
     bool own = sh->part == 0;
     float *o = own ? out : spare;
     hy_layernorm_forward(o, own ? mean : spare_mean, own ? rstd : spare_rstd, x, w, b, N, D,
-                         HY_XFMR_LN_EPS);
+                         eps);
     return o;
 }
 
@@ -753,6 +978,7 @@ static void layers_fwd(hy_xfmr *m, size_t B, size_t T, bool keep, bool drop,
     size_t D = c->d_model, DM = c->d_mlp, NH = c->n_heads, L = c->depth;
     size_t R = hy_xfmr_members(m) * B, BT = R * T;
     const int32_t *kv = c->kind == HY_XFMR_VIT ? NULL : a->kvalid;
+    float eps = hy_xfmr_ln_eps(c);
     HY_ASSERT(!sh || (!drop && !m->ext));
     /* a single model's whole kernels: the LayerNorm after a residual product runs in its
      * epilogue (hy_linear_forward_res_ln: the fresh tile's rows, in cache); ln1_done: layer
@@ -784,7 +1010,8 @@ static void layers_fwd(hy_xfmr *m, size_t B, size_t T, bool keep, bool drop,
             ln1_done ? ln1
                      : layernorm_in(sh, !keep, ln1, a->ln1_mean + s * a->sR,
                                     a->ln1_rstd + s * a->sR, ln2, a->ln2_mean + s * a->sR,
-                                    a->ln2_rstd + s * a->sR, x, w->norm1_w, w->norm1_b, BT, D);
+                                    a->ln2_rstd + s * a->sR, x, w->norm1_w, w->norm1_b, BT, D,
+                                    eps);
         bool ln2_done = false;
         /* a single model: the whole block row tile by row tile (hy_block_forward), at
          * inference with the Q/K/V rows in a thread's window of the (unused) probability
@@ -804,7 +1031,7 @@ static void layers_fwd(hy_xfmr *m, size_t B, size_t T, bool keep, bool drop,
                             w->fc2_b, xo, nx ? a->ln1 + sn * a->sD : NULL,
                             nx ? a->ln1_mean + sn * a->sR : NULL,
                             nx ? a->ln1_rstd + sn * a->sR : NULL, nx ? wn->norm1_w : NULL,
-                            nx ? wn->norm1_b : NULL, HY_XFMR_LN_EPS, da ? &r0 : NULL,
+                            nx ? wn->norm1_b : NULL, eps, da ? &r0 : NULL,
                             dm ? &r1 : NULL, dm ? &r2 : NULL, c->attn_dropout, c->mlp_dropout};
             if (hy_block_forward(&blk, a->att, L * a->sA)) {
                 ln1_done = nx;
@@ -822,7 +1049,7 @@ static void layers_fwd(hy_xfmr *m, size_t B, size_t T, bool keep, bool drop,
         } else if (fuse_ln) {
             hy_linear_forward_res_ln(xm, ln2, a->ln2_mean + s * a->sR, a->ln2_rstd + s * a->sR,
                                      ao, w->proj_w, w->proj_b, x, w->norm2_w, w->norm2_b,
-                                     HY_XFMR_LN_EPS, BT, D, D);
+                                     eps, BT, D, D);
             ln2_done = true;
         } else {
             step_linear(sh, m, l, HY_XFMR_PROJ, xm, NULL, false, ao, w->proj_w, w->proj_b, x, BT,
@@ -834,7 +1061,8 @@ static void layers_fwd(hy_xfmr *m, size_t B, size_t T, bool keep, bool drop,
             ln2_done ? ln2
                      : layernorm_in(sh, !keep, ln2, a->ln2_mean + s * a->sR,
                                     a->ln2_rstd + s * a->sR, ln1, a->ln1_mean + s * a->sR,
-                                    a->ln1_rstd + s * a->sR, xm, w->norm2_w, w->norm2_b, BT, D);
+                                    a->ln1_rstd + s * a->sR, xm, w->norm2_w, w->norm2_b, BT, D,
+                                    eps);
         ln1_done = false;
         bool mlp_drop = drop && c->mlp_dropout > 0.0f;
         if (fuse_ln && !keep && !mlp_drop) {
@@ -844,7 +1072,7 @@ static void layers_fwd(hy_xfmr *m, size_t B, size_t T, bool keep, bool drop,
             const hy_xfmr_block_tensors *wn = nx ? &m->p.blk[l + 1] : NULL;
             hy_mlp_infer(xo, nx ? a->ln1 : NULL, nx ? a->ln1_mean : NULL,
                          nx ? a->ln1_rstd : NULL, nx ? wn->norm1_w : NULL,
-                         nx ? wn->norm1_b : NULL, HY_XFMR_LN_EPS, h, ln2_in, w->fc1_w,
+                         nx ? wn->norm1_b : NULL, eps, h, ln2_in, w->fc1_w,
                          w->fc1_b, w->fc2_w, w->fc2_b, xm, BT, D, DM);
             ln1_done = nx;
             continue;
@@ -863,7 +1091,7 @@ static void layers_fwd(hy_xfmr *m, size_t B, size_t T, bool keep, bool drop,
             size_t sn = keep ? l + 1 : 0;
             hy_linear_forward_res_ln(xo, a->ln1 + sn * a->sD, a->ln1_mean + sn * a->sR,
                                      a->ln1_rstd + sn * a->sR, hg, w->fc2_w, w->fc2_b, xm,
-                                     wn->norm1_w, wn->norm1_b, HY_XFMR_LN_EPS, BT, DM, D);
+                                     wn->norm1_w, wn->norm1_b, eps, BT, DM, D);
             ln1_done = true;
         } else {
             step_linear(sh, m, l, HY_XFMR_FC2, xo, NULL, false, hg, w->fc2_w, w->fc2_b, xm, BT,
@@ -872,20 +1100,208 @@ static void layers_fwd(hy_xfmr *m, size_t B, size_t T, bool keep, bool drop,
     }
 }
 
+/* ===== the plain block path (hy_xfmr_plain_blocks: norm post, act gelu_tanh) ===== */
+
+/* the MLP's activation: out (n) = act(x) (out must not be x: the backward reads x) */
+static void act_forward(const hy_xfmr_config *c, float *out, const float *x, size_t n) {
+    if (c->act == HY_ACT_GELU_TANH) hy_gelu_tanh_forward(out, x, n);
+    else hy_gelu_forward(out, x, n);
+}
+
+/* dx (n) written = dout * act'(x); dx may alias dout */
+static void act_backward_set(const hy_xfmr_config *c, float *dx, const float *dout,
+                             const float *x, size_t n) {
+    if (c->act == HY_ACT_GELU_TANH) hy_gelu_tanh_backward_set(dx, dout, x, n);
+    else hy_gelu_backward_set(dx, dout, x, n);
+}
+
+/* out = res + drop(in W^T + b): the linear at site s of layer l, with dropout site k's mask of
+ * the forward's stream when drop */
+static void residual_branch(hy_xfmr *m, size_t l, hy_xfmr_site s, float *out, const float *in,
+                            const float *w, const float *b, const float *res, size_t N,
+                            size_t Din, size_t Dout, bool drop, const hy_rng *fwd, size_t k,
+                            float p) {
+    if (drop) {
+        hy_rng r = site_rng(fwd, l, k);
+        lin_fwd(m, l, s, out, in, w, b, N, Din, Dout);
+        hy_dropout_apply(out, out, res, &r, N, Dout, p);
+    } else {
+        lin_fwd_res(m, l, s, out, in, w, b, res, N, Din, Dout);
+    }
+}
+
+/* The blocks with the plain kernels one after another, every layer in its own slots (also at
+ * inference). With act = GELU or its tanh approximation, h keeping fc1's output:
+ *   pre:   ln1 = LN1(x);  xm = x + drop(proj(attn(qkv(ln1))));  ln2 = LN2(xm);  h = fc1(ln2);
+ *          hg = drop(act(h));  xo = xm + drop(fc2(hg))
+ *   post:  xm = x + drop(proj(attn(qkv(x))));  ln1 = LN1(xm);  h = fc1(ln1);
+ *          hg = drop(act(h));  ln2 = ln1 + drop(fc2(hg)) (LN2's input);  xo = LN2(ln2) */
+static void layers_fwd_plain(hy_xfmr *m, size_t B, size_t T, bool drop, const hy_rng *fwd_rng) {
+    const hy_xfmr_config *c = &m->cfg;
+    hy_xfmr_acts *a = m->acts;
+    size_t D = c->d_model, DM = c->d_mlp, NH = c->n_heads, L = c->depth;
+    size_t R = hy_xfmr_members(m) * B, BT = R * T;
+    const int32_t *kv = c->kind == HY_XFMR_VIT ? NULL : a->kvalid;
+    float eps = hy_xfmr_ln_eps(c);
+    bool post = c->norm == HY_NORM_POST;
+    bool da = drop && c->attn_dropout > 0.0f, dm = drop && c->mlp_dropout > 0.0f;
+    for (size_t l = 0; l < L; l++) {
+        const hy_xfmr_block_tensors *w = &m->p.blk[l];
+        float *x = a->x + l * a->sD, *xo = a->x + (l + 1) * a->sD;
+        float *ln1 = a->ln1 + l * a->sD, *qkv = a->qkv + l * a->sQ, *att = a->att + l * a->sA;
+        float *ao = a->ao + l * a->sD, *xm = a->xm + l * a->sD, *ln2 = a->ln2 + l * a->sD;
+        float *h = a->h + l * a->sH, *hg = a->hg + l * a->sH;
+        float *m1 = a->ln1_mean + l * a->sR, *r1 = a->ln1_rstd + l * a->sR;
+        float *m2 = a->ln2_mean + l * a->sR, *r2 = a->ln2_rstd + l * a->sR;
+        if (!post) hy_layernorm_forward(ln1, m1, r1, x, w->norm1_w, w->norm1_b, BT, D, eps);
+        lin_fwd(m, l, HY_XFMR_QKV, qkv, post ? x : ln1, w->qkv_w, w->qkv_b, BT, D, 3 * D);
+        hy_attn_forward(ao, att, qkv, m->gates + l * NH, kv, R, T, D, NH);
+        residual_branch(m, l, HY_XFMR_PROJ, xm, ao, w->proj_w, w->proj_b, x, BT, D, D, da,
+                        fwd_rng, 0, c->attn_dropout);
+        if (post) hy_layernorm_forward(ln1, m1, r1, xm, w->norm1_w, w->norm1_b, BT, D, eps);
+        else hy_layernorm_forward(ln2, m2, r2, xm, w->norm2_w, w->norm2_b, BT, D, eps);
+        lin_fwd(m, l, HY_XFMR_FC1, h, post ? ln1 : ln2, w->fc1_w, w->fc1_b, BT, D, DM);
+        act_forward(c, hg, h, BT * DM);
+        if (dm) {
+            hy_rng r = site_rng(fwd_rng, l, 1);
+            hy_dropout_apply(hg, hg, NULL, &r, BT, DM, c->mlp_dropout);
+        }
+        residual_branch(m, l, HY_XFMR_FC2, post ? ln2 : xo, hg, w->fc2_w, w->fc2_b,
+                        post ? ln1 : xm, BT, DM, D, dm, fwd_rng, 2, c->mlp_dropout);
+        if (post) hy_layernorm_forward(xo, m2, r2, ln2, w->norm2_w, w->norm2_b, BT, D, eps);
+    }
+}
+
+/* dst[0, n) += src[0, n) */
+static void add_into(float *dst, const float *src, size_t n) {
+    HY_PROF(HY_PROF_COPY, for (size_t i = 0; i < n; i++) dst[i] += src[i]);
+}
+
+/* The backward of layers_fwd_plain: dres (BT, D) holds dL/dx_L on entry and dL/dx_0 on exit;
+ * dln, dao, dtmp (BT, D), dqkv (BT, 3D), dhg (BT, DM), part (R NH) are scratch */
+static void layers_bwd_plain(hy_xfmr *m, float *dres, float *dln, float *dao, float *dtmp,
+                             float *dqkv, float *dhg, float *part) {
+    const hy_xfmr_config *c = &m->cfg;
+    hy_xfmr_acts *a = m->acts;
+    size_t D = c->d_model, DM = c->d_mlp, NH = c->n_heads, L = c->depth;
+    size_t B = m->last_B, T = m->last_T, R = hy_xfmr_members(m) * B, BT = R * T;
+    const int32_t *kv = c->kind == HY_XFMR_VIT ? NULL : a->kvalid;
+    bool post = c->norm == HY_NORM_POST, drop = m->last_drop;
+    bool da = drop && c->attn_dropout > 0.0f, dm = drop && c->mlp_dropout > 0.0f;
+    for (size_t l = L; l-- > 0;) {
+        const hy_xfmr_block_tensors *w = &m->p.blk[l], *gw = &m->g.blk[l];
+        float *x = a->x + l * a->sD;
+        float *ln1 = a->ln1 + l * a->sD, *qkv = a->qkv + l * a->sQ, *att = a->att + l * a->sA;
+        float *ao = a->ao + l * a->sD, *xm = a->xm + l * a->sD, *ln2 = a->ln2 + l * a->sD;
+        float *h = a->h + l * a->sH, *hg = a->hg + l * a->sH;
+        float *m1 = a->ln1_mean + l * a->sR, *r1 = a->ln1_rstd + l * a->sR;
+        float *m2 = a->ln2_mean + l * a->sR, *r2 = a->ln2_rstd + l * a->sR;
+        /* the gradient on the MLP branch's residual sum: dres (pre), LN2's backward (post) */
+        float *dsum = dres;
+        if (post) {
+            zero(dln, BT * D);
+            hy_layernorm_backward(dln, gw->norm2_w, gw->norm2_b, dres, ln2, m2, r2, w->norm2_w,
+                                  BT, D);
+            dsum = dln;
+        }
+        const float *dbranch = dsum;
+        if (dm) {
+            hy_rng r2s = site_rng(&m->last_drop_rng, l, 2);
+            hy_dropout_apply(dtmp, dsum, NULL, &r2s, BT, D, c->mlp_dropout);
+            dbranch = dtmp;
+        }
+        lin_bwd(m, l, HY_XFMR_FC2, dhg, gw->fc2_w, gw->fc2_b, dbranch, hg, w->fc2_w, BT, DM, D);
+        if (dm) {
+            hy_rng r1s = site_rng(&m->last_drop_rng, l, 1);
+            hy_dropout_apply(dhg, dhg, NULL, &r1s, BT, DM, c->mlp_dropout);
+        }
+        act_backward_set(c, dhg, dhg, h, BT * DM);
+        lin_bwd(m, l, HY_XFMR_FC1, dtmp, gw->fc1_w, gw->fc1_b, dhg, post ? ln1 : ln2, w->fc1_w, BT,
+                D, DM);
+        if (post) {
+            /* ln1 feeds the MLP and its residual: d ln1 = dln + dtmp; then LN1's backward
+             * gives d xm into dres */
+            add_into(dln, dtmp, BT * D);
+            zero(dres, BT * D);
+            hy_layernorm_backward(dres, gw->norm1_w, gw->norm1_b, dln, xm, m1, r1, w->norm1_w,
+                                  BT, D);
+        } else {
+            hy_layernorm_backward(dres, gw->norm2_w, gw->norm2_b, dtmp, xm, m2, r2, w->norm2_w,
+                                  BT, D);
+        }
+        /* xm = x + drop(proj(ao)): dres is d xm */
+        dbranch = dres;
+        if (da) {
+            hy_rng r0 = site_rng(&m->last_drop_rng, l, 0);
+            hy_dropout_apply(dtmp, dres, NULL, &r0, BT, D, c->attn_dropout);
+            dbranch = dtmp;
+        }
+        lin_bwd(m, l, HY_XFMR_PROJ, dao, gw->proj_w, gw->proj_b, dbranch, ao, w->proj_w, BT, D, D);
+        hy_attn_backward(dqkv, m->dgates + l * NH, dao, qkv, att, m->gates + l * NH, kv, part, R,
+                         T, D, NH);
+        lin_bwd(m, l, HY_XFMR_QKV, dln, gw->qkv_w, gw->qkv_b, dqkv, post ? x : ln1, w->qkv_w, BT,
+                D, 3 * D);
+        if (post) add_into(dres, dln, BT * D);
+        else hy_layernorm_backward(dres, gw->norm1_w, gw->norm1_b, dln, x, m1, r1, w->norm1_w,
+                                   BT, D);
+    }
+}
+
+/* text_embed bert: emb (B, T, D) = tok_embed[ids] + type_embed[type_ids] + pos_embed[0..T)
+ * (HF's order of the sums), x_0 = embed_norm(emb); every key up to lengths[b] valid */
+static void bert_embed_forward(hy_xfmr *m, const hy_batch *in, size_t B, size_t T) {
+    const hy_xfmr_config *c = &m->cfg;
+    hy_xfmr_acts *a = m->acts;
+    size_t D = c->d_model, N = B * T;
+    memcpy(a->ids, in->ids, N * sizeof *a->ids);
+    if (in->type_ids) memcpy(a->tids, in->type_ids, N * sizeof *a->tids);
+    else memset(a->tids, 0, N * sizeof *a->tids);
+    hy_tokembed_forward(a->emb, a->ids, m->p.tok_embed, N, D);
+    for (size_t r = 0; r < N; r++) {
+        float *e = a->emb + r * D;
+        const float *pos = m->p.pos_embed + (r % T) * D;
+        if (m->p.type_embed) {
+            const float *ty = m->p.type_embed + (size_t)a->tids[r] * D;
+            for (size_t i = 0; i < D; i++) e[i] = (e[i] + ty[i]) + pos[i];
+        } else {
+            for (size_t i = 0; i < D; i++) e[i] += pos[i];
+        }
+    }
+    hy_layernorm_forward(a->x, a->emb_mean, a->emb_rstd, a->emb, m->p.embed_norm_w,
+                         m->p.embed_norm_b, N, D, hy_xfmr_ln_eps(c));
+    for (size_t b = 0; b < B; b++) a->kvalid[b] = in->lengths[b];
+}
+
+/* its backward: dx0 (B, T, D) of the shared embedding; demb (B, T, D) scratch */
+static void bert_embed_backward(hy_xfmr *m, const float *dx0, float *demb, size_t B, size_t T) {
+    const hy_xfmr_config *c = &m->cfg;
+    hy_xfmr_acts *a = m->acts;
+    size_t D = c->d_model, N = B * T;
+    zero(demb, N * D);
+    hy_layernorm_backward(demb, m->g.embed_norm_w, m->g.embed_norm_b, dx0, a->emb, a->emb_mean,
+                          a->emb_rstd, m->p.embed_norm_w, N, D);
+    hy_tokembed_backward(m->g.tok_embed, demb, a->ids, N, D);
+    if (m->g.type_embed) hy_tokembed_backward(m->g.type_embed, demb, a->tids, N, D);
+    for (size_t r = 0; r < N; r++) add_into(m->g.pos_embed + (r % T) * D, demb + r * D, D);
+}
+
 static hy_status forward(hy_xfmr *m, const hy_batch *in, size_t B, float *logits, bool keep) {
     HY_TRY(check_batch(m, in, B));
     const hy_xfmr_config *c = &m->cfg;
     hy_xfmr_acts *a = m->acts;
     size_t D = c->d_model, DM = c->d_mlp, K = c->n_classes, L = c->depth;
-    size_t T = c->kind == HY_XFMR_VIT ? m->T : 1 + in->len;
+    size_t T = c->kind == HY_XFMR_VIT ? m->T : bert_embed(c) ? in->len : 1 + in->len;
     size_t R = hy_xfmr_members(m) * B;   /* residual streams: an extension's member rows */
     size_t BT = R * T;
     bool drop = m->dropout_on;
     hy_rng fwd_rng;
     if (drop) fwd_rng = hy_rng_split(&m->drop_rng, m->drop_step++);
 
-    /* embedding: emb (B, T-1, D), then x0 = [cls; emb] + pos */
-    if (c->kind == HY_XFMR_VIT) {
+    /* embedding: emb (B, T-1, D), then x0 = [cls; emb] + pos (text_embed bert: see
+     * bert_embed_forward) */
+    if (bert_embed(c)) {
+        bert_embed_forward(m, in, B, T);
+    } else if (c->kind == HY_XFMR_VIT) {
         size_t F = c->channels * c->patch * c->patch;
         hy_patch_extract(a->patches, in->images, B, c->channels, c->image_size, c->patch);
         hy_linear_forward(a->emb, a->patches, m->p.patch_w, m->p.patch_b, B * (T - 1), F, D);
@@ -895,7 +1311,8 @@ static hy_status forward(hy_xfmr *m, const hy_batch *in, size_t B, float *logits
         hy_tokembed_forward(a->emb, a->ids, m->p.tok_embed, B * (T - 1), D);
         for (size_t b = 0; b < B; b++) a->kvalid[b] = 1 + in->lengths[b];
     }
-    hy_embed_assemble_forward(a->x, a->emb, m->p.cls_token, m->p.pos_embed, B, T, D);
+    if (!bert_embed(c))
+        hy_embed_assemble_forward(a->x, a->emb, m->p.cls_token, m->p.pos_embed, B, T, D);
     for (size_t r = B; r < R; r += B) {   /* every member starts from the shared embedding */
         HY_PROF(HY_PROF_COPY, memcpy(a->x + r * T * D, a->x, B * T * D * sizeof(float)));
         memcpy(a->kvalid + r, a->kvalid, B * sizeof *a->kvalid);
@@ -908,9 +1325,12 @@ static hy_status forward(hy_xfmr *m, const hy_batch *in, size_t B, float *logits
     int nth = 1;
 #endif
     if (nth > TEAM_MAX) nth = TEAM_MAX;
-    bool team = nth > 1 && !drop && !m->ext && !hy_prof_on &&
+    bool plain = hy_xfmr_plain_blocks(c);
+    bool team = nth > 1 && !drop && !m->ext && !hy_prof_on && !plain &&
                 BT * D * (DM > 3 * D ? DM : 3 * D) < HY_GEMM_PAR_MIN_WORK;
-    if (team) {
+    if (plain) {
+        layers_fwd_plain(m, B, T, drop, drop ? &fwd_rng : NULL);
+    } else if (team) {
         hy_team tm;
         hy_team_init(&tm);
 #pragma omp parallel num_threads(nth)
@@ -923,14 +1343,29 @@ static hy_status forward(hy_xfmr *m, const hy_batch *in, size_t B, float *logits
         layers_fwd(m, B, T, keep, drop, drop ? &fwd_rng : NULL, NULL);
     }
 
-    /* head: logits = head(LN_f(x_L[:, 0])) */
+    /* head: logits = head(LN_f(x_L[:, 0])); norm post: no LN_f (lnf = cls); pooler tanh:
+     * logits = head(drop(tanh(pooler(lnf)))) */
     const float *xl = a->x + L * a->sD;
     HY_PROF(HY_PROF_COPY, for (size_t b = 0; b < R; b++)
                               memcpy(a->cls + b * D, xl + b * T * D, D * sizeof(float)));
-    hy_layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, a->cls, m->p.norm_w, m->p.norm_b, R,
-                         D, HY_XFMR_LN_EPS);
-    if (m->ext) m->ext->ops->head_forward(m, logits, a->lnf, R);
-    else hy_linear_forward(logits, a->lnf, m->p.head_w, m->p.head_b, B, D, K);
+    if (c->norm == HY_NORM_PRE)
+        hy_layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, a->cls, m->p.norm_w, m->p.norm_b,
+                             R, D, hy_xfmr_ln_eps(c));
+    else
+        HY_PROF(HY_PROF_COPY, memcpy(a->lnf, a->cls, R * D * sizeof(float)));
+    const float *hin = a->lnf;
+    if (c->pooler == HY_POOLER_TANH) {
+        hy_linear_forward(a->pool, a->lnf, m->p.pooler_w, m->p.pooler_b, R, D, D);
+        for (size_t i = 0; i < R * D; i++) a->pool[i] = tanhf(a->pool[i]);
+        hin = a->pool;
+        if (drop && c->mlp_dropout > 0.0f) {   /* the site after the last layer's */
+            hy_rng r = site_rng(&fwd_rng, L, 0);
+            hy_dropout_apply(a->pool_in, a->pool, NULL, &r, R, D, c->mlp_dropout);
+            hin = a->pool_in;
+        }
+    }
+    if (m->ext) m->ext->ops->head_forward(m, logits, hin, R);
+    else hy_linear_forward(logits, hin, m->p.head_w, m->p.head_b, B, D, K);
     m->last_B = B;
     m->last_T = T;
     m->have_fwd = true;
@@ -951,7 +1386,8 @@ hy_status hy_xfmr_infer(hy_xfmr *m, const hy_batch *in, size_t B, float *logits)
 /* ===== loss ===== */
 
 const float *hy_xfmr_features(const hy_xfmr *m) {
-    return m->have_fwd ? m->acts->lnf : NULL;
+    if (!m->have_fwd) return NULL;
+    return m->acts->pool ? m->acts->pool : m->acts->lnf;
 }
 
 hy_status hy_xfmr_loss(const hy_xfmr *m, const float *logits, const int32_t *labels, size_t B,
@@ -1009,7 +1445,8 @@ hy_status hy_xfmr_backward_hidden(hy_xfmr *m, const float *dlogits, const float 
     bool drop = m->last_drop;
     hy_arena *ar = &m->scratch;
     hy_arena_reset(ar);
-    float *dres, *dln, *dao, *dtmp, *dqkv, *dhg, *dlnf, *dcls, *demb, *part;
+    float *dres, *dln, *dao, *dtmp, *dqkv, *dhg, *dlnf, *dcls, *demb, *part, *dpool = NULL;
+    size_t TE = bert_embed(c) ? T : T - 1;   /* embedded tokens per sample */
     HY_TRY(hy_arena_floats(ar, BT * D, &dres));
     HY_TRY(hy_arena_floats(ar, BT * D, &dln));
     HY_TRY(hy_arena_floats(ar, BT * D, &dao));
@@ -1018,21 +1455,42 @@ hy_status hy_xfmr_backward_hidden(hy_xfmr *m, const float *dlogits, const float 
     HY_TRY(hy_arena_floats(ar, BT * DM, &dhg));
     HY_TRY(hy_arena_floats(ar, R * D, &dlnf));
     HY_TRY(hy_arena_floats(ar, R * D, &dcls));
-    HY_TRY(hy_arena_floats(ar, B * (T - 1) * D, &demb));
+    HY_TRY(hy_arena_floats(ar, B * TE * D, &demb));
     HY_TRY(hy_arena_floats(ar, R * NH, &part));
+    if (c->pooler == HY_POOLER_TANH) HY_TRY(hy_arena_floats(ar, R * D, &dpool));
 
     /* dres = dL/dx_L: dhidden (or 0), plus the classifier head's gradient on the CLS rows */
     if (dhidden) HY_PROF(HY_PROF_COPY, memcpy(dres, dhidden, BT * D * sizeof(float)));
     else zero(dres, BT * D);
     if (dlogits) {
-        /* head: logits = lnf W^T + b; lnf = LN_f(cls) */
+        /* head: logits = lnf W^T + b; lnf = LN_f(cls) (pooler tanh: the head's input is
+         * drop(pool), pool = tanh(pooler(lnf)); norm post: lnf = cls) */
         zero(dlnf, R * D);
         zero(dcls, R * D);
-        if (m->ext) m->ext->ops->head_backward(m, dlnf, dlogits, a->lnf, R);
-        else hy_linear_backward(dlnf, m->g.head_w, m->g.head_b, dlogits, a->lnf, m->p.head_w, B,
+        float *dhin = dlnf;
+        const float *hin = a->lnf;
+        if (dpool) {
+            zero(dpool, R * D);
+            dhin = dpool;
+            hin = drop && c->mlp_dropout > 0.0f ? a->pool_in : a->pool;
+        }
+        if (m->ext) m->ext->ops->head_backward(m, dhin, dlogits, hin, R);
+        else hy_linear_backward(dhin, m->g.head_w, m->g.head_b, dlogits, hin, m->p.head_w, B,
                                 D, K);
-        hy_layernorm_backward(dcls, m->g.norm_w, m->g.norm_b, dlnf, a->cls, a->lnf_mean,
-                              a->lnf_rstd, m->p.norm_w, R, D);
+        if (dpool) {
+            if (drop && c->mlp_dropout > 0.0f) {
+                hy_rng r = site_rng(&m->last_drop_rng, L, 0);
+                hy_dropout_apply(dpool, dpool, NULL, &r, R, D, c->mlp_dropout);
+            }
+            for (size_t i = 0; i < R * D; i++) dpool[i] *= 1.0f - a->pool[i] * a->pool[i];
+            hy_linear_backward(dlnf, m->g.pooler_w, m->g.pooler_b, dpool, a->lnf, m->p.pooler_w,
+                               R, D, D);
+        }
+        if (c->norm == HY_NORM_PRE)
+            hy_layernorm_backward(dcls, m->g.norm_w, m->g.norm_b, dlnf, a->cls, a->lnf_mean,
+                                  a->lnf_rstd, m->p.norm_w, R, D);
+        else
+            add_into(dcls, dlnf, R * D);
         /* cls = x_L[:, 0]: only the CLS rows get this gradient (0 + g is exact: without
          * dhidden the result is bitwise the plain copy) */
         HY_PROF(HY_PROF_COPY, for (size_t b = 0; b < R; b++) {
@@ -1043,7 +1501,10 @@ hy_status hy_xfmr_backward_hidden(hy_xfmr *m, const float *dlogits, const float 
     }
     const int32_t *kv = c->kind == HY_XFMR_VIT ? NULL : a->kvalid;
 
-    for (size_t l = L; l-- > 0;) {
+    /* the plain block path has its own backward; the loop below is the fused kernels' */
+    bool plain = hy_xfmr_plain_blocks(c);
+    if (plain) layers_bwd_plain(m, dres, dln, dao, dtmp, dqkv, dhg, part);
+    for (size_t l = plain ? 0 : L; l-- > 0;) {
         const hy_xfmr_block_tensors *w = &m->p.blk[l], *gw = &m->g.blk[l];
         float *x = a->x + l * a->sD;
         float *ln1 = a->ln1 + l * a->sD, *qkv = a->qkv + l * a->sQ, *att = a->att + l * a->sA;
@@ -1097,14 +1558,18 @@ hy_status hy_xfmr_backward_hidden(hy_xfmr *m, const float *dlogits, const float 
         const float *dr = dres + r * T * D;
         for (size_t i = 0; i < B * T * D; i++) d0[i] += dr[i];
     }
-    /* embedding: x0 = [cls; emb] + pos */
-    zero(demb, B * (T - 1) * D);
-    hy_embed_assemble_backward(demb, m->g.cls_token, m->g.pos_embed, dres, B, T, D);
+    /* embedding: x0 = [cls; emb] + pos (text_embed bert: bert_embed_backward) */
+    if (bert_embed(c)) {
+        bert_embed_backward(m, dres, demb, B, T);
+    } else {
+        zero(demb, B * (T - 1) * D);
+        hy_embed_assemble_backward(demb, m->g.cls_token, m->g.pos_embed, dres, B, T, D);
+    }
     if (c->kind == HY_XFMR_VIT) {
         size_t F = c->channels * c->patch * c->patch;
         hy_linear_backward(NULL, m->g.patch_w, m->g.patch_b, demb, a->patches, m->p.patch_w,
                            B * (T - 1), F, D);
-    } else {
+    } else if (!bert_embed(c)) {
         hy_tokembed_backward(m->g.tok_embed, demb, a->ids, B * (T - 1), D);
     }
     /* an extension's frozen backbone gets exactly zero gradient */

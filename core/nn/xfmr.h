@@ -2,6 +2,17 @@
  *   x = [cls; embed(input)] + pos_embed          (timm order: pos_embed covers the CLS slot too)
  *   per block l:  x += drop(proj(Attn_l(LN1_l(x))));  x += drop(fc2(drop(GELU(fc1(LN2_l(x))))))
  *   logits = head(LN_f(x[:, 0]))
+ * Options of the one schema for encoders from outside (HF ViT, BERT; DESIGN §9), each with its
+ * backward:
+ *   norm post (BERT):  x = LN1_l(x + drop(proj(Attn_l(x))));  x = LN2_l(x + drop(fc2(drop(
+ *                      act(fc1(x))))));  no final LN (norm1 = BERT's attention.output.LayerNorm,
+ *                      norm2 its output.LayerNorm)
+ *   act gelu_tanh:     0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) in place of exact GELU
+ *   text_embed bert:   ids hold [CLS] ... [SEP] already: x = embed_norm(tok_embed[ids] +
+ *                      pos_embed[0..T) + type_embed[type_ids]), T = len, no cls_token
+ *   pooler tanh:       logits = head(drop(tanh(pooler(LN_f(x[:, 0]))))) (post: no LN_f); the
+ *                      dropout is mlp_dropout's (BERT's hidden dropout)
+ *   ln_eps:            the epsilon of every LayerNorm
  * Entry points: the config schema (HY_XFMR_CONFIG_FIELDS, hy_xfmr_fields), hy_xfmr_config_check,
  * the parameter layout (slots: hy_xfmr_slot, hy_xfmr_head_slot; hy_param_table_add), the cost
  * (hy_xfmr_cost), hy_xfmr_new / hy_xfmr_release, hy_xfmr_init, hy_xfmr_alloc_acts,
@@ -21,69 +32,114 @@
 #include "tensor/rng.h"
 #include "data/vocab.h"
 
-/* LayerNorm epsilon of every norm in the model (timm ViT uses 1e-6). */
+/* The default LayerNorm epsilon of every norm in the model (timm ViT uses 1e-6; HF ViT and BERT
+ * 1e-12: the model field ln_eps). */
 #define HY_XFMR_LN_EPS 1e-6f
 /* The longest sequence T (tokens including CLS) is the attention kernel's HY_ATTN_MAX_T
  * (attn.h). The reserved token ids HY_TOK_PAD / _UNK / _CLS are the vocabulary's (vocab.h); ids
- * never contain CLS: the model prepends cls_token. */
+ * never contain CLS: the model prepends cls_token (text_embed hydra; with text_embed bert the
+ * ids are a WordPiece tokenizer's, [CLS] first). */
 
 typedef enum { HY_XFMR_VIT = 0, HY_XFMR_TEXT = 1 } hy_xfmr_kind;
+/* The ENUM fields' values, in the order of their words in the schema (0 = the default). */
+typedef enum { HY_NORM_PRE = 0, HY_NORM_POST = 1 } hy_xfmr_norm;
+typedef enum { HY_ACT_GELU = 0, HY_ACT_GELU_TANH = 1 } hy_xfmr_act;
+typedef enum { HY_POOLER_NONE = 0, HY_POOLER_TANH = 1 } hy_xfmr_pooler;
+typedef enum { HY_TEXT_EMBED_HYDRA = 0, HY_TEXT_EMBED_BERT = 1 } hy_xfmr_text_embed;
 
-/* The model-config schema, one line per field: X(name, type, kind).
+/* The model-config schema, one line per field: X(name, type, kind, dflt).
  *   type SIZE: size_t, a required int64 /config attribute; RATE: float in [0, 1), a float64
- *        /config attribute (0 when absent).
+ *        /config attribute (0 when absent); FLOAT: double > 0, an optional float64 /config
+ *        attribute and YAML key, dflt (a number literal as a string) when absent; 0 in a
+ *        hy_xfmr_config also means dflt (a zero-initialised config is the default model:
+ *        hy_xfmr_field_float gives the value in effect); COUNT: size_t, an optional int64
+ *        /config attribute and YAML key, dflt when absent; ENUM: int, an optional string
+ *        /config attribute and YAML key, one of the words of dflt ("pre|post"), the first
+ *        (value 0) when absent.
  *   kind VIT or TEXT: only models of that kind read the field (leave it 0 for the other);
  *        ALL: every model.
+ *   dflt: the default of an optional field, the words of an ENUM ("" for SIZE and RATE).
  * The names are the YAML keys of configs/models/ files (the two rates both come from
  * model.dropout, which the binding reads for them), the /config attributes of checkpoints and
  * fused files and the keys of m:config() (core.model_config_fields() lists them). kind itself
  * ("vit" | "text") is outside the list. Adding a field here adds it to hy_xfmr_config, the files,
- * the bindings and hydra.model.core_config. */
+ * the bindings and hydra.model.core_config. Files written before an optional field existed
+ * read as its default. */
 #define HY_XFMR_CONFIG_FIELDS(X)                                                              \
-    X(image_size, SIZE, VIT)    /* H = W (square images) */                                   \
-    X(channels, SIZE, VIT)      /* C_in */                                                    \
-    X(patch, SIZE, VIT)         /* p; image_size % patch == 0; NP = (image_size/patch)^2 */   \
-    X(vocab_size, SIZE, TEXT)   /* V (ids in [0, V)), V > HY_TOK_CLS */                       \
-    X(max_len, SIZE, TEXT)      /* most tokens per sequence, CLS excluded */                  \
-    X(d_model, SIZE, ALL)       /* D (= C of the glossary), divisible by n_heads */           \
-    X(n_heads, SIZE, ALL)       /* NH; head size HS = d_model / n_heads */                    \
-    X(depth, SIZE, ALL)         /* L blocks */                                                \
-    X(d_mlp, SIZE, ALL)         /* DM hidden width of the MLP */                              \
-    X(n_classes, SIZE, ALL)     /* K classifier outputs */                                    \
-    X(attn_dropout, RATE, ALL)  /* model.dropout: on the attention block output (after proj) */ \
-    X(mlp_dropout, RATE, ALL)   /* model.dropout: after GELU and after fc2 */
+    X(image_size, SIZE, VIT, "")    /* H = W (square images) */                               \
+    X(channels, SIZE, VIT, "")      /* C_in */                                                \
+    X(patch, SIZE, VIT, "")         /* p; image_size % patch == 0; NP = (image_size/patch)^2 */ \
+    X(vocab_size, SIZE, TEXT, "")   /* V (ids in [0, V)), V > HY_TOK_CLS */                   \
+    X(max_len, SIZE, TEXT, "")      /* most tokens per sequence, CLS excluded */              \
+    X(d_model, SIZE, ALL, "")       /* D (= C of the glossary), divisible by n_heads */       \
+    X(n_heads, SIZE, ALL, "")       /* NH; head size HS = d_model / n_heads */                \
+    X(depth, SIZE, ALL, "")         /* L blocks */                                            \
+    X(d_mlp, SIZE, ALL, "")         /* DM hidden width of the MLP */                          \
+    X(n_classes, SIZE, ALL, "")     /* K classifier outputs */                                \
+    X(attn_dropout, RATE, ALL, "")  /* model.dropout: on the attention block output */        \
+    X(mlp_dropout, RATE, ALL, "")   /* model.dropout: after GELU and after fc2 */             \
+    X(ln_eps, FLOAT, ALL, "1e-6")   /* epsilon of every LayerNorm (HF: 1e-12) */             \
+    X(norm, ENUM, ALL, "pre|post")  /* hy_xfmr_norm: LayerNorm placement (BERT: post) */      \
+    X(act, ENUM, ALL, "gelu|gelu_tanh")  /* hy_xfmr_act: the MLP's activation */              \
+    X(pooler, ENUM, ALL, "none|tanh")    /* hy_xfmr_pooler: BERT's tanh pooler */             \
+    X(text_embed, ENUM, TEXT, "hydra|bert") /* hy_xfmr_text_embed: the text embedding */     \
+    X(type_vocab, COUNT, TEXT, "0") /* token types (text_embed bert; 0: no type_embed) */
 
 #define HY_XFMR_FIELD_TYPE_SIZE size_t
 #define HY_XFMR_FIELD_TYPE_RATE float
+#define HY_XFMR_FIELD_TYPE_FLOAT double
+#define HY_XFMR_FIELD_TYPE_COUNT size_t
+#define HY_XFMR_FIELD_TYPE_ENUM int
 
 /* Model configuration: kind + the fields of HY_XFMR_CONFIG_FIELDS, in that order. */
 typedef struct hy_xfmr_config {
     hy_xfmr_kind kind;
-#define HY_XFMR_FIELD_DECL_(name, type, kind) HY_XFMR_FIELD_TYPE_##type name;
+#define HY_XFMR_FIELD_DECL_(name, type, kind, dflt) HY_XFMR_FIELD_TYPE_##type name;
     HY_XFMR_CONFIG_FIELDS(HY_XFMR_FIELD_DECL_)
 #undef HY_XFMR_FIELD_DECL_
 } hy_xfmr_config;
 
 /* The schema as data (for loops over the fields: checkpoints, fused files, bindings). */
-typedef enum { HY_FIELD_SIZE = 0, HY_FIELD_RATE = 1 } hy_field_type;
+typedef enum { HY_FIELD_SIZE = 0, HY_FIELD_RATE = 1, HY_FIELD_FLOAT = 2, HY_FIELD_COUNT = 3,
+               HY_FIELD_ENUM = 4 } hy_field_type;
 typedef struct hy_xfmr_field {
     const char *name;    /* e.g. "d_model" */
     hy_field_type type;
     int kind;            /* HY_XFMR_VIT, HY_XFMR_TEXT, or -1 for every kind */
     size_t offset;       /* offsetof(hy_xfmr_config, name) */
+    const char *dflt;    /* FLOAT, COUNT: the default as written in the schema; ENUM: its words
+                          * joined by '|'; "" otherwise */
 } hy_xfmr_field;
-#define HY_XFMR_FIELD_COUNT_(name, type, kind) +1
+#define HY_XFMR_FIELD_COUNT_(name, type, kind, dflt) +1
 enum { HY_XFMR_N_FIELDS = 0 HY_XFMR_CONFIG_FIELDS(HY_XFMR_FIELD_COUNT_) };
 #undef HY_XFMR_FIELD_COUNT_
 /* HY_XFMR_N_FIELDS entries in schema order. */
 extern const hy_xfmr_field hy_xfmr_fields[];
+/* The field named `name`, or NULL. */
+const hy_xfmr_field *hy_xfmr_field_find(const char *name);
 /* The field applies to models of kind k. */
 bool hy_xfmr_field_applies(const hy_xfmr_field *f, hy_xfmr_kind k);
-/* Value of a SIZE field / a RATE field of c (HY_ASSERT on the type). */
+/* Value of a SIZE (or COUNT) / RATE / FLOAT / ENUM field of c (HY_ASSERT on the type); a FLOAT
+ * field's value in effect (its default when c holds 0). */
 size_t hy_xfmr_field_size(const hy_xfmr_config *c, const hy_xfmr_field *f);
+int hy_xfmr_field_enum(const hy_xfmr_config *c, const hy_xfmr_field *f);
+void hy_xfmr_field_set_enum(hy_xfmr_config *c, const hy_xfmr_field *f, int v);
+/* The word of value v of an ENUM field into buf (n bytes, NUL-terminated; "" when v is out of
+ * range); returns buf. */
+const char *hy_xfmr_field_enum_name(const hy_xfmr_field *f, int v, char *buf, size_t n);
+/* The value of word s of an ENUM field; HY_EINVAL (no message) when s is none of its words. */
+hy_status hy_xfmr_field_enum_parse(const hy_xfmr_field *f, const char *s, int *out);
+/* The words of an ENUM field (its number of values). */
+int hy_xfmr_field_enum_count(const hy_xfmr_field *f);
 float hy_xfmr_field_rate(const hy_xfmr_config *c, const hy_xfmr_field *f);
+double hy_xfmr_field_float(const hy_xfmr_config *c, const hy_xfmr_field *f);
+/* The default of a FLOAT (or COUNT) field. */
+double hy_xfmr_field_default(const hy_xfmr_field *f);
 void hy_xfmr_field_set_size(hy_xfmr_config *c, const hy_xfmr_field *f, size_t v);
 void hy_xfmr_field_set_rate(hy_xfmr_config *c, const hy_xfmr_field *f, float v);
+void hy_xfmr_field_set_float(hy_xfmr_config *c, const hy_xfmr_field *f, double v);
+/* The LayerNorm epsilon the kernels use: (float) ln_eps, HY_XFMR_LN_EPS when it is 0. */
+float hy_xfmr_ln_eps(const hy_xfmr_config *c);
 /* "vit" / "text"; parse gives HY_EINVAL (no message: callers word it) for anything else. */
 const char *hy_xfmr_kind_name(hy_xfmr_kind k);
 hy_status hy_xfmr_kind_parse(const char *s, hy_xfmr_kind *out);
@@ -114,7 +170,8 @@ size_t hy_xfmr_field_max(const hy_xfmr_field *f);
  * "xfmr: depth must be <= 1024 (got 1099511627776)",
  * "xfmr: the model has 8623489024 parameters, above the limit of 4294967296". HY_ECONFIG. */
 hy_status hy_xfmr_config_check(const hy_xfmr_config *c);
-/* Tokens per sequence including CLS: 1 + NP (vit) or 1 + max_len (text). Needs a valid config. */
+/* Tokens per sequence including CLS: 1 + NP (vit), 1 + max_len (text), max_len (text_embed
+ * bert: the position table's length, [CLS] included). Needs a valid config. */
 size_t hy_xfmr_seq_len(const hy_xfmr_config *c);
 
 /* ===== parameter layout =====
@@ -123,9 +180,13 @@ size_t hy_xfmr_seq_len(const hy_xfmr_config *c);
  *   embedding  HY_EMB_*: cls_token (1,1,D), pos_embed (1,T,D), then
  *              vit: patch_embed.proj.weight (D,C_in,p,p), patch_embed.proj.bias (D)
  *              text: tok_embed.weight (V,D)
+ *              text_embed bert instead (no HY_EMB_* slots): pos_embed (1,max_len,D),
+ *              tok_embed.weight (V,D), type_embed.weight (type_vocab,D) when type_vocab > 0,
+ *              embed_norm.weight, embed_norm.bias (D)
  *   block l    HY_BLK_* at hy_xfmr_slot(c, l, which) (blocks.{l}.<name>)
- *   head       HY_HEAD_* at hy_xfmr_head_slot(c, which): norm.weight, norm.bias (D),
- *              head.weight (K,D), head.bias (K)
+ *   head       HY_HEAD_* at hy_xfmr_head_slot(c, which): norm.weight, norm.bias (D) (norm pre
+ *              only), pooler.weight (D,D), pooler.bias (D) (pooler tanh only), head.weight
+ *              (K,D), head.bias (K)
  * The fused model (fused.h) keeps the same slots per member. */
 typedef enum {
     HY_EMB_CLS,      /* cls_token (1, 1, D) */
@@ -144,8 +205,9 @@ typedef enum {
     HY_BLK_N                     /* slots per block */
 } hy_blk_slot;
 typedef enum {
-    HY_HEAD_NW, HY_HEAD_NB,      /* norm.weight, norm.bias (D) */
+    HY_HEAD_NW, HY_HEAD_NB,      /* norm.weight, norm.bias (D): norm pre only */
     HY_HEAD_W, HY_HEAD_B,        /* head.weight (K, D), head.bias (K) */
+    HY_HEAD_PW, HY_HEAD_PB,      /* pooler.weight (D, D), pooler.bias (D): pooler tanh only */
     HY_HEAD_N
 } hy_head_slot;
 /* What a slot belongs to (the fuse.* groups; cost breakdown): the embedding, a LayerNorm
@@ -153,13 +215,23 @@ typedef enum {
 typedef enum { HY_PART_EMBED, HY_PART_LN, HY_PART_ATTN, HY_PART_MLP, HY_PART_HEAD,
                HY_N_PARTS } hy_xfmr_part;
 
-/* Embedding slots: 4 (vit) or 3 (text). */
+/* Embedding slots: 4 (vit), 3 (text), 4 or 5 (text_embed bert without / with type_embed). */
 size_t hy_xfmr_n_embed_slots(const hy_xfmr_config *c);
 /* Table index of block `layer`'s tensor `which` (layer < L). */
 size_t hy_xfmr_slot(const hy_xfmr_config *c, size_t layer, hy_blk_slot which);
-/* Table index of head tensor `which`. */
+/* Table index of head tensor `which` (HY_ASSERT that the model has it: hy_xfmr_has_head_slot). */
 size_t hy_xfmr_head_slot(const hy_xfmr_config *c, hy_head_slot which);
-/* Tensors in the table: n_embed + L * HY_BLK_N + HY_HEAD_N. */
+bool hy_xfmr_has_head_slot(const hy_xfmr_config *c, hy_head_slot which);
+/* Head tensors: 4 (norm pre), 2 (norm post), + 2 with the pooler. */
+size_t hy_xfmr_n_head_slots(const hy_xfmr_config *c);
+/* The structural option of c the fused model and the pretraining head do not implement ("norm
+ * post", "act gelu_tanh", "pooler tanh", "text_embed bert"), or NULL when it has none (the
+ * default encoder, whatever its ln_eps). */
+const char *hy_xfmr_nondefault_option(const hy_xfmr_config *c);
+/* The block path: norm post or act gelu_tanh run the plain kernels one after another (no fused
+ * block, no small-pass team); the default encoder keeps its fused kernels. */
+bool hy_xfmr_plain_blocks(const hy_xfmr_config *c);
+/* Tensors in the table: n_embed + L * HY_BLK_N + n_head. */
 size_t hy_xfmr_n_slots(const hy_xfmr_config *c);
 /* The part of slot s (< n_slots); for a block slot also its layer and hy_blk_slot (may be NULL;
  * left untouched for other slots). */
@@ -217,12 +289,16 @@ typedef struct hy_param_view {
  *   text: ids [B, len] int32 (row stride len), 0 <= id < V everywhere (padding is HY_TOK_PAD);
  *         lengths [B] int32 with 0 <= lengths[b] <= len: keys at positions >= lengths[b] are
  *         masked (key-padding mask; CLS is never masked); 1 <= len <= max_len. The sequence
- *         length of this forward is T = 1 + len, so shorter batches cost less. */
+ *         length of this forward is T = 1 + len, so shorter batches cost less.
+ *         text_embed bert: ids hold [CLS] first, T = len, lengths[b] >= 1 (keys at positions
+ *         >= lengths[b] masked); type_ids [B, len] int32 in [0, type_vocab) (all 0 when
+ *         type_vocab is 0) or NULL (all 0); ignored by the other embeddings. */
 typedef struct hy_batch {
     const float *images;
     const int32_t *ids;
     const int32_t *lengths;
     size_t len;
+    const int32_t *type_ids;
 } hy_batch;
 
 typedef struct hy_xfmr_acts hy_xfmr_acts;   /* private: activation block layout (xfmr.c) */
@@ -244,13 +320,16 @@ typedef struct hy_xfmr_block_tensors {
 
 /* Named pointers into a whole parameter block, filled from the table once (hy_xfmr_new). */
 typedef struct hy_xfmr_tensors {
-    float *cls_token;           /* (1, 1, D) */
-    float *pos_embed;           /* (1, T, D), T = 1 + NP (vit) or 1 + max_len (text) */
+    float *cls_token;           /* (1, 1, D); NULL for text_embed bert */
+    float *pos_embed;           /* (1, T, D), T = hy_xfmr_seq_len */
     float *patch_w;             /* vit: (D, C_in, p, p); NULL for text */
     float *patch_b;             /* vit: (D); NULL for text */
     float *tok_embed;           /* text: (V, D); NULL for vit */
+    float *type_embed;          /* text_embed bert, type_vocab > 0: (type_vocab, D); else NULL */
+    float *embed_norm_w, *embed_norm_b; /* text_embed bert: (D); else NULL */
     hy_xfmr_block_tensors *blk; /* [L] */
-    float *norm_w, *norm_b;     /* final LayerNorm (D) */
+    float *norm_w, *norm_b;     /* final LayerNorm (D); NULL for norm post */
+    float *pooler_w, *pooler_b; /* pooler tanh: (D, D), (D); else NULL */
     float *head_w;              /* (K, D) */
     float *head_b;              /* (K) */
 } hy_xfmr_tensors;
@@ -396,7 +475,8 @@ hy_status hy_xfmr_forward(hy_xfmr *m, const hy_batch *in, size_t B, float *logit
 hy_status hy_xfmr_infer(hy_xfmr *m, const hy_batch *in, size_t B, float *logits);
 
 /* The features of the last forward: LN_f(x[:, 0]), the CLS row after the final LayerNorm (the
- * head's input), (last_B, D) row-major, borrowed from the activations (valid until the next
+ * head's input; norm post: x[:, 0]; pooler tanh: tanh(pooler(.)) before its dropout), (last_B, D)
+ * row-major, borrowed from the activations (valid until the next
  * forward or hy_xfmr_alloc_acts). NULL when no forward was run since hy_xfmr_alloc_acts. The
  * learned uncertainty heads (vilu.h) read them through hy_train_features. */
 const float *hy_xfmr_features(const hy_xfmr *m);

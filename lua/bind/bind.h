@@ -52,6 +52,9 @@ size_t l_cfgsize(lua_State *L, int t, const char *key);      /* an integer >= 0 
 double l_cfgnum(lua_State *L, int t, const char *key);       /* a number */
 int l_cfgbool(lua_State *L, int t, const char *key);         /* a boolean */
 const char *l_cfgstr(lua_State *L, int t, const char *key);  /* a string (kept alive by t) */
+/* Whether the key is present (not nil): for the optional keys of a schema that gives their
+ * default itself (the model schema's FLOAT and ENUM fields, xfmr.h). */
+int l_cfghas(lua_State *L, int t, const char *key);
 
 /* ===== l_tensor.c ===== */
 
@@ -118,6 +121,8 @@ int l_train_resume(lua_State *L, hy_xfmr *m, struct hy_adamw *o, struct hy_progr
 /* Pushes a new, closed hydra.H5File box; open it with hy_h5_create / hy_h5_open. Its __gc closes
  * it, discarding a file being written that was not committed. */
 hy_h5 *l_pushh5(lua_State *L);
+/* The open file inside a hydra.H5File argument; raises "h5: attempt to use a closed file". */
+hy_h5 *l_checkh5(lua_State *L, int arg);
 /* Checks the optional /meta table at arg (nil or none: nothing): string keys, values strings,
  * numbers or booleans (booleans are written as integers 0 / 1); raises "<what>: meta ...". */
 void l_checkmeta(lua_State *L, int arg, const char *what);
@@ -152,6 +157,8 @@ void l_open_hvp(lua_State *L);
 void l_open_proc(lua_State *L);
 void l_open_spawn(lua_State *L);
 void l_open_prof(lua_State *L);
+void l_open_import(lua_State *L);
+void l_open_json(lua_State *L);
 void l_open_safetensors(lua_State *L);
 
 #endif

@@ -81,6 +81,12 @@ static void key_error(lua_State *L, const char *key, const char *what) {
     luaL_error(L, "%s must be %s (got %s)", key, what, luaL_typename(L, -1));
 }
 
+int l_cfghas(lua_State *L, int t, const char *key) {
+    int has = push_key(L, t, key) != LUA_TNIL;
+    lua_pop(L, 1);
+    return has;
+}
+
 size_t l_cfgsize(lua_State *L, int t, const char *key) {
     push_key(L, t, key);
     int ok = 0;
@@ -142,5 +148,7 @@ int luaopen_hydra_core(lua_State *L) {
     l_open_proc(L);
     l_open_spawn(L);
     l_open_prof(L);
+    l_open_import(L);
+    l_open_json(L);
     return 1;
 }

@@ -32,6 +32,14 @@ return {
   ["model.d_mlp"] = { ge = 1 },
   ["model.n_classes"] = { ge = 2 },
   ["model.dropout"] = { ge = 0, lt = 1 },
+  -- the encoder options of imported models (core/nn/xfmr.h) arrived after run-ids were
+  -- published: id_neutral
+  ["model.ln_eps"] = { type = "number", gt = 0, lt = 1, id_neutral = true },
+  ["model.norm"] = { enum = { "pre", "post" }, id_neutral = true },
+  ["model.act"] = { enum = { "gelu", "gelu_tanh" }, id_neutral = true },
+  ["model.pooler"] = { enum = { "none", "tanh" }, id_neutral = true },
+  ["model.text_embed"] = { enum = { "hydra", "bert" }, id_neutral = true },
+  ["model.type_vocab"] = { ge = 0, id_neutral = true },
 
   ["data.ood"] = { type = "list<string>|map" },   -- a list (= far) or {near: [...], far: [...]}
   ["data.train_subset"] = { ge = 0 },

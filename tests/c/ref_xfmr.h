@@ -8,7 +8,9 @@
 
 #include "nn/xfmr.h"
 
-/* x (B, T, D) written: the last residual stream x_L (before LN_f), T = the forward's length. */
+/* x (B, T, D) written: the last residual stream x_L (before LN_f), T = the forward's length.
+ * Every option of the schema (xfmr.h: norm, act, pooler, text_embed, type_vocab, ln_eps) is
+ * followed, written from its definition. */
 void ref_xfmr_hidden(const hy_xfmr *m, const hy_batch *in, size_t B, bool dropout,
                      uint64_t step, double *x);
 /* logits (B, K) written. Allocates its own temporaries (test code). */

@@ -186,10 +186,46 @@ static void test_text_config(void) {
     hy_xfmr_release(&b);
 }
 
+/* ln_eps: a file written before the field existed (tests/ref/vit_tiny.h5 has no /config ln_eps)
+ * reads as the default 1e-6; 1e-12 (HF) survives a round trip; 0 or negative is refused */
+static void test_ln_eps(void) {
+    hy_h5 f;
+    hy_xfmr_config c;
+    CHECK_OK(hy_h5_open(&f, "tests/ref/vit_tiny.h5"));
+    CHECK(hy_h5_attr_exists(&f, "/config", "ln_eps") == 0, "the fixture predates ln_eps");
+    CHECK_OK(hy_ckpt_read_config(&f, &c));
+    CHECK(c.ln_eps == 1e-6 && hy_xfmr_ln_eps(&c) == 1e-6f, "absent ln_eps = 1e-6 (got %g)",
+          c.ln_eps);
+    hy_h5_close(&f);
+    char path[512], want[1024];
+    tmp_path(path, sizeof path, "eps.h5");
+    c = small_vit();
+    c.ln_eps = 1e-12;
+    hy_xfmr a, b;
+    CHECK_OK(hy_xfmr_new(&a, &c));
+    hy_xfmr_init(&a, 5);
+    CHECK_OK(hy_ckpt_save(path, &a, NULL, 0));
+    CHECK_OK(hy_ckpt_load(path, &b));
+    CHECK(b.cfg.ln_eps == 1e-12 && hy_xfmr_ln_eps(&b.cfg) == 1e-12f, "ln_eps %g", b.cfg.ln_eps);
+    CHECK(memcmp(&a.cfg, &b.cfg, sizeof a.cfg) == 0, "config");
+    hy_xfmr_release(&b);
+    CHECK_OK(hy_h5_create(&f, path));
+    CHECK_OK(hy_ckpt_write(&f, &a, NULL, 0));
+    CHECK_OK(hy_h5_set_attr_f64(&f, "/config", "ln_eps", 0.0));
+    CHECK_OK(hy_h5_commit(&f));
+    snprintf(want, sizeof want, "ckpt: '%s': /config ln_eps must be > 0 (got 0)", path);
+    CHECK_FAIL(hy_ckpt_load(path, &b), HY_EINVAL, want);
+    hy_xfmr_release(&a);
+    c.ln_eps = -1e-6;
+    CHECK_FAIL(hy_xfmr_new(&a, &c), HY_ECONFIG,
+               "xfmr: ln_eps must be in (0, 1) and representable as a float32 (got -1e-06)");
+}
+
 int main(void) {
     RUN(test_round_trip_bit_exact);
     RUN(test_missing_and_misshaped);
     RUN(test_sizes_checked_first);
     RUN(test_text_config);
+    RUN(test_ln_eps);
     return check_exit("test_ckpt");
 }

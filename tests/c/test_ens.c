@@ -175,6 +175,60 @@ static void test_lora_backbone_unchanged(void) {
 
 /* one forward of M members = member m's rows of M forwards with the other members' weights
  * swapped into member 0's slot (M = 1 ensembles of the same backbone) */
+/* the encoder options (xfmr.h) through an ensemble's member linears and head: post-LN,
+ * gelu_tanh, tanh pooler (shared by the members), eps 1e-12; finite differences of the
+ * BatchEnsemble and of the LoRA adapters, and each BatchEnsemble member is the single model of
+ * its own tensors */
+static void test_encoder_options(void) {
+    hy_xfmr_config c = check_tiny_vit();
+    c.norm = HY_NORM_POST;
+    c.act = HY_ACT_GELU_TANH;
+    c.pooler = HY_POOLER_TANH;
+    c.ln_eps = 1e-12;
+    for (int kind = 0; kind < 2; kind++) {
+        hy_ens_config e3 = kind ? lora_cfg(3, HY_LORA_Q | HY_LORA_V | HY_LORA_MLP) : be_cfg(3);
+        hy_xfmr m3 = {0};
+        CHECK_OK(hy_ens_new(&m3, &c, &e3));
+        CHECK_OK(hy_xfmr_alloc_acts(&m3, 2));
+        hy_xfmr_init(&m3, 7);
+        for (size_t i = 0; i < m3.n_params; i++) m3.params[i] += 0.2f * urand();
+        hy_xfmr_set_gate(&m3, 0, 1, 0.0f);
+        double w = fd_check(&m3, kind ? "lora options" : "batch_ensemble options",
+                            kind ? hy_ens_of(&m3)->n_base_tensors : 0, 4);
+        CHECK(w <= FD_TOL, "%s with the options: worst %.3g > %.0e",
+              hy_ens_method_name(e3.kind), w, FD_TOL);
+        if (kind) {
+            hy_xfmr_release(&m3);
+            continue;
+        }
+        hy_ens_config e1 = e3;
+        e1.members = 1;
+        hy_xfmr m1 = {0};
+        CHECK_OK(hy_ens_new(&m1, &c, &e1));
+        CHECK_OK(hy_xfmr_alloc_acts(&m1, 2));
+        size_t nb = hy_ens_of(&m3)->n_base_floats, S = c.image_size, K = c.n_classes;
+        float img[2 * 64], l3[3 * 2 * 3], l1[2 * 3];
+        for (size_t i = 0; i < 2 * S * S; i++) img[i] = urand();
+        hy_batch in = {.images = img};
+        CHECK_OK(hy_xfmr_forward(&m3, &in, 2, l3));
+        for (size_t mm = 0; mm < 3; mm++) {
+            memcpy(m1.params, m3.params, nb * sizeof(float));
+            memcpy(m1.gates, m3.gates, c.depth * c.n_heads * sizeof(float));
+            for (size_t t = hy_ens_of(&m3)->n_base_tensors; t < m3.n_tensors; t++) {
+                const hy_param *p = &m3.table[t], *q = &m1.table[t];
+                size_t row = p->numel / 3;
+                memcpy(m1.params + q->offset, m3.params + p->offset + mm * row,
+                       row * sizeof(float));
+            }
+            CHECK_OK(hy_xfmr_forward(&m1, &in, 2, l1));
+            check_close("options: member vs its own pass", l3 + mm * 2 * K, l1, 2 * K, 1e-5,
+                        1e-5);
+        }
+        hy_xfmr_release(&m1);
+        hy_xfmr_release(&m3);
+    }
+}
+
 static void test_members_stack(void) {
     hy_xfmr_config c = check_tiny_vit();
     for (int kind = 0; kind < 2; kind++) {
@@ -442,6 +496,7 @@ int main(void) {
     RUN(test_grad_lora_ensemble);
     RUN(test_lora_backbone_unchanged);
     RUN(test_members_stack);
+    RUN(test_encoder_options);
     RUN(test_fixture_batch_ensemble);
     RUN(test_fixture_lora_ensemble);
     RUN(test_ckpt_roundtrip);

@@ -598,6 +598,54 @@ static void test_counts_checked(void) {
     for (size_t m = 0; m < 3; m++) hy_xfmr_release(&xs[m]);
 }
 
+/* The encoder options (xfmr.h): ln_eps is the fused model's too (fused == its members at
+ * 1e-12, written to and read from the fused file); the structural options are refused by name
+ * (build and load), and members differing in one are refused naming it. */
+static void test_encoder_options(void) {
+    hy_xfmr_config c = cfg_of(HY_XFMR_TEXT);
+    c.ln_eps = 1e-12;
+    hy_xfmr xs[2];
+    hy_xfmr *ms[2] = {&xs[0], &xs[1]};
+    for (size_t m = 0; m < 2; m++) make_member(&xs[m], &c, 50 + m, m, 1);
+    static input in;
+    make_input(&in, &c, 3, 9);
+    double d = fused_vs(ms, ms, 2, &in, 3, &ALL_MEMBER);
+    CHECK(d <= TOL_LOGIT, "ln_eps 1e-12: max |dlogit| %g > %g", d, TOL_LOGIT);
+    hy_fused f, g;
+    char path[512], want[700];
+    snprintf(path, sizeof path, "%s/eps.h5", check_tmpdir());
+    CHECK_OK(hy_fused_build(&f, ms, 2, &ALL_MEMBER));
+    CHECK_OK(hy_fused_save(path, &f));
+    CHECK_OK(hy_fused_load(&g, path));
+    CHECK(g.cfg.ln_eps == 1e-12, "fused file ln_eps %g", g.cfg.ln_eps);
+    hy_fused_release(&g);
+    hy_fused_release(&f);
+    hy_xfmr_release(&xs[1]);
+    hy_xfmr_config c2 = c;
+    c2.norm = HY_NORM_POST;
+    make_member(&xs[1], &c2, 51, 1, 1);
+    CHECK_FAIL(hy_fused_build(&f, ms, 2, &ALL_MEMBER), HY_EINVAL,
+               "fused: member 2 has a different config than member 1 (norm post vs pre)");
+    ms[0] = &xs[1];
+    CHECK_FAIL(hy_fused_build(&f, ms, 1, &ALL_MEMBER), HY_EINVAL,
+               "fused: the fused model does not support model.norm post (members); fuse pre-LN "
+               "members with act gelu, pooler none and text_embed hydra");
+    /* a fused file claiming an option (written by something else) */
+    ms[0] = &xs[0];
+    CHECK_OK(hy_fused_build(&f, ms, 1, &ALL_MEMBER));
+    hy_h5 h;
+    CHECK_OK(hy_h5_create(&h, path));
+    CHECK_OK(hy_fused_write(&h, &f));
+    CHECK_OK(hy_h5_set_attr_str(&h, "/config", "pooler", "tanh"));
+    CHECK_OK(hy_h5_commit(&h));
+    snprintf(want, sizeof want, "fused: the fused model does not support model.pooler tanh (%s); "
+             "fuse pre-LN members with act gelu, pooler none and text_embed hydra", path);
+    CHECK_FAIL(hy_fused_load(&g, path), HY_EINVAL, want);
+    hy_fused_release(&f);
+    hy_xfmr_release(&xs[0]);
+    hy_xfmr_release(&xs[1]);
+}
+
 int main(void) {
     RUN(test_sequential_images);
     RUN(test_sequential_text);
@@ -608,5 +656,6 @@ int main(void) {
     RUN(test_cost_matches_tables);
     RUN(test_errors);
     RUN(test_counts_checked);
+    RUN(test_encoder_options);
     return check_exit("test_fused");
 }

@@ -98,6 +98,17 @@ static void gelu_bwd(gcase *g, const float *dout, float **gr) {
     hy_gelu_backward(gr[0], dout, g->in[0], GE_N);
 }
 
+/* gelu_tanh (the tanh approximation, act gelu_tanh): x (n), its double definition */
+static void gelu_tanh_fwd(gcase *g, double *out) {
+    for (size_t i = 0; i < GE_N; i++) {
+        double x = (double)g->in[0][i];
+        out[i] = 0.5 * x * (1.0 + tanh(sqrt(2.0 / acos(-1.0)) * (x + 0.044715 * x * x * x)));
+    }
+}
+static void gelu_tanh_bwd(gcase *g, const float *dout, float **gr) {
+    hy_gelu_tanh_backward_set(gr[0], dout, g->in[0], GE_N);
+}
+
 /* softmax + cross-entropy with label smoothing 0.1: logits (N, K) -> mean loss */
 enum { CE_N = 4, CE_K = 7 };
 static const int32_t ce_labels[CE_N] = {0, 6, 3, 3};
@@ -248,7 +259,7 @@ typedef struct mstate {
     hy_xfmr m;
     size_t B;
     float *images;
-    int32_t *ids, *lengths;
+    int32_t *ids, *lengths, *type_ids;
     size_t len;
     bool dropout;
     float *logits;
@@ -304,15 +315,62 @@ static void text_setup(gcase *g) {
     }
 }
 
+/* the encoder options of imported models (xfmr.h): a HF-ViT-like model (pre-LN, eps 1e-12,
+ * gelu_tanh, tanh pooler) and a post-LN one with the exact GELU and no pooler */
+static void vit_opt_setup_common(gcase *g, int norm, int act, int pooler) {
+    hy_xfmr_config c = {.kind = HY_XFMR_VIT, .image_size = 14, .channels = 1, .patch = 7,
+                        .d_model = 32, .n_heads = 4, .depth = 2, .d_mlp = 64, .n_classes = 5,
+                        .ln_eps = 1e-12, .norm = norm, .act = act, .pooler = pooler};
+    size_t B = 3;
+    model_build(g, &c, B);
+    mstate *s = g->st;
+    s->images = rand_vec(B * 14 * 14, 1.5f);
+}
+static void vit_hf_setup(gcase *g) {
+    vit_opt_setup_common(g, HY_NORM_PRE, HY_ACT_GELU_TANH, HY_POOLER_TANH);
+}
+static void vit_post_setup(gcase *g) { vit_opt_setup_common(g, HY_NORM_POST, HY_ACT_GELU, 0); }
+
+/* BERT: post-LN, text_embed bert with token types, tanh pooler, eps 1e-12; ids begin with a
+ * [CLS]-like token, every row has at least that one */
+static void bert_setup_common(gcase *g, float drop) {
+    hy_xfmr_config c = {.kind = HY_XFMR_TEXT, .vocab_size = 20, .max_len = 8, .d_model = 32,
+                        .n_heads = 4, .depth = 2, .d_mlp = 48, .n_classes = 3, .ln_eps = 1e-12,
+                        .norm = HY_NORM_POST, .pooler = HY_POOLER_TANH,
+                        .text_embed = HY_TEXT_EMBED_BERT, .type_vocab = 2,
+                        .attn_dropout = drop, .mlp_dropout = drop};
+    size_t B = 4;
+    model_build(g, &c, B);
+    mstate *s = g->st;
+    s->dropout = drop > 0.0f;
+    s->len = 7;
+    s->ids = malloc(B * s->len * sizeof *s->ids);
+    s->type_ids = malloc(B * s->len * sizeof *s->type_ids);
+    s->lengths = malloc(B * sizeof *s->lengths);
+    static const int32_t lens[4] = {7, 4, 2, 1};
+    for (size_t b = 0; b < B; b++) {
+        s->lengths[b] = lens[b];
+        for (size_t t = 0; t < s->len; t++) {
+            bool real = (int32_t)t < lens[b];
+            s->ids[b * s->len + t] = t == 0 ? 2 : real ? (int32_t)(3 + hy_rng_below(&rng, 17)) : 0;
+            s->type_ids[b * s->len + t] = real && t >= 3 ? 1 : 0;
+        }
+    }
+}
+static void bert_setup(gcase *g) { bert_setup_common(g, 0.0f); }
+static void bert_drop_setup(gcase *g) { bert_setup_common(g, 0.2f); }
+
 static void model_forward_f(gcase *g) {
     mstate *s = g->st;
-    hy_batch in = {.images = s->images, .ids = s->ids, .lengths = s->lengths, .len = s->len};
+    hy_batch in = {.images = s->images, .ids = s->ids, .lengths = s->lengths, .len = s->len,
+                   .type_ids = s->type_ids};
     if (s->dropout) hy_xfmr_set_dropout(&s->m, true, 777);   /* same masks every forward */
     CHECK_OK(hy_xfmr_forward(&s->m, &in, s->B, s->logits));
 }
 static void model_fwd(gcase *g, double *out) {
     mstate *s = g->st;
-    hy_batch in = {.images = s->images, .ids = s->ids, .lengths = s->lengths, .len = s->len};
+    hy_batch in = {.images = s->images, .ids = s->ids, .lengths = s->lengths, .len = s->len,
+                   .type_ids = s->type_ids};
     if (s->dropout) hy_xfmr_set_dropout(&s->m, true, 777);
     ref_xfmr_forward(&s->m, &in, s->B, s->dropout, 0, out);
 }
@@ -335,7 +393,7 @@ static bool model_invariant(gcase *g, size_t k, size_t i) {
 static void model_teardown(gcase *g) {
     mstate *s = g->st;
     hy_xfmr_release(&s->m);
-    free(s->images); free(s->ids); free(s->lengths); free(s->logits);
+    free(s->images); free(s->ids); free(s->lengths); free(s->type_ids); free(s->logits);
     free(s);
     g->nin = 0;   /* inputs point into the model */
 }
@@ -349,6 +407,8 @@ static gcase CASES[] = {
      .backward = ln_bwd},
     {.name = "gelu", .eps = 1e-3, .tol = 1e-3, .setup = gelu_setup, .forward = gelu_fwd,
      .backward = gelu_bwd},
+    {.name = "gelu_tanh", .eps = 1e-3, .tol = 1e-3, .setup = gelu_setup, .forward = gelu_tanh_fwd,
+     .backward = gelu_tanh_bwd},
     {.name = "softmax-ce", .eps = 1e-3, .tol = 1e-4, .setup = ce_setup, .forward = ce_fwd,
      .backward = ce_bwd},
     {.name = "linear", .eps = 1e-3, .tol = 1e-3, .setup = lin_setup, .forward = lin_fwd,
@@ -374,6 +434,18 @@ static gcase CASES[] = {
     {.name = "model-text", .eps = 1e-3, .tol = 2e-3, .floor_rel = 1e-3, .samples = 4,
      .setup = text_setup, .forward = model_fwd, .backward = model_bwd, .teardown = model_teardown,
      .invariant = model_invariant},
+    {.name = "model-vit-hf", .eps = 1e-3, .tol = 2e-3, .floor_rel = 1e-3, .samples = 4,
+     .setup = vit_hf_setup, .forward = model_fwd, .backward = model_bwd,
+     .teardown = model_teardown, .invariant = model_invariant},
+    {.name = "model-vit-post", .eps = 1e-3, .tol = 2e-3, .floor_rel = 1e-3, .samples = 4,
+     .setup = vit_post_setup, .forward = model_fwd, .backward = model_bwd,
+     .teardown = model_teardown, .invariant = model_invariant},
+    {.name = "model-bert", .eps = 1e-3, .tol = 2e-3, .floor_rel = 1e-3, .samples = 4,
+     .setup = bert_setup, .forward = model_fwd, .backward = model_bwd,
+     .teardown = model_teardown, .invariant = model_invariant},
+    {.name = "model-bert-dropout", .eps = 1e-3, .tol = 2e-3, .floor_rel = 1e-3, .samples = 3,
+     .setup = bert_drop_setup, .forward = model_fwd, .backward = model_bwd,
+     .teardown = model_teardown, .invariant = model_invariant},
 };
 
 static double probe(gcase *g, const double *r, double *out) {
@@ -479,7 +551,10 @@ static void check_pruned(gcase *g, size_t layer, size_t head) {
 }
 
 static void test_pruned_head_exact_zero(void) {
-    gcase g1 = {.name = "vit"}, g2 = {.name = "text"};
+    gcase g1 = {.name = "vit"}, g2 = {.name = "text"}, g3 = {.name = "bert"};
+    bert_setup(&g3);
+    check_pruned(&g3, 0, 1);
+    model_teardown(&g3);
     vit_setup(&g1);
     check_pruned(&g1, 0, 1);
     model_teardown(&g1);

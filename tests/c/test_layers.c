@@ -23,11 +23,13 @@ static const struct { const char *op; double atol, rtol; } TOL[] = {
     {"layernorm", 2e-5, 2e-5},
     /* hy_erf's abs error 3.9e-7 times 0.5|x| (|x| <= 5.66 before erf saturates) = 1.1e-6 */
     {"gelu", 1.5e-6, 1e-6},
+    /* tanhf's error (<= 2 ulp) and the float cubic: a few float32 ulps of |gelu_tanh| */
+    {"gelu_tanh", 5e-7, 1e-6},
     {"softmax", 1e-7, 1e-6},
     {"ce", 1e-6, 1e-6},
     {"exact", 0, 0},
 };
-enum { T_LINEAR, T_LN, T_GELU, T_SOFTMAX, T_CE, T_EXACT };
+enum { T_LINEAR, T_LN, T_GELU, T_GELU_TANH, T_SOFTMAX, T_CE, T_EXACT };
 
 static hy_rng rng;
 
@@ -484,6 +486,43 @@ static void test_gelu(void) {
     free(x); free(out); free(want);
 }
 
+/* the tanh approximation (act gelu_tanh) against its double definition, forward and derivative;
+ * in place; distinct from the exact form */
+static void test_gelu_tanh(void) {
+    size_t n = 70001;   /* above the parallel threshold */
+    float *x = rand_vec(n, 6), *out = malloc(n * sizeof *out), *dx = malloc(n * sizeof *dx);
+    float *ones = malloc(n * sizeof *ones);
+    double *want = malloc(n * sizeof *want), *dwant = malloc(n * sizeof *dwant);
+    double k = sqrt(2.0 / acos(-1.0));
+    for (size_t i = 0; i < n; i++) {
+        double v = (double)x[i], t = tanh(k * (v + 0.044715 * v * v * v));
+        want[i] = 0.5 * v * (1.0 + t);
+        dwant[i] = 0.5 * (1.0 + t) + 0.5 * v * (1.0 - t * t) * k * (1.0 + 3.0 * 0.044715 * v * v);
+        ones[i] = 1.0f;
+    }
+    hy_gelu_tanh_forward(out, x, n);
+    compare("gelu_tanh", T_GELU_TANH, out, want, n);
+    hy_gelu_tanh_backward_set(dx, ones, x, n);
+    compare("gelu_tanh'", T_GELU_TANH, dx, dwant, n);
+    hy_gelu_tanh_backward_set(ones, ones, x, n);   /* dx aliasing dout */
+    CHECK(memcmp(ones, dx, n * sizeof *dx) == 0, "gelu_tanh backward in place");
+    hy_gelu_tanh_forward(x, x, n);
+    CHECK(memcmp(x, out, n * sizeof *out) == 0, "gelu_tanh forward in place");
+    /* gelu_tanh(1) = 0.8411919906082768, not the exact 0.8413447460685429 */
+    float one = 1.0f, g;
+    hy_gelu_tanh_forward(&g, &one, 1);
+    CHECK(fabs((double)g - 0.8411919906082768) < 1e-7, "gelu_tanh(1) = %.9g", (double)g);
+    /* far tails: the limits x and 0, derivative 1 and 0, never NaN */
+    float big[4] = {-40.0f, 40.0f, -1e30f, 1e30f}, gb[4], db[4], one4[4] = {1, 1, 1, 1};
+    hy_gelu_tanh_forward(gb, big, 4);
+    hy_gelu_tanh_backward_set(db, one4, big, 4);
+    CHECK(gb[0] == 0.0f && gb[1] == 40.0f && gb[2] == 0.0f && gb[3] == 1e30f, "tails %g %g %g %g",
+          (double)gb[0], (double)gb[1], (double)gb[2], (double)gb[3]);
+    CHECK(db[0] == 0.0f && db[1] == 1.0f && db[2] == 0.0f && db[3] == 1.0f, "tails' %g %g %g %g",
+          (double)db[0], (double)db[1], (double)db[2], (double)db[3]);
+    free(x); free(out); free(dx); free(ones); free(want); free(dwant);
+}
+
 static void test_softmax(void) {
     size_t N = 9, K = 13;
     float *x = rand_vec(N * K, 20), *out = malloc(N * K * sizeof *out);
@@ -671,6 +710,7 @@ int main(void) {
     RUN(test_linear_backward_fused);
     RUN(test_layernorm);
     RUN(test_gelu);
+    RUN(test_gelu_tanh);
     RUN(test_softmax);
     RUN(test_ce);
     RUN(test_patches_and_assemble);

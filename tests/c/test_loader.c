@@ -10,6 +10,7 @@
 #include "check.h"
 #include "io/h5.h"
 #include "data/loader.h"
+#include "nn/train.h"
 
 static const double MEAN = 0.2860, STD = 0.3530;
 
@@ -363,6 +364,66 @@ static void test_declared_sizes_checked(void) {
     CHECK(d.images == NULL && d.n == 0, "left zeroed");
 }
 
+/* the optional /<split>/type_ids (BERT's token types): absent = NULL (all 0) in the dataset and
+ * the batch; present: subset, batches with the ids' stride, checked */
+static void test_type_ids(void) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/types.h5", check_tmpdir());
+    hy_tensor ids, len, lab, ty;
+    CHECK_OK(hy_synth_text(&ids, &len, &lab, 6, 8, 40, 5));
+    int64_t sh[2] = {6, 8};
+    CHECK_OK(hy_tensor_alloc(&ty, HY_I32, 2, sh));
+    int32_t *t = ty.data, *L = len.data;
+    for (size_t i = 0; i < 48; i++) t[i] = (int32_t)(i % 8) >= L[i / 8] / 2;
+    hy_h5 f;
+    CHECK_OK(hy_h5_create(&f, path));
+    CHECK_OK(hy_h5_write(&f, "/train/ids", &ids));
+    CHECK_OK(hy_h5_write(&f, "/train/lengths", &len));
+    CHECK_OK(hy_h5_write(&f, "/train/labels", &lab));
+    CHECK_OK(hy_h5_write(&f, "/val/ids", &ids));
+    CHECK_OK(hy_h5_write(&f, "/val/lengths", &len));
+    CHECK_OK(hy_h5_write(&f, "/val/labels", &lab));
+    CHECK_OK(hy_h5_write(&f, "/val/type_ids", &ty));
+    t[9] = -1;
+    CHECK_OK(hy_h5_write(&f, "/bad/ids", &ids));
+    CHECK_OK(hy_h5_write(&f, "/bad/lengths", &len));
+    CHECK_OK(hy_h5_write(&f, "/bad/labels", &lab));
+    CHECK_OK(hy_h5_write(&f, "/bad/type_ids", &ty));
+    t[9] = 0;
+    CHECK_OK(hy_h5_commit(&f));
+    hy_dataset d;
+    hy_loader ld;
+    hy_batch in;
+    CHECK_OK(hy_dataset_load(&d, path, "train", 0, NULL));
+    CHECK(d.type_ids == NULL, "no type_ids: NULL");
+    CHECK_OK(hy_loader_new(&ld, &d, 4, 0, NULL, 0));
+    hy_loader_next(&ld);
+    hy_train_input(&ld, &in);
+    CHECK(in.type_ids == NULL, "batch without token types");
+    hy_loader_release(&ld);
+    hy_dataset_release(&d);
+    CHECK_OK(hy_dataset_load(&d, path, "val", 5, NULL));
+    CHECK(d.n == 5 && d.type_ids && memcmp(d.type_ids, t, 40 * sizeof(int32_t)) == 0,
+          "type_ids loaded with the subset");
+    CHECK_OK(hy_loader_new(&ld, &d, 2, 0, NULL, 0));
+    hy_loader_next(&ld);
+    hy_train_input(&ld, &in);
+    size_t w = ld.len;
+    CHECK(in.type_ids && memcmp(in.type_ids, t, w * sizeof(int32_t)) == 0 &&
+          memcmp(in.type_ids + w, t + 8, w * sizeof(int32_t)) == 0, "batch token types");
+    hy_loader_release(&ld);
+    hy_dataset_release(&d);
+    char want[700];
+    snprintf(want, sizeof want, "%s:/bad: loader: negative token type -1 at sample 1, position 1",
+             path);
+    CHECK_FAIL(hy_dataset_load(&d, path, "bad", 0, NULL), HY_EINVAL, want);
+    CHECK(d.ids == NULL, "dataset left zeroed");
+    hy_tensor_release(&ids);
+    hy_tensor_release(&len);
+    hy_tensor_release(&lab);
+    hy_tensor_release(&ty);
+}
+
 int main(void) {
     RUN(test_from_images_and_errors);
     RUN(test_normalisation_and_batches);
@@ -373,5 +434,6 @@ int main(void) {
     RUN(test_synth_deterministic);
     RUN(test_load_prepared_file);
     RUN(test_declared_sizes_checked);
+    RUN(test_type_ids);
     return check_exit("test_loader");
 }

@@ -1,5 +1,5 @@
 /* test_ref.c: the whole model against PyTorch fixtures (tests/ref/ fixtures made by
- * tests/ref/make_ref.py in float64 and stored as float32), loaded with hydra's own core/io/h5.c:
+ * tests/ref/make_ref.py and tests/ref/hf_bert_ref.py in float64 and stored as float32), loaded with hydra's own core/io/h5.c:
  * logits (atol from the file, 1e-4), loss, every parameter gradient and dL/dgate (rtol from the
  * file, 1e-3, with an absolute floor of rtol * the tensor's largest |gradient| so that
  * near-zero entries are judged against the tensor's scale), and the losses of 5 AdamW steps
@@ -41,7 +41,7 @@ static double maxabs(const float *p, size_t n) {
 static void run_fixture(const char *path) {
     hy_h5 f = {0};
     hy_xfmr m = {0};
-    hy_tensor t = {0}, img = {0}, ids = {0}, lens = {0}, labels = {0}, ref = {0};
+    hy_tensor t = {0}, img = {0}, ids = {0}, lens = {0}, tids = {0}, labels = {0}, ref = {0};
     float *logits = NULL, *dlogits = NULL;
     CHECK_OK(hy_h5_open(&f, path));
     if (!f.open) return;
@@ -80,6 +80,10 @@ static void run_fixture(const char *path) {
         in.ids = ids.data;
         in.lengths = lens.data;
         in.len = (size_t)ids.shape[1];
+        if (hy_h5_exists(&f, "/in/type_ids") == 1) {   /* BERT's token types */
+            CHECK_OK(hy_h5_read_as(&f, "/in/type_ids", HY_I32, &tids));
+            in.type_ids = tids.data;
+        }
     }
     logits = malloc(B * K * sizeof *logits);
     dlogits = malloc(B * K * sizeof *dlogits);
@@ -158,6 +162,7 @@ static void run_fixture(const char *path) {
     hy_tensor_release(&img);
     hy_tensor_release(&ids);
     hy_tensor_release(&lens);
+    hy_tensor_release(&tids);
     hy_tensor_release(&labels);
     hy_xfmr_release(&m);
     hy_h5_close(&f);
@@ -165,9 +170,16 @@ static void run_fixture(const char *path) {
 
 static void test_vit_tiny(void) { run_fixture("tests/ref/vit_tiny.h5"); }
 static void test_text_tiny(void) { run_fixture("tests/ref/text_tiny.h5"); }
+/* Hugging Face's BertForSequenceClassification and ViTForImageClassification, written by hand
+ * with HF's names and mapped onto hydra's (tests/ref/hf_bert_ref.py): post-LN, BERT embedding
+ * with token types, tanh pooler, eps 1e-12; pre-LN ViT with eps 1e-12 and the tanh GELU */
+static void test_hf_bert_tiny(void) { run_fixture("tests/ref/hf_bert_tiny.h5"); }
+static void test_hf_vit_tiny(void) { run_fixture("tests/ref/hf_vit_tiny.h5"); }
 
 int main(void) {
     RUN(test_vit_tiny);
     RUN(test_text_tiny);
+    RUN(test_hf_bert_tiny);
+    RUN(test_hf_vit_tiny);
     return check_exit("test_ref");
 }

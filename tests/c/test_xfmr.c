@@ -417,6 +417,116 @@ static void test_small_pass_team(void) {
     free(img);
 }
 
+/* The encoder options of imported models (xfmr.h: norm post, gelu_tanh, pooler tanh, BERT's
+ * embedding with token types): the parameter table, batch validation, forward against the
+ * double twin, hy_xfmr_infer bitwise hy_xfmr_forward, and forward + backward (with dropout)
+ * bitwise between 1 and 2 threads. */
+static const hy_xfmr_config BERT = {.kind = HY_XFMR_TEXT, .vocab_size = 40, .max_len = 16,
+                                    .d_model = 32, .n_heads = 4, .depth = 2, .d_mlp = 64,
+                                    .n_classes = 3, .ln_eps = 1e-12, .norm = HY_NORM_POST,
+                                    .pooler = HY_POOLER_TANH, .text_embed = HY_TEXT_EMBED_BERT,
+                                    .type_vocab = 2};
+
+static void test_options(void) {
+    hy_xfmr m;
+    CHECK_OK(hy_xfmr_new(&m, &BERT));
+    static const char *const names[] = {"pos_embed", "tok_embed.weight", "type_embed.weight",
+                                        "embed_norm.weight", "embed_norm.bias",
+                                        "blocks.0.norm1.weight"};
+    for (size_t i = 0; i < 6; i++)
+        CHECK(strcmp(m.table[i].name, names[i]) == 0, "slot %zu: %s", i, m.table[i].name);
+    CHECK(m.n_tensors == 5 + 2 * 12 + 4 && m.T == 16, "tensors %zu, T %zu", m.n_tensors, m.T);
+    CHECK(strcmp(m.table[m.n_tensors - 4].name, "pooler.weight") == 0 &&
+          strcmp(m.table[m.n_tensors - 1].name, "head.bias") == 0, "head slots");
+    CHECK(hy_xfmr_param_index(&m, "cls_token") < 0 && hy_xfmr_param_index(&m, "norm.weight") < 0,
+          "no cls_token, no final norm");
+    CHECK(m.table[m.n_tensors - 4].decay && !m.table[2].decay, "decay flags");
+    hy_xfmr_costs k = hy_xfmr_cost(&BERT, 16, NULL);
+    size_t np = 0;
+    for (size_t i = 0; i < m.n_tensors; i++) np += m.table[i].numel;
+    CHECK(k.params_total == np, "cost params %zu vs table %zu", k.params_total, np);
+    /* inputs: [CLS] is a token (length >= 1), type ids in [0, type_vocab) */
+    CHECK_OK(hy_xfmr_alloc_acts(&m, 2));
+    hy_xfmr_init(&m, 3);
+    int32_t ids[8] = {2, 4, 5, 3, 2, 7, 3, 0}, lens[2] = {4, 0}, tt[8] = {0, 0, 1, 1, 0, 0, 2, 0};
+    float logits[6];
+    hy_batch in = {.ids = ids, .lengths = lens, .len = 4, .type_ids = tt};
+    CHECK_FAIL(hy_xfmr_forward(&m, &in, 2, logits), HY_EINVAL,
+               "xfmr: length 0 of row 2 out of range [1, 4]");
+    lens[1] = 3;
+    CHECK_FAIL(hy_xfmr_forward(&m, &in, 2, logits), HY_EINVAL,
+               "xfmr: token type 2 out of range [0, 2) (row 2, position 3; type_vocab 2)");
+    tt[6] = 0;
+    CHECK_OK(hy_xfmr_forward(&m, &in, 2, logits));
+    double ref[6];
+    float reff[6];
+    ref_xfmr_forward(&m, &in, 2, false, 0, ref);
+    ref_to_float(reff, ref, 6);
+    check_close("bert logits vs double twin", logits, reff, 6, TOL[0].atol, TOL[0].rtol);
+    in.type_ids = NULL;   /* NULL = all zeros */
+    float z0[6], z1[6];
+    CHECK_OK(hy_xfmr_forward(&m, &in, 2, z0));
+    memset(tt, 0, sizeof tt);
+    in.type_ids = tt;
+    CHECK_OK(hy_xfmr_forward(&m, &in, 2, z1));
+    CHECK(memcmp(z0, z1, sizeof z0) == 0, "type_ids NULL = zeros");
+    hy_xfmr_release(&m);
+    /* config errors */
+    hy_xfmr_config c = TEXT;
+    c.type_vocab = 2;
+    CHECK_FAIL(hy_xfmr_new(&m, &c), HY_ECONFIG,
+               "xfmr: type_vocab 2 needs text_embed bert (token types are BERT's embedding)");
+    c = VIT_TINY;
+    c.text_embed = HY_TEXT_EMBED_BERT;
+    CHECK_FAIL(hy_xfmr_new(&m, &c), HY_ECONFIG, "xfmr: text_embed applies to text models only");
+    c = VIT_TINY;
+    c.norm = 2;
+    CHECK_FAIL(hy_xfmr_new(&m, &c), HY_ECONFIG, "xfmr: norm must be one of pre|post (got value 2)");
+
+    /* infer = forward and 1 = 2 threads, bitwise, on the plain block path and BERT's embedding */
+    hy_xfmr_config vpost = VIT_TINY;
+    vpost.depth = 2;
+    vpost.norm = HY_NORM_POST;
+    vpost.act = HY_ACT_GELU_TANH;
+    vpost.pooler = HY_POOLER_TANH;
+    float *img = rand_vec(2 * 28 * 28, 2);
+    int32_t bids[2 * 12], blens[2] = {12, 7}, btt[2 * 12];
+    for (size_t i = 0; i < 24; i++) bids[i] = (int32_t)hy_rng_below(&rng, 40);
+    for (size_t i = 0; i < 24; i++) btt[i] = (int32_t)hy_rng_below(&rng, 2);
+    hy_batch vin = {.images = img}, tin = {.ids = bids, .lengths = blens, .len = 12,
+                                           .type_ids = btt};
+    const struct { const hy_xfmr_config *c; const hy_batch *in; size_t B; } runs[] = {
+        {&vpost, &vin, 2}, {&BERT, &tin, 2}};
+    for (size_t r = 0; r < 2; r++) {
+        hy_xfmr probe;
+        CHECK_OK(hy_xfmr_new(&probe, runs[r].c));
+        size_t np2 = probe.n_params, K = runs[r].c->n_classes, B = runs[r].B;
+        hy_xfmr_release(&probe);
+        float inf[2][20], fwd[2][20];
+        float *g[2] = {malloc(np2 * sizeof(float)), malloc(np2 * sizeof(float))};
+        for (int t = 0; t < 2; t++)
+            small_pass(runs[r].c, runs[r].in, B, t + 1, inf[t], fwd[t], g[t]);
+        CHECK(memcmp(inf[0], fwd[0], B * K * sizeof(float)) == 0, "options %zu: infer", r);
+        CHECK(memcmp(fwd[0], fwd[1], B * K * sizeof(float)) == 0, "options %zu: threads", r);
+        CHECK(memcmp(g[0], g[1], np2 * sizeof(float)) == 0, "options %zu: grads threads", r);
+        free(g[0]);
+        free(g[1]);
+    }
+    free(img);
+    vpost.depth = 4;
+    vpost.attn_dropout = vpost.mlp_dropout = 0.1f;
+    CHECK_OK(hy_xfmr_new(&m, &vpost));
+    size_t npp = m.n_params;
+    hy_xfmr_release(&m);
+    float *g[2] = {malloc(npp * sizeof(float)), malloc(npp * sizeof(float))}, lg[2][60];
+    float dg[2][32];
+    for (int t = 0; t < 2; t++) run_step(&vpost, t + 1, lg[t], g[t], dg[t], &npp);
+    CHECK(memcmp(lg[0], lg[1], sizeof lg[0]) == 0 && memcmp(g[0], g[1], npp * sizeof(float)) == 0
+          && memcmp(dg[0], dg[1], sizeof dg[0]) == 0, "post-LN with dropout: 1 vs 2 threads");
+    free(g[0]);
+    free(g[1]);
+}
+
 int main(void) {
     hy_rng_seed(&rng, check_seed());
     RUN(test_config_errors);
@@ -426,5 +536,6 @@ int main(void) {
     RUN(test_infer);
     RUN(test_determinism_threads);
     RUN(test_small_pass_team);
+    RUN(test_options);
     return check_exit("test_xfmr");
 }

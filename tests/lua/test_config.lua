@@ -377,6 +377,9 @@ function T.hash_stability()
   -- the canonical YAML without the id_neutral keys at their default (config_schema.lua)
   local text = config.to_yaml(a):gsub("\n  circuit_batch_size: 64\n", "\n")
     :gsub("\n  warmup_epochs: ~\n", "\n"):gsub("\n  init: ~\n", "\n")
+    :gsub("\n  ln_eps: 1e%-06\n", "\n")   -- the model's encoder options (xfmr.h)
+    :gsub("\n  norm: pre\n", "\n"):gsub("\n  act: gelu\n", "\n"):gsub("\n  pooler: none\n", "\n")
+    :gsub("\n  text_embed: hydra\n", "\n"):gsub("\n  type_vocab: 0\n", "\n")
     :gsub("\nvilu:\n.-\n\n", "\n")   -- a section of id_neutral keys, all at their default
     :gsub("\npacked_ensemble:\n.-\n\n", "\n"):gsub("\nmimo:\n.-\n\n", "\n")
     :gsub("\nprop1:\n.-\n\n", "\n")   -- the same for prop1

@@ -267,6 +267,44 @@ function T.flops_at_sequence_length()
     function() return m:flops(0) end)
 end
 
+-- the model's optional encoder fields (xfmr.h): absent = the schema's default, a YAML override
+-- reaches the model, and the schema's bounds hold
+function T.model_optional_fields()
+  local config = require("hydra.config")
+  local mc = { kind = "text", vocab_size = 50, max_len = 12, d_model = 32, n_heads = 4,
+    depth = 1, d_mlp = 64, n_classes = 3, dropout = 0 }
+  eq(core.model_new(mc):config().ln_eps, 1e-6, "absent ln_eps")
+  local cfg = config.load(nil, { "model.ln_eps=1e-12" })
+  eq(cfg.model.ln_eps, 1e-12, "YAML ln_eps")
+  mc.ln_eps = cfg.model.ln_eps
+  eq(core.model_new(mc):config().ln_eps, 1e-12, "ln_eps reaches the model")
+  local fields = {}
+  for _, f in ipairs(core.model_config_fields()) do fields[f.name] = f end
+  eq(fields.ln_eps.type, "float", "ln_eps type")
+  eq(fields.ln_eps.default, 1e-6, "ln_eps default")
+  local okl, e = pcall(config.load, nil, { "model.ln_eps=0" })
+  ok(not okl and tostring(e):find("ln_eps", 1, true), tostring(e))
+  -- the ENUM and COUNT fields: defaults, words, a BERT-like model from YAML keys
+  local c0 = core.model_new(mc):config()
+  eq(c0.norm .. c0.act .. c0.pooler .. c0.text_embed .. c0.type_vocab, "pregelunonehydra0",
+    "defaults")
+  eq(table.concat(fields.norm.words, "|"), "pre|post", "norm words")
+  eq(fields.type_vocab.type, "count", "type_vocab type")
+  cfg = config.load(nil, { "model.norm=post", "model.pooler=tanh", "model.text_embed=bert",
+    "model.type_vocab=2", "model.act=gelu_tanh" })
+  for _, k in ipairs({ "norm", "pooler", "text_embed", "type_vocab", "act" }) do
+    mc[k] = cfg.model[k]
+  end
+  local c1 = core.model_new(mc):config()
+  eq(c1.norm .. c1.act .. c1.pooler .. c1.text_embed .. c1.type_vocab, "postgelu_tanhtanhbert2",
+    "YAML options reach the model")
+  eq(c1.seq_len, 12, "text_embed bert: the position table is max_len long, [CLS] included")
+  mc.norm = "mid"
+  raises("model.norm must be one of pre|post (got 'mid')", function() return core.model_new(mc) end)
+  okl, e = pcall(config.load, nil, { "model.norm=mid" })
+  ok(not okl and tostring(e):find("norm", 1, true), tostring(e))
+end
+
 -- core.blas_info(): the OpenBLAS build and the kernels it picked here (recorded by `make bench`)
 function T.blas_info_names_openblas()
   local b = core.blas_info()

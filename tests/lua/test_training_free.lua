@@ -221,6 +221,9 @@ function T.the_vilu_section_leaves_run_ids_alone_at_its_defaults()
     :gsub("\nprop1:\n.-\n\n", "\n")   -- another section of id_neutral keys only
     :gsub("\nbatch_ensemble:\n.-\n\n", "\n"):gsub("\nlora_ensemble:\n.-\n\n", "\n")
     :gsub("\n  init: ~\n", "\n"):gsub("\npretrain:\n.-\n\n", "\n")   -- train.init, pretrain.*
+    :gsub("\n  ln_eps: 1e%-06\n", "\n"):gsub("\n  norm: pre\n", "\n")   -- model.* encoder options
+    :gsub("\n  act: gelu\n", "\n"):gsub("\n  pooler: none\n", "\n")
+    :gsub("\n  text_embed: hydra\n", "\n"):gsub("\n  type_vocab: 0\n", "\n")
   eq(hydra.config.hash(a), core.hash64(text), "hash without the vilu section")
   ok(hydra.config.hash(hydra.config.load(nil, { "seed=3", "vilu.epochs=5" }))
     ~= hydra.config.hash(a), "a changed vilu key changes the hash")

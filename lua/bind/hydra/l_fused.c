@@ -6,6 +6,7 @@
  *   f:info() -> { members, mlp, ln, embed, head, params, flops (at the full sequence length
  *     seq_len), seq_len, kept = { {k per layer}... } }
  *   f:flops(T) -> forward FLOPs of one sample at sequence length T (hy_fused_flops)
+ *   f:forward({images = float32 [B,C,H,W]}) -> member logits [M,B,K]
  *   f:gates() -> float32 [M,L,H]   f:close()  (also __gc / __close; idempotent)
  *   core.fused_time(f, B, reps, seed) -> seconds per forward of a batch of B random images
  *     (after one warm-up), for the cost benchmark (core.model_time: l_xfmr.c). */
@@ -71,6 +72,7 @@ static int l_fused_save(lua_State *L) {
     hy_fused *f = check_fused(L, 1);
     const char *path = luaL_checkstring(L, 2);
     l_checkmeta(L, 3, "fused");
+    lua_settop(L, 3);   /* meta stays at 3 (nil when omitted): the box goes to 4 */
     hy_h5 *file = l_pushh5(L);
     if (hy_h5_create(file, path) != HY_OK) return l_raise(L);
     if (hy_fused_write(file, f) != HY_OK || l_writemeta(L, 3, file) != HY_OK) {
@@ -152,6 +154,29 @@ static int l_fused_gates(lua_State *L) {
 
 /* ===== timing (cost benchmark) ===== */
 
+/* f:forward({images = float32 [B,C,H,W]}) -> member logits float32 [M,B,K] (image models). */
+static int l_fused_forward(lua_State *L) {
+    hy_fused *f = check_fused(L, 1);
+    luaL_checktype(L, 2, LUA_TTABLE);
+    const hy_xfmr_config *c = &f->cfg;
+    if (c->kind != HY_XFMR_VIT) return luaL_error(L, "fused: forward takes image models");
+    lua_getfield(L, 2, "images");
+    hy_tensor *img = l_checktensor(L, -1);
+    if (img->dtype != HY_F32 || img->ndim != 4 || img->shape[0] < 1 ||
+        img->shape[1] != (int64_t)c->channels || img->shape[2] != (int64_t)c->image_size ||
+        img->shape[3] != (int64_t)c->image_size)
+        return luaL_error(L, "fused: forward: inputs.images must be float32 [B,%d,%d,%d]",
+                          (int)c->channels, (int)c->image_size, (int)c->image_size);
+    size_t B = (size_t)img->shape[0];
+    int64_t shape[3] = {(int64_t)f->M, (int64_t)B, (int64_t)c->n_classes};
+    hy_tensor *out = l_pushtensor(L);
+    if (hy_tensor_alloc(out, HY_F32, 3, shape) != HY_OK) return l_raise(L);
+    if (f->B_cap < B && hy_fused_alloc_acts(f, B) != HY_OK) return l_raise(L);
+    hy_batch in = {.images = img->data};
+    if (hy_fused_forward(f, &in, B, out->data) != HY_OK) return l_raise(L);
+    return 1;
+}
+
 static int l_fused_time(lua_State *L) {
     hy_fused *f = check_fused(L, 1);
     lua_Integer B = luaL_checkinteger(L, 2), reps = luaL_checkinteger(L, 3);
@@ -175,6 +200,7 @@ static int l_fused_time(lua_State *L) {
 void l_open_fused(lua_State *L) {
     static const luaL_Reg methods[] = {
         {"save", l_fused_save}, {"predict", l_fused_predict}, {"info", l_fused_info},
+        {"forward", l_fused_forward},
         {"gates", l_fused_gates}, {"flops", l_fused_flops}, {"close", l_fused_gc},
         {NULL, NULL}};
     static const luaL_Reg fns[] = {

@@ -144,6 +144,7 @@ static int l_vilu_save(lua_State *L) {
     hy_vilu *v = check_vilu(L, 1);
     const char *path = luaL_checkstring(L, 2);
     l_checkmeta(L, 3, "vilu");
+    lua_settop(L, 3);   /* meta stays at 3 (nil when omitted): the box goes to 4 */
     hy_h5 *f = l_pushh5(L);
     if (hy_h5_create(f, path) != HY_OK) return l_raise(L);
     if (hy_vilu_write(f, v) != HY_OK || l_writemeta(L, 3, f) != HY_OK) {

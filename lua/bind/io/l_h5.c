@@ -62,6 +62,12 @@ static hy_h5 *check_open(lua_State *L) {
     return &u->f;
 }
 
+hy_h5 *l_checkh5(lua_State *L, int arg) {
+    l_h5file *u = luaL_checkudata(L, arg, L_H5FILE);
+    if (!u->f.open) luaL_error(L, "h5: attempt to use a closed file");
+    return &u->f;
+}
+
 /* A string argument without embedded NUL bytes. */
 static const char *check_cstr(lua_State *L, int arg) {
     size_t n;

@@ -12,6 +12,7 @@ static int l_model_save(lua_State *L) {
     hy_xfmr *m = l_checkmodel(L, 1);
     const char *path = luaL_checkstring(L, 2);
     l_checkmeta(L, 3, "model");
+    lua_settop(L, 3);   /* meta stays at 3 (nil when omitted): the box goes to 4 */
     hy_h5 *f = l_pushh5(L);
     if (hy_h5_create(f, path) != HY_OK) return l_raise(L);
     if (hy_ckpt_write(f, m, NULL, 0) != HY_OK || l_writemeta(L, 3, f) != HY_OK) {

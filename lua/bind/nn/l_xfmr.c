@@ -44,7 +44,9 @@ hy_xfmr *l_pushmodel(lua_State *L) {
 
 /* Reads a resolved model section (table at arg) into c by its YAML keys: model.kind, the SIZE
  * fields of HY_XFMR_CONFIG_FIELDS that apply to the kind under their names (model.d_model, ...),
- * and every RATE field (attn_dropout, mlp_dropout) from the one knob model.dropout. */
+ * every RATE field (attn_dropout, mlp_dropout) from the one knob model.dropout, and the optional
+ * fields (FLOAT, COUNT, ENUM: model.ln_eps, model.norm, ...) under their names, absent = the
+ * schema's default. */
 void l_read_model_config(lua_State *L, int arg, hy_xfmr_config *c) {
     luaL_checktype(L, arg, LUA_TTABLE);
     memset(c, 0, sizeof *c);
@@ -61,12 +63,34 @@ void l_read_model_config(lua_State *L, int arg, hy_xfmr_config *c) {
             continue;
         }
         snprintf(key, sizeof key, "model.%s", f->name);
+        if (f->type == HY_FIELD_FLOAT) {
+            double v = l_cfghas(L, arg, key) ? l_cfgnum(L, arg, key) : hy_xfmr_field_default(f);
+            hy_xfmr_field_set_float(c, f, v);
+            continue;
+        }
+        if (f->type == HY_FIELD_COUNT) {
+            size_t v = l_cfghas(L, arg, key) ? l_cfgsize(L, arg, key)
+                                             : (size_t)hy_xfmr_field_default(f);
+            hy_xfmr_field_set_size(c, f, v);
+            continue;
+        }
+        if (f->type == HY_FIELD_ENUM) {
+            int v = 0;
+            if (l_cfghas(L, arg, key)) {
+                const char *w = l_cfgstr(L, arg, key);
+                if (hy_xfmr_field_enum_parse(f, w, &v) != HY_OK)
+                    luaL_error(L, "%s must be one of %s (got '%s')", key, f->dflt, w);
+            }
+            hy_xfmr_field_set_enum(c, f, v);
+            continue;
+        }
         hy_xfmr_field_set_size(c, f, l_cfgsize(L, arg, key));
     }
 }
 
-/* core.model_config_fields() -> { { name =, type = "size"|"rate", kind = "vit"|"text"|"all" },
- * ... } in schema order (HY_XFMR_CONFIG_FIELDS) */
+/* core.model_config_fields() -> { { name =, type = "size"|"rate"|"float"|"count"|"enum", kind =
+ * "vit"|"text"|"all" [, default = (optional fields)] [, words = { ... } (enum)] }, ... } in
+ * schema order (HY_XFMR_CONFIG_FIELDS) */
 static int l_model_config_fields(lua_State *L) {
     lua_createtable(L, HY_XFMR_N_FIELDS, 0);
     for (size_t i = 0; i < HY_XFMR_N_FIELDS; i++) {
@@ -74,8 +98,26 @@ static int l_model_config_fields(lua_State *L) {
         lua_createtable(L, 0, 3);
         lua_pushstring(L, f->name);
         lua_setfield(L, -2, "name");
-        lua_pushstring(L, f->type == HY_FIELD_SIZE ? "size" : "rate");
+        static const char *const types[] = {"size", "rate", "float", "count", "enum"};
+        lua_pushstring(L, types[f->type]);
         lua_setfield(L, -2, "type");
+        char w[32];
+        if (f->type == HY_FIELD_FLOAT) lua_pushnumber(L, hy_xfmr_field_default(f));
+        else if (f->type == HY_FIELD_COUNT)
+            lua_pushinteger(L, (lua_Integer)hy_xfmr_field_default(f));
+        else if (f->type == HY_FIELD_ENUM)
+            lua_pushstring(L, hy_xfmr_field_enum_name(f, 0, w, sizeof w));
+        else lua_pushnil(L);
+        lua_setfield(L, -2, "default");
+        if (f->type == HY_FIELD_ENUM) {   /* its words, in value order */
+            int n = hy_xfmr_field_enum_count(f);
+            lua_createtable(L, n, 0);
+            for (int v = 0; v < n; v++) {
+                lua_pushstring(L, hy_xfmr_field_enum_name(f, v, w, sizeof w));
+                lua_rawseti(L, -2, v + 1);
+            }
+            lua_setfield(L, -2, "words");
+        }
         lua_pushstring(L, f->kind < 0 ? "all" : hy_xfmr_kind_name((hy_xfmr_kind)f->kind));
         lua_setfield(L, -2, "kind");
         lua_rawseti(L, -2, (lua_Integer)i + 1);
@@ -174,7 +216,12 @@ static int l_model_config(lua_State *L) {
     lua_setfield(L, -2, "kind");
     for (size_t i = 0; i < HY_XFMR_N_FIELDS; i++) {
         const hy_xfmr_field *f = &hy_xfmr_fields[i];
-        if (f->type == HY_FIELD_SIZE) lua_pushinteger(L, (lua_Integer)hy_xfmr_field_size(c, f));
+        char w[32];
+        if (f->type == HY_FIELD_SIZE || f->type == HY_FIELD_COUNT)
+            lua_pushinteger(L, (lua_Integer)hy_xfmr_field_size(c, f));
+        else if (f->type == HY_FIELD_FLOAT) lua_pushnumber(L, hy_xfmr_field_float(c, f));
+        else if (f->type == HY_FIELD_ENUM)
+            lua_pushstring(L, hy_xfmr_field_enum_name(f, hy_xfmr_field_enum(c, f), w, sizeof w));
         else lua_pushnumber(L, (lua_Number)hy_xfmr_field_rate(c, f));
         lua_setfield(L, -2, f->name);
     }
