@@ -309,6 +309,13 @@ static void test_torch_fixture(void) {
     hy_xfmr_config c;
     CHECK_OK(hy_ckpt_read_config(&f, &c));
     CHECK_OK(hy_xfmr_new(&m, &c));
+    {   /* the head needs the default encoder (its final LN, the CLS-shifted rows) */
+        hy_xfmr_config cp = c;
+        hy_mlm hp;
+        cp.norm = HY_NORM_POST;
+        CHECK_FAIL(hy_mlm_new(&hp, &cp), HY_ECONFIG,
+                   "mlm: masked-language-model pretraining does not support model.norm post");
+    }
     CHECK_OK(hy_mlm_new(&h, &c));
     char name[96], what[160];
     for (size_t i = 0; i < m.n_tensors; i++) {

@@ -299,6 +299,13 @@ function T.model_optional_fields()
   eq(c1.norm .. c1.act .. c1.pooler .. c1.text_embed .. c1.type_vocab, "postgelu_tanhtanhbert2",
     "YAML options reach the model")
   eq(c1.seq_len, 12, "text_embed bert: the position table is max_len long, [CLS] included")
+  local path = check.tmpdir() .. "/bert.h5"
+  local mb = core.model_new(mc)
+  mb:init(1)
+  mb:save(path, {})
+  local c2 = core.model_load(path):config()
+  eq(c2.norm .. c2.act .. c2.pooler .. c2.text_embed .. c2.type_vocab, "postgelu_tanhtanhbert2",
+    "the options survive a checkpoint")
   mc.norm = "mid"
   raises("model.norm must be one of pre|post (got 'mid')", function() return core.model_new(mc) end)
   okl, e = pcall(config.load, nil, { "model.norm=mid" })
