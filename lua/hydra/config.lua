@@ -185,6 +185,11 @@ local function check_constraints(v, kind, p, leaf, path, src)
     fail(src, p, path, (" must be %s; got '%s')"):format(M.NAME_RULE:sub(1, -2),
       strings.escape_controls(v)))
   end
+  if kind == "string" and v:find("%c") then
+    -- paths and names reach shell scripts, gnuplot and YAML: a newline would start a new line
+    fail(src, p, path, (" must not contain a control character (got '%s')"):format(
+      strings.escape_controls(v)))
+  end
   if leaf.enum and kind == "string" and not leaf.enum_set[v] then
     local s = strings.closest(v, leaf.enum)
     fail(src, p, path, (" must be one of %s (got '%s'%s)"):format(table.concat(leaf.enum, ", "),
@@ -192,6 +197,22 @@ local function check_constraints(v, kind, p, leaf, path, src)
   end
   if leaf.has_bounds and (kind == "integer" or kind == "float") and not in_bounds(leaf, v) then
     fail(src, p, path, (" must be %s (got %s)"):format(bounds_text(leaf), fmt_num(v)))
+  end
+end
+
+-- Refuses a control character in any key or string of a free-form value (a `map` leaf).
+local function no_controls(v, p, path, src)
+  if type(v) == "string" and v:find("%c") then
+    fail(src, p, path, (" must not contain a control character (got '%s')"):format(
+      strings.escape_controls(v)))
+  elseif type(v) == "table" then
+    for k, x in pairs(v) do
+      local sub = ("%s.%s"):format(path, strings.escape_controls(k))
+      if type(k) == "string" and k:find("%c") then
+        fail(src, p, sub, " (a key) must not contain a control character")
+      end
+      no_controls(x, p and p.sub and p.sub[k], sub, src)
+    end
   end
 end
 
@@ -219,7 +240,10 @@ local function check_alts(v, p, alts, leaf, path, src, optional)
   end
   for _, alt in ipairs(alts) do
     if matches(alt, kind) then
-      if alt.kind == "map" then return deep_copy(v) end
+      if alt.kind == "map" then
+        no_controls(v, p, path, src)
+        return deep_copy(v)
+      end
       check_constraints(v, kind, p, leaf, path, src)
       return convert_scalar(alt, v, kind)
     end
@@ -527,8 +551,8 @@ local function override_list(overrides)
     end
   end
   for _, o in ipairs(list) do
-    o.arg = ("%s=%s"):format(o.key, type(o.value) == "string" and o.value
-      or (type(o.value) == "table" and "{...}" or tostring(o.value)))
+    o.arg = strings.escape_controls(("%s=%s"):format(o.key, type(o.value) == "string"
+      and o.value or (type(o.value) == "table" and "{...}" or tostring(o.value))))
   end
   return list
 end

@@ -206,7 +206,7 @@ local function cost_table(results)
           .. (padded and " FLOPs / sample (padded) |" or "") .. " Members | ms / batch (batch) |"
         lines[2] = "|---|---:|---:|" .. (padded and "---:|" or "") .. "---:|---:|"
       end
-      lines[#lines + 1] = ("| %s | %s | %s |%s %s | %s |"):format(r.method,
+      lines[#lines + 1] = ("| %s | %s | %s |%s %s | %s |"):format(report.md_escape(r.method),
         c.params and ("%.3f M"):format(c.params / 1e6) or "–", mflops(c.flops),
         padded and (" %s |"):format(mflops(c.flops_padded)) or "",
         c.members and tostring(c.members) or "–",

@@ -286,7 +286,48 @@ else
 fi
 rm -rf "$OUT"/* "$T/cache"
 
-# ===== 10. a full disk (a 200 KiB tmpfs) =====
+# ===== 10. data is data in every file hydra writes for another interpreter (reliability_2 H-b4) =====
+# a newline in results_dir is refused before any work (E16: it used to fail only at the plots);
+# in a sweep file's own path it reaches the Slurm batch script's comment lines
+expect "names: newline in results_dir" 1 "must not contain a control character (got '$OUT/nl\\ntouch $T/PWNED_nl')" \
+    "$HYDRA" exp "$FX/cfg.yaml" "results_dir=\"$OUT/nl\\ntouch $T/PWNED_nl\"" --quiet
+expect "names: newline in data.dir" 1 "data.dir=\"a\\nb\" must not contain a control character (got 'a\\nb')" \
+    "$HYDRA" train "$FX/cfg.yaml" 'data.dir="a\nb"' --out "$OUT/m.h5" --quiet
+# the sbatch scripts of a sweep run from a folder named with a newline and `;` (the scripts'
+# paths reach their comment lines), with a results_dir holding quotes, `;`, `$()`, backquotes and
+# <script>; a fake sbatch runs each script with sh as Slurm would (array task 0, then the report
+# job's tables and plots)
+SWD="$T/sw
+touch $T/PWNED_swnl;x"
+EVIL="r'q\"d;touch $T/PWNED_semi;\$(touch $T/PWNED_dollar)\`touch $T/PWNED_bq\`<script>x"
+mkdir -p "$T/fakebin" "$SWD"
+cat >"$T/fakebin/sbatch" <<'SH'
+#!/bin/sh
+for a; do last=$a; done
+case "$*" in *--dependency=*) echo 1002 ;; *) echo 1001 ;; esac
+SLURM_ARRAY_TASK_ID=0 sh "$last" >>"$(dirname "$last")/fake-sbatch.log" 2>&1
+SH
+chmod +x "$T/fakebin/sbatch"
+printf 'base: %s/cfg.yaml\ngrid: {seed: [0]}\n' "$FX" >"$SWD/sw.yaml"
+tried=$((tried + 1))
+S="$SWD/$EVIL/bad/slurm"
+if (cd "$SWD" && PATH="$T/fakebin:$PATH" "$HYDRA" sweep sw.yaml "results_dir=$EVIL" \
+       --launcher slurm) >"$T/log" 2>&1 && grep -qF "submitted array job 1001" "$T/log" &&
+   set -- "$SWD/$EVIL"/bad/*/result.h5 && [ $# -eq 1 ] && [ -f "$1" ] &&
+   [ -f "$SWD/$EVIL/bad/report/table.md" ] &&
+   ! sed -n '2,/^cd /p' "$S/sw.sbatch" | grep -qvE '^(#|cd )' &&
+   ! sed -n '2,/^cd /p' "$S/sw.report.sbatch" | grep -qvE '^(#|cd )'; then
+    echo "ok   names: sbatch scripts of an odd folder and results_dir ran as written"
+else
+    echo "FAIL names: sbatch scripts of an odd folder and results_dir"
+    sed 's/^/    /' "$T/log" | tail -n 12
+    cat "$S/sw.sbatch" "$S/fake-sbatch.log" 2>/dev/null | sed 's/^/    /' | tail -n 20
+    failed=$((failed + 1))
+fi
+for f in nl semi dollar bq swnl; do absent "names: injection through $f ran" "$T/PWNED_$f"; done
+rm -rf "$SWD"
+
+# ===== 11. a full disk (a 200 KiB tmpfs) =====
 if mount -t tmpfs -o size=200k tmpfs "$DISK" 2>/dev/null; then
     mounted=1
     dd if=/dev/zero of="$DISK/fill" bs=1k count=200 2>/dev/null
