@@ -372,10 +372,15 @@ function M.shard(text, getenv)
       min, step = min or 0, (step and step > 0) and step or 1
       max = max or (min + step * (count - 1))
       if (id - min) % step ~= 0 or max ~= min + step * (count - 1) or id < min or id > max then
+        -- old Slurm sets no MIN: ids are then taken as 0..COUNT-1, and id COUNT means 1..COUNT
+        local hint = (num("SLURM_ARRAY_TASK_MIN") == nil and id == count)
+          and "; the ids look 1-based (no SLURM_ARRAY_TASK_MIN is set, so they are taken as "
+            .. "0..COUNT-1 and task 0's points were not run): submit --array=0-" .. (count - 1)
+          or ""
         err.usage("hydra sweep: --shard auto: the Slurm array's task ids are not evenly spaced "
           .. "(SLURM_ARRAY_TASK_ID %d, MIN %d, MAX %d, STEP %d, COUNT %d); use an array like "
-          .. "0-N or 0-N:S, or --shard $SLURM_ARRAY_TASK_ID/N with your own ids", id, min, max,
-          step, count)
+          .. "0-N or 0-N:S, or --shard $SLURM_ARRAY_TASK_ID/N with your own ids%s", id, min, max,
+          step, count, hint)
       end
       return M.shard(("%d/%d"):format((id - min) // step, count))
     end
@@ -388,12 +393,13 @@ function M.shard(text, getenv)
       .. "OMPI_COMM_WORLD_RANK/SIZE or PMI_RANK/SIZE in the environment")
   end
   local i, n = tostring(text):match("^(%d+)/(%d+)$")
-  i, n = tonumber(i), tonumber(n)
-  if not i or n < 1 or i >= n then
-    err.usage("hydra sweep: --shard expects i/n with 0 <= i < n (e.g. 0/4), got '%s'",
-      tostring(text))
+  -- integers only: "1/99999999999999999999" reads n as a float (1e20), not a shard count
+  i, n = math.tointeger(tonumber(i)), math.tointeger(tonumber(n))
+  if not i or not n or n < 1 or i >= n then
+    err.usage("hydra sweep: --shard expects i/n with 0 <= i < n (e.g. 0/4), got '%s'%s",
+      tostring(text), (i and n and i == n) and " (shard numbers are 0-based: 0 to n-1)" or "")
   end
-  return { i = math.tointeger(i), n = math.tointeger(n) }
+  return { i = i, n = n }
 end
 
 local function run_mod() return require("hydra.run") end

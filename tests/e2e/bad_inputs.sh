@@ -247,6 +247,8 @@ expect "sweep: experiment traversal" 1 "sw_trav.yaml:3:20: grid experiment[2] mu
     "$HYDRA" sweep "$FX/sw_trav.yaml" --list
 expect "sweep: 10^12 points" 1 "sw_huge.yaml:3:3: grid has 1000000000000 points (limit 10000" \
     "$HYDRA" sweep "$FX/sw_huge.yaml" --list
+expect "sweep: --shard beyond 2^63" 2 "hydra sweep: --shard expects i/n with 0 <= i < n (e.g. 0/4), got '1/99999999999999999999'" \
+    "$HYDRA" sweep "$FX/sw_dmg.yaml" --shard 1/99999999999999999999 --list
 expect "sweep: damaged result listed" 0 "1 damaged" \
     "$HYDRA" sweep "$FX/sw_dmg.yaml" --list
 expect "sweep: damaged result not resumed" 1 "$DMG/result.h5' exists but is not a complete result|delete it and rerun" \
