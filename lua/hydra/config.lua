@@ -468,7 +468,7 @@ end
 -- Checked layers of files already expanded, reused while every file they came from has the same
 -- content (a sweep resolves the same base files for every point: parsing and checking them once
 -- keeps `hydra sweep --list` of 10^5 points fast). Layers are never modified (merge copies).
--- name -> { state, layers = {...}, files = { name = content hash } }
+-- name -> { state, layers = {...}, files = { name = content hash }, count = include references }
 local expand_memo = {}
 
 local function content_hash(name)
@@ -490,8 +490,41 @@ local function memo_usable(memo, state, chain)
   return true
 end
 
--- Appends the checked layers of file `path` (its includes first, then itself) to layers.
-local function expand(path, chain, from, layers, state)
+-- Include limits: the chain of files including each other (like the 64 nesting levels of a
+-- YAML document), and the include references of one config in all, repeats counted (a file
+-- named twice counts twice, also inside an included file).
+M.MAX_INCLUDE_DEPTH = 64
+M.MAX_INCLUDES = 1000
+
+-- Layer lists hold each layer once, at its last position: merging keeps, for every setting,
+-- the value of the last layer that sets it, so an earlier copy of a layer that comes again
+-- later changes nothing and is dropped (a file included twice is merged once, where it comes
+-- last). ctx = { layers = {...} (false: a dropped slot), at = { [layer] = index }, count }.
+local function push_layer(ctx, l)
+  local i = ctx.at[l]
+  if i then ctx.layers[i] = false end
+  ctx.layers[#ctx.layers + 1] = l
+  ctx.at[l] = #ctx.layers
+end
+
+local function live_layers(list, first)
+  local out = {}
+  for i = first or 1, #list do
+    if list[i] then out[#out + 1] = list[i] end
+  end
+  return out
+end
+
+local function count_includes(ctx, n, from)
+  ctx.count = ctx.count + n
+  if ctx.count > M.MAX_INCLUDES then
+    err.fail("%s:%d:%d: more than %d includes in all (repeats counted): too many, or a file "
+      .. "included again and again", from.name, from.pos.line, from.pos.col, M.MAX_INCLUDES)
+  end
+end
+
+-- Appends the checked layers of file `path` (its includes first, then itself) to ctx.layers.
+local function expand(path, chain, from, ctx, state)
   local name = fs.normalize(path)
   for i, c in ipairs(chain) do
     if c == name then
@@ -501,19 +534,26 @@ local function expand(path, chain, from, layers, state)
         table.concat(cyc, " -> "))
     end
   end
+  if #chain >= M.MAX_INCLUDE_DEPTH then
+    err.fail("%s:%d:%d: includes nested deeper than %d levels (%s -> ... -> %s)", from.name,
+      from.pos.line, from.pos.col, M.MAX_INCLUDE_DEPTH, chain[1], name)
+  end
   local memo = expand_memo[name]
   if memo and memo_usable(memo, state, chain) then
-    for _, l in ipairs(memo.layers) do layers[#layers + 1] = l end
+    if from then count_includes(ctx, memo.count, from) end
+    for _, l in ipairs(memo.layers) do push_layer(ctx, l) end
     return memo.files
   end
-  local first = #layers + 1
+  local first = #ctx.layers + 1
+  local count0 = ctx.count
   local files = { [name] = content_hash(name) }
   local v, p = read_yaml(name, from)
   if p.kind == "map" then
     chain[#chain + 1] = name
     for _, inc in ipairs(includes_of(v, p, name)) do
-      local sub = expand(join(fs.dirname(name), inc.path), chain,
-        { name = name, pos = inc.pos, path = inc.path }, layers, state)
+      local at = { name = name, pos = inc.pos, path = inc.path }
+      count_includes(ctx, 1, at)
+      local sub = expand(join(fs.dirname(name), inc.path), chain, at, ctx, state)
       for f, h in pairs(sub) do files[f] = h end
     end
     chain[#chain] = nil
@@ -522,9 +562,10 @@ local function expand(path, chain, from, layers, state)
       if p.order[i] == "include" then table.remove(p.order, i) end
     end
   end
-  layers[#layers + 1] = check_section(v, p, state.spec, { kind = "file", name = name })
-  expand_memo[name] = { state = state, layers = table.move(layers, first, #layers, 1, {}),
-                        files = files }
+  push_layer(ctx, check_section(v, p, state.spec, { kind = "file", name = name }))
+  -- the file's own layers: its span of the list (a layer it brought again moved into it)
+  expand_memo[name] = { state = state, layers = live_layers(ctx.layers, first), files = files,
+                        count = ctx.count - count0 }
   return files
 end
 
@@ -619,19 +660,20 @@ end
 
 function M.resolve(what, overrides)
   local state = M._state()
-  local layers = {}
+  local ctx = { layers = {}, at = {}, count = 0 }
   if type(what) == "string" then
-    expand(what, {}, nil, layers, state)
+    expand(what, {}, nil, ctx, state)
   elseif type(what) == "table" then
     local v = deep_copy(what)
     for _, inc in ipairs(includes_of(v, nil, nil)) do
-      expand(inc.path, {}, nil, layers, state)
+      expand(inc.path, {}, nil, ctx, state)
     end
     v.include = nil
-    layers[#layers + 1] = check_section(v, nil, state.spec, { kind = "table" })
+    ctx.layers[#ctx.layers + 1] = check_section(v, nil, state.spec, { kind = "table" })
   elseif what ~= nil then
     error(("config.resolve: expected a path, a table or nil, got %s"):format(type(what)), 2)
   end
+  local layers = live_layers(ctx.layers)
   for _, o in ipairs(override_list(overrides)) do
     layers[#layers + 1] = override_layer(o, state)
   end

@@ -155,6 +155,16 @@ expect "yaml: experiment injection" 1 "inj.yaml:1:13: experiment must be a name|
 absent "yaml: experiment injection ran" "$T/PWNED_exp"
 expect "yaml: experiment= empty" 1 "command line: experiment= must be a name of letters" \
     "$HYDRA" config --check "$FX/b.yaml" "experiment="
+# include bombs (reliability_2 H-c2, H-c3): a 70-file chain and a 30-level binary tree
+mkdir -p "$T/inc"
+for i in $(seq 0 69); do printf 'include: c%d.yaml\n' $((i + 1)) >"$T/inc/c$i.yaml"; done
+printf 'seed: 1\n' >"$T/inc/c70.yaml"
+for i in $(seq 0 29); do printf 'include: [t%d.yaml, t%d.yaml]\n' $((i + 1)) $((i + 1)) >"$T/inc/t$i.yaml"; done
+printf 'seed: 1\n' >"$T/inc/t30.yaml"
+expect "yaml: include chain of 70 files" 1 "c63.yaml:1:10: includes nested deeper than 64 levels" \
+    timeout 20 "$HYDRA" config --check "$T/inc/c0.yaml"
+expect "yaml: include tree of 30 levels" 1 "t21.yaml:1:21: more than 1000 includes in all" \
+    timeout 20 "$HYDRA" config --check "$T/inc/t0.yaml"
 expect "yaml: bad override value" 1 "command line: train.epochs=ten: expected integer, got string 'ten'" \
     "$HYDRA" config --check "$FX/b.yaml" train.epochs=ten
 expect "yaml: eval.bootstrap bound" 1 "eval.bootstrap=1000000000 must be >= 0 and <= 100000" \
