@@ -124,7 +124,7 @@ printf 'base: nope.yaml\ngrid: {seed: [0]}\n' >"$FX/sw_base.yaml"
 printf 'base: b.yaml\ngrid:\n  experiment: [ok, ../../x]\n' >"$FX/sw_trav.yaml"
 v=$(seq -s, 1 100)
 { echo "base: b.yaml"; echo "grid:"
-  for k in train.epochs hydra.members train.batch_size model.depth train.eval_batch_size \
+  for k in train.epochs deep_ensemble.members train.batch_size model.depth train.eval_batch_size \
            prune.calib_size; do echo "  $k: [$v]"; done; } >"$FX/sw_huge.yaml"
 printf 'experiment: dmg\nresults_dir: %s/res\nmethods: [single]\n' "$FX" >"$FX/dmg.yaml"
 printf 'base: dmg.yaml\ngrid: {seed: [0]}\n' >"$FX/sw_dmg.yaml"
@@ -167,6 +167,10 @@ expect "yaml: include tree of 30 levels" 1 "t21.yaml:1:21: more than 1000 includ
     timeout 20 "$HYDRA" config --check "$T/inc/t0.yaml"
 expect "yaml: bad override value" 1 "command line: train.epochs=ten: expected integer, got string 'ten'" \
     "$HYDRA" config --check "$FX/b.yaml" train.epochs=ten
+expect "yaml: hydra.members bound" 1 "command line: hydra.members=1000 must be >= 1 and <= 64 (got 1000)" \
+    "$HYDRA" exp "$FX/cfg.yaml" "results_dir=$OUT" methods=[hydra_taylor] hydra.members=1000 --quiet
+expect "yaml: packed_ensemble.alpha bound" 1 "packed_ensemble.alpha=1e6 must be > 0 and <= 16 (got 1000000.0)" \
+    "$HYDRA" exp "$FX/cfg.yaml" "results_dir=$OUT" methods=[packed_ensemble] packed_ensemble.alpha=1e6 --quiet
 expect "yaml: eval.bootstrap bound" 1 "eval.bootstrap=1000000000 must be >= 0 and <= 100000" \
     "$HYDRA" config --check "$FX/b.yaml" eval.bootstrap=1000000000
 

@@ -118,7 +118,7 @@ function T.out_of_range_and_enums()
   load_fails("train:\n  grad_clip: .Inf\n", "%s:2:14: train.grad_clip must be a finite number (got .inf)")
   check.raises("command line: finetune.learning_rate=.inf must be a finite number (got .inf)",
     function() return config.load(nil, { "finetune.learning_rate=.inf" }) end)
-  load_fails("hydra:\n  members: 0\n", "%s:2:12: hydra.members must be >= 1 (got 0)")
+  load_fails("hydra:\n  members: 0\n", "%s:2:12: hydra.members must be >= 1 and <= 64 (got 0)")
   load_fails("hydra:\n  keep_heads: [2, 0, 2]\n",
     "%s:2:19: hydra.keep_heads[2] must be >= 1 (got 0)")
   load_fails("fuse:\n  mlp: averge\n",

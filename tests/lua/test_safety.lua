@@ -283,7 +283,7 @@ function T.huge_grids_are_refused_with_the_count()
   local vals = {}
   for i = 1, 100 do vals[i] = tostring(i) end
   local list = "[" .. table.concat(vals, ", ") .. "]"
-  local keys = { "train.epochs", "hydra.members", "train.batch_size", "model.depth",
+  local keys = { "train.epochs", "deep_ensemble.members", "train.batch_size", "model.depth",
                  "train.eval_batch_size", "prune.calib_size" }
   local lines = { "base: base.yaml", "grid:" }
   for _, k in ipairs(keys) do lines[#lines + 1] = "  " .. k .. ": " .. list end

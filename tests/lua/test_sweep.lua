@@ -52,7 +52,7 @@ function T.value_of_wrong_type()
   sweep_fails("base: base.yaml\ngrid:\n  hydra.members: [1, two, 3]\n",
     "F:3:22: grid hydra.members[2]: expected integer, got string 'two'")
   sweep_fails("base: base.yaml\ngrid:\n  hydra.members: [1, 0]\n",
-    "F:3:22: grid hydra.members[2] must be >= 1 (got 0)")
+    "F:3:22: grid hydra.members[2] must be >= 1 and <= 64 (got 0)")
   sweep_fails("base: base.yaml\ngrid:\n  fuse.mlp: [average, averge]\n",
     "F:3:23: grid fuse.mlp[2] must be one of average, member (got 'averge'; did you mean "
     .. "'average'?)")
