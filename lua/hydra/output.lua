@@ -19,6 +19,7 @@
 --                                        not writable (a probe file is created and removed).
 --                                        outs/ins: lists of { path, what } (what: "--out",
 --                                        "CKPT.h5", ...); nil entries are skipped.
+--   output.same_file(a, b) -> boolean    a and b are one existing file (device and inode)
 local core = require("hydra.core")
 local err = require("hydra.err")
 
@@ -122,6 +123,13 @@ local function identity(path)
   local kind, _, _, dev, ino = core.stat(path)
   if not kind then return nil end
   return kind, dev .. ":" .. ino
+end
+
+-- Whether paths a and b name the same existing file (device and inode: links count).
+function M.same_file(a, b)
+  local ka, ia = identity(a)
+  local kb, ib = identity(b)
+  return ka ~= nil and ka == kb and ia == ib
 end
 
 function M.check(outs, ins, who)

@@ -367,6 +367,7 @@ local function execute_locked(cfg, opts, summary)
         costs[i].params, costs[i].flops, ms, nb, core.now() - tm)
       if res.calibration then
         local c = res.calibration
+        for _, w in ipairs(c.warnings or {}) do log("  %s +TS warning: %s", mod.label, w) end
         log("  %s +TS: T %.3f  ece %.2f%%  nll %.4f  (validation NLL %.4f -> %.4f)", mod.label,
           c.temperature, c.metrics.ece * 100, c.metrics.nll, c.val_nll_before, c.val_nll_after)
       end

@@ -88,6 +88,7 @@ local P = { { 0.75, 0.125, 0.125 }, { 0.25, 0.25, 0.5 }, { 0.5, 0.5, 0 }, { 0, 0
 preds(d .. "/p.h5", P, { 0, 1, 1, 2 }, { method = "single" })
 preds(d .. "/ood.h5", { { 0.5, 0.25, 0.25 }, { 0.375, 0.375, 0.25 } }, { -1, -1 })
 preds(d .. "/nan.h5", { { 0 / 0, 0.5, 0.5 } }, { 0 })
+preds(d .. "/one.h5", { { 0.75, 0.125, 0.125 } }, { 0 }, { split = "val" })
 -- the gnuplot payload of reviews/reliability.md S1, as a prediction file's method attribute
 preds(d .. "/evil.h5", P, { 0, 1, 1, 2 },
   { method = "Single\nsystem(\"touch " .. d:gsub("/", "\\057") .. "\\057PWNED_attr\")\n#" })
@@ -232,6 +233,11 @@ expect "eval: NaN probabilities" 1 "$FX/nan.h5|non-finite" \
     "$HYDRA" eval --id "$FX/nan.h5" --out "$OUT/r.h5"
 expect "eval: OOD name with a slash" 1 "OOD set name 'a/b'" \
     "$HYDRA" eval --id "$FX/p.h5" --ood "a/b=$FX/ood.h5" --out "$OUT/r.h5"
+
+expect "eval: --calib is the --id file" 2 "hydra eval: --calib '$FX/p.h5' is the --id file" \
+    "$HYDRA" eval --id "$FX/p.h5" --calib "$FX/p.h5" --out "$OUT/r.h5"
+expect "eval: --calib of one row" 0 "temperature kept at 1|temperature 1.0000" \
+    "$HYDRA" eval --id "$FX/p.h5" --calib "$FX/one.h5" --out "$T/r_calib.h5"
 
 # ===== 6. plots and gnuplot injection =====
 expect "plot: --bins 1e9" 2 "hydra plot: --bins must be in [1, 10000] (got 1000000000)" \

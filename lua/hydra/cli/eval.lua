@@ -69,6 +69,11 @@ Every formula is in results/README.md. Bad inputs (class-count mismatch, NaN, ro
     if opts.calib then ins[#ins + 1] = { opts.calib, "--calib" } end
     require("hydra.output").check({ { opts.out, "--out" }, { opts.json, "--json" },
       { opts.md, "--md" }, { opts.csv, "--csv" } }, ins, "hydra eval")
+    if opts.calib and require("hydra.output").same_file(opts.calib, opts.id) then
+      err.usage("hydra eval: --calib '%s' is the --id file: temperature scaling would be fitted "
+        .. "on the rows it is scored on; give the validation split's predictions (hydra predict "
+        .. "... --split val)", opts.calib)
+    end
     local eval = require("hydra.eval")
     local report = require("hydra.report")
     local cmd = { "hydra", "eval" }
@@ -119,6 +124,7 @@ Every formula is in results/README.md. Bad inputs (class-count mismatch, NaN, ro
     end
     if res.calibration then
       local c = res.calibration
+      for _, w in ipairs(c.warnings or {}) do io.stderr:write("hydra eval: warning: ", w, "\n") end
       print(("  temperature %.4f (val NLL %.4f -> %.4f): ece %.2f%% -> %.2f%%  nll %.4f -> %.4f")
         :format(c.temperature, c.val_nll_before, c.val_nll_after, m.ece * 100,
           c.metrics.ece * 100, m.nll, c.metrics.nll))
