@@ -34,7 +34,8 @@ unweighted mean over OOD sets (OOD avg), and the conventions and provenance as a
 set, the near and far averages, "OOD avg" over all sets and "Groups mean" (mean of the two group
 averages). --score picks the score used for the headline OOD and misclassification numbers
 (default msp = -max p̄; maxlogit = -mean_m max logits). --calib VAL_PREDS.h5 (labelled predictions
-of the ID validation split) fits temperature scaling and adds ECE/NLL/Brier after it ("+TS").
+of the ID validation split; not the --id file) fits temperature scaling and adds ECE/NLL/Brier
+after it ("+TS"); T stays 1, with a warning, below 10 rows or when the fit does not help.
 --fpr fpr95_id makes --md/--csv show FPR95 at 95 % ID recall instead of at 95 % OOD recall
 (both are always in RESULT.h5).
 --bootstrap B adds percentile 95 % intervals from B seeded resamples (--seed, default 0).
