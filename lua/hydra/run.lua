@@ -388,30 +388,34 @@ local function execute_locked(cfg, opts, summary)
     end
     -- result.h5, last
     local wall = core.now() - t0
-    local f <close> = h5.create(result)
-    local root = {
-      format = M.FORMAT, run_id = summary.id, experiment = cfg.experiment,
-      methods = table.concat(methods, ","), score = score, hydra_version = core.version,
-      git_hash = provenance.git_hash, git_dirty = provenance.git_dirty,
-      command = provenance.command, overrides = provenance.overrides,
-      calibrate = cfg.eval.calibrate, seed = cfg.seed, config_hash = config.hash(cfg),
-      config = config.to_yaml(cfg), conventions = metrics.CONVENTIONS, wall_seconds = wall,
-      created = os.date("!%Y-%m-%dT%H:%M:%SZ"),
-    }
-    for k, v in pairs(root) do f:set_attr("/", k, v) end
-    local prov = { git_hash = root.git_hash, git_dirty = root.git_dirty, command = root.command,
-                   overrides = root.overrides, hydra_version = core.version, seed = cfg.seed,
-                   threads = threads, host = core.hostname(),
-                   stages = table.concat(stage_lines, "\n") }
-    for name, hsh in pairs(data_hashes) do prov["data_" .. name] = hsh end
-    for k, v in pairs(prov) do f:set_attr("/provenance", k, v) end
-    for i, name in ipairs(methods) do
-      local src <close> = h5.open(files[i])
-      copy_tree(src, f, "/methods/" .. name)
-      f:set_attr("/methods/" .. name, "method_name", name)
-      for k, v in pairs(costs[i]) do f:set_attr("/methods/" .. name .. "/cost", k, v) end
-    end
-    f:commit()
+    -- the core's I/O errors (e.g. "h5: cannot write '...': no space left on device") are raised
+    -- as strings; err.wrap makes them the one-line user error they are
+    err.wrap("run " .. summary.id, function()
+      local f <close> = h5.create(result)
+      local root = {
+        format = M.FORMAT, run_id = summary.id, experiment = cfg.experiment,
+        methods = table.concat(methods, ","), score = score, hydra_version = core.version,
+        git_hash = provenance.git_hash, git_dirty = provenance.git_dirty,
+        command = provenance.command, overrides = provenance.overrides,
+        calibrate = cfg.eval.calibrate, seed = cfg.seed, config_hash = config.hash(cfg),
+        config = config.to_yaml(cfg), conventions = metrics.CONVENTIONS, wall_seconds = wall,
+        created = os.date("!%Y-%m-%dT%H:%M:%SZ"),
+      }
+      for k, v in pairs(root) do f:set_attr("/", k, v) end
+      local prov = { git_hash = root.git_hash, git_dirty = root.git_dirty, command = root.command,
+                     overrides = root.overrides, hydra_version = core.version, seed = cfg.seed,
+                     threads = threads, host = core.hostname(),
+                     stages = table.concat(stage_lines, "\n") }
+      for name, hsh in pairs(data_hashes) do prov["data_" .. name] = hsh end
+      for k, v in pairs(prov) do f:set_attr("/provenance", k, v) end
+      for i, name in ipairs(methods) do
+        local src <close> = h5.open(files[i])
+        copy_tree(src, f, "/methods/" .. name)
+        f:set_attr("/methods/" .. name, "method_name", name)
+        for k, v in pairs(costs[i]) do f:set_attr("/methods/" .. name .. "/cost", k, v) end
+      end
+      f:commit()
+    end)
     summary.methods = methods
     summary.seconds = wall
     summary.stages = { hits = cache.hits, built = cache.built }
