@@ -195,6 +195,9 @@ expect "cli: results_dir is a file" 1 "run: cannot create folder '$FX/afile/bad'
     "$HYDRA" exp "$FX/cfg.yaml" "results_dir=$FX/afile" --quiet
 expect "cli: --cache is a file" 1 "stages: cannot create folder '$FX/afile': it is a file" \
     "$HYDRA" exp "$FX/cfg.yaml" "results_dir=$OUT" --cache "$FX/afile" --quiet
+# standard output on a full disk (/dev/full: every write fails with ENOSPC) (reliability_2 E20)
+expect "cli: stdout on a full disk" 1 "hydra: cannot write standard output: No space left on device" \
+    sh -c '"$0" config "$1" >/dev/full' "$HYDRA" "$FX/b.yaml"
 rm -rf "$OUT"/* "$OUT"/.[!.]* 2>/dev/null
 
 # ===== 3. outputs that would destroy inputs, unwritable outputs =====
