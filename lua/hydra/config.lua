@@ -538,6 +538,14 @@ local function expand(path, chain, from, ctx, state)
     err.fail("%s:%d:%d: includes nested deeper than %d levels (%s -> ... -> %s)", from.name,
       from.pos.line, from.pos.col, M.MAX_INCLUDE_DEPTH, chain[1], name)
   end
+  -- a FIFO would block the read until a writer comes (and a device is no config file)
+  if core.stat(name) == "other" then
+    if from then
+      err.fail("%s:%d:%d: cannot include '%s' (%s: it is not a regular file)", from.name,
+        from.pos.line, from.pos.col, from.path, name)
+    end
+    err.fail("config: cannot read '%s': it is not a regular file", name)
+  end
   local memo = expand_memo[name]
   if memo and memo_usable(memo, state, chain) then
     if from then count_includes(ctx, memo.count, from) end

@@ -234,7 +234,11 @@ end
 -- description }.
 function M.read(path)
   if type(path) ~= "string" then error("sweep.read: expected a path", 2) end
-  if not core.stat(path) then err.fail("sweep: cannot open '%s': no such file", path) end
+  local kind = core.stat(path)
+  if not kind then err.fail("sweep: cannot open '%s': no such file", path) end
+  if kind == "other" then   -- a FIFO would block the read until a writer comes
+    err.fail("sweep: cannot read '%s': it is not a regular file", path)
+  end
   local ok, v, p = pcall(core.yaml_load, path)
   if not ok then err.fail("sweep: %s", err.message(v)) end
   local file = path

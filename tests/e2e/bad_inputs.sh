@@ -175,6 +175,18 @@ expect "yaml: packed_ensemble.alpha bound" 1 "packed_ensemble.alpha=1e6 must be 
 expect "yaml: eval.bootstrap bound" 1 "eval.bootstrap=1000000000 must be >= 0 and <= 100000" \
     "$HYDRA" config --check "$FX/b.yaml" eval.bootstrap=1000000000
 
+# a FIFO (no writer: an open would wait forever) as config, include, sweep file and HDF5 file
+mkfifo "$T/fifo"
+printf 'include: %s\n' "$T/fifo" >"$T/inc_fifo.yaml"
+expect "yaml: FIFO as config" 1 "config: cannot read '$T/fifo': it is not a regular file" \
+    timeout 20 "$HYDRA" config --check "$T/fifo"
+expect "yaml: FIFO as include" 1 "inc_fifo.yaml:1:10: cannot include '$T/fifo' ($T/fifo: it is not a regular file)" \
+    timeout 20 "$HYDRA" config --check "$T/inc_fifo.yaml"
+expect "sweep: FIFO as sweep file" 1 "sweep: cannot read '$T/fifo': it is not a regular file" \
+    timeout 20 "$HYDRA" sweep "$T/fifo" --list
+expect "h5: FIFO to info" 1 "h5: cannot open '$T/fifo': it is not a regular file" \
+    timeout 20 "$HYDRA" info "$T/fifo"
+
 # ===== 2. CLI misuse =====
 expect "cli: missing = in an override" 2 "unexpected argument 'train.epochs'; a config override needs '=': train.epochs=VALUE" \
     "$HYDRA" train "$FX/cfg.yaml" train.epochs --out "$OUT/m.h5"
