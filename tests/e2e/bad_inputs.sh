@@ -102,6 +102,8 @@ methods: [single]
 YAML
 "$HYDRA" run "$T/fx.lua" "$FX" >"$T/log" 2>&1 &&
 "$HYDRA" model init "$FX/cfg.yaml" --out "$FX/ck.h5" >>"$T/log" 2>&1 &&
+"$HYDRA" model init "$HOME_DIR/configs/models/text-sst.yaml" model.vocab_size=50 model.d_model=32 \
+    model.n_heads=2 model.depth=1 model.d_mlp=32 --out "$FX/txt.h5" >>"$T/log" 2>&1 &&
 "$HYDRA" eval --id "$FX/p.h5" --ood far="$FX/ood.h5" --out "$FX/r.h5" >>"$T/log" 2>&1 &&
 "$HYDRA" eval --id "$FX/evil.h5" --ood far="$FX/ood.h5" --out "$FX/evil_r.h5" >>"$T/log" 2>&1 || {
     cat "$T/log"; echo "bad_inputs: cannot build the fixtures"; exit 1; }
@@ -238,6 +240,8 @@ expect "h5: random bytes as a checkpoint" 1 "$FX/random.h5" \
     "$HYDRA" predict "$FX/random.h5" --data "$FX/data.h5" --split test --out "$OUT/p.h5"
 expect "h5: predictions as a checkpoint" 1 "$FX/p.h5" \
     "$HYDRA" predict "$FX/p.h5" --data "$FX/data.h5" --split test --out "$OUT/p.h5"
+expect "h5: a text checkpoint on an image set" 1 "'$FX/txt.h5' is a text model; '$FX/data.h5' is an image set" \
+    "$HYDRA" predict "$FX/txt.h5" --data "$FX/data.h5" --split test --out "$OUT/p.h5"
 expect "h5: unknown split" 1 "nosuch" \
     "$HYDRA" predict "$FX/ck.h5" --data "$FX/data.h5" --split nosuch --out "$OUT/p.h5"
 
