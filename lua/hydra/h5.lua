@@ -23,6 +23,7 @@ function M.create(path)
   if type(path) ~= "string" then
     error(("h5.create: path must be a string, got %s"):format(type(path)), 2)
   end
+  require("hydra.output").remove_stale_temps(path)   -- a killed writer's ".<name>.tmp-<pid>-<n>"
   return core.h5_create(path)
 end
 

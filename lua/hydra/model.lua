@@ -245,6 +245,7 @@ function Model:save(path, meta)
   for k, v in pairs(meta or {}) do m[k] = v end
   m.hydra_version = nil
   if self.norm then m.data_mean, m.data_std = self.norm[1], self.norm[2] end
+  require("hydra.output").remove_stale_temps(path)   -- a killed writer's ".<name>.tmp-<pid>-<n>"
   self.ud:save(path, m)
 end
 

@@ -456,6 +456,22 @@ local function listing(d)
   return table.concat(names, " ")
 end
 
+-- reviews/reliability_2.md E26: a killed writer's ".<name>.tmp-<pid>-<n>" goes at the next write
+-- of <name> (HDF5 and text alike); a live process's stays, other names' stay
+function T.stale_temporaries_of_dead_writers_are_removed()
+  local d = check.tmpdir()
+  local dead, live = 4194305, core.getpid()   -- above the largest pid_max (2^22)
+  local names = { (".x.h5.tmp-%d-0"):format(dead), (".x.h5.tmp-%d-7"):format(dead),
+                  (".x.h5.tmp-%d-0"):format(live), (".y.h5.tmp-%d-0"):format(dead),
+                  (".t.md.tmp-%d-3"):format(dead) }
+  for _, n in ipairs(names) do check.write_file(d .. "/" .. n, "") end
+  local f = hydra.h5.create(d .. "/x.h5")
+  f:set_attr("/", "a", 1)
+  f:commit()
+  hydra.output.write_text(d .. "/t.md", "text\n")
+  check.same(core.listdir(d), { names[3], names[4], "t.md", "x.h5" }, "left in the folder")
+end
+
 function T.full_disk_outputs_are_atomic()
   local disk, done = small_disk(200, 0)
   if not disk then
