@@ -303,6 +303,11 @@ expect "data: unknown dataset" 1 "nosuchset" \
 expect "data: unknown option" 1 "data: glyphs: unknown option 'size' (known: per)" \
     env HYDRA_PREPARED_DIR="$OUT" "$HYDRA" data prepare glyphs size=3
 
+# every input of the dependency chain is checked before anything is prepared (reliability_2 E12:
+# sst2 was prepared first, then trec's own bad input reported)
+mkdir -p "$T/raw"
+expect "data: inputs of the whole chain first" 1 "data: trec: 4 inputs unavailable (of it and the sets it depends on)|sst2: missing input 'train'|trec: missing input 'test'" \
+    env HYDRA_DATA_DIR="$T/raw" HYDRA_PREPARED_DIR="$OUT" "$HYDRA" data prepare trec
 # the temporary files of killed writers (a dead pid: 2^22 + 1 is above any pid_max default) go at
 # the next write of the same file; a live process's (this shell's) stays (reliability_2 E26)
 : >"$OUT/.glyphs.h5.tmp-4194305-0"; : >"$OUT/.glyphs.h5.tmp-4194305-1"; : >"$OUT/.glyphs.h5.tmp-$$-0"
