@@ -35,8 +35,10 @@
 --   sweep.status(s) -> { complete = n, partial = n, absent = n }, and point.status set
 --   sweep.run(s, opts) -> summary    opts: jobs, shard = { i, n }, threads (total budget),
 --                                    quiet, log (function(line)), exe (the hydra binary)
---     summary = { total, selected, skipped, ran, failed = { point... }, interrupted = bool,
---                 complete (points of the sweep complete after the run) }
+--     summary = { total, selected, skipped, ran, others, failed = { point... }, interrupted,
+--                 complete (points of the sweep complete after the run) }; skipped counts the
+--                 points complete before (or, others of them, finished meanwhile by another
+--                 process, e.g. a second sweep of the same file), ran those this sweep computed
 --   sweep.run_point(s, index, opts) -> run summary   (in this process; used by the worker)
 --   sweep.shard(text) -> { i, n }    parses "i/n" (0 <= i < n) or "auto" (Slurm array / MPI env)
 --   sweep.budget(s, opts) -> threads  the thread budget: opts.threads, the config's threads, else
@@ -623,7 +625,7 @@ function M.run(sw, opts)
     if pt.status == "complete" then skipped = skipped + 1 else todo[#todo + 1] = pt end
   end
   local summary = { total = #sw.points, selected = #selected, skipped = skipped, ran = 0,
-                    failed = {}, interrupted = false, started = {} }
+                    others = 0, failed = {}, interrupted = false, started = {} }
   say(("sweep %s: %d points%s, %d complete, %d to run; %d jobs x %d threads; results in %s/%s")
     :format(sw.name, #sw.points,
       opts.shard and (" (shard %d/%d: %d)"):format(opts.shard.i, opts.shard.n, #selected) or "",
@@ -655,9 +657,22 @@ function M.run(sw, opts)
     local st = run.status(r.pt.cfg, r.pt.dir)
     clear()
     if how == "exit" and code == 0 and st == "complete" then
-      summary.ran = summary.ran + 1
-      say(("  [%d/%d] point %d %s -> %s complete (%.1f s)"):format(done, #todo, r.pt.index,
-        r.pt.label, r.pt.dir, secs))
+      -- the worker says "already complete" when another process (a second sweep of the same
+      -- file, whose worker appends to the same log) finished the point while it waited for the
+      -- run's lock
+      local f = io.open(r.log, "rb")
+      local text = ""
+      if f then f:seek("set", r.log_at); text = f:read("a") or ""; f:close() end
+      if text:find(("point %d: %s already complete (worker %d)"):format(r.pt.index, r.pt.dir,
+          r.pid), 1, true) then
+        summary.skipped, summary.others = summary.skipped + 1, summary.others + 1
+        say(("  [%d/%d] point %d %s -> %s already complete (finished by another process)")
+          :format(done, #todo, r.pt.index, r.pt.label, r.pt.dir))
+      else
+        summary.ran = summary.ran + 1
+        say(("  [%d/%d] point %d %s -> %s complete (%.1f s)"):format(done, #todo, r.pt.index,
+          r.pt.label, r.pt.dir, secs))
+      end
     else
       r.pt.failure = how == "exit" and ("exit status " .. code) or ("signal " .. tostring(code))
       summary.failed[#summary.failed + 1] = r.pt
@@ -676,8 +691,9 @@ function M.run(sw, opts)
       local log = pt.dir .. "/worker.log"
       local env = { HYDRA_THREADS = tostring(per), OMP_NUM_THREADS = tostring(per),
                     OPENBLAS_NUM_THREADS = tostring(per) }
+      local _, log_at = core.stat(log)             -- the worker appends to its log
       local pid = core.spawn(worker_argv(sw, pt, exe, per), env, log)
-      running[pid] = { pid = pid, pt = pt, t = core.now(), log = log }
+      running[pid] = { pid = pid, pt = pt, t = core.now(), log = log, log_at = log_at or 0 }
       summary.started[#summary.started + 1] = pt
       nrun = nrun + 1
     end

@@ -292,6 +292,25 @@ expect "sweep: damaged result listed" 0 "1 damaged" \
     "$HYDRA" sweep "$FX/sw_dmg.yaml" --list
 expect "sweep: damaged result not resumed" 1 "$DMG/result.h5' exists but is not a complete result|delete it and rerun" \
     "$HYDRA" sweep "$FX/sw_dmg.yaml"
+# two sweeps of one file at once: each point is computed once, and the sweep that waited for a
+# point the other computed counts it as such, not as run by itself (reliability_2 E14)
+printf 'base: cfg.yaml\ngrid: {seed: [0, 1]}\n' >"$T/conc.yaml"
+cp "$FX/cfg.yaml" "$T/cfg.yaml"
+tried=$((tried + 1))
+"$HYDRA" sweep "$T/conc.yaml" "results_dir=$T/conc" --jobs 1 --no-report >"$T/conc1.log" 2>&1 &
+cpid=$!
+"$HYDRA" sweep "$T/conc.yaml" "results_dir=$T/conc" --jobs 1 --no-report >"$T/conc2.log" 2>&1
+wait $cpid
+ran=0
+for n in $(sed -n 's/.*points complete (\([0-9]*\) run now.*/\1/p' "$T/conc1.log" "$T/conc2.log"); do
+    ran=$((ran + n)); done
+if [ "$ran" = 2 ] && [ "$(ls "$T"/conc/bad/*/result.h5 | wc -l)" -eq 2 ]; then
+    echo "ok   sweep: two sweeps at once ran 2 points in all ($(grep -ho 'already complete (finished by another process)' "$T"/conc?.log | wc -l) waited for)"
+else
+    echo "FAIL sweep: two sweeps at once: $ran points counted as run"; cat "$T"/conc?.log | sed 's/^/    /'
+    failed=$((failed + 1))
+fi
+rm -rf "$T/conc" "$T/cfg.yaml"
 expect "exp: damaged result" 1 "exists but is not a complete result|delete it or rerun with --force" \
     "$HYDRA" exp "$FX/dmg.yaml" seed=0 --quiet
 
