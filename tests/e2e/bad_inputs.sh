@@ -1,8 +1,10 @@
 #!/bin/sh
-# tests/e2e/bad_inputs.sh: the regression suite of bad inputs (issue 11, reviews/reliability.md):
-# one representative bad input of every category (YAML configs and overrides, CLI misuse,
-# outputs that would destroy inputs, HDF5 inputs, eval, plot and gnuplot injection, sweep files,
-# raw data, damaged results, locks, a full disk). Each case runs one hydra command and checks
+# tests/e2e/bad_inputs.sh: the regression suite of bad inputs (issue 11, reviews/reliability.md,
+# issue 36, reviews/reliability_2.md): one representative bad input of every category (YAML
+# configs and overrides, include bombs, FIFOs, CLI misuse, outputs that would destroy inputs, HDF5
+# inputs, eval and temperature scaling, plot and gnuplot injection, sweep files, two sweeps at
+# once, raw data, damaged results, locks, data in generated scripts (sbatch, gnuplot, YAML,
+# Markdown), a full disk). Each case runs one hydra command and checks
 #   - the exit status (1 or 2 for a refused input; a signal or any other status is a crash),
 #   - every expected fragment of its message (fixed strings),
 #   - no Lua traceback and no sanitizer report (`make asan` runs this under ASan + UBSan),
@@ -375,8 +377,8 @@ expect "names: newline in data.dir" 1 "data.dir=\"a\\nb\" must not contain a con
     "$HYDRA" train "$FX/cfg.yaml" 'data.dir="a\nb"' --out "$OUT/m.h5" --quiet
 # the sbatch scripts of a sweep run from a folder named with a newline and `;` (the scripts'
 # paths reach their comment lines), with a results_dir holding quotes, `;`, `$()`, backquotes and
-# <script>; a fake sbatch runs each script with sh as Slurm would (array task 0, then the report
-# job's tables and plots)
+# <script>; a fake sbatch runs each script with sh as Slurm would (array task 0: the run, whose
+# gnuplot scripts name the odd folder, then the report job's tables)
 SWD="$T/sw
 touch $T/PWNED_swnl;x"
 EVIL="r'q\"d;touch $T/PWNED_semi;\$(touch $T/PWNED_dollar)\`touch $T/PWNED_bq\`<script>x"
@@ -395,6 +397,7 @@ if (cd "$SWD" && PATH="$T/fakebin:$PATH" "$HYDRA" sweep sw.yaml "results_dir=$EV
        --launcher slurm) >"$T/log" 2>&1 && grep -qF "submitted array job 1001" "$T/log" &&
    set -- "$SWD/$EVIL"/bad/*/result.h5 && [ $# -eq 1 ] && [ -f "$1" ] &&
    [ -f "$SWD/$EVIL/bad/report/table.md" ] &&
+   { ! command -v gnuplot >/dev/null || { set -- "$SWD/$EVIL"/bad/*/plots/reliability.png && [ -f "$1" ]; }; } &&
    ! sed -n '2,/^cd /p' "$S/sw.sbatch" | grep -qvE '^(#|cd )' &&
    ! sed -n '2,/^cd /p' "$S/sw.report.sbatch" | grep -qvE '^(#|cd )'; then
     echo "ok   names: sbatch scripts of an odd folder and results_dir ran as written"
