@@ -123,6 +123,6 @@ for _, f in ipairs(files) do
   width = math.max(width, #f.path)
 end
 for _, f in ipairs(files) do
-  if core.stat(f.path) then print(("  %-" .. width .. "s  %s"):format(f.path, f[2])) end
+  if core.stat(f.path) then print("  " .. hydra.strings.pad(f.path, width) .. "  " .. f[2]) end
 end
 return 0

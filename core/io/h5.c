@@ -520,6 +520,9 @@ hy_status hy_h5_open(hy_h5 *f, const char *path) {
         return hy_fail(HY_EIO, "h5: cannot open '%s': %s", path, errno_text(e));
     }
     if (S_ISDIR(sb.st_mode)) return hy_fail(HY_EIO, "h5: cannot open '%s': it is a folder", path);
+    /* a FIFO would block the open until a writer comes; a device is no HDF5 file either */
+    if (!S_ISREG(sb.st_mode))
+        return hy_fail(HY_EIO, "h5: cannot open '%s': it is not a regular file", path);
     if (access(path, R_OK) != 0)
         return hy_fail(HY_EIO, "h5: cannot open '%s': %s", path, errno_text(errno));
     hid_t fapl = file_access_pl(0);

@@ -54,7 +54,9 @@ hy_status hy_h5_commit(hy_h5 *f);
  * Accepts a zeroed or closed handle; zeroes f. */
 void hy_h5_close(hy_h5 *f);
 /* Opens an existing file read-only. Fails (f left zeroed) with
- * "h5: cannot open 'x.h5': no such file" or "h5: 'x.h5' is not an HDF5 file". */
+ * "h5: cannot open 'x.h5': no such file", "...: it is a folder", "...: it is not a regular file"
+ * (a FIFO, whose open would wait for a writer, or a device; checked before opening) or
+ * "h5: 'x.h5' is not an HDF5 file". */
 hy_status hy_h5_open(hy_h5 *f, const char *path);
 /* 1 when path names a readable HDF5 file, else 0. Never fails. */
 int hy_h5_is_file(const char *path);

@@ -7,8 +7,11 @@
  * Threads: OpenMP threads that spin-wait after a parallel region fight OpenBLAS's own threads
  * for the cores (measured: 40x slower batch-1 inference on 2 cores), so the host makes the
  * OpenMP wait policy passive. libgomp reads OMP_WAIT_POLICY when it loads, before main(), so
- * when the variable is unset the host sets it and re-executes itself once. */
+ * when the variable is unset the host sets it and re-executes itself once.
+ * A failure to write standard output (checked when it is flushed and closed at exit) makes the
+ * exit status 1. */
 #define _DEFAULT_SOURCE
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -150,7 +153,18 @@ int main(int argc, char **argv) {
     } else if (lua_isinteger(L, -1)) {
         code = (int)lua_tointeger(L, -1);
     }
-    fflush(stdout);
     lua_close(L);
+    /* Output to a file that cannot take it (`hydra config > full-disk/c.yaml`) fails only when
+     * the buffer is written: an error flushing or closing stdout is the command's error. A stdout
+     * closed from the start (EBADF) is not. */
+    int werr = 0;
+    if (fflush(stdout) != 0) werr = errno;
+    else if (ferror(stdout)) werr = -1;
+    else if (fclose(stdout) != 0 && errno != EBADF) werr = errno;
+    if (werr != 0 && werr != EBADF && code == 0) {   /* a failed command has said why */
+        if (werr > 0) fprintf(stderr, "hydra: cannot write standard output: %s\n", strerror(werr));
+        else fputs("hydra: cannot write standard output: a write failed\n", stderr);
+        code = 1;
+    }
     return code;
 }

@@ -186,6 +186,11 @@ local function check_constraints(v, kind, p, leaf, path, src)
     fail(src, p, path, (" must be %s; got '%s')"):format(M.NAME_RULE:sub(1, -2),
       strings.escape_controls(v)))
   end
+  if kind == "string" and v:find("%c") then
+    -- paths and names reach shell scripts, gnuplot and YAML: a newline would start a new line
+    fail(src, p, path, (" must not contain a control character (got '%s')"):format(
+      strings.escape_controls(v)))
+  end
   if leaf.enum and kind == "string" and not leaf.enum_set[v] then
     local s = strings.closest(v, leaf.enum)
     fail(src, p, path, (" must be one of %s (got '%s'%s)"):format(table.concat(leaf.enum, ", "),
@@ -193,6 +198,22 @@ local function check_constraints(v, kind, p, leaf, path, src)
   end
   if leaf.has_bounds and (kind == "integer" or kind == "float") and not in_bounds(leaf, v) then
     fail(src, p, path, (" must be %s (got %s)"):format(bounds_text(leaf), fmt_num(v)))
+  end
+end
+
+-- Refuses a control character in any key or string of a free-form value (a `map` leaf).
+local function no_controls(v, p, path, src)
+  if type(v) == "string" and v:find("%c") then
+    fail(src, p, path, (" must not contain a control character (got '%s')"):format(
+      strings.escape_controls(v)))
+  elseif type(v) == "table" then
+    for k, x in pairs(v) do
+      local sub = ("%s.%s"):format(path, strings.escape_controls(k))
+      if type(k) == "string" and k:find("%c") then
+        fail(src, p, sub, " (a key) must not contain a control character")
+      end
+      no_controls(x, p and p.sub and p.sub[k], sub, src)
+    end
   end
 end
 
@@ -236,7 +257,10 @@ local function check_alts(v, p, alts, leaf, path, src, optional)
   end
   for _, alt in ipairs(alts) do
     if matches(alt, kind) then
-      if alt.kind == "map" then return deep_copy(v) end
+      if alt.kind == "map" then
+        no_controls(v, p, path, src)
+        return deep_copy(v)
+      end
       check_constraints(v, kind, p, leaf, path, src)
       return convert_scalar(alt, v, kind)
     end
@@ -512,7 +536,7 @@ end
 local function check_group_layers(layers, first, key, path)
   local extra, seen = {}, {}
   for i = first, #layers do
-    for k in pairs(layers[i]) do
+    for k in pairs(layers[i] or {}) do   -- false: a slot dropped for a later copy
       if k ~= key and not seen[k] then seen[k] = true; extra[#extra + 1] = k end
     end
   end
@@ -561,7 +585,7 @@ end
 -- Checked layers of files already expanded, reused while every file they came from has the same
 -- content (a sweep resolves the same base files for every point: parsing and checking them once
 -- keeps `hydra sweep --list` of 10^5 points fast). Layers are never modified (merge copies).
--- name -> { state, layers = {...}, files = { name = content hash } }
+-- name -> { state, layers = {...}, files = { name = content hash }, count = include references }
 local expand_memo = {}
 
 local function content_hash(name)
@@ -583,8 +607,41 @@ local function memo_usable(memo, state, chain)
   return true
 end
 
--- Appends the checked layers of file `path` (its includes first, then itself) to layers.
-local function expand(path, chain, from, layers, state)
+-- Include limits: the chain of files including each other (like the 64 nesting levels of a
+-- YAML document), and the include references of one config in all, repeats counted (a file
+-- named twice counts twice, also inside an included file).
+M.MAX_INCLUDE_DEPTH = 64
+M.MAX_INCLUDES = 1000
+
+-- Layer lists hold each layer once, at its last position: merging keeps, for every setting,
+-- the value of the last layer that sets it, so an earlier copy of a layer that comes again
+-- later changes nothing and is dropped (a file included twice is merged once, where it comes
+-- last). ctx = { layers = {...} (false: a dropped slot), at = { [layer] = index }, count }.
+local function push_layer(ctx, l)
+  local i = ctx.at[l]
+  if i then ctx.layers[i] = false end
+  ctx.layers[#ctx.layers + 1] = l
+  ctx.at[l] = #ctx.layers
+end
+
+local function live_layers(list, first)
+  local out = {}
+  for i = first or 1, #list do
+    if list[i] then out[#out + 1] = list[i] end
+  end
+  return out
+end
+
+local function count_includes(ctx, n, from)
+  ctx.count = ctx.count + n
+  if ctx.count > M.MAX_INCLUDES then
+    err.fail("%s:%d:%d: more than %d includes in all (repeats counted): too many, or a file "
+      .. "included again and again", from.name, from.pos.line, from.pos.col, M.MAX_INCLUDES)
+  end
+end
+
+-- Appends the checked layers of file `path` (its includes first, then itself) to ctx.layers.
+local function expand(path, chain, from, ctx, state)
   local name = fs.normalize(path)
   for i, c in ipairs(chain) do
     if c == name then
@@ -594,21 +651,37 @@ local function expand(path, chain, from, layers, state)
         table.concat(cyc, " -> "))
     end
   end
+  if #chain >= M.MAX_INCLUDE_DEPTH then
+    err.fail("%s:%d:%d: includes nested deeper than %d levels (%s -> ... -> %s)", from.name,
+      from.pos.line, from.pos.col, M.MAX_INCLUDE_DEPTH, chain[1], name)
+  end
+  -- a FIFO would block the read until a writer comes (and a device is no config file)
+  if core.stat(name) == "other" then
+    if from then
+      err.fail("%s:%d:%d: cannot include '%s' (%s: it is not a regular file)", from.name,
+        from.pos.line, from.pos.col, from.path, name)
+    end
+    err.fail("config: cannot read '%s': it is not a regular file", name)
+  end
   local memo = expand_memo[name]
   if memo and not state.choices and memo_usable(memo, state, chain) then
-    for _, l in ipairs(memo.layers) do layers[#layers + 1] = l end
+    if from then count_includes(ctx, memo.count, from) end
+    for _, l in ipairs(memo.layers) do push_layer(ctx, l) end
     return memo.files
   end
-  local first = #layers + 1
+  local first = #ctx.layers + 1
+  local count0 = ctx.count
   local files = { [name] = content_hash(name) }
   local v, p = read_yaml(name, from)
   local after = {}
   local function expand_entry(inc)
-    local at = #layers + 1
+    local at = #ctx.layers + 1
+    local from_at = { name = name, pos = inc.pos, path = inc.path }
+    count_includes(ctx, 1, from_at)
     local sub = expand(inc.absolute and inc.path or join(fs.dirname(name), inc.path), chain,
-      { name = name, pos = inc.pos, path = inc.path }, layers, state)
+      from_at, ctx, state)
     for f, h in pairs(sub) do files[f] = h end
-    if inc.group then check_group_layers(layers, at, inc.group, inc.path) end
+    if inc.group then check_group_layers(ctx.layers, at, inc.group, inc.path) end
   end
   if p.kind == "map" then
     chain[#chain + 1] = name
@@ -622,14 +695,15 @@ local function expand(path, chain, from, layers, state)
       if p.order[i] == "include" or p.order[i] == "defaults" then table.remove(p.order, i) end
     end
   end
-  layers[#layers + 1] = check_section(v, p, state.spec, { kind = "file", name = name })
+  push_layer(ctx, check_section(v, p, state.spec, { kind = "file", name = name }))
   if #after > 0 then
     chain[#chain + 1] = name
     for _, inc in ipairs(after) do expand_entry(inc) end
     chain[#chain] = nil
   end
-  expand_memo[name] = { state = state, layers = table.move(layers, first, #layers, 1, {}),
-                        files = files }
+  -- the file's own layers: its span of the list (a layer it brought again moved into it)
+  expand_memo[name] = { state = state, layers = live_layers(ctx.layers, first), files = files,
+                        count = ctx.count - count0 }
   return files
 end
 
@@ -658,12 +732,12 @@ local function override_list(overrides)
     end
   end
   for _, o in ipairs(list) do
-    o.arg = ("%s=%s"):format(o.key, type(o.value) == "string" and o.value
-      or (type(o.value) == "table" and "{...}" or tostring(o.value)))
+    o.arg = strings.escape_controls(("%s=%s"):format(o.key, type(o.value) == "string"
+      and o.value or (type(o.value) == "table" and "{...}" or tostring(o.value))))
     if o.key:sub(1, 1) == "+" then          -- +key=value: set a key that may be absent
       o.add, o.key = true, o.key:sub(2)
     elseif o.key:sub(1, 1) == "~" then      -- ~key: remove (null) an optional key
-      o.remove, o.key, o.arg = true, o.key:sub(2), o.key
+      o.remove, o.key, o.arg = true, o.key:sub(2), strings.escape_controls(o.key)
     end
   end
   return list
@@ -769,7 +843,7 @@ end
 -- opts.raw: leave ${...} unresolved (their text), for printing the config as written.
 function M.resolve(what, overrides, opts)
   local state = M._state()
-  local layers = {}
+  local ctx = { layers = {}, at = {}, count = 0 }
   local ovs = override_list(overrides)
   local choices
   for _, o in ipairs(ovs) do
@@ -782,33 +856,38 @@ function M.resolve(what, overrides, opts)
   state.choices = choices
   local okx, ex = pcall(function()
   if type(what) == "string" then
-    expand(what, {}, nil, layers, state)
+    expand(what, {}, nil, ctx, state)
   elseif type(what) == "table" then
     local v = deep_copy(what)
     for _, inc in ipairs(includes_of(v, nil, nil)) do
-      expand(inc.path, {}, nil, layers, state)
+      expand(inc.path, {}, nil, ctx, state)
     end
     v.include = nil
-    layers[#layers + 1] = check_section(v, nil, state.spec, { kind = "table" })
+    ctx.layers[#ctx.layers + 1] = check_section(v, nil, state.spec, { kind = "table" })
   elseif what ~= nil then
     error(("config.resolve: expected a path, a table or nil, got %s"):format(type(what)), 2)
   end
+  local list = live_layers(ctx.layers)
   for _, o in ipairs(ovs) do
     if o.choice then
       -- a group choice no defaults list named: the group's file, applied here
       if not o.choice.used then
-        local at = #layers + 1
+        local gctx = { layers = {}, at = {}, count = 0 }
         local path = group_file(o.key, o.value, "command line: " .. o.arg)
-        expand(path, {}, nil, layers, state)
-        check_group_layers(layers, at, o.key, path)
+        expand(path, {}, nil, gctx, state)
+        local gl = live_layers(gctx.layers)
+        check_group_layers(gl, 1, o.key, path)
+        for _, l in ipairs(gl) do list[#list + 1] = l end
       end
     else
-      layers[#layers + 1] = override_layer(o, state)
+      list[#list + 1] = override_layer(o, state)
     end
   end
+  return list
   end)
   state.choices = nil
   if not okx then error(ex, 0) end
+  local layers = ex
   local cfg = deep_copy(state.base)
   for _, layer in ipairs(layers) do merge(cfg, layer, state.spec) end
   if opts and opts.raw then cfg = interp.raw(cfg)

@@ -88,7 +88,7 @@ return {
   ["prune.objective"] = { enum = { "acc", "ood", "avg" } },
   ["prune.objectives"] = { enum = { "acc", "ood", "avg" } },
 
-  ["hydra.members"] = { ge = 1 },
+  ["hydra.members"] = { ge = 1, le = 64 },   -- the fused bound (core/hydra/fused.c)
   ["hydra.keep_heads"] = { type = "integer|list<integer>", ge = 1 },
   ["hydra.diversity.objectives"] = { enum = { "acc", "ood", "avg" } },
   ["hydra.diversity.keep_counts"] = { type = "list<integer>", ge = 1 },
@@ -111,7 +111,8 @@ return {
   ["mc_dropout.samples"] = { ge = 1 },
   ["mc_dropout.rate"] = { ge = 0, lt = 1 },
   ["packed_ensemble.members"] = { ge = 1, le = 64, id_neutral = true },   -- the fused bound
-  ["packed_ensemble.alpha"] = { gt = 0, id_neutral = true },
+  -- alpha: the packed model is alpha times as wide as the base (the authors use 2 to 4)
+  ["packed_ensemble.alpha"] = { gt = 0, le = 16, id_neutral = true },
   ["mimo.members"] = { ge = 1, le = 64, id_neutral = true },
   ["mimo.input_repetition"] = { ge = 0, le = 1, id_neutral = true },
   ["mimo.batch_repetition"] = { ge = 1, le = 64, id_neutral = true },

@@ -225,6 +225,25 @@ function M.verify_inputs(r, opts)
   return paths
 end
 
+-- The input problems of NAME and of every dependency that is not prepared yet (recursively,
+-- dependencies first), each "<set>: <problem>": checked before anything is prepared, so a bad
+-- input of the set asked for is not found only after its dependencies were built.
+local function chain_problems(name, opts, seen, problems)
+  if seen[name] then return problems end
+  seen[name] = true
+  local r = M.recipe(name, opts)
+  for _, dep in ipairs(r.depends) do
+    if core.stat(M.prepared_path(dep, opts)) ~= "file" then
+      chain_problems(dep, opts, seen, problems)
+    end
+  end
+  for _, inp in ipairs(r.inputs) do
+    local p, why = M.check_input(r, inp, opts, true)
+    if not p then problems[#problems + 1] = { set = name, why = why } end
+  end
+  return problems
+end
+
 -- ===== prepared files =====
 
 function M.prepared_path(name, opts)
@@ -400,7 +419,20 @@ function M.prepare(name, opts, stack)
   local final = M.prepared_path(name, opts)
   local log = opts.quiet and function() end or function(fmt, ...) log_line(name, fmt, ...) end
 
-  -- dependencies first (never forced, never given this set's options)
+  -- every input of the chain first (the top-level call), then dependencies (never forced,
+  -- never given this set's options)
+  if #stack == 0 then
+    local problems, own = chain_problems(name, opts, {}, {}), true
+    for _, pr in ipairs(problems) do own = own and pr.set == name end
+    if own then
+      M.verify_inputs(r, opts)                 -- its own inputs alone: that message
+    else
+      local lines = {}
+      for i, pr in ipairs(problems) do lines[i] = pr.set .. ": " .. pr.why end
+      err.fail("data: %s: %d input%s unavailable (of it and the sets it depends on):\n  %s", name,
+        #lines, #lines == 1 and "" or "s", table.concat(lines, "\n  "))
+    end
+  end
   local deps = {}
   local sub = {}
   for k, v in pairs(opts) do sub[k] = v end

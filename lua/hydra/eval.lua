@@ -15,6 +15,7 @@ local core = require("hydra.core")
 local err = require("hydra.err")
 local h5 = require("hydra.h5")
 local metrics = require("hydra.metrics")
+local strings = require("hydra.strings")
 
 local M = {}
 
@@ -23,6 +24,8 @@ local ARRAY = {}
 function M.array(t) return setmetatable(t or {}, ARRAY) end
 
 M.FORMAT = "hydra-result-1"
+-- Fewest calibration rows temperature scaling is fitted on (below: T = 1, with a warning).
+M.MIN_CALIB = 10
 
 local function shape_str(t)
   return "[" .. table.concat(t:shape(), ",") .. "]"
@@ -345,17 +348,44 @@ function M.evaluate(spec)
     res.labels[o.name] = set.labels
     res.raw.shift[o.name] = set
   end
-  -- post-hoc calibration: temperature scaling fitted on the ID validation split
+  -- post-hoc calibration: temperature scaling fitted on the ID validation split. T stays 1
+  -- when the calibration set is smaller than MIN_CALIB rows or the fit does not lower its NLL
+  -- (a flat NLL drives the bisection to a bound: T = 0.01 made test NLL 13x worse); a T on a
+  -- bound and a calibration split other than val are warned about (cal.warnings).
   if spec.calib then
     local val = M.load(spec.calib, "calibration")
     check_compatible(val, id)
     res.raw.val = val
+    local warnings = {}
+    local function warn(fmt, ...) warnings[#warnings + 1] = fmt:format(...) end
+    local vsplit = val.attrs.split
+    if vsplit ~= nil and vsplit ~= "val" then
+      warn("the calibration file '%s' holds the '%s' split, not val: temperature scaling fitted "
+        .. "there can leak into the reported metrics", spec.calib, strings.printable(vsplit))
+    end
     local a_val, source = metrics.log_mean_probs(val)
-    local ok, T, nll_after = pcall(metrics.temperature_fit, a_val, val.labels)
-    if not ok then err.fail("eval: '%s': %s", spec.calib, core_msg(T)) end
     local nll_before = metrics.mean(metrics.calibrated(val, a_val, 1.0).nll)
+    local T, nll_after = 1.0, nll_before
+    if val.N < M.MIN_CALIB then
+      warn("the calibration file '%s' has %d row%s (fewer than %d): temperature kept at 1",
+        spec.calib, val.N, val.N == 1 and "" or "s", M.MIN_CALIB)
+    else
+      local ok, t, n = pcall(metrics.temperature_fit, a_val, val.labels)
+      if not ok then err.fail("eval: '%s': %s", spec.calib, core_msg(t)) end
+      if n < nll_before then
+        T, nll_after = t, n
+        if t <= metrics.TEMP_MIN * (1 + 1e-9) or t >= metrics.TEMP_MAX * (1 - 1e-9) then
+          warn("the fitted temperature %.4g is on the bound of [%g, %g] (calibration file '%s')",
+            t, metrics.TEMP_MIN, metrics.TEMP_MAX, spec.calib)
+        end
+      else
+        warn("temperature scaling does not lower the NLL of '%s' (%.4f at T = 1, %.4f at T = "
+          .. "%.4g): temperature kept at 1", spec.calib, nll_before, n, t)
+      end
+    end
     local cal = { temperature = T, source = source, val_file = spec.calib, val_n = val.N,
-                  val_nll_before = nll_before, val_nll_after = nll_after, shift = {} }
+                  val_nll_before = nll_before, val_nll_after = nll_after, shift = {},
+                  warnings = warnings }
     local a_id = metrics.log_mean_probs(id)
     cal.metrics = metrics.classification(metrics.calibrated(id, a_id, T))
     for _, sh in ipairs(res.shift) do

@@ -14,6 +14,7 @@
 -- h5.exists(path), h5.walk(file, fn), h5.read_all(path [, group]) and h5.tree(file, opts), the
 -- text `hydra info` prints. Errors are raised as "h5: ..." strings naming the file and object.
 local core = require("hydra.core")
+local strings = require("hydra.strings")
 
 local M = {}
 
@@ -22,6 +23,7 @@ function M.create(path)
   if type(path) ~= "string" then
     error(("h5.create: path must be a string, got %s"):format(type(path)), 2)
   end
+  require("hydra.output").remove_stale_temps(path)   -- a killed writer's ".<name>.tmp-<pid>-<n>"
   return core.h5_create(path)
 end
 
@@ -169,7 +171,7 @@ function M.tree(f, opts)
     if r.kind == "group" then desc = "(group)"
     elseif r.kind == "dataset" then desc = r.dtype .. " " .. shape_str(r.shape)
     else desc = "(" .. r.kind .. ")" end
-    out[#out + 1] = ("%-" .. width .. "s  %s"):format(r.label, desc)
+    out[#out + 1] = strings.pad(r.label, width) .. "  " .. desc
     if opts.data and r.kind == "dataset" then
       local d = data_str(f, r, limit)
       if d then out[#out + 1] = "    = " .. d end

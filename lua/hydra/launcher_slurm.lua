@@ -23,6 +23,7 @@ local core = require("hydra.core")
 local err = require("hydra.err")
 local fs = require("hydra.fs")
 local output = require("hydra.output")
+local strings = require("hydra.strings")
 
 local M = {}
 
@@ -169,17 +170,22 @@ function M.submit(sw, opts)
                  ("--output=%s/%s-%%A_%%a.log"):format(dir, sw.name), "--open-mode=append" }
   for _, o in ipairs(common) do argv[#argv + 1] = o end
   argv[#argv + 1] = task_sh
+  -- the submission as a comment line: quoted words, and control characters written as \n,
+  -- \ddd (a newline inside a quoted word would end the comment and start a command)
   local function cmdline(list)
     local w = {}
     for i, a in ipairs(list) do w[i] = q(a) end
-    return table.concat(w, " ")
+    return strings.escape_controls(table.concat(w, " "))
   end
   output.write_text(task_sh, script({
     "#!/bin/sh",
     ("# hydra sweep %s: array task t runs shard t/%d of the %d points (written by"):format(
-      sw.name, k, #sw.points),
+      strings.escape_controls(sw.name), k, #sw.points),
     "# `hydra sweep ... --launcher slurm`, submitted as:",
     "#   " .. cmdline(argv),
+    ("# The task ids are the shard numbers 0..%d (not renumbered): resubmit by hand with"):format(
+      k - 1),
+    ("# --array=0-%d (or a subset of those ids), not with a 1-based array."):format(k - 1),
     "cd " .. q(here) .. " || exit 1",
     "exec " .. sweep_words(sw, here, { ('--shard "$SLURM_ARRAY_TASK_ID/%d"'):format(k),
                                        "--jobs 1", "--no-report" }),
@@ -197,7 +203,7 @@ function M.submit(sw, opts)
   output.write_text(report_sh, script({
     "#!/bin/sh",
     ("# hydra sweep %s: the report, after every task of array job %s, submitted as:"):format(
-      sw.name, id),
+      strings.escape_controls(sw.name), id),
     "#   " .. cmdline(rargv),
     "cd " .. q(here) .. " || exit 1",
     "exec " .. sweep_words(sw, here, { "--report-only" }),

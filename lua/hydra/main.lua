@@ -94,7 +94,10 @@ function M.main(args)
     end
   end
   local status = c.run(rest)
-  io.stdout:flush()
+  -- buffered output fails when it is written (`hydra config > full-disk/c.yaml`): that is the
+  -- command's failure (lua/host/main.c checks the final flush and close too)
+  local ok, why = io.stdout:flush()
+  if not ok then err.fail("cannot write standard output: %s", tostring(why)) end
   return math.tointeger(status) or 0
 end
 

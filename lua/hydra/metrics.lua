@@ -16,6 +16,7 @@ local core = require("hydra.core")
 local M = {}
 
 M.BINS = 15
+M.TEMP_MIN, M.TEMP_MAX = 0.01, 100.0   -- HY_TEMP_MIN, HY_TEMP_MAX (core/eval/metrics.h)
 M.EPS = 1e-12        -- NLL clamp when no logits are available: -log(max(p̄_y, EPS))
 M.SUM_TOL = 1e-4     -- |sum_c p_c - 1| allowed in prediction files
 -- the OOD scores, by the one name eval.score, `hydra eval --score`, result.h5 (/scores/<s>) and

@@ -203,7 +203,9 @@ function M.load(path)
   local f <close> = h5.open(path)
   if f:exists("/meta") then meta = f:attrs("/meta") end
   M.checked_norm(path, meta)
-  return wrap(ud, meta)
+  local m = wrap(ud, meta)
+  m.path = path
+  return m
 end
 
 -- ===== methods =====
@@ -245,11 +247,34 @@ function Model:save(path, meta)
   for k, v in pairs(meta or {}) do m[k] = v end
   m.hydra_version = nil
   if self.norm then m.data_mean, m.data_std = self.norm[1], self.norm[2] end
+  require("hydra.output").remove_stale_temps(path)   -- a killed writer's ".<name>.tmp-<pid>-<n>"
   self.ud:save(path, m)
 end
 
+-- The kind of split `split` of a prepared file ("text": /<split>/ids, "image": /images), or nil
+-- when the file cannot say (missing split, not HDF5: the loader's own error names it then).
+local function data_kind(path, split)
+  local ok, kind = pcall(function()
+    local f <close> = require("hydra.h5").open(path)
+    if f:exists("/" .. split .. "/ids") then return "text" end
+    if f:exists("/" .. split .. "/images") then return "image" end
+    return nil
+  end)
+  return ok and kind or nil
+end
+
 local function as_dataset(self, data, split, subset)
-  if type(data) == "string" then return M.dataset(data, split, subset, self.norm) end
+  if type(data) == "string" then
+    need_file(data, "data")
+    local want = self.ud:config().kind == "text" and "text" or "image"
+    local got = data_kind(data, split)
+    if got and got ~= want then
+      err.fail("%s is %s model; '%s' is %s set (its split '%s')",
+        self.path and ("'" .. self.path .. "'") or "the model", want == "text" and "a text" or
+        "an image", data, got == "text" and "a text" or "an image", split)
+    end
+    return M.dataset(data, split, subset, self.norm)
+  end
   return data
 end
 

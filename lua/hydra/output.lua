@@ -6,6 +6,8 @@
 --                                        and err.fail says "<who>: cannot write '<path>': <why>"
 --                                        (the system's text, e.g. "No space left on device")
 --   output.temp_name(path)  -> ".<name>.tmp-<pid>-<n>" beside path (not created)
+--   output.remove_stale_temps(path)      removes the ".<name>.tmp-<pid>-<n>" beside path of dead
+--                                        processes (write_text and h5.create call it)
 --   output.rename(tmp, path, who)        renames tmp onto path (removes tmp on failure)
 --   output.png_complete(path) -> true | false, why   the PNG signature and a final IEND chunk
 --   output.space_problem(dir) -> text | nil  tries to write 64 KiB in dir; the system's error
@@ -19,6 +21,7 @@
 --                                        not writable (a probe file is created and removed).
 --                                        outs/ins: lists of { path, what } (what: "--out",
 --                                        "CKPT.h5", ...); nil entries are skipped.
+--   output.same_file(a, b) -> boolean    a and b are one existing file (device and inode)
 local core = require("hydra.core")
 local err = require("hydra.err")
 
@@ -40,6 +43,25 @@ function M.temp_name(path)
   return ("%s/.%s.tmp-%d-%d"):format(dir, base, core.getpid(), counter)
 end
 
+-- Removes the temporary files ".<name>.tmp-<pid>-<n>" beside path (the pattern of temp_name
+-- and of hydra's HDF5 files) whose process is dead: a killed writer's leftovers, removed when
+-- the same file is written again. A pid alive on this host keeps its file (it may be writing);
+-- the check cannot see other hosts, so two hosts writing one file in a shared folder at the
+-- same moment may lose one temporary file (that writer fails, no product is damaged).
+function M.remove_stale_temps(path)
+  local dir, base = split(path)
+  local ok, names = pcall(core.listdir, dir)
+  if not ok then return end
+  local prefix = "." .. base .. ".tmp-"
+  local me = core.getpid()
+  for _, f in ipairs(names) do
+    if f:sub(1, #prefix) == prefix then
+      local pid = math.tointeger(tonumber(f:sub(#prefix + 1):match("^(%d+)%-%d+$")))
+      if pid and pid ~= me and not core.pid_alive(pid) then os.remove(dir .. "/" .. f) end
+    end
+  end
+end
+
 -- "No space left on device" from Lua's "<file>: No space left on device" or a bare message
 local function why_of(msg)
   msg = tostring(msg or "unknown error")
@@ -57,6 +79,7 @@ end
 function M.write_text(path, text, who)
   who = who or "hydra"
   if core.stat(path) == "dir" then err.fail("%s: cannot write '%s': it is a folder", who, path) end
+  M.remove_stale_temps(path)
   local tmp = M.temp_name(path)
   local f, e = io.open(tmp, "wb")
   if not f then
@@ -122,6 +145,13 @@ local function identity(path)
   local kind, _, _, dev, ino = core.stat(path)
   if not kind then return nil end
   return kind, dev .. ":" .. ino
+end
+
+-- Whether paths a and b name the same existing file (device and inode: links count).
+function M.same_file(a, b)
+  local ka, ia = identity(a)
+  local kb, ib = identity(b)
+  return ka ~= nil and ka == kb and ia == ib
 end
 
 function M.check(outs, ins, who)

@@ -57,7 +57,7 @@ end
 local function vocab_sha(path)
   local f <close> = h5.open(path)
   local meta = f:exists("/meta") and f:attrs("/meta") or {}
-  return meta.vocab_sha256, meta.recipe_sha256
+  return meta.vocab_sha256, meta.recipe_sha256, f:exists("/vocab"), meta.kind
 end
 
 function M.run(cfg, out, opts)
@@ -74,10 +74,16 @@ function M.run(cfg, out, opts)
   local idf = model.data_path(cfg, cfg.data.id)
   local csha, chash = vocab_sha(corpus)
   if core.stat(idf) == "file" then
-    local isha = vocab_sha(idf)
+    local isha, _, ivocab, ikind = vocab_sha(idf)
+    if not ivocab then
+      err.fail("pretrain: data.id '%s' ('%s') is %s, not a text set; pretraining needs the text "
+        .. "set the encoder will be fine-tuned on (e.g. data.id=sst2)", cfg.data.id, idf,
+        ikind and ("an " .. tostring(ikind) .. " set") or "a set without /vocab")
+    end
     if csha ~= isha then
       err.fail("pretrain: the vocabulary of '%s' (%s) is not the one of data.id '%s' (%s): "
-        .. "re-prepare the corpus", corpus, tostring(csha), idf, tostring(isha))
+        .. "re-prepare the corpus", corpus, csha or "no vocab_sha256 recorded", idf,
+        isha or "no vocab_sha256 recorded")
     end
   end
   -- the vocabulary must hold [MASK] (a file prepared before it joined the reserved words fails)
@@ -103,14 +109,21 @@ function M.run(cfg, out, opts)
   local meta = { stage = "pretrain", corpus = pc.corpus, corpus_hash = chash, config_hash = key,
                  vocab_sha256 = csha or "", seed = seed, pretrain_epochs = 0 }
   if core.stat(partial) == "file" then
-    local f <close> = err.wrap("pretrain", h5.open, partial)
-    local pm = f:exists("/meta") and f:attrs("/meta") or {}
+    -- a damaged partial file (truncated, not HDF5, no state) names the way out too
+    local function damaged(fn, ...)
+      local res = table.pack(pcall(fn, ...))
+      if res[1] then return table.unpack(res, 2, res.n) end
+      err.fail("pretrain: '%s' is a damaged partial state (%s): delete it to start afresh",
+        partial, (err.message(res[2]):gsub("^[^:]*%.lua:%d+: ", "")))
+    end
+    local f <close> = damaged(h5.open, partial)
+    local pm = damaged(function() return f:exists("/meta") and f:attrs("/meta") or {} end)
     if pm.config_hash ~= key then
       err.fail("pretrain: '%s' is the partial state of a run with other settings (config_hash "
-        .. "%s, these %s): delete it to start afresh", partial, tostring(pm.config_hash), key)
+        .. "%s, these %s): delete it to start afresh", partial, pm.config_hash or "none", key)
     end
     f:close()
-    err.wrap("pretrain", trainer.resume, trainer, partial)
+    damaged(trainer.resume, trainer, partial)
     hist.resumed_from = math.tointeger(pm.pretrain_epochs) or 0
     for _, k in ipairs({ "val_mlm_loss", "val_mlm_acc" }) do meta[k] = pm[k] end
     log(("resuming after epoch %d of %d from %s"):format(hist.resumed_from, pc.epochs, partial))

@@ -489,7 +489,12 @@ local function fmt_cell(c, cell)
   return s
 end
 
-local function md_escape(s) return (tostring(s):gsub("|", "\\|")) end
+-- A table cell's text as Markdown shows it: '|' would end the cell, and '<' '>' '&' start raw
+-- HTML (a method name "<script>" stays text); control characters were already replaced.
+local MD_ESCAPES = { ["\\"] = "\\\\", ["|"] = "\\|", ["<"] = "&lt;", [">"] = "&gt;",
+                     ["&"] = "&amp;" }
+local function md_escape(s) return (tostring(s):gsub("[\\|<>&]", MD_ESCAPES)) end
+M.md_escape = md_escape
 
 local function md_block(t)
   local head, rule = { "Method" }, { "---" }
@@ -532,11 +537,13 @@ function M.markdown(results, opts)
   return table.concat(parts, "\n")
 end
 
+-- A CSV field (RFC 4180): quoted, with '"' doubled, when it holds ',', '"' or a line break.
 local function csv_field(s)
   s = tostring(s)
-  if s:find('[,"\n]') then return '"' .. s:gsub('"', '""') .. '"' end
+  if s:find('[,"\r\n]') then return '"' .. s:gsub('"', '""') .. '"' end
   return s
 end
+M.csv_field = csv_field
 
 -- CSV: one row per method, the columns of every block (each metric once, by key; titles
 -- without arrows); a "<title> std" column follows each metric when some method has several

@@ -223,7 +223,8 @@ local function cost_table(results)
         .. (padded and " FLOPs / sample (padded) |" or "") .. " Members | ms / batch (batch) |"
       lines[2] = "|---|---:|---:|" .. (padded and "---:|" or "") .. "---:|---:|"
     end
-    lines[#lines + 1] = ("| %s | %s | %s |%s %s | %s |"):format(r.method, r.params, r.flops,
+    lines[#lines + 1] = ("| %s | %s | %s |%s %s | %s |"):format(report.md_escape(r.method),
+      r.params, r.flops,
       padded and (" %s |"):format(r.flops_padded or "–") or "", r.members, r.ms)
   end
   if #lines > 0 then

@@ -387,6 +387,7 @@ local function execute_locked(cfg, opts, summary)
         costs[i].params, costs[i].flops, ms, nb, core.now() - tm)
       if res.calibration then
         local c = res.calibration
+        for _, w in ipairs(c.warnings or {}) do log("  %s +TS warning: %s", mod.label, w) end
         log("  %s +TS: T %.3f  ece %.2f%%  nll %.4f  (validation NLL %.4f -> %.4f)", mod.label,
           c.temperature, c.metrics.ece * 100, c.metrics.nll, c.val_nll_before, c.val_nll_after)
       end
@@ -436,46 +437,50 @@ local function execute_locked(cfg, opts, summary)
     end
     -- result.h5, last
     local wall = core.now() - t0
-    local f <close> = h5.create(result)
-    local root = {
-      format = M.FORMAT, run_id = summary.id, experiment = cfg.experiment,
-      methods = table.concat(methods, ","), score = score, hydra_version = core.version,
-      git_hash = provenance.git_hash, git_dirty = provenance.git_dirty,
-      command = provenance.command, overrides = provenance.overrides,
-      calibrate = cfg.eval.calibrate, seed = cfg.seed, config_hash = config.hash(cfg),
-      config = config.to_yaml(cfg), conventions = metrics.CONVENTIONS, wall_seconds = wall,
-      created = os.date("!%Y-%m-%dT%H:%M:%SZ"),
-    }
-    for k, v in pairs(root) do f:set_attr("/", k, v) end
-    local prov = { git_hash = root.git_hash, git_dirty = root.git_dirty, command = root.command,
-                   overrides = root.overrides, hydra_version = core.version, seed = cfg.seed,
-                   threads = threads, host = core.hostname(), cpu = cpu_model(),
-                   stages = table.concat(stage_lines, "\n") }
-    for name, hsh in pairs(data_hashes) do prov["data_" .. name] = hsh end
-    for k, v in pairs(prov) do f:set_attr("/provenance", k, v) end
-    for _, c in ipairs(curve_sets) do   -- /curves/<stage>-<key>: one dataset per column
-      local g = "/curves/" .. c.id
-      local kinds = {}
-      for j, r in ipairs(c.rows) do kinds[j] = r.kind or "" end
-      f:write_strings(g .. "/kind", kinds)
-      for _, col in ipairs(require("hydra.curves").COLUMNS) do
-        if col ~= "kind" then
-          local vals = {}
-          for j, r in ipairs(c.rows) do vals[j] = r[col] or (0 / 0) end
-          f:write(g .. "/" .. col, core.from_table("float64", vals))
+    -- the core's I/O errors (e.g. "h5: cannot write '...': no space left on device") are raised
+    -- as strings; err.wrap makes them the one-line user error they are
+    err.wrap("run " .. summary.id, function()
+      local f <close> = h5.create(result)
+      local root = {
+        format = M.FORMAT, run_id = summary.id, experiment = cfg.experiment,
+        methods = table.concat(methods, ","), score = score, hydra_version = core.version,
+        git_hash = provenance.git_hash, git_dirty = provenance.git_dirty,
+        command = provenance.command, overrides = provenance.overrides,
+        calibrate = cfg.eval.calibrate, seed = cfg.seed, config_hash = config.hash(cfg),
+        config = config.to_yaml(cfg), conventions = metrics.CONVENTIONS, wall_seconds = wall,
+        created = os.date("!%Y-%m-%dT%H:%M:%SZ"),
+      }
+      for k, v in pairs(root) do f:set_attr("/", k, v) end
+      local prov = { git_hash = root.git_hash, git_dirty = root.git_dirty, command = root.command,
+                     overrides = root.overrides, hydra_version = core.version, seed = cfg.seed,
+                     threads = threads, host = core.hostname(), cpu = cpu_model(),
+                     stages = table.concat(stage_lines, "\n") }
+      for name, hsh in pairs(data_hashes) do prov["data_" .. name] = hsh end
+      for k, v in pairs(prov) do f:set_attr("/provenance", k, v) end
+      for _, c in ipairs(curve_sets) do   -- /curves/<stage>-<key>: one dataset per column
+        local g = "/curves/" .. c.id
+        local kinds = {}
+        for j, r in ipairs(c.rows) do kinds[j] = r.kind or "" end
+        f:write_strings(g .. "/kind", kinds)
+        for _, col in ipairs(require("hydra.curves").COLUMNS) do
+          if col ~= "kind" then
+            local vals = {}
+            for j, r in ipairs(c.rows) do vals[j] = r[col] or (0 / 0) end
+            f:write(g .. "/" .. col, core.from_table("float64", vals))
+          end
         end
+        f:set_attr(g, "method", c.method)
+        f:set_attr(g, "stage", c.stage)
+        f:set_attr(g, "key", c.key)
       end
-      f:set_attr(g, "method", c.method)
-      f:set_attr(g, "stage", c.stage)
-      f:set_attr(g, "key", c.key)
-    end
-    for i, name in ipairs(methods) do
-      local src <close> = h5.open(files[i])
-      copy_tree(src, f, "/methods/" .. name)
-      f:set_attr("/methods/" .. name, "method_name", name)
-      for k, v in pairs(costs[i]) do f:set_attr("/methods/" .. name .. "/cost", k, v) end
-    end
-    f:commit()
+      for i, name in ipairs(methods) do
+        local src <close> = h5.open(files[i])
+        copy_tree(src, f, "/methods/" .. name)
+        f:set_attr("/methods/" .. name, "method_name", name)
+        for k, v in pairs(costs[i]) do f:set_attr("/methods/" .. name .. "/cost", k, v) end
+      end
+      f:commit()
+    end)
     summary.methods = methods
     summary.seconds = wall
     summary.stages = { hits = cache.hits, built = cache.built }

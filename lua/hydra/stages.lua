@@ -391,7 +391,10 @@ function Cache:get(name, inputs, build, opts)
   end)
   if not ok then
     os.remove(tmp)
-    if not exists(path) then os.remove(inputs_file) end
+    if not exists(path) then
+      os.remove(inputs_file)
+      os.remove(self:path(name, key, ".curves.csv"))   -- a failed build's learning curve
+    end
     M.release(lock)
     -- a core error ("h5: cannot write ...: no space left on device", "loader: ...") is about the
     -- inputs or the machine, not a bug: one line naming the stage, no traceback. Lua runtime

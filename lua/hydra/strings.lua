@@ -39,6 +39,15 @@ function M.printable(s)
   return (s:gsub("%c", " "))
 end
 
+-- s (a string, or any value through tostring) padded with spaces on the right to at least
+-- width bytes: the table-column helper. string.format refuses field widths above 99
+-- ("%-122s" is an error), so a width computed from data never goes into a format string.
+function M.pad(s, width)
+  s = tostring(s)
+  if #s >= width then return s end
+  return s .. (" "):rep(width - #s)
+end
+
 -- s with control characters written as \n, \r, \t or \ddd, for messages that quote a value.
 function M.escape_controls(s)
   local names = { ["\n"] = "\\n", ["\r"] = "\\r", ["\t"] = "\\t" }

@@ -35,8 +35,10 @@
 --   sweep.status(s) -> { complete = n, partial = n, absent = n }, and point.status set
 --   sweep.run(s, opts) -> summary    opts: jobs, shard = { i, n }, threads (total budget),
 --                                    quiet, log (function(line)), exe (the hydra binary)
---     summary = { total, selected, skipped, ran, failed = { point... }, interrupted = bool,
---                 complete (points of the sweep complete after the run) }
+--     summary = { total, selected, skipped, ran, others, failed = { point... }, interrupted,
+--                 complete (points of the sweep complete after the run) }; skipped counts the
+--                 points complete before (or, others of them, finished meanwhile by another
+--                 process, e.g. a second sweep of the same file), ran those this sweep computed
 --   sweep.run_point(s, index, opts) -> run summary   (in this process; used by the worker)
 --   sweep.shard(text) -> { i, n }    parses "i/n" (0 <= i < n) or "auto" (Slurm array / MPI env)
 --   sweep.budget(s, opts) -> threads  the thread budget: opts.threads, the config's threads, else
@@ -234,7 +236,11 @@ end
 -- description }.
 function M.read(path)
   if type(path) ~= "string" then error("sweep.read: expected a path", 2) end
-  if not core.stat(path) then err.fail("sweep: cannot open '%s': no such file", path) end
+  local kind = core.stat(path)
+  if not kind then err.fail("sweep: cannot open '%s': no such file", path) end
+  if kind == "other" then   -- a FIFO would block the read until a writer comes
+    err.fail("sweep: cannot read '%s': it is not a regular file", path)
+  end
   local ok, v, p = pcall(core.yaml_load, path)
   if not ok then err.fail("sweep: %s", err.message(v)) end
   local file = path
@@ -372,10 +378,15 @@ function M.shard(text, getenv)
       min, step = min or 0, (step and step > 0) and step or 1
       max = max or (min + step * (count - 1))
       if (id - min) % step ~= 0 or max ~= min + step * (count - 1) or id < min or id > max then
+        -- old Slurm sets no MIN: ids are then taken as 0..COUNT-1, and id COUNT means 1..COUNT
+        local hint = (num("SLURM_ARRAY_TASK_MIN") == nil and id == count)
+          and "; the ids look 1-based (no SLURM_ARRAY_TASK_MIN is set, so they are taken as "
+            .. "0..COUNT-1 and task 0's points were not run): submit --array=0-" .. (count - 1)
+          or ""
         err.usage("hydra sweep: --shard auto: the Slurm array's task ids are not evenly spaced "
           .. "(SLURM_ARRAY_TASK_ID %d, MIN %d, MAX %d, STEP %d, COUNT %d); use an array like "
-          .. "0-N or 0-N:S, or --shard $SLURM_ARRAY_TASK_ID/N with your own ids", id, min, max,
-          step, count)
+          .. "0-N or 0-N:S, or --shard $SLURM_ARRAY_TASK_ID/N with your own ids%s", id, min, max,
+          step, count, hint)
       end
       return M.shard(("%d/%d"):format((id - min) // step, count))
     end
@@ -388,12 +399,13 @@ function M.shard(text, getenv)
       .. "OMPI_COMM_WORLD_RANK/SIZE or PMI_RANK/SIZE in the environment")
   end
   local i, n = tostring(text):match("^(%d+)/(%d+)$")
-  i, n = tonumber(i), tonumber(n)
-  if not i or n < 1 or i >= n then
-    err.usage("hydra sweep: --shard expects i/n with 0 <= i < n (e.g. 0/4), got '%s'",
-      tostring(text))
+  -- integers only: "1/99999999999999999999" reads n as a float (1e20), not a shard count
+  i, n = math.tointeger(tonumber(i)), math.tointeger(tonumber(n))
+  if not i or not n or n < 1 or i >= n then
+    err.usage("hydra sweep: --shard expects i/n with 0 <= i < n (e.g. 0/4), got '%s'%s",
+      tostring(text), (i and n and i == n) and " (shard numbers are 0-based: 0 to n-1)" or "")
   end
-  return { i = math.tointeger(i), n = math.tointeger(n) }
+  return { i = i, n = n }
 end
 
 local function run_mod() return require("hydra.run") end
@@ -621,7 +633,7 @@ function M.run(sw, opts)
     if pt.status == "complete" then skipped = skipped + 1 else todo[#todo + 1] = pt end
   end
   local summary = { total = #sw.points, selected = #selected, skipped = skipped, ran = 0,
-                    failed = {}, interrupted = false, started = {} }
+                    others = 0, failed = {}, interrupted = false, started = {} }
   say(("sweep %s: %d points%s, %d complete, %d to run; %d jobs x %d threads; results in %s/%s")
     :format(sw.name, #sw.points,
       opts.shard and (" (shard %d/%d: %d)"):format(opts.shard.i, opts.shard.n, #selected) or "",
@@ -653,9 +665,22 @@ function M.run(sw, opts)
     local st = run.status(r.pt.cfg, r.pt.dir)
     clear()
     if how == "exit" and code == 0 and st == "complete" then
-      summary.ran = summary.ran + 1
-      say(("  [%d/%d] point %d %s -> %s complete (%.1f s)"):format(done, #todo, r.pt.index,
-        r.pt.label, r.pt.dir, secs))
+      -- the worker says "already complete" when another process (a second sweep of the same
+      -- file, whose worker appends to the same log) finished the point while it waited for the
+      -- run's lock
+      local f = io.open(r.log, "rb")
+      local text = ""
+      if f then f:seek("set", r.log_at); text = f:read("a") or ""; f:close() end
+      if text:find(("point %d: %s already complete (worker %d)"):format(r.pt.index, r.pt.dir,
+          r.pid), 1, true) then
+        summary.skipped, summary.others = summary.skipped + 1, summary.others + 1
+        say(("  [%d/%d] point %d %s -> %s already complete (finished by another process)")
+          :format(done, #todo, r.pt.index, r.pt.label, r.pt.dir))
+      else
+        summary.ran = summary.ran + 1
+        say(("  [%d/%d] point %d %s -> %s complete (%.1f s)"):format(done, #todo, r.pt.index,
+          r.pt.label, r.pt.dir, secs))
+      end
     else
       r.pt.failure = how == "exit" and ("exit status " .. code) or ("signal " .. tostring(code))
       summary.failed[#summary.failed + 1] = r.pt
@@ -674,8 +699,9 @@ function M.run(sw, opts)
       local log = pt.dir .. "/worker.log"
       local env = { HYDRA_THREADS = tostring(per), OMP_NUM_THREADS = tostring(per),
                     OPENBLAS_NUM_THREADS = tostring(per) }
+      local _, log_at = core.stat(log)             -- the worker appends to its log
       local pid = core.spawn(worker_argv(sw, pt, exe, per), env, log)
-      running[pid] = { pid = pid, pt = pt, t = core.now(), log = log }
+      running[pid] = { pid = pid, pt = pt, t = core.now(), log = log, log_at = log_at or 0 }
       summary.started[#summary.started + 1] = pt
       nrun = nrun + 1
     end

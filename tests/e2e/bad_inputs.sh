@@ -1,8 +1,10 @@
 #!/bin/sh
-# tests/e2e/bad_inputs.sh: the regression suite of bad inputs (issue 11, reviews/reliability.md):
-# one representative bad input of every category (YAML configs and overrides, CLI misuse,
-# outputs that would destroy inputs, HDF5 inputs, eval, plot and gnuplot injection, sweep files,
-# raw data, damaged results, locks, a full disk). Each case runs one hydra command and checks
+# tests/e2e/bad_inputs.sh: the regression suite of bad inputs (issue 11, reviews/reliability.md,
+# issue 36, reviews/reliability_2.md): one representative bad input of every category (YAML
+# configs and overrides, include bombs, FIFOs, CLI misuse, outputs that would destroy inputs, HDF5
+# inputs, eval and temperature scaling, plot and gnuplot injection, sweep files, two sweeps at
+# once, raw data, damaged results, locks, data in generated scripts (sbatch, gnuplot, YAML,
+# Markdown), a full disk). Each case runs one hydra command and checks
 #   - the exit status (1 or 2 for a refused input; a signal or any other status is a crash),
 #   - every expected fragment of its message (fixed strings),
 #   - no Lua traceback and no sanitizer report (`make asan` runs this under ASan + UBSan),
@@ -88,6 +90,7 @@ local P = { { 0.75, 0.125, 0.125 }, { 0.25, 0.25, 0.5 }, { 0.5, 0.5, 0 }, { 0, 0
 preds(d .. "/p.h5", P, { 0, 1, 1, 2 }, { method = "single" })
 preds(d .. "/ood.h5", { { 0.5, 0.25, 0.25 }, { 0.375, 0.375, 0.25 } }, { -1, -1 })
 preds(d .. "/nan.h5", { { 0 / 0, 0.5, 0.5 } }, { 0 })
+preds(d .. "/one.h5", { { 0.75, 0.125, 0.125 } }, { 0 }, { split = "val" })
 -- the gnuplot payload of reviews/reliability.md S1, as a prediction file's method attribute
 preds(d .. "/evil.h5", P, { 0, 1, 1, 2 },
   { method = "Single\nsystem(\"touch " .. d:gsub("/", "\\057") .. "\\057PWNED_attr\")\n#" })
@@ -101,6 +104,8 @@ methods: [single]
 YAML
 "$HYDRA" run "$T/fx.lua" "$FX" >"$T/log" 2>&1 &&
 "$HYDRA" model init "$FX/cfg.yaml" --out "$FX/ck.h5" >>"$T/log" 2>&1 &&
+"$HYDRA" model init "$HOME_DIR/configs/models/text-sst.yaml" model.vocab_size=50 model.d_model=32 \
+    model.n_heads=2 model.depth=1 model.d_mlp=32 --out "$FX/txt.h5" >>"$T/log" 2>&1 &&
 "$HYDRA" eval --id "$FX/p.h5" --ood far="$FX/ood.h5" --out "$FX/r.h5" >>"$T/log" 2>&1 &&
 "$HYDRA" eval --id "$FX/evil.h5" --ood far="$FX/ood.h5" --out "$FX/evil_r.h5" >>"$T/log" 2>&1 || {
     cat "$T/log"; echo "bad_inputs: cannot build the fixtures"; exit 1; }
@@ -124,7 +129,7 @@ printf 'base: nope.yaml\ngrid: {seed: [0]}\n' >"$FX/sw_base.yaml"
 printf 'base: b.yaml\ngrid:\n  experiment: [ok, ../../x]\n' >"$FX/sw_trav.yaml"
 v=$(seq -s, 1 100)
 { echo "base: b.yaml"; echo "grid:"
-  for k in train.epochs hydra.members train.batch_size model.depth train.eval_batch_size \
+  for k in train.epochs deep_ensemble.members train.batch_size model.depth train.eval_batch_size \
            prune.calib_size; do echo "  $k: [$v]"; done; } >"$FX/sw_huge.yaml"
 printf 'experiment: dmg\nresults_dir: %s/res\nmethods: [single]\n' "$FX" >"$FX/dmg.yaml"
 printf 'base: dmg.yaml\ngrid: {seed: [0]}\n' >"$FX/sw_dmg.yaml"
@@ -155,10 +160,36 @@ expect "yaml: experiment injection" 1 "inj.yaml:1:13: experiment must be a name|
 absent "yaml: experiment injection ran" "$T/PWNED_exp"
 expect "yaml: experiment= empty" 1 "command line: experiment= must be a name of letters" \
     "$HYDRA" config --check "$FX/b.yaml" "experiment="
+# include bombs (reliability_2 H-c2, H-c3): a 70-file chain and a 30-level binary tree
+mkdir -p "$T/inc"
+for i in $(seq 0 69); do printf 'include: c%d.yaml\n' $((i + 1)) >"$T/inc/c$i.yaml"; done
+printf 'seed: 1\n' >"$T/inc/c70.yaml"
+for i in $(seq 0 29); do printf 'include: [t%d.yaml, t%d.yaml]\n' $((i + 1)) $((i + 1)) >"$T/inc/t$i.yaml"; done
+printf 'seed: 1\n' >"$T/inc/t30.yaml"
+expect "yaml: include chain of 70 files" 1 "c63.yaml:1:10: includes nested deeper than 64 levels" \
+    timeout 20 "$HYDRA" config --check "$T/inc/c0.yaml"
+expect "yaml: include tree of 30 levels" 1 "t21.yaml:1:21: more than 1000 includes in all" \
+    timeout 20 "$HYDRA" config --check "$T/inc/t0.yaml"
 expect "yaml: bad override value" 1 "command line: train.epochs=ten: expected integer, got string 'ten'" \
     "$HYDRA" config --check "$FX/b.yaml" train.epochs=ten
+expect "yaml: hydra.members bound" 1 "command line: hydra.members=1000 must be >= 1 and <= 64 (got 1000)" \
+    "$HYDRA" exp "$FX/cfg.yaml" "results_dir=$OUT" methods=[hydra_taylor] hydra.members=1000 --quiet
+expect "yaml: packed_ensemble.alpha bound" 1 "packed_ensemble.alpha=1e6 must be > 0 and <= 16 (got 1000000.0)" \
+    "$HYDRA" exp "$FX/cfg.yaml" "results_dir=$OUT" methods=[packed_ensemble] packed_ensemble.alpha=1e6 --quiet
 expect "yaml: eval.bootstrap bound" 1 "eval.bootstrap=1000000000 must be >= 0 and <= 100000" \
     "$HYDRA" config --check "$FX/b.yaml" eval.bootstrap=1000000000
+
+# a FIFO (no writer: an open would wait forever) as config, include, sweep file and HDF5 file
+mkfifo "$T/fifo"
+printf 'include: %s\n' "$T/fifo" >"$T/inc_fifo.yaml"
+expect "yaml: FIFO as config" 1 "config: cannot read '$T/fifo': it is not a regular file" \
+    timeout 20 "$HYDRA" config --check "$T/fifo"
+expect "yaml: FIFO as include" 1 "inc_fifo.yaml:1:10: cannot include '$T/fifo' ($T/fifo: it is not a regular file)" \
+    timeout 20 "$HYDRA" config --check "$T/inc_fifo.yaml"
+expect "sweep: FIFO as sweep file" 1 "sweep: cannot read '$T/fifo': it is not a regular file" \
+    timeout 20 "$HYDRA" sweep "$T/fifo" --list
+expect "h5: FIFO to info" 1 "h5: cannot open '$T/fifo': it is not a regular file" \
+    timeout 20 "$HYDRA" info "$T/fifo"
 
 # ===== 2. CLI misuse =====
 expect "cli: missing = in an override" 2 "unexpected argument 'train.epochs'; a config override needs '=': train.epochs=VALUE" \
@@ -180,6 +211,9 @@ expect "cli: results_dir is a file" 1 "run: cannot create folder '$FX/afile/bad'
     "$HYDRA" exp "$FX/cfg.yaml" "results_dir=$FX/afile" --quiet
 expect "cli: --cache is a file" 1 "stages: cannot create folder '$FX/afile': it is a file" \
     "$HYDRA" exp "$FX/cfg.yaml" "results_dir=$OUT" --cache "$FX/afile" --quiet
+# standard output on a full disk (/dev/full: every write fails with ENOSPC) (reliability_2 E20)
+expect "cli: stdout on a full disk" 1 "hydra: cannot write standard output: No space left on device" \
+    sh -c '"$0" config "$1" >/dev/full' "$HYDRA" "$FX/b.yaml"
 rm -rf "$OUT"/* "$OUT"/.[!.]* 2>/dev/null
 
 # ===== 3. outputs that would destroy inputs, unwritable outputs =====
@@ -208,6 +242,8 @@ expect "h5: random bytes as a checkpoint" 1 "$FX/random.h5" \
     "$HYDRA" predict "$FX/random.h5" --data "$FX/data.h5" --split test --out "$OUT/p.h5"
 expect "h5: predictions as a checkpoint" 1 "$FX/p.h5" \
     "$HYDRA" predict "$FX/p.h5" --data "$FX/data.h5" --split test --out "$OUT/p.h5"
+expect "h5: a text checkpoint on an image set" 1 "'$FX/txt.h5' is a text model; '$FX/data.h5' is an image set" \
+    "$HYDRA" predict "$FX/txt.h5" --data "$FX/data.h5" --split test --out "$OUT/p.h5"
 expect "h5: unknown split" 1 "nosuch" \
     "$HYDRA" predict "$FX/ck.h5" --data "$FX/data.h5" --split nosuch --out "$OUT/p.h5"
 
@@ -218,6 +254,11 @@ expect "eval: NaN probabilities" 1 "$FX/nan.h5|non-finite" \
     "$HYDRA" eval --id "$FX/nan.h5" --out "$OUT/r.h5"
 expect "eval: OOD name with a slash" 1 "OOD set name 'a/b'" \
     "$HYDRA" eval --id "$FX/p.h5" --ood "a/b=$FX/ood.h5" --out "$OUT/r.h5"
+
+expect "eval: --calib is the --id file" 2 "hydra eval: --calib '$FX/p.h5' is the --id file" \
+    "$HYDRA" eval --id "$FX/p.h5" --calib "$FX/p.h5" --out "$OUT/r.h5"
+expect "eval: --calib of one row" 0 "temperature kept at 1|temperature 1.0000" \
+    "$HYDRA" eval --id "$FX/p.h5" --calib "$FX/one.h5" --out "$T/r_calib.h5"
 
 # ===== 6. plots and gnuplot injection =====
 expect "plot: --bins 1e9" 2 "hydra plot: --bins must be in [1, 10000] (got 1000000000)" \
@@ -247,10 +288,31 @@ expect "sweep: experiment traversal" 1 "sw_trav.yaml:3:20: grid experiment[2] mu
     "$HYDRA" sweep "$FX/sw_trav.yaml" --list
 expect "sweep: 10^12 points" 1 "sw_huge.yaml:3:3: grid has 1000000000000 points (limit 10000" \
     "$HYDRA" sweep "$FX/sw_huge.yaml" --list
+expect "sweep: --shard beyond 2^63" 2 "hydra sweep: --shard expects i/n with 0 <= i < n (e.g. 0/4), got '1/99999999999999999999'" \
+    "$HYDRA" sweep "$FX/sw_dmg.yaml" --shard 1/99999999999999999999 --list
 expect "sweep: damaged result listed" 0 "1 damaged" \
     "$HYDRA" sweep "$FX/sw_dmg.yaml" --list
 expect "sweep: damaged result not resumed" 1 "$DMG/result.h5' exists but is not a complete result|delete it and rerun" \
     "$HYDRA" sweep "$FX/sw_dmg.yaml"
+# two sweeps of one file at once: each point is computed once, and the sweep that waited for a
+# point the other computed counts it as such, not as run by itself (reliability_2 E14)
+printf 'base: cfg.yaml\ngrid: {seed: [0, 1]}\n' >"$T/conc.yaml"
+cp "$FX/cfg.yaml" "$T/cfg.yaml"
+tried=$((tried + 1))
+"$HYDRA" sweep "$T/conc.yaml" "results_dir=$T/conc" --jobs 1 --no-report >"$T/conc1.log" 2>&1 &
+cpid=$!
+"$HYDRA" sweep "$T/conc.yaml" "results_dir=$T/conc" --jobs 1 --no-report >"$T/conc2.log" 2>&1
+wait $cpid
+ran=0
+for n in $(sed -n 's/.*points complete (\([0-9]*\) run now.*/\1/p' "$T/conc1.log" "$T/conc2.log"); do
+    ran=$((ran + n)); done
+if [ "$ran" = 2 ] && [ "$(ls "$T"/conc/bad/*/result.h5 | wc -l)" -eq 2 ]; then
+    echo "ok   sweep: two sweeps at once ran 2 points in all ($(grep -ho 'already complete (finished by another process)' "$T"/conc?.log | wc -l) waited for)"
+else
+    echo "FAIL sweep: two sweeps at once: $ran points counted as run"; cat "$T"/conc?.log | sed 's/^/    /'
+    failed=$((failed + 1))
+fi
+rm -rf "$T/conc" "$T/cfg.yaml"
 expect "exp: damaged result" 1 "exists but is not a complete result|delete it or rerun with --force" \
     "$HYDRA" exp "$FX/dmg.yaml" seed=0 --quiet
 
@@ -261,6 +323,34 @@ expect "data: unknown dataset" 1 "nosuchset" \
     env HYDRA_PREPARED_DIR="$OUT" "$HYDRA" data prepare nosuchset
 expect "data: unknown option" 1 "data: glyphs: unknown option 'size' (known: per)" \
     env HYDRA_PREPARED_DIR="$OUT" "$HYDRA" data prepare glyphs size=3
+
+# every input of the dependency chain is checked before anything is prepared (reliability_2 E12:
+# sst2 was prepared first, then trec's own bad input reported)
+mkdir -p "$T/raw"
+expect "data: inputs of the whole chain first" 1 "data: trec: 4 inputs unavailable (of it and the sets it depends on)|sst2: missing input 'train'|trec: missing input 'test'" \
+    env HYDRA_DATA_DIR="$T/raw" HYDRA_PREPARED_DIR="$OUT" "$HYDRA" data prepare trec
+# the temporary files of killed writers (a dead pid: 2^22 + 1 is above any pid_max default) go at
+# the next write of the same file; a live process's (this shell's) stays (reliability_2 E26)
+: >"$OUT/.glyphs.h5.tmp-4194305-0"; : >"$OUT/.glyphs.h5.tmp-4194305-1"; : >"$OUT/.glyphs.h5.tmp-$$-0"
+tried=$((tried + 1))
+if env HYDRA_PREPARED_DIR="$OUT" "$HYDRA" data prepare glyphs per=2 >"$T/log" 2>&1 &&
+   [ -f "$OUT/glyphs.h5" ] && [ "$(ls -A "$OUT")" = "$(printf '.glyphs.h5.tmp-%s-0\nglyphs.h5' $$)" ]; then
+    echo "ok   data: stale temporary files of a killed prepare removed"
+elif grep -qF "missing input" "$T/log"; then
+    tried=$((tried - 1)); echo "skip data: stale temporary files (glyphs cannot be prepared here)"
+else
+    echo "FAIL data: stale temporary files: $(ls -A "$OUT" | tr '\n' ' ')"; sed 's/^/    /' "$T/log" | tail -n 5
+    failed=$((failed + 1))
+fi
+rm -rf "$OUT"/* "$OUT"/.[!.]*
+
+# a source column wider than 99 characters (string.format refuses such widths), with a long
+# HYDRA_DATA_DIR and without one
+LONG="$T/$(printf 'd%.0s' $(seq 1 150))"
+expect "data: list with a long HYDRA_DATA_DIR" 0 "pretrain-text|unavailable (first missing input)" \
+    env HYDRA_DATA_DIR="$LONG" "$HYDRA" data list
+expect "data: list without HYDRA_DATA_DIR" 0 "pretrain-text|HYDRA_DATA_DIR is not set" \
+    env -u HYDRA_DATA_DIR "$HYDRA" data list
 
 # ===== 9. a lock whose pid was reused (pid 1 is alive, but started at another time) =====
 RUN=$(printf 'local r = require("hydra.run"); print(r.dir(require("hydra.config").load(arg[1], { "results_dir=%s" })))' "$OUT" >"$T/dir.lua"; "$HYDRA" run "$T/dir.lua" "$FX/cfg.yaml")
@@ -278,7 +368,49 @@ else
 fi
 rm -rf "$OUT"/* "$T/cache"
 
-# ===== 10. a full disk (a 200 KiB tmpfs) =====
+# ===== 10. data is data in every file hydra writes for another interpreter (reliability_2 H-b4) =====
+# a newline in results_dir is refused before any work (E16: it used to fail only at the plots);
+# in a sweep file's own path it reaches the Slurm batch script's comment lines
+expect "names: newline in results_dir" 1 "must not contain a control character (got '$OUT/nl\\ntouch $T/PWNED_nl')" \
+    "$HYDRA" exp "$FX/cfg.yaml" "results_dir=\"$OUT/nl\\ntouch $T/PWNED_nl\"" --quiet
+expect "names: newline in data.dir" 1 "data.dir=\"a\\nb\" must not contain a control character (got 'a\\nb')" \
+    "$HYDRA" train "$FX/cfg.yaml" 'data.dir="a\nb"' --out "$OUT/m.h5" --quiet
+# the sbatch scripts of a sweep run from a folder named with a newline and `;` (the scripts'
+# paths reach their comment lines), with a results_dir holding quotes, `;`, `$()`, backquotes and
+# <script>; a fake sbatch runs each script with sh as Slurm would (array task 0: the run, whose
+# gnuplot scripts name the odd folder, then the report job's tables)
+SWD="$T/sw
+touch $T/PWNED_swnl;x"
+EVIL="r'q\"d;touch $T/PWNED_semi;\$(touch $T/PWNED_dollar)\`touch $T/PWNED_bq\`<script>x"
+mkdir -p "$T/fakebin" "$SWD"
+cat >"$T/fakebin/sbatch" <<'SH'
+#!/bin/sh
+for a; do last=$a; done
+case "$*" in *--dependency=*) echo 1002 ;; *) echo 1001 ;; esac
+SLURM_ARRAY_TASK_ID=0 sh "$last" >>"$(dirname "$last")/fake-sbatch.log" 2>&1
+SH
+chmod +x "$T/fakebin/sbatch"
+printf 'base: %s/cfg.yaml\ngrid: {seed: [0]}\n' "$FX" >"$SWD/sw.yaml"
+tried=$((tried + 1))
+S="$SWD/$EVIL/bad/slurm"
+if (cd "$SWD" && PATH="$T/fakebin:$PATH" "$HYDRA" sweep sw.yaml "results_dir=$EVIL" \
+       --launcher slurm) >"$T/log" 2>&1 && grep -qF "submitted array job 1001" "$T/log" &&
+   set -- "$SWD/$EVIL"/bad/*/result.h5 && [ $# -eq 1 ] && [ -f "$1" ] &&
+   [ -f "$SWD/$EVIL/bad/report/table.md" ] &&
+   { ! command -v gnuplot >/dev/null || { set -- "$SWD/$EVIL"/bad/*/plots/reliability.png && [ -f "$1" ]; }; } &&
+   ! sed -n '2,/^cd /p' "$S/sw.sbatch" | grep -qvE '^(#|cd )' &&
+   ! sed -n '2,/^cd /p' "$S/sw.report.sbatch" | grep -qvE '^(#|cd )'; then
+    echo "ok   names: sbatch scripts of an odd folder and results_dir ran as written"
+else
+    echo "FAIL names: sbatch scripts of an odd folder and results_dir"
+    sed 's/^/    /' "$T/log" | tail -n 12
+    cat "$S/sw.sbatch" "$S/fake-sbatch.log" 2>/dev/null | sed 's/^/    /' | tail -n 20
+    failed=$((failed + 1))
+fi
+for f in nl semi dollar bq swnl; do absent "names: injection through $f ran" "$T/PWNED_$f"; done
+rm -rf "$SWD"
+
+# ===== 11. a full disk (a 200 KiB tmpfs) =====
 if mount -t tmpfs -o size=200k tmpfs "$DISK" 2>/dev/null; then
     mounted=1
     dd if=/dev/zero of="$DISK/fill" bs=1k count=200 2>/dev/null
@@ -297,6 +429,22 @@ if mount -t tmpfs -o size=200k tmpfs "$DISK" 2>/dev/null; then
     ls -A "$DISK" | grep -qE '^x\.png$|tmp' && { echo "FAIL disk full: plot left $(ls -A "$DISK")";
         failed=$((failed + 1)); leftovers=$((leftovers + 1)); }
     KEEP=none
+    # the run's folder on the full disk: its tables and plots fit, result.h5 does not (E18: the
+    # core's error string reached the host as a traceback); the run's other files stay
+    rm -rf "$DISK"/* "$DISK"/.[!.]*; dd if=/dev/zero of="$DISK/fill" bs=1k count=8 2>/dev/null
+    tried=$((tried + 1))
+    "$HYDRA" exp "$FX/cfg.yaml" "results_dir=$DISK/r" --cache "$T/cache2" --quiet >"$T/log" 2>&1
+    rc=$?
+    if [ "$rc" -eq 1 ] && ! grep -q 'stack traceback' "$T/log" && [ "$(wc -l <"$T/log")" -eq 1 ] &&
+       grep -qF "result.h5': no space left on device" "$T/log" &&
+       [ -z "$(find "$DISK" -name result.h5 -o -name '*tmp*')" ]; then
+        echo "ok   disk full: result.h5 of hydra exp: $(head -n 1 "$T/log" | cut -c1-120)"
+    else
+        echo "FAIL disk full: result.h5 of hydra exp (exit status $rc)"; sed 's/^/    /' "$T/log" | head -n 12
+        grep -q 'stack traceback' "$T/log" && tracebacks=$((tracebacks + 1))
+        failed=$((failed + 1))
+    fi
+    rm -rf "$T/cache2"
     umount "$DISK"; mounted=0
 else
     echo "skip disk full: mount -t tmpfs not permitted"

@@ -93,9 +93,10 @@ expect "HYDRA_THREADS=5000" "HYDRA_THREADS must be an integer in [1, 1024] (got 
 
 
 # ===== config size =====
-expect "config /dev/zero" "'/dev/zero' is larger than 64 MiB" "$HYDRA" config --check /dev/zero
+# (a device or FIFO is refused before it is read; the 64 MiB limit itself: tests/c/test_config.c)
+expect "config /dev/zero" "cannot read '/dev/zero': it is not a regular file" "$HYDRA" config --check /dev/zero
 printf 'include: /dev/zero\n' >"$T/inc.yaml"
-expect "include: /dev/zero" "'/dev/zero' is larger than 64 MiB" "$HYDRA" config --check "$T/inc.yaml"
+expect "include: /dev/zero" "(/dev/zero: it is not a regular file)" "$HYDRA" config --check "$T/inc.yaml"
 
 # ===== batch sizes =====
 # shellcheck disable=SC2086

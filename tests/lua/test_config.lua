@@ -118,7 +118,7 @@ function T.out_of_range_and_enums()
   load_fails("train:\n  grad_clip: .Inf\n", "%s:2:14: train.grad_clip must be a finite number (got .inf)")
   check.raises("command line: finetune.learning_rate=.inf must be a finite number (got .inf)",
     function() return config.load(nil, { "finetune.learning_rate=.inf" }) end)
-  load_fails("hydra:\n  members: 0\n", "%s:2:12: hydra.members must be >= 1 (got 0)")
+  load_fails("hydra:\n  members: 0\n", "%s:2:12: hydra.members must be >= 1 and <= 64 (got 0)")
   load_fails("hydra:\n  keep_heads: [2, 0, 2]\n",
     "%s:2:19: hydra.keep_heads[2] must be >= 1 (got 0)")
   load_fails("fuse:\n  mlp: averge\n",
@@ -191,6 +191,64 @@ function T.include_and_override_order()
   local badinc = put(d, "inc_type.yaml", "include: 3\n")
   check.raises(badinc .. ":1:10: include: expected string or list of strings, got integer 3",
     function() return config.load(badinc) end)
+end
+
+-- A file included again is merged once, where it comes last: the result is what merging every
+-- copy in order gives (the last layer setting a key wins), for repeats, diamonds and trees.
+function T.repeated_includes_merge_like_every_copy()
+  local d = check.tmpdir()
+  put(d, "a.yaml", "seed: 1\ntrain: {epochs: 5}\n")
+  put(d, "b.yaml", "seed: 2\ntrain: {batch_size: 8}\n")
+  local c = config.load(put(d, "aba.yaml", "include: [a.yaml, b.yaml, a.yaml]\n"))
+  check.eq(c.seed, 1, "a after b wins")
+  check.eq(c.train.batch_size, 8, "b's other key kept")
+  c = config.load(put(d, "ab.yaml", "include: [a.yaml, a.yaml, b.yaml]\n"))
+  check.eq(c.seed, 2, "b after both copies of a wins")
+  -- a diamond whose shared leaf sets what one side also sets: the leaf comes after that side
+  put(d, "leaf.yaml", "seed: 3\n")
+  put(d, "l.yaml", "seed: 4\ninclude: leaf.yaml\n")
+  put(d, "r.yaml", "include: leaf.yaml\n")
+  check.eq(config.load(put(d, "lr.yaml", "include: [l.yaml, r.yaml]\n")).seed, 3, "l, leaf")
+  put(d, "r2.yaml", "include: leaf.yaml\nseed: 5\n")
+  check.eq(config.load(put(d, "lr2.yaml", "include: [r2.yaml, l.yaml]\n")).seed, 4, "leaf, l")
+  -- a binary tree 8 levels deep (510 include references, 9 files) gives its leaf
+  for i = 0, 7 do
+    put(d, ("t%d.yaml"):format(i), ("include: [t%d.yaml, t%d.yaml]\n"):format(i + 1, i + 1))
+  end
+  put(d, "t8.yaml", "seed: 9\n")
+  check.eq(config.load(d .. "/t0.yaml").seed, 9, "tree")
+end
+
+-- Include bombs (reviews/reliability_2.md H-c1..H-c3) end at a limit with file:line:col.
+function T.include_depth_and_count_limits()
+  local d = check.tmpdir()
+  for i = 0, config.MAX_INCLUDE_DEPTH + 5 do
+    put(d, ("c%d.yaml"):format(i), ("include: c%d.yaml\n"):format(i + 1))
+  end
+  put(d, ("c%d.yaml"):format(config.MAX_INCLUDE_DEPTH + 6), "seed: 1\n")
+  local n = config.MAX_INCLUDE_DEPTH
+  check.raises(("%s/c%d.yaml:1:10: includes nested deeper than %d levels (%s/c0.yaml -> ... -> "
+    .. "%s/c%d.yaml)"):format(d, n - 1, n, d, d, n),
+    function() return config.load(d .. "/c0.yaml") end)
+  check.eq(config.load(d .. "/c7.yaml").seed, 1, "a chain of 64 files (63 include levels)")
+  for i = 0, 29 do
+    put(d, ("t%d.yaml"):format(i), ("include: [t%d.yaml, t%d.yaml]\n"):format(i + 1, i + 1))
+  end
+  put(d, "t30.yaml", "seed: 9\n")
+  local t0 = core.now()
+  check.raises_has(("more than %d includes in all (repeats counted)"):format(config.MAX_INCLUDES),
+    function() return config.load(d .. "/t0.yaml") end)
+  put(d, "leaf.yaml", "seed: 3\n")
+  local names = {}
+  for i = 1, config.MAX_INCLUDES + 1 do names[i] = "leaf.yaml" end
+  local many = put(d, "many.yaml", "include: [" .. table.concat(names, ", ") .. "]\n")
+  check.raises(("%s:1:%d: more than %d includes in all (repeats counted): too many, or a file "
+    .. "included again and again"):format(many, 11 + 11 * config.MAX_INCLUDES, config.MAX_INCLUDES),
+    function() return config.load(many) end)
+  names[#names] = nil
+  check.eq(config.load(put(d, "ok.yaml", "include: [" .. table.concat(names, ", ") .. "]\n")).seed,
+    3, "the limit itself")
+  check.ok(core.now() - t0 < 10, "limits reached in seconds")
 end
 
 function T.include_cycle()
@@ -309,7 +367,8 @@ end
 function T.to_yaml_round_trip_awkward_values()
   local cfg = config.defaults()
   cfg.experiment = "a-b.c_1"
-  cfg.results_dir = "with \"quotes\", \\ and\nnewline\t"
+  -- (a control character is refused: yaml.string's escapes are tested in test_safety.lua)
+  cfg.results_dir = "with \"quotes\", \\ and ;$(x) `y` <script>"
   cfg.data.id = "123"
   cfg.data.dir = "true"
   cfg.data.ood_val = ""

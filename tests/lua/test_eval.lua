@@ -273,7 +273,14 @@ function T.eval_near_far_fpr95_id_and_temperature()
   local c = write_preds(d .. "/c.h5",
     { probs = { { 0.75, 0.125, 0.125 }, { 0.375, 0.375, 0.25 } } })
   local eval, report = hydra.eval, hydra.report
-  local res = eval.evaluate({ id = id, calib = id, ood = {
+  -- the calibration set: the ID rows three times (eval.MIN_CALIB rows at least, split val)
+  local VAL_PROBS, VAL_LABELS = {}, {}
+  for i = 1, 3 * #ID_PROBS do
+    VAL_PROBS[i], VAL_LABELS[i] = ID_PROBS[(i - 1) % 4 + 1], ID_LABELS[(i - 1) % 4 + 1]
+  end
+  local val = write_preds(d .. "/val.h5", { probs = VAL_PROBS, labels = VAL_LABELS,
+    attrs = { method = "single", split = "val" } })
+  local res = eval.evaluate({ id = id, calib = val, ood = {
     { name = "a", path = a, group = "near" }, { name = "b", path = b },
     { name = "c", path = c, group = "far" } } })
   check.eq(res.ood[2].group, "far", "a set without a group is far")
@@ -286,8 +293,9 @@ function T.eval_near_far_fpr95_id_and_temperature()
   check.eq(res.ood_far.fpr95_id, 0.75, "far fpr95_id")
   check.eq(res.ood_groups_mean.fpr95_id, 0.625, "groups mean fpr95_id")
   -- temperature scaling on probabilities (no logits): log p̄ = log max(p, 1e-12)
-  local a_val = core.metrics_log_probs(core.from_table("float32", ID_PROBS))
-  local T0 = core.metrics_temperature_fit(a_val, core.from_table("int32", ID_LABELS))
+  local a_val = core.metrics_log_probs(core.from_table("float32", VAL_PROBS))
+  local T0 = core.metrics_temperature_fit(a_val, core.from_table("int32", VAL_LABELS))
+  check.eq(#res.calibration.warnings, 0, "no warning: " .. table.concat(res.calibration.warnings))
   check.eq(res.calibration.temperature, T0, "the fitted temperature")
   check.eq(res.calibration.source, "probs", "log p̄ from the probabilities")
   check.ok(res.calibration.val_nll_after <= res.calibration.val_nll_before, "TS lowers val NLL")
@@ -321,12 +329,12 @@ function T.eval_near_far_fpr95_id_and_temperature()
   check.ok(row:find("| 87.50 | 50.00 | ", 1, true), "a: AUROC 87.50, FPR95-ID 50.00: " .. row)
   -- hydra eval --near / --calib / --fpr
   run_ok(("eval --id %s --near a=%s --ood b=%s --ood c=%s --calib %s --out %s/cli.h5 --md "
-    .. "%s/cli.md --fpr fpr95_id"):format(id, a, b, c, id, d, d, d))
+    .. "%s/cli.md --fpr fpr95_id"):format(id, a, b, c, val, d, d, d))
   local cli <close> = hydra.h5.open(d .. "/cli.h5")
   check.eq(cli:attr("/metrics", "ood_groups_mean_auroc"), 0.796875, "cli groups mean")
   check.ok(check.read_file(d .. "/cli.md"):find("a FPR95-ID ↓", 1, true), "cli --fpr")
   -- two seeds of one method (the second with a and b swapped between the groups): mean ± std
-  local res2 = eval.evaluate({ id = id, calib = id, ood = {
+  local res2 = eval.evaluate({ id = id, calib = val, ood = {
     { name = "a", path = a, group = "far" }, { name = "b", path = b, group = "near" },
     { name = "c", path = c, group = "far" } } })
   local t = report.table({ res, res2 })
@@ -344,6 +352,56 @@ function T.eval_near_far_fpr95_id_and_temperature()
     end
   end
   check.eq(#blocks, 4, "main, scores, misclf and calibration blocks")
+end
+
+-- reviews/reliability_2.md E7-E9: temperature scaling fitted on the scored rows is refused; a
+-- flat validation NLL, a tiny calibration set and a temperature on a bound keep T = 1 or warn.
+function T.temperature_scaling_guards()
+  local d = check.tmpdir()
+  local id = fixture(d)
+  run_fails(("eval --id %s --calib %s --out %s/r.h5"):format(id, id, d), 2,
+    ("hydra eval: --calib '%s' is the --id file: temperature scaling would be fitted on the rows "
+      .. "it is scored on; give the validation split's predictions (hydra predict ... --split "
+      .. "val)"):format(id))
+  local function calib(name, probs, labels, split)
+    return write_preds(d .. "/" .. name .. ".h5", { probs = probs, labels = labels,
+      attrs = { split = split or "val" } })
+  end
+  local function rows(n, p, y)
+    local ps, ys = {}, {}
+    for i = 1, n do ps[i], ys[i] = p(i), y(i) end
+    return ps, ys
+  end
+  local eval = hydra.eval
+  local function fit(path)
+    local c = eval.evaluate({ id = id, calib = path }).calibration
+    return c.temperature, table.concat(c.warnings, "\n"), c
+  end
+  -- uniform probabilities: the NLL is flat in T (the bisection ends at 0.01)
+  local T, w, c = fit(calib("flat", rows(12, function() return { 1 / 3, 1 / 3, 1 / 3 } end,
+    function(i) return i % 3 end)))
+  check.eq(T, 1.0, "flat: T kept at 1")
+  check.eq(c.val_nll_after, c.val_nll_before, "flat: val NLL unchanged")
+  check.ok(w:find("temperature scaling does not lower the NLL of", 1, true), w)
+  -- one row
+  T, w = fit(calib("one", { ID_PROBS[1] }, { 0 }))
+  check.eq(T, 1.0, "one row: T kept at 1")
+  check.ok(w:find("has 1 row (fewer than 10): temperature kept at 1", 1, true), w)
+  -- all wrong and confident: T goes to the upper bound, with a warning
+  T, w = fit(calib("wrong", rows(12, function() return { 0.98, 0.01, 0.01 } end,
+    function() return 1 end)))
+  check.eq(T, 100.0, "all wrong: the upper bound")
+  check.ok(w:find("the fitted temperature 100 is on the bound of [0.01, 100]", 1, true), w)
+  -- the test split as calibration set: fitted, with a warning
+  local VP, VL = rows(12, function(i) return ID_PROBS[(i - 1) % 4 + 1] end,
+    function(i) return ID_LABELS[(i - 1) % 4 + 1] end)
+  T, w = fit(calib("testsplit", VP, VL, "test"))
+  check.ok(T ~= 1.0, "test split: still fitted")
+  check.ok(w:find("holds the 'test' split, not val", 1, true), w)
+  local code, _, e = check.hydra(("eval --id %s --calib %s/testsplit.h5 --out %s/r.h5")
+    :format(id, d, d))
+  check.eq(code, 0, "a warning is no error: " .. e)
+  check.ok(e:find("hydra eval: warning: the calibration file", 1, true), e)
 end
 
 -- Generated comparisons: single-seed gaps under one AUROC point are within noise; with seeds, a

@@ -53,7 +53,7 @@ function T.member_widths_round_to_the_head_size()
   eq(pe.packed_width(8, 2, 3, 16), 16, "never narrower than one head")
   local d = pe.describe(tiny_cfg({ ["packed_ensemble.members"] = "4" }))
   eq(d.members, 4, "members from packed_ensemble.members")
-  raises("command line: packed_ensemble.alpha=0 must be > 0 (got 0)", function()
+  raises("command line: packed_ensemble.alpha=0 must be > 0 and <= 16 (got 0)", function()
     return tiny_cfg({ ["packed_ensemble.alpha"] = "0" })
   end)
 end

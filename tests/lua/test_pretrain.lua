@@ -77,6 +77,35 @@ function T.resume_is_bitwise()
       { progress = false }) end)
 end
 
+-- reviews/reliability_2.md E6: a truncated or random .partial names the way out
+function T.damaged_partial_says_delete_it()
+  local d = check.tmpdir()
+  corpus_file(d .. "/pcorpus.h5")
+  local cfg = cfg_for(d, { "pretrain.epochs=2" })
+  local out = d .. "/k.h5"
+  hydra.pretrain.run(cfg, out, { progress = false, stop_after = 1 })
+  local whole = check.read_file(out .. ".partial")
+  for _, bytes in ipairs({ whole:sub(1, #whole // 2), ("\1\2\3"):rep(1000) }) do
+    check.write_file(out .. ".partial", bytes)
+    check.raises_has("pretrain: '" .. out .. ".partial' is a damaged partial state (",
+      function() return hydra.pretrain.run(cfg, out, { progress = false }) end)
+    check.raises_has("): delete it to start afresh",
+      function() return hydra.pretrain.run(cfg, out, { progress = false }) end)
+  end
+end
+
+-- reviews/reliability_2.md E3: data.id an image set (the default) is named as the cause
+function T.pretrain_needs_a_text_id_set()
+  local d = check.tmpdir()
+  corpus_file(d .. "/pcorpus.h5")
+  hydra.model.write_synthetic(d .. "/img.h5", { train = 8, val = 8, test = 8 })
+  local cfg = cfg_for(d, { "data.id=img" })
+  check.raises("pretrain: data.id 'img' ('" .. d .. "/img.h5') is a set without /vocab, not a "
+    .. "text set; pretraining needs the text set the encoder will be fine-tuned on (e.g. "
+    .. "data.id=sst2)",
+    function() return hydra.pretrain.run(cfg, d .. "/p.h5", { progress = false }) end)
+end
+
 function T.train_init_loads_the_encoder()
   local d = check.tmpdir()
   corpus_file(d .. "/pcorpus.h5")

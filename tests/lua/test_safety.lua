@@ -127,6 +127,65 @@ function T.sweep_series_names_are_quoted_by_the_one_quoting_function()
   check.ok(not src:find("function gp_str", 1, true), "report_sweep.lua defines its own gp_str")
 end
 
+-- ===== every generated file treats data as data =====
+
+-- the strings of reviews/reliability_2.md H-b4: newlines, quotes, ';', $(), backquotes, <script>
+local function evil_strings(marker)
+  return { "a\nb", "q'uo\"te", "x;touch " .. marker, "$(touch " .. marker .. ")",
+           "`touch " .. marker .. "`", "<script>alert(1)</script>", "a|b\\c&d", "\r\t\127" }
+end
+
+function T.yaml_shell_markdown_csv_and_json_writers_keep_data_as_data()
+  local d = check.tmpdir()
+  local marker = d .. "/PWNED_gen"
+  local yaml, fs, report, eval = require("hydra.yaml"), require("hydra.fs"), hydra.report,
+    hydra.eval
+  for _, s in ipairs(evil_strings(marker)) do
+    local what = ("%q"):format(s)
+    -- YAML (config.resolved.yaml, sweep labels): reads back as the same string
+    check.eq(core.yaml_parse(yaml.string(s), "test"), s, "yaml.string " .. what)
+    -- shell: one inert word
+    local out = d .. "/sh.txt"
+    check.ok(os.execute(("printf '%%s' %s >%s"):format(fs.shell_quote(s), out)), "sh " .. what)
+    check.eq(check.read_file(out), s, "fs.shell_quote " .. what)
+    -- Markdown: no raw HTML and no cell break
+    local md = report.md_escape(s)
+    check.ok(not md:find("[<>]") and not md:find("[^\\]|") and not md:find("^|"),
+      "md_escape " .. what .. " -> " .. md)
+    -- CSV: a field with a line break or quote is quoted, quotes doubled
+    local f = report.csv_field(s)
+    if s:find('[,"\r\n]') then
+      check.eq(f, '"' .. s:gsub('"', '""') .. '"', "csv_field " .. what)
+    end
+    -- JSON: no raw control character, every '"' escaped
+    local j = eval.json_value(s, 0)
+    check.ok(not j:sub(2, -2):find("%c") and not j:sub(2, -2):gsub('\\.', ""):find('"'),
+      "json " .. what .. " -> " .. j)
+  end
+  check.ok(not exists(marker), "a payload ran")
+  -- config.resolved.yaml: a results_dir with quotes, ';', $() and <script> reads back the same;
+  -- a control character is refused when the config is checked
+  for _, s in ipairs(evil_strings(marker)) do
+    if s:find("%c") then
+      check.raises_has("results_dir must not contain a control character", function()
+        return hydra.config.resolve({ methods = { "single" }, results_dir = s })
+      end)
+    else
+      local cfg = hydra.config.resolve({ methods = { "single" }, results_dir = s })
+      hydra.config.write(cfg, d .. "/c.yaml")
+      check.eq(hydra.config.load(d .. "/c.yaml").results_dir, s, "resolved yaml " .. s)
+    end
+  end
+  -- a Markdown table of a result named <script>|x: one cell, no HTML
+  local id = write_preds(d .. "/id.h5", ID_PROBS, { 0, 1, 1, 2 },
+    { method = "<script>alert(1)</script>|x" })
+  local code, o, e = check.hydra(("eval --id %s --out %s/r.h5 --md %s/t.md"):format(id, d, d))
+  check.eq(code, 0, "eval: " .. o .. e)
+  local t = check.read_file(d .. "/t.md")
+  check.ok(not t:find("<script>", 1, true), "raw <script> in the table: " .. t)
+  check.ok(t:find("| &lt;script&gt;alert(1)&lt;/script&gt;\\|x |", 1, true), "escaped cell: " .. t)
+end
+
 -- ===== outputs never destroy inputs =====
 
 local function fixture_model(d)
@@ -224,7 +283,7 @@ function T.huge_grids_are_refused_with_the_count()
   local vals = {}
   for i = 1, 100 do vals[i] = tostring(i) end
   local list = "[" .. table.concat(vals, ", ") .. "]"
-  local keys = { "train.epochs", "hydra.members", "train.batch_size", "model.depth",
+  local keys = { "train.epochs", "deep_ensemble.members", "train.batch_size", "model.depth",
                  "train.eval_batch_size", "prune.calib_size" }
   local lines = { "base: base.yaml", "grid:" }
   for _, k in ipairs(keys) do lines[#lines + 1] = "  " .. k .. ": " .. list end
@@ -395,6 +454,22 @@ end
 local function listing(d)
   local names = core.listdir(d)
   return table.concat(names, " ")
+end
+
+-- reviews/reliability_2.md E26: a killed writer's ".<name>.tmp-<pid>-<n>" goes at the next write
+-- of <name> (HDF5 and text alike); a live process's stays, other names' stay
+function T.stale_temporaries_of_dead_writers_are_removed()
+  local d = check.tmpdir()
+  local dead, live = 4194305, core.getpid()   -- above the largest pid_max (2^22)
+  local names = { (".x.h5.tmp-%d-0"):format(dead), (".x.h5.tmp-%d-7"):format(dead),
+                  (".x.h5.tmp-%d-0"):format(live), (".y.h5.tmp-%d-0"):format(dead),
+                  (".t.md.tmp-%d-3"):format(dead) }
+  for _, n in ipairs(names) do check.write_file(d .. "/" .. n, "") end
+  local f = hydra.h5.create(d .. "/x.h5")
+  f:set_attr("/", "a", 1)
+  f:commit()
+  hydra.output.write_text(d .. "/t.md", "text\n")
+  check.same(core.listdir(d), { names[3], names[4], "t.md", "x.h5" }, "left in the folder")
 end
 
 function T.full_disk_outputs_are_atomic()

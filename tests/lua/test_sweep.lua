@@ -52,7 +52,7 @@ function T.value_of_wrong_type()
   sweep_fails("base: base.yaml\ngrid:\n  hydra.members: [1, two, 3]\n",
     "F:3:22: grid hydra.members[2]: expected integer, got string 'two'")
   sweep_fails("base: base.yaml\ngrid:\n  hydra.members: [1, 0]\n",
-    "F:3:22: grid hydra.members[2] must be >= 1 (got 0)")
+    "F:3:22: grid hydra.members[2] must be >= 1 and <= 64 (got 0)")
   sweep_fails("base: base.yaml\ngrid:\n  fuse.mlp: [average, averge]\n",
     "F:3:23: grid fuse.mlp[2] must be one of average, member (got 'averge'; did you mean "
     .. "'average'?)")
@@ -186,8 +186,15 @@ function T.shards_partition_the_points()
     end
   end
   for i = 0, 4 do check.ok(got[i], "point " .. i .. " in a shard") end
-  check.raises("hydra sweep: --shard expects i/n with 0 <= i < n (e.g. 0/4), got '3/3'",
-    function() return hydra.sweep.shard("3/3") end)
+  check.raises("hydra sweep: --shard expects i/n with 0 <= i < n (e.g. 0/4), got '3/3' "
+    .. "(shard numbers are 0-based: 0 to n-1)", function() return hydra.sweep.shard("3/3") end)
+  -- beyond 2^63 the numbers are no integers (reliability_2 H-b5: a traceback in select)
+  for _, bad in ipairs({ "1/99999999999999999999", "99999999999999999999/99999999999999999999",
+                         "0/9223372036854775808" }) do
+    check.raises(("hydra sweep: --shard expects i/n with 0 <= i < n (e.g. 0/4), got '%s'")
+      :format(bad), function() return hydra.sweep.shard(bad) end)
+  end
+  check.eq(hydra.sweep.shard("1/9223372036854775807").n, math.maxinteger, "n = 2^63 - 1")
   check.raises("hydra sweep: --shard expects i/n with 0 <= i < n (e.g. 0/4), got 'x'",
     function() return hydra.sweep.shard("x") end)
 end
@@ -221,6 +228,11 @@ function T.shard_auto_maps_every_slurm_array_onto_the_shards()
   local sh = hydra.sweep.shard("auto", env_of({ SLURM_ARRAY_TASK_ID = "1",
                                                 SLURM_ARRAY_TASK_COUNT = "3" }))
   check.same(sh, { i = 1, n = 3 }, "id/count only")
+  -- ... where 1-based ids 1..3 leave shard 0 unrun: the task with id 3 says so
+  check.raises_has("the ids look 1-based (no SLURM_ARRAY_TASK_MIN is set, so they are taken as "
+    .. "0..COUNT-1 and task 0's points were not run): submit --array=0-2", function()
+      return hydra.sweep.shard("auto", env_of({ SLURM_ARRAY_TASK_ID = "3",
+                                                SLURM_ARRAY_TASK_COUNT = "3" })) end)
   -- --array=1,3,4: MIN 1, MAX 4, COUNT 3 fit no step
   check.raises("hydra sweep: --shard auto: the Slurm array's task ids are not evenly spaced "
     .. "(SLURM_ARRAY_TASK_ID 3, MIN 1, MAX 4, STEP 1, COUNT 3); use an array like 0-N or "

@@ -2,6 +2,7 @@
 local argparse = require("hydra.argparse")
 local data = require("hydra.data")
 local err = require("hydra.err")
+local strings = require("hydra.strings")
 
 local function human(n)
   if not n then return "-" end
@@ -47,8 +48,10 @@ local function list()
     for i = 1, 4 do w[i] = math.max(w[i] or 0, #r[i]) end
   end
   for _, r in ipairs(rows) do
-    print(("%-" .. w[1] .. "s  %-" .. w[2] .. "s  %-" .. w[3] .. "s  %-" .. w[4] .. "s  %s")
-      :format(r[1], r[2], r[3], r[4], r[5]))
+    local cols = {}
+    for i = 1, 4 do cols[i] = strings.pad(r[i], w[i]) end
+    cols[5] = r[5]
+    print(table.concat(cols, "  "))
   end
   if #hints > 0 then
     print("")

@@ -34,7 +34,8 @@ unweighted mean over OOD sets (OOD avg), and the conventions and provenance as a
 set, the near and far averages, "OOD avg" over all sets and "Groups mean" (mean of the two group
 averages). --score picks the score used for the headline OOD and misclassification numbers
 (default msp = -max p̄; maxlogit = -mean_m max logits). --calib VAL_PREDS.h5 (labelled predictions
-of the ID validation split) fits temperature scaling and adds ECE/NLL/Brier after it ("+TS").
+of the ID validation split; not the --id file) fits temperature scaling and adds ECE/NLL/Brier
+after it ("+TS"); T stays 1, with a warning, below 10 rows or when the fit does not help.
 --fpr fpr95_id makes --md/--csv show FPR95 at 95 % ID recall instead of at 95 % OOD recall
 (both are always in RESULT.h5).
 --bootstrap B adds percentile 95 % intervals from B seeded resamples (--seed, default 0).
@@ -69,6 +70,11 @@ Every formula is in results/README.md. Bad inputs (class-count mismatch, NaN, ro
     if opts.calib then ins[#ins + 1] = { opts.calib, "--calib" } end
     require("hydra.output").check({ { opts.out, "--out" }, { opts.json, "--json" },
       { opts.md, "--md" }, { opts.csv, "--csv" } }, ins, "hydra eval")
+    if opts.calib and require("hydra.output").same_file(opts.calib, opts.id) then
+      err.usage("hydra eval: --calib '%s' is the --id file: temperature scaling would be fitted "
+        .. "on the rows it is scored on; give the validation split's predictions (hydra predict "
+        .. "... --split val)", opts.calib)
+    end
     local eval = require("hydra.eval")
     local report = require("hydra.report")
     local cmd = { "hydra", "eval" }
@@ -119,6 +125,7 @@ Every formula is in results/README.md. Bad inputs (class-count mismatch, NaN, ro
     end
     if res.calibration then
       local c = res.calibration
+      for _, w in ipairs(c.warnings or {}) do io.stderr:write("hydra eval: warning: ", w, "\n") end
       print(("  temperature %.4f (val NLL %.4f -> %.4f): ece %.2f%% -> %.2f%%  nll %.4f -> %.4f")
         :format(c.temperature, c.val_nll_before, c.val_nll_after, m.ece * 100,
           c.metrics.ece * 100, m.nll, c.metrics.nll))

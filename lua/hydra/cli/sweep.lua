@@ -96,8 +96,10 @@ Each worker's output is appended to <run dir>/worker.log.]],
       -- worker mode: one point in this process
       local s = sweep.run_point(sw, opts.point, { expect = opts.expect, threads = opts.threads,
                                                   progress = false, quiet = true })
-      print(("point %d: %s %s"):format(opts.point, s.dir, s.skipped and "(already complete)"
-        or ("complete in %.1f s"):format(s.seconds or 0)))
+      -- (the pid tells the sweep which of the workers sharing this log said it)
+      print(("point %d: %s %s (worker %d)"):format(opts.point, s.dir, s.skipped
+        and "already complete" or ("complete in %.1f s"):format(s.seconds or 0),
+        require("hydra.core").getpid()))
       return 0
     end
     local shard = opts.shard and sweep.shard(opts.shard) or nil
@@ -180,8 +182,10 @@ Each worker's output is appended to <run dir>/worker.log.]],
         .. "command to retry them", #s.failed, #s.failed == 1 and "" or "s",
         table.concat(list, ", "))
     end
-    print(("sweep %s: %d of %d points complete (%d run now, %d already complete) in %.1f s")
-      :format(sw.name, s.complete, s.total, s.ran, s.skipped, s.seconds))
+    print(("sweep %s: %d of %d points complete (%d run now, %d already complete%s) in %.1f s")
+      :format(sw.name, s.complete, s.total, s.ran, s.skipped, (s.others or 0) > 0
+        and ("; %d of them finished by another process meanwhile"):format(s.others) or "",
+        s.seconds))
     if s.complete == s.total and not opts["no-report"] then
       write_report()
     elseif s.complete < s.total then
