@@ -78,6 +78,9 @@ void hy_table_release(hy_table *t) {
 
 static hy_status check_utf8(const char *path, int64_t line, const char *col, const char *s,
                             size_t n) {
+    if (memchr(s, '\0', n))
+        return hy_fail(HY_EINVAL, "table: '%s':%lld: column '%s' holds a NUL byte", path,
+                       (long long)line, col);
     size_t b = utf8_bad((const unsigned char *)s, n);
     if (b < n)
         return hy_fail(HY_EINVAL, "table: '%s':%lld: column '%s' is not valid UTF-8 (byte %zu)",

@@ -6,8 +6,8 @@
  *        preprocessed; prep = {mode = "timm"|"hf", interpolation = "bicubic"|"bilinear",
  *        size = S, crop_pct = x (timm)}
  *   core.imgprep_stack(images, prep) -> uint8 [N,3,S,S] from planar uint8 [N,3,h,w] (CIFAR)
- *   core.cifar_read(path, label_bytes) -> images uint8 [N,3,32,32], labels int16 [N],
- *        coarse int16 [N] (CIFAR-100; the fine labels are `labels`)
+ *   core.cifar_read(paths, label_bytes) -> images uint8 [N,3,32,32], labels int16 [N],
+ *        coarse int16 [N] (CIFAR-100; the fine labels are `labels`): the files concatenated
  *   core.img_max_pixels: HY_IMG_MAX_PIXELS
  * Every function raises on failure. */
 #include <string.h>
@@ -26,21 +26,39 @@ static uint64_t opt_max_pixels(lua_State *L, int arg) {
     return (uint64_t)m;
 }
 
+static const char *prep_str(lua_State *L, int arg, const char *key) {
+    if (lua_getfield(L, arg, key) != LUA_TSTRING)
+        luaL_error(L, "imgprep: prep.%s must be a string", key);
+    const char *v = lua_tostring(L, -1);   /* the table holds it */
+    lua_pop(L, 1);
+    return v;
+}
+
+static double prep_num(lua_State *L, int arg, const char *key) {
+    if (lua_getfield(L, arg, key) != LUA_TNUMBER)
+        luaL_error(L, "imgprep: prep.%s must be a number", key);
+    double v = lua_tonumber(L, -1);
+    lua_pop(L, 1);
+    return v;
+}
+
 /* the prep table at arg */
 static void check_prep(lua_State *L, int arg, hy_imgprep *p) {
     luaL_checktype(L, arg, LUA_TTABLE);
     memset(p, 0, sizeof *p);
-    const char *mode = l_cfgstr(L, arg, "mode");
+    const char *mode = prep_str(L, arg, "mode");
     if (strcmp(mode, "timm") != 0 && strcmp(mode, "hf") != 0)
         luaL_error(L, "imgprep: mode must be timm or hf (got '%s')", mode);
     p->hf = strcmp(mode, "hf") == 0;
-    const char *in = l_cfgstr(L, arg, "interpolation");
+    const char *in = prep_str(L, arg, "interpolation");
     if (strcmp(in, "bicubic") != 0 && strcmp(in, "bilinear") != 0)
         luaL_error(L, "imgprep: interpolation must be bicubic or bilinear (got '%s')", in);
     p->interpolation = strcmp(in, "bicubic") == 0 ? HY_RESAMPLE_BICUBIC : HY_RESAMPLE_BILINEAR;
-    p->size = l_cfgsize(L, arg, "size");
-    if (p->size < 1 || p->size > 4096) luaL_error(L, "imgprep: size must be in [1, 4096]");
-    p->crop_pct = p->hf ? 1.0 : l_cfgnum(L, arg, "crop_pct");
+    double size = prep_num(L, arg, "size");
+    if (!(size >= 1 && size <= 4096) || size != (double)(size_t)size)
+        luaL_error(L, "imgprep: size must be an integer in [1, 4096]");
+    p->size = (size_t)size;
+    p->crop_pct = p->hf ? 1.0 : prep_num(L, arg, "crop_pct");
 }
 
 static int l_img_read_rgb(lua_State *L) {
@@ -123,12 +141,52 @@ static int l_imgprep_stack(lua_State *L) {
     return 1;
 }
 
+/* core.cifar_read(paths, label_bytes): the files' records concatenated in order */
 static int l_cifar_read(lua_State *L) {
-    const char *path = luaL_checkstring(L, 1);
+    luaL_checktype(L, 1, LUA_TTABLE);
     lua_Integer lb = luaL_checkinteger(L, 2);
     luaL_argcheck(L, lb == 1 || lb == 2, 2, "label bytes must be 1 (CIFAR-10) or 2 (CIFAR-100)");
+    lua_Integer nf = luaL_len(L, 1);
+    luaL_argcheck(L, nf >= 1, 1, "no files");
+    for (lua_Integer i = 1; i <= nf; i++) {
+        if (lua_geti(L, 1, i) != LUA_TSTRING) return luaL_error(L, "imgprep: path %d is not a string", (int)i);
+        lua_pop(L, 1);
+    }
     hy_tensor *im = l_pushtensor(L), *lab = l_pushtensor(L), *co = l_pushtensor(L);
-    if (hy_cifar_read(path, (int)lb, im, lab, co) != HY_OK) return l_raise(L);
+    hy_tensor *pi = l_pushtensor(L), *pl = l_pushtensor(L), *pc = l_pushtensor(L);
+    /* pass 1: read each file once to count; pass 2 copies (files are small: 30 MB each) */
+    size_t total = 0;
+    for (lua_Integer i = 1; i <= nf; i++) {
+        lua_geti(L, 1, i);
+        hy_status st = hy_cifar_read(lua_tostring(L, -1), (int)lb, pi, pl, pc);
+        lua_pop(L, 1);
+        if (st != HY_OK) return l_raise(L);
+        total += (size_t)pl->shape[0];
+        hy_tensor_release(pi);
+        hy_tensor_release(pl);
+        hy_tensor_release(pc);
+    }
+    int64_t is[4] = {(int64_t)total, 3, 32, 32}, ls[1] = {(int64_t)total};
+    if (hy_tensor_alloc(im, HY_U8, 4, is) != HY_OK || hy_tensor_alloc(lab, HY_I16, 1, ls) != HY_OK ||
+        hy_tensor_alloc(co, HY_I16, 1, ls) != HY_OK)
+        return l_raise(L);
+    size_t at = 0;
+    for (lua_Integer i = 1; i <= nf; i++) {
+        lua_geti(L, 1, i);
+        hy_status st = hy_cifar_read(lua_tostring(L, -1), (int)lb, pi, pl, pc);
+        lua_pop(L, 1);
+        if (st != HY_OK) return l_raise(L);
+        size_t n = (size_t)pl->shape[0];
+        if (at + n > total) return luaL_error(L, "imgprep: a CIFAR file changed while read");
+        memcpy((uint8_t *)im->data + at * 3072, pi->data, n * 3072);
+        memcpy((int16_t *)lab->data + at, pl->data, n * sizeof(int16_t));
+        memcpy((int16_t *)co->data + at, pc->data, n * sizeof(int16_t));
+        at += n;
+        hy_tensor_release(pi);
+        hy_tensor_release(pl);
+        hy_tensor_release(pc);
+    }
+    lua_pop(L, 3);
     return 3;
 }
 

@@ -10,7 +10,8 @@
  *                                     {truncated = records cut, pieces = ids before cutting,
  *                                      unk = [UNK] ids kept}
  *   core.table_read(path, text_col [, label_col]) -> { texts = {...}, labels = {...} | nil,
- *                                     lines = {...}, n = N }
+ *                                     lines = {...}, n = N, bytes = uint8 Tensor of the texts
+ *                                     concatenated, offsets = int64 Tensor [N+1] }
  * Every function raises on failure ("wordpiece: ...", "table: ..."). */
 #include <string.h>
 
@@ -243,6 +244,25 @@ static int l_table_read(lua_State *L) {
     lua_setfield(L, -2, "lines");
     lua_pushinteger(L, (lua_Integer)t->n);
     lua_setfield(L, -2, "n");
+    /* the raw texts as one byte tensor + offsets [N+1] (the prepared format's /<split>/text) */
+    size_t total = t->text.len - t->n;   /* without the NULs */
+    hy_tensor *bytes = l_pushtensor(L);
+    int64_t bs[1] = {(int64_t)total};
+    if (hy_tensor_alloc(bytes, HY_U8, 1, bs) != HY_OK) return l_raise(L);
+    lua_setfield(L, -2, "bytes");
+    hy_tensor *offs = l_pushtensor(L);
+    int64_t os[1] = {(int64_t)t->n + 1};
+    if (hy_tensor_alloc(offs, HY_I64, 1, os) != HY_OK) return l_raise(L);
+    lua_setfield(L, -2, "offsets");
+    int64_t *ov = offs->data, at = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        const char *s = t->text.data + t->text_off[i];
+        size_t len = strlen(s);
+        ov[i] = at;
+        memcpy((uint8_t *)bytes->data + at, s, len);
+        at += (int64_t)len;
+    }
+    ov[t->n] = at;
     hy_table_release(t);
     return 1;
 }
