@@ -8,8 +8,9 @@
  *          inside quotes is an error.
  *   .tsv   IANA text/tab-separated-values: a header row, fields separated by TAB, no quoting
  *          (a '"' is an ordinary character), LF or CRLF row ends.
- *   .jsonl one JSON object per non-blank line; the text column must be a string, the label a
- *          string or an integer.
+ *   .jsonl one JSON object per non-blank line (jansson; a syntax error names the line and the
+ *          column jansson reports, the end of the offending token); the text column must be a
+ *          string, the label a string or an integer.
  * Blank rows are skipped in every format. Every field read must be valid UTF-8. Errors are
  * one line naming the file, line (1-based; of the row's start for CSV) and column:
  *   "table: 'x.csv':7: row has 3 fields, the header has 2"

@@ -222,7 +222,8 @@ static void test_vocab_file(void) {
     CHECK(strcmp(h1, h2) == 0, "sha256 %s vs %s", h1, h2);
     hy_wordpiece_release(&wp);
     /* \r\n and \r line ends, a last line without newline, a repeated token (last id wins) */
-    write_file(path, "[PAD]\r\n[UNK]\rab\n##c\nab\n[CLS]\n[SEP]", 37);
+    const char *v7 = "[PAD]\r\n[UNK]\rab\n##c\nab\n[CLS]\n[SEP]";
+    write_file(path, v7, strlen(v7));
     CHECK_OK(hy_wordpiece_load(&wp, path));
     CHECK(wp.n == 7 && wp.unk_id == 1 && wp.cls_id == 5 && wp.sep_id == 6 && wp.mask_id == -1,
           "n %zu unk %d cls %d sep %d mask %d", wp.n, wp.unk_id, wp.cls_id, wp.sep_id,
