@@ -36,8 +36,9 @@ typedef struct {
     size_t cap;
 } grow;
 
-static hy_status push_rec(hy_table *t, grow *g, const char *txt, size_t tn, const char *lab,
-                          size_t ln, int has_label, int64_t line) {
+static hy_status push_rec(hy_table *t, grow *g, const char *txt, size_t tn, const char *pr,
+                          size_t pn, const char *lab, size_t ln, int has_pair, int has_label,
+                          int64_t line) {
     if (t->n == g->cap) {
         size_t nc = g->cap ? 2 * g->cap : 1024;
         int64_t *a = hy_xrealloc(t->text_off, nc * sizeof *a);
@@ -51,11 +52,21 @@ static hy_status push_rec(hy_table *t, grow *g, const char *txt, size_t tn, cons
             if (!a) return HY_ENOMEM;
             t->label_off = a;
         }
+        if (has_pair) {
+            a = hy_xrealloc(t->pair_off, nc * sizeof *a);
+            if (!a) return HY_ENOMEM;
+            t->pair_off = a;
+        }
         g->cap = nc;
     }
     t->text_off[t->n] = (int64_t)t->text.len;
     HY_TRY(hy_buf_put(&t->text, txt, tn));
     HY_TRY(hy_buf_putc(&t->text, '\0'));
+    if (has_pair) {
+        t->pair_off[t->n] = (int64_t)t->pair.len;
+        HY_TRY(hy_buf_put(&t->pair, pr, pn));
+        HY_TRY(hy_buf_putc(&t->pair, '\0'));
+    }
     if (has_label) {
         t->label_off[t->n] = (int64_t)t->label.len;
         HY_TRY(hy_buf_put(&t->label, lab, ln));
@@ -70,6 +81,8 @@ void hy_table_release(hy_table *t) {
     if (!t) return;
     hy_buf_release(&t->text);
     hy_buf_release(&t->label);
+    hy_buf_release(&t->pair);
+    hy_free(t->pair_off);
     hy_free(t->text_off);
     hy_free(t->label_off);
     hy_free(t->line);
@@ -174,7 +187,8 @@ static hy_status next_row(const char *path, const char *s, size_t n, size_t *pos
 static int row_blank(const row *r) { return r->n == 1 && r->f[0].len == 0; }
 
 static hy_status read_delimited(const char *path, const char *s, size_t n, int csv,
-                                const char *text_col, const char *label_col, hy_table *t) {
+                                const char *text_col, const char *pair_col,
+                                const char *label_col, hy_table *t) {
     row r = {0};
     grow g = {0};
     size_t pos = 0;
@@ -188,13 +202,14 @@ static hy_status read_delimited(const char *path, const char *s, size_t n, int c
         st = next_row(path, s, n, &pos, &line, csv, &r, &got);
     } while (st == HY_OK && got && row_blank(&r));
     if (st == HY_OK && !got) st = hy_fail(HY_EINVAL, "table: '%s' is empty (no header row)", path);
-    size_t ncol = r.n, tcol = (size_t)-1, lcol = (size_t)-1;
+    size_t ncol = r.n, tcol = (size_t)-1, lcol = (size_t)-1, pcol = (size_t)-1;
     char known[512] = "";
     for (size_t k = 0; st == HY_OK && k < ncol; k++) {
         const char *name = r.buf.data + r.f[k].off;
         size_t len = r.f[k].len;
         if (strlen(text_col) == len && memcmp(name, text_col, len) == 0) tcol = k;
         if (label_col && strlen(label_col) == len && memcmp(name, label_col, len) == 0) lcol = k;
+        if (pair_col && strlen(pair_col) == len && memcmp(name, pair_col, len) == 0) pcol = k;
         size_t kl = strlen(known);
         snprintf(known + kl, sizeof known - kl, "%s%.*s", k ? ", " : "", (int)len, name);
     }
@@ -204,6 +219,9 @@ static hy_status read_delimited(const char *path, const char *s, size_t n, int c
     if (st == HY_OK && label_col && lcol == (size_t)-1)
         st = hy_fail(HY_EINVAL, "table: '%s':%lld: no column '%s' in the header (columns: %s)",
                      path, (long long)hline, label_col, known);
+    if (st == HY_OK && pair_col && pcol == (size_t)-1)
+        st = hy_fail(HY_EINVAL, "table: '%s':%lld: no column '%s' in the header (columns: %s)",
+                     path, (long long)hline, pair_col, known);
     while (st == HY_OK) {
         int64_t rline = line;
         st = next_row(path, s, n, &pos, &line, csv, &r, &got);
@@ -222,8 +240,12 @@ static hy_status read_delimited(const char *path, const char *s, size_t n, int c
         if (st == HY_OK && label_col && ll == 0)
             st = hy_fail(HY_EINVAL, "table: '%s':%lld: column '%s' is empty", path,
                          (long long)rline, label_col);
+        const char *pr = pair_col ? r.buf.data + r.f[pcol].off : NULL;
+        size_t pl = pair_col ? r.f[pcol].len : 0;
+        if (st == HY_OK && pair_col) st = check_utf8(path, rline, pair_col, pr, pl);
         if (st == HY_OK)
-            st = push_rec(t, &g, tx, r.f[tcol].len, lb, ll, label_col != NULL, rline);
+            st = push_rec(t, &g, tx, r.f[tcol].len, pr, pl, lb, ll, pair_col != NULL,
+                          label_col != NULL, rline);
     }
     hy_free(r.f);
     hy_buf_release(&r.buf);
@@ -244,8 +266,25 @@ static const char *json_kind(const json_t *v) {
     }
 }
 
+/* the string at key `col` of object o (*out, *len), or an error naming the line */
+static hy_status json_text(const char *path, int64_t line, json_t *o, const char *col,
+                           const char **out, size_t *len) {
+    json_t *v = json_object_get(o, col);
+    if (!v)
+        return hy_fail(HY_EINVAL, "table: '%s':%lld: no key '%s'", path, (long long)line, col);
+    if (!json_is_string(v))
+        return hy_fail(HY_EINVAL, "table: '%s':%lld: column '%s' is %s (expected a string)",
+                       path, (long long)line, col, json_kind(v));
+    *out = json_string_value(v);
+    *len = json_string_length(v);
+    if (memchr(*out, '\0', *len))
+        return hy_fail(HY_EINVAL, "table: '%s':%lld: column '%s' holds a NUL character", path,
+                       (long long)line, col);
+    return HY_OK;
+}
+
 static hy_status read_jsonl(const char *path, const char *s, size_t n, const char *text_col,
-                            const char *label_col, hy_table *t) {
+                            const char *pair_col, const char *label_col, hy_table *t) {
     grow g = {0};
     hy_status st = HY_OK;
     int64_t line = 0;
@@ -278,21 +317,17 @@ static hy_status read_jsonl(const char *path, const char *s, size_t n, const cha
             json_decref(o);
             break;
         }
-        json_t *tv = json_object_get(o, text_col);
         json_t *lv = label_col ? json_object_get(o, label_col) : NULL;
         char num[32];
-        const char *lb = NULL;
-        size_t ll = 0;
-        if (!tv)
-            st = hy_fail(HY_EINVAL, "table: '%s':%lld: no key '%s'", path, (long long)line,
-                         text_col);
-        else if (!json_is_string(tv))
-            st = hy_fail(HY_EINVAL, "table: '%s':%lld: column '%s' is %s (expected a string)",
-                         path, (long long)line, text_col, json_kind(tv));
-        else if (label_col && !lv)
+        const char *lb = NULL, *tx = NULL, *pr = NULL;
+        size_t ll = 0, tl = 0, pl = 0;
+        st = json_text(path, line, o, text_col, &tx, &tl);
+        if (st == HY_OK && pair_col) st = json_text(path, line, o, pair_col, &pr, &pl);
+        if (st != HY_OK) {
+        } else if (label_col && !lv) {
             st = hy_fail(HY_EINVAL, "table: '%s':%lld: no key '%s'", path, (long long)line,
                          label_col);
-        else if (label_col && json_is_integer(lv)) {
+        } else if (label_col && json_is_integer(lv)) {
             snprintf(num, sizeof num, "%lld", (long long)json_integer_value(lv));
             lb = num;
             ll = strlen(num);
@@ -306,12 +341,9 @@ static hy_status read_jsonl(const char *path, const char *s, size_t n, const cha
             st = hy_fail(HY_EINVAL, "table: '%s':%lld: column '%s' is %s (expected an integer "
                          "or a string)", path, (long long)line, label_col, json_kind(lv));
         }
-        if (st == HY_OK && memchr(json_string_value(tv), '\0', json_string_length(tv)))
-            st = hy_fail(HY_EINVAL, "table: '%s':%lld: column '%s' holds a NUL character",
-                         path, (long long)line, text_col);
         if (st == HY_OK)
-            st = push_rec(t, &g, json_string_value(tv), json_string_length(tv), lb, ll,
-                          label_col != NULL, line);
+            st = push_rec(t, &g, tx, tl, pr, pl, lb, ll, pair_col != NULL, label_col != NULL,
+                          line);
         json_decref(o);
     }
     return st;
@@ -324,8 +356,8 @@ static int ends_with(const char *s, const char *suf) {
     return a >= b && strcmp(s + a - b, suf) == 0;
 }
 
-hy_status hy_table_read(const char *path, const char *text_col, const char *label_col,
-                        hy_table *t) {
+hy_status hy_table_read(const char *path, const char *text_col, const char *pair_col,
+                        const char *label_col, hy_table *t) {
     memset(t, 0, sizeof *t);
     int fmt = ends_with(path, ".csv") ? 0 : ends_with(path, ".tsv") ? 1
             : ends_with(path, ".jsonl") ? 2 : -1;
@@ -347,8 +379,8 @@ hy_status hy_table_read(const char *path, const char *text_col, const char *labe
     /* a UTF-8 byte-order mark is not part of the first column's name */
     if (n >= 3 && memcmp(s, "\xEF\xBB\xBF", 3) == 0) { s += 3; n -= 3; }
     if (st == HY_OK) {
-        if (fmt == 2) st = read_jsonl(path, s, n, text_col, label_col, t);
-        else st = read_delimited(path, s, n, fmt == 0, text_col, label_col, t);
+        if (fmt == 2) st = read_jsonl(path, s, n, text_col, pair_col, label_col, t);
+        else st = read_delimited(path, s, n, fmt == 0, text_col, pair_col, label_col, t);
     }
     if (st == HY_OK && t->n == 0) st = hy_fail(HY_EINVAL, "table: '%s' has no records", path);
     hy_buf_release(&all);

@@ -25,17 +25,20 @@ typedef struct hy_table {
     size_t n;             /* records */
     hy_buf text;          /* the text fields, each NUL-terminated */
     int64_t *text_off;    /* [n] start of record i's text in text.data */
+    hy_buf pair;          /* the second texts (sentence pairs), each NUL-terminated */
+    int64_t *pair_off;    /* [n] (NULL when no pair column was asked for) */
     hy_buf label;         /* the label fields as written (JSON integers in decimal) */
     int64_t *label_off;   /* [n] (NULL when no label column was asked for) */
     int64_t *line;        /* [n] the 1-based line each record starts on */
 } hy_table;
 
 /* Reads path (format from its extension: .csv, .tsv, .jsonl; else an error) into t,
- * overwritten: the text column `text_col` and, when label_col != NULL, the label column.
+ * overwritten: the text column `text_col`, when pair_col != NULL the second text of a sentence
+ * pair, and when label_col != NULL the label column.
  * A missing column is an error naming the file and listing the header's columns (CSV/TSV) or
  * the line (JSONL). t is zeroed on failure. */
-hy_status hy_table_read(const char *path, const char *text_col, const char *label_col,
-                        hy_table *t);
+hy_status hy_table_read(const char *path, const char *text_col, const char *pair_col,
+                        const char *label_col, hy_table *t);
 void hy_table_release(hy_table *t);
 
 #endif

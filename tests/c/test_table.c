@@ -32,7 +32,7 @@ static void test_csv_rfc4180(void) {
                                "3,plain,\"x\"\n"
                                "4,,y");
     hy_table t;
-    CHECK_OK(hy_table_read(p, "text", "label", &t));
+    CHECK_OK(hy_table_read(p, "text", NULL, "label", &t));
     CHECK(t.n == 4, "%zu records", t.n);
     if (t.n == 4) {
         CHECK(strcmp(text_of(&t, 0), "a, \"quoted\" one") == 0, "quoted: '%s'", text_of(&t, 0));
@@ -45,7 +45,7 @@ static void test_csv_rfc4180(void) {
               (long long)t.line[2], (long long)t.line[3]);
     }
     hy_table_release(&t);
-    CHECK_OK(hy_table_read(p, "text", NULL, &t));
+    CHECK_OK(hy_table_read(p, "text", NULL, NULL, &t));
     CHECK(t.n == 4 && t.label_off == NULL, "no label column");
     hy_table_release(&t);
 }
@@ -53,13 +53,13 @@ static void test_csv_rfc4180(void) {
 static void test_tsv_and_jsonl(void) {
     const char *p = W("a.tsv", "label\tsentence\n1\tsays \"hi\" twice\r\n0\ttab-free\n");
     hy_table t;
-    CHECK_OK(hy_table_read(p, "sentence", "label", &t));
+    CHECK_OK(hy_table_read(p, "sentence", NULL, "label", &t));
     CHECK(t.n == 2 && strcmp(text_of(&t, 0), "says \"hi\" twice") == 0 &&
           strcmp(text_of(&t, 1), "tab-free") == 0 && strcmp(label_of(&t, 0), "1") == 0,
           "tsv: quotes are ordinary characters");
     hy_table_release(&t);
     p = W("a.jsonl", "{\"t\": \"caf\\u00e9\", \"y\": 3}\n  \n{\"y\": \"neg\", \"t\": \"x\"}\r\n");
-    CHECK_OK(hy_table_read(p, "t", "y", &t));
+    CHECK_OK(hy_table_read(p, "t", NULL, "y", &t));
     CHECK(t.n == 2 && strcmp(text_of(&t, 0), "caf\xC3\xA9") == 0 &&
           strcmp(label_of(&t, 0), "3") == 0 && strcmp(label_of(&t, 1), "neg") == 0 &&
           t.line[1] == 3, "jsonl");
@@ -72,7 +72,7 @@ static void fails(const char *name, const char *content, size_t n, const char *t
     char want[800];
     snprintf(want, sizeof want, "table: '%s'%s", p, what);
     hy_table t;
-    CHECK_FAIL(hy_table_read(p, tc, lc, &t), HY_EINVAL, want);
+    CHECK_FAIL(hy_table_read(p, tc, NULL, lc, &t), HY_EINVAL, want);
     CHECK(t.n == 0 && t.text.data == NULL, "zeroed on failure");
 }
 
@@ -102,11 +102,28 @@ static void test_errors(void) {
     F("e16.jsonl", "{\"a\": \"\xFF\"}\n", "a", NULL, ":1: not valid UTF-8 (byte 7)");
     F("e17.txt", "x", "a", NULL, ": unknown format (expected a .csv, .tsv or .jsonl file)");
     hy_table t;
-    CHECK_FAIL_HAS(hy_table_read("/nonexistent.csv", "a", NULL, &t), HY_EIO,
+    CHECK_FAIL_HAS(hy_table_read("/nonexistent.csv", "a", NULL, NULL, &t), HY_EIO,
                    "table: cannot open '/nonexistent.csv'");
 }
 
+static void test_pairs(void) {
+    const char *p = W("p.csv", "premise,hypothesis,label\n\"A man, sleeping\",He rests,1\n");
+    hy_table t;
+    CHECK_OK(hy_table_read(p, "premise", "hypothesis", "label", &t));
+    CHECK(t.n == 1 && t.pair_off && strcmp(t.pair.data + t.pair_off[0], "He rests") == 0 &&
+          strcmp(text_of(&t, 0), "A man, sleeping") == 0, "csv pair");
+    hy_table_release(&t);
+    p = W("p.jsonl", "{\"a\": \"x\", \"b\": \"y\"}\n{\"a\": \"x\", \"b\": 2}\n");
+    char want[700];
+    snprintf(want, sizeof want, "table: '%s':2: column 'b' is an integer (expected a string)", p);
+    CHECK_FAIL(hy_table_read(p, "a", "b", NULL, &t), HY_EINVAL, want);
+    p = W("p2.csv", "a,c\nx,y\n");
+    snprintf(want, sizeof want, "table: '%s':1: no column 'b' in the header (columns: a, c)", p);
+    CHECK_FAIL(hy_table_read(p, "a", "b", NULL, &t), HY_EINVAL, want);
+}
+
 int main(void) {
+    RUN(test_pairs);
     RUN(test_csv_rfc4180);
     RUN(test_tsv_and_jsonl);
     RUN(test_errors);

@@ -8,7 +8,8 @@
 #            names), kept 32x32 and upsampled with --size
 #   text     RFC 4180 CSV (quotes, "" escapes, embedded comma and newline), TSV, JSONL without
 #            labels (OOD, -1), string labels -> sorted class ids, ids [CLS] .. [SEP] [PAD]
-#            against hand-worked WordPiece of a 20-token vocab, truncation at --max-len
+#            against hand-worked WordPiece of a 20-token vocab, truncation at --max-len, a
+#            sentence pair (type_ids, longest_first), --from a checkpoint's vocab and casing
 #   errors   every bad input is one stderr line naming the file, exit 1, no output file.
 set -eu
 HYDRA=${HYDRA:-./hydra}
@@ -87,6 +88,23 @@ printf '{"text": "Caf\\u00e9 film", "y": 1}\n\n{"text": "the the the the the the
     --out "$tmp/text.h5" >/dev/null
 "$HYDRA" data import text "$tmp/ood.jsonl" --split ood --text-column text \
     --vocab "$tmp/vocab.txt" --max-len 6 --out "$tmp/ood.h5" >/dev/null
+printf 'a,b,label\nthe film,unaffable un,1\n' >"$tmp/pairs.csv"
+"$HYDRA" data import text "$tmp/pairs.csv" --text-column a --pair-column b --label-column label \
+    --vocab "$tmp/vocab.txt" --max-len 6 --out "$tmp/pairs.h5" >/dev/null
+# --from: the vocab, casing and max_len of a checkpoint's /preprocess
+cat >"$tmp/mktext.lua" <<'LUA'
+local h5 = require("hydra.h5")
+local f <close> = h5.create(arg[1])
+f:set_attr("/preprocess", "tokenizer", "wordpiece")
+f:set_attr("/preprocess", "do_lower_case", 0)
+f:set_attr("/preprocess", "max_len", 5)
+f:write_strings("/preprocess/vocab", { "[PAD]", "[UNK]", "[CLS]", "[SEP]", "The", "the" })
+f:commit()
+LUA
+"$HYDRA" run "$tmp/mktext.lua" "$tmp/textckpt.h5"
+printf 'sentence\nThe the THE the the\n' >"$tmp/cased.tsv"
+"$HYDRA" data import text "$tmp/cased.tsv" --text-column sentence --from "$tmp/textckpt.h5" \
+    --out "$tmp/cased.h5" >/dev/null
 
 cat >"$tmp/check.lua" <<'LUA'
 local h5 = require("hydra.h5")
@@ -191,6 +209,20 @@ local oi = o:read("/ood/ids")
 list_eq({ oi:get(1, 1), oi:get(1, 2), oi:get(1, 3), oi:get(1, 4) }, { 2, 18, 6, 3 }, "jsonl 1")
 list_eq({ oi:get(2, 1), oi:get(2, 5), oi:get(2, 6) }, { 2, 5, 3 }, "truncated to 6")
 list_eq(o:read("/ood/labels"):totable(), { -1, -1 }, "OOD labels")
+-- a pair at max_len 6: a = the film (5 6), b = unaffable un ([UNK] 16: no "##a..." piece);
+-- longest_first to 6 - 3 = 3 pieces: a tie (2, 2) cuts b first -> [CLS] the film [SEP] [UNK] [SEP]
+local p <close> = h5.open(tmp .. "/pairs.h5")
+local pi, pt = p:read("/train/ids"), p:read("/train/type_ids")
+local prow, trow = {}, {}
+for k = 1, 6 do prow[k], trow[k] = pi:get(1, k), pt:get(1, k) end
+list_eq(prow, { 2, 5, 6, 3, 1, 3 }, "pair ids")
+list_eq(trow, { 0, 0, 0, 0, 1, 1 }, "pair type ids")
+-- --from: cased (do_lower_case 0), max_len 5 from the checkpoint
+local q <close> = h5.open(tmp .. "/cased.h5")
+local qi = q:read("/train/ids")
+list_eq({ qi:get(1, 1), qi:get(1, 2), qi:get(1, 3), qi:get(1, 4), qi:get(1, 5) },
+  { 2, 4, 5, 1, 3 }, "cased ids from the checkpoint's vocab")
+eq(q:attr("/meta", "do_lower_case"), 0, "casing from the checkpoint")
 print("data_import: ok")
 LUA
 "$HYDRA" run "$tmp/check.lua" "$tmp"

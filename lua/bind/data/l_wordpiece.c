@@ -6,12 +6,15 @@
  *   (true|false|nil = follow do_lower_case), tokenize_chinese_chars=}
  *   wp:tokenize(s) -> list of 0-based ids (no [CLS]/[SEP])
  *   wp:encode(a [, b], max_len) -> ids list (max_len, padded), types list, len
- *   wp:encode_all(texts, max_len) -> ids int32 [N,max_len], lengths int32 [N],
+ *   wp:encode_all(texts, max_len [, pairs]) -> ids int32 [N,max_len], lengths int32 [N],
  *                                     {truncated = records cut, pieces = ids before cutting,
- *                                      unk = [UNK] ids kept}
- *   core.table_read(path, text_col [, label_col]) -> { texts = {...}, labels = {...} | nil,
+ *                                      unk = [UNK] ids kept} [, type_ids int32 [N,max_len]
+ *                                     with pairs: [CLS] a [SEP] b [SEP]]
+ *   core.table_read(path, text_col [, label_col [, pair_col]]) -> { texts = {...},
+ *                                     labels = {...} | nil, pairs = {...} | nil,
  *                                     lines = {...}, n = N, bytes = uint8 Tensor of the texts
- *                                     concatenated, offsets = int64 Tensor [N+1] }
+ *                                     concatenated, offsets = int64 Tensor [N+1],
+ *                                     pair_bytes, pair_offsets (with pair_col) }
  * Every function raises on failure ("wordpiece: ...", "table: ..."). */
 #include <string.h>
 
@@ -167,40 +170,53 @@ static int l_wp_encode(lua_State *L) {
     return 3;
 }
 
-/* wp:encode_all(texts, max_len) -> ids [N,L], lengths [N], stats */
+/* wp:encode_all(texts, max_len [, pairs]) -> ids [N,L], lengths [N], stats [, types [N,L]] */
 static int l_wp_encode_all(lua_State *L) {
     hy_wordpiece *wp = check_wp(L, 1);
     luaL_checktype(L, 2, LUA_TTABLE);
     lua_Integer ml = luaL_checkinteger(L, 3);
     luaL_argcheck(L, ml >= 2 && ml <= 1 << 20, 3, "max_len must be in [2, 1048576]");
+    int pairs = !lua_isnoneornil(L, 4);
+    if (pairs) luaL_checktype(L, 4, LUA_TTABLE);
     lua_Integer n = luaL_len(L, 2);
+    if (pairs && luaL_len(L, 4) != n) return luaL_error(L, "wordpiece: %d texts but %d pairs",
+                                                        (int)n, (int)luaL_len(L, 4));
     for (lua_Integer i = 1; i <= n; i++) {
         if (lua_geti(L, 2, i) != LUA_TSTRING)
             return luaL_error(L, "wordpiece: text %d is not a string", (int)i);
         lua_pop(L, 1);
+        if (pairs && lua_geti(L, 4, i) != LUA_TSTRING)
+            return luaL_error(L, "wordpiece: pair %d is not a string", (int)i);
+        if (pairs) lua_pop(L, 1);
     }
     hy_tensor *ids = l_pushtensor(L);
     hy_tensor *lens = l_pushtensor(L);
+    hy_tensor *types = pairs ? l_pushtensor(L) : NULL;
     int64_t s2[2] = {(int64_t)n, (int64_t)ml}, s1[1] = {(int64_t)n};
-    if (hy_tensor_alloc(ids, HY_I32, 2, s2) != HY_OK || hy_tensor_alloc(lens, HY_I32, 1, s1) != HY_OK)
+    if (hy_tensor_alloc(ids, HY_I32, 2, s2) != HY_OK || hy_tensor_alloc(lens, HY_I32, 1, s1) != HY_OK ||
+        (types && hy_tensor_alloc(types, HY_I32, 2, s2) != HY_OK))
         return l_raise(L);
-    int32_t *iv = ids->data, *lv = lens->data;
+    int32_t *iv = ids->data, *lv = lens->data, *tv = types ? types->data : NULL;
     lua_Integer truncated = 0, pieces = 0, unk = 0;
     for (lua_Integer i = 1; i <= n; i++) {
-        size_t tl, len = 0, cut = 0;
+        size_t tl, bl = 0, len = 0, cut = 0, row = (size_t)(i - 1) * (size_t)ml;
         lua_geti(L, 2, i);
-        const char *t = lua_tolstring(L, -1, &tl);
-        hy_status st = hy_wordpiece_encode(wp, t, tl, NULL, 0, (size_t)ml,
-                                           iv + (size_t)(i - 1) * (size_t)ml, NULL, &len, &cut);
-        lua_pop(L, 1);
+        const char *t = lua_tolstring(L, -1, &tl), *b = NULL;
+        if (pairs) {
+            lua_geti(L, 4, i);
+            b = lua_tolstring(L, -1, &bl);
+        }
+        hy_status st = hy_wordpiece_encode(wp, t, tl, b, bl, (size_t)ml, iv + row,
+                                           tv ? tv + row : NULL, &len, &cut);
+        lua_pop(L, pairs ? 2 : 1);
         if (st != HY_OK) {
             hy_fail_prefix(st, "text %d", (int)i);
             return l_raise(L);
         }
         lv[i - 1] = (int32_t)len;
         truncated += cut > 0;
-        pieces += (lua_Integer)(len - 2 + cut);
-        for (size_t j = 1; j + 1 < len; j++) unk += iv[(size_t)(i - 1) * (size_t)ml + j] == wp->unk_id;
+        pieces += (lua_Integer)(len - (pairs ? 3 : 2) + cut);
+        for (size_t j = 1; j < len; j++) unk += iv[row + j] == wp->unk_id;
     }
     lua_newtable(L);
     lua_pushinteger(L, truncated);
@@ -209,18 +225,42 @@ static int l_wp_encode_all(lua_State *L) {
     lua_setfield(L, -2, "pieces");
     lua_pushinteger(L, unk);
     lua_setfield(L, -2, "unk");
-    return 3;
+    if (pairs) lua_rotate(L, -2, 1);   /* ids, lengths, stats, types */
+    return pairs ? 4 : 3;
 }
 
-/* core.table_read(path, text_col [, label_col]) */
+/* Pushes the n NUL-terminated strings of b (starting at off[i]) as a uint8 tensor of their
+ * bytes, then an int64 [n+1] tensor of their offsets. */
+static hy_status push_bytes(lua_State *L, const hy_buf *b, const int64_t *off, size_t n) {
+    size_t total = b->len - n;   /* without the NULs */
+    hy_tensor *bytes = l_pushtensor(L);
+    int64_t bs[1] = {(int64_t)total};
+    HY_TRY(hy_tensor_alloc(bytes, HY_U8, 1, bs));
+    hy_tensor *offs = l_pushtensor(L);
+    int64_t os[1] = {(int64_t)n + 1};
+    HY_TRY(hy_tensor_alloc(offs, HY_I64, 1, os));
+    int64_t *ov = offs->data, at = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *s = b->data + off[i];
+        size_t len = strlen(s);
+        ov[i] = at;
+        memcpy((uint8_t *)bytes->data + at, s, len);
+        at += (int64_t)len;
+    }
+    ov[n] = at;
+    return HY_OK;
+}
+
+/* core.table_read(path, text_col [, label_col [, pair_col]]) */
 static int l_table_read(lua_State *L) {
     const char *path = luaL_checkstring(L, 1);
     const char *tc = luaL_checkstring(L, 2);
     const char *lc = luaL_optstring(L, 3, NULL);
+    const char *pc = luaL_optstring(L, 4, NULL);
     hy_table *t = lua_newuserdatauv(L, sizeof *t, 0);   /* box first: its __gc frees t */
     memset(t, 0, sizeof *t);
     luaL_setmetatable(L, L_TABLE);
-    if (hy_table_read(path, tc, lc, t) != HY_OK) return l_raise(L);
+    if (hy_table_read(path, tc, pc, lc, t) != HY_OK) return l_raise(L);
     lua_createtable(L, 0, 4);
     lua_createtable(L, (int)t->n, 0);
     for (size_t i = 0; i < t->n; i++) {
@@ -236,6 +276,14 @@ static int l_table_read(lua_State *L) {
         }
         lua_setfield(L, -2, "labels");
     }
+    if (pc) {
+        lua_createtable(L, (int)t->n, 0);
+        for (size_t i = 0; i < t->n; i++) {
+            lua_pushstring(L, t->pair.data + t->pair_off[i]);
+            lua_rawseti(L, -2, (lua_Integer)i + 1);
+        }
+        lua_setfield(L, -2, "pairs");
+    }
     lua_createtable(L, (int)t->n, 0);
     for (size_t i = 0; i < t->n; i++) {
         lua_pushinteger(L, t->line[i]);
@@ -245,24 +293,14 @@ static int l_table_read(lua_State *L) {
     lua_pushinteger(L, (lua_Integer)t->n);
     lua_setfield(L, -2, "n");
     /* the raw texts as one byte tensor + offsets [N+1] (the prepared format's /<split>/text) */
-    size_t total = t->text.len - t->n;   /* without the NULs */
-    hy_tensor *bytes = l_pushtensor(L);
-    int64_t bs[1] = {(int64_t)total};
-    if (hy_tensor_alloc(bytes, HY_U8, 1, bs) != HY_OK) return l_raise(L);
+    if (push_bytes(L, &t->text, t->text_off, t->n) != HY_OK) return l_raise(L);
+    lua_setfield(L, -3, "offsets");
     lua_setfield(L, -2, "bytes");
-    hy_tensor *offs = l_pushtensor(L);
-    int64_t os[1] = {(int64_t)t->n + 1};
-    if (hy_tensor_alloc(offs, HY_I64, 1, os) != HY_OK) return l_raise(L);
-    lua_setfield(L, -2, "offsets");
-    int64_t *ov = offs->data, at = 0;
-    for (size_t i = 0; i < t->n; i++) {
-        const char *s = t->text.data + t->text_off[i];
-        size_t len = strlen(s);
-        ov[i] = at;
-        memcpy((uint8_t *)bytes->data + at, s, len);
-        at += (int64_t)len;
+    if (pc) {
+        if (push_bytes(L, &t->pair, t->pair_off, t->n) != HY_OK) return l_raise(L);
+        lua_setfield(L, -3, "pair_offsets");
+        lua_setfield(L, -2, "pair_bytes");
     }
-    ov[t->n] = at;
     hy_table_release(t);
     return 1;
 }

@@ -14,7 +14,8 @@
 --                WordPiece (core/data/wordpiece.h) -> /<split>/ids int32 [N,max_len]
 --                ([CLS] pieces [SEP], then [PAD]), /<split>/lengths int32 [N] (with [CLS] and
 --                [SEP]), /<split>/labels int16 [N] (-1 without --label-column),
---                /<split>/text + text_offsets (the raw texts), /vocab
+--                /<split>/text + text_offsets (the raw texts), /vocab; with --pair-column B:
+--                [CLS] a [SEP] b [SEP], /<split>/type_ids int32 [N,max_len], pair_text(_offsets)
 -- /meta of image files: mean, std (3 each; the loader normalises (p/255 - mean)/std), mode,
 -- interpolation, size, crop_pct, n_classes, source, inputs_sha256; of text files: tokenizer =
 -- "wordpiece", do_lower_case, max_len, vocab_sha256, vocab_size, special ids, n_classes,
@@ -382,7 +383,8 @@ function M.text(o)
   local label_col = o["label-column"]
   local recs = {}
   for _, s in ipairs(splits) do
-    recs[#recs + 1] = wrap(core.table_read, s.file, o["text-column"], label_col)
+    recs[#recs + 1] = wrap(core.table_read, s.file, o["text-column"], label_col,
+      o["pair-column"])
   end
   local classes, ids_of, all_int = nil, nil, true
   if label_col then
@@ -406,7 +408,7 @@ function M.text(o)
   local n_classes = classes and #classes or 0
   for k, s in ipairs(splits) do
     local r = recs[k]
-    local ids, lengths, st = wrap(wp.encode_all, wp, r.texts, max_len)
+    local ids, lengths, st, types = wrap(wp.encode_all, wp, r.texts, max_len, r.pairs)
     local labels = {}
     for i = 1, r.n do
       if not label_col then
@@ -429,6 +431,11 @@ function M.text(o)
     f:write(g .. "/labels", core.from_table("int16", labels))
     f:write(g .. "/text", r.bytes)
     f:write(g .. "/text_offsets", r.offsets)
+    if types then
+      f:write(g .. "/type_ids", types)
+      f:write(g .. "/pair_text", r.pair_bytes)
+      f:write(g .. "/pair_text_offsets", r.pair_offsets)
+    end
     f:set_attr("/meta", "n_" .. s.name, r.n)
     f:set_attr("/meta", "truncated_" .. s.name, st.truncated)
     f:set_attr("/meta", "unk_rate_" .. s.name, st.pieces > 0 and st.unk / st.pieces or 0)
@@ -456,8 +463,15 @@ function M.text(o)
   for _, k in ipairs({ "pad", "unk", "cls", "sep", "mask" }) do
     if sp[k] then f:set_attr("/meta", k .. "_id", sp[k]) end
   end
-  f:set_attr("/meta", "tokens", "ids hold [CLS] wordpieces [SEP] then [PAD]; lengths count " ..
-    "[CLS] and [SEP]; truncated to max_len - 2 pieces (HF truncation=True, max_length)")
+  if o["pair-column"] then
+    f:set_attr("/meta", "pair_column", o["pair-column"])
+    f:set_attr("/meta", "tokens", "ids hold [CLS] a [SEP] b [SEP] then [PAD], type_ids 0 for " ..
+      "[CLS] a [SEP], 1 for b [SEP]; lengths count the specials; the longer of a and b loses " ..
+      "its last piece until both fit max_len - 3 (HF truncation='longest_first')")
+  else
+    f:set_attr("/meta", "tokens", "ids hold [CLS] wordpieces [SEP] then [PAD]; lengths count " ..
+      "[CLS] and [SEP]; truncated to max_len - 2 pieces (HF truncation=True, max_length)")
+  end
   f:set_attr("/meta", "n_classes", n_classes)
   local hl = {}
   for _, s in ipairs(splits) do hl[#hl + 1] = wrap(core.hash_file, s.file) .. "  " .. s.file .. "\n" end
@@ -479,7 +493,8 @@ M.help = [[import    a data set of your own into DATA.h5 (the prepared-file layo
                  --mean a,b,c --std a,b,c --from CKPT.h5 (its /preprocess) --max-pixels N
                  (defaults: timm, 224, 0.9, bicubic, mean = std = 0.5; pixel limit 89478485)
   text options:  --vocab vocab.txt | --from CKPT.h5, --lower | --no-lower (default lower),
-                 --max-len N (default 128, including [CLS] and [SEP])
+                 --max-len N (default 128, including [CLS] and [SEP]), --pair-column B
+                 (sentence pairs: [CLS] a [SEP] b [SEP] and /<split>/type_ids)
   --force replaces an existing DATA.h5]]
 
 function M.run(rest)
@@ -489,7 +504,8 @@ function M.run(rest)
                 ["crop-pct"] = "number", interpolation = "string", mean = "string",
                 std = "string", from = "string", ["max-pixels"] = "integer",
                 ["text-column"] = "string", ["label-column"] = "string", vocab = "string",
-                lower = "flag", ["no-lower"] = "flag", ["max-len"] = "integer", split = "list" },
+                lower = "flag", ["no-lower"] = "flag", ["max-len"] = "integer", split = "list",
+                ["pair-column"] = "string" },
     positional = { min = 1, names = { "KIND", "DIR|FILE" } } })
   local kind = o.positional[1]
   if kind == "images" or kind == "cifar10" or kind == "cifar100" then
