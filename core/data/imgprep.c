@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include <jpeglib.h>
+#include <jerror.h>
 
 /* ===== PNG ===== */
 
@@ -119,9 +120,10 @@ static void jpeg_on_error(j_common_ptr c) {
     longjmp(e->jb, 1);
 }
 
+/* Warnings are ignored as PIL ignores them, except a premature end of the data: PIL refuses a
+ * truncated file ("image file is truncated") where libjpeg would pad it with grey. */
 static void jpeg_on_message(j_common_ptr c, int level) {
-    (void)c;
-    (void)level;
+    if (level < 0 && c->err->msg_code == JWRN_JPEG_EOF) jpeg_on_error(c);
 }
 
 static hy_status read_jpeg(FILE *f, const char *path, uint64_t max_pixels, hy_tensor *out) {

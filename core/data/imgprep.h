@@ -22,7 +22,7 @@
  * PIL opens as 32-bit "I" and clips at 255. JPEG: libjpeg's defaults as PIL uses them (islow
  * IDCT, fancy upsampling); grey JPEGs replicated; CMYK/YCCK JPEGs are refused. No EXIF
  * rotation (PIL and torchvision's ImageFolder apply none). Fails on an unreadable, unknown,
- * corrupt or truncated file, or one of more than max_pixels pixels (checked from the header,
+ * corrupt or truncated file (a JPEG cut inside its scan data too, as PIL refuses it), or one of more than max_pixels pixels (checked from the header,
  * before pixel memory is allocated): "imgprep: 'x.png' is 20000x20000 = 400000000 pixels, more
  * than the limit 89478485". */
 hy_status hy_img_read_rgb(const char *path, uint64_t max_pixels, hy_tensor *out);

@@ -241,6 +241,19 @@ static void test_errors(void) {
         CHECK_FAIL_HAS(hy_img_read_rgb(path, HY_IMG_MAX_PIXELS, &t), HY_EIO, msg);
         CHECK(t.data == NULL, "nothing returned on failure");
     }
+    /* a JPEG cut inside its scan data: libjpeg would pad it, PIL (and hydra) refuse it */
+    {
+        FILE *f = fopen(src[1], "rb");
+        static char b[2500];
+        size_t n = f ? fread(b, 1, sizeof b, f) : 0;
+        if (f) fclose(f);
+        CHECK(n == sizeof b, "read %zu bytes of %s", n, src[1]);
+        snprintf(path, sizeof path, "%s/cutscan.jpg", check_tmpdir());
+        write_bytes(path, b, n);
+        snprintf(msg, sizeof msg, "imgprep: '%s': corrupt JPEG (Premature end of JPEG file)",
+                 path);
+        CHECK_FAIL(hy_img_read_rgb(path, HY_IMG_MAX_PIXELS, &t), HY_EIO, msg);
+    }
     /* pixel limit, from the header */
     snprintf(msg, sizeof msg, "imgprep: '%s' is 97x61 = 5917 pixels, more than the limit 5000",
              src[0]);
