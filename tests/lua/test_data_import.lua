@@ -72,6 +72,32 @@ function T.image_bindings()
   check.eq(core.img_max_pixels, 89478485, "PIL's limit")
 end
 
+-- per-channel normalisation through the binding: /meta arrays, ds:mean_std() arrays, and the
+-- arrays a checkpoint records passed back to core.dataset_load (predict on an RGB set)
+function T.per_channel_norm()
+  local d = check.tmpdir()
+  local h5 = require("hydra.h5")
+  local f <close> = h5.create(d .. "/rgb.h5")
+  f:write("/train/images", core.tensor("uint8", 2, 3, 4, 4))
+  f:write("/train/labels", core.from_table("int16", { 0, 1 }))
+  f:set_attr("/meta", "mean", { 0.1, 0.2, 0.3 })
+  f:set_attr("/meta", "std", { 0.5, 0.25, 0.125 })
+  f:commit()
+  local ds = core.dataset_load(d .. "/rgb.h5", "train", 0)
+  local m, s = ds:mean_std()
+  check.same(m, { 0.1, 0.2, 0.3 }, "per-channel mean")
+  check.same(s, { 0.5, 0.25, 0.125 }, "per-channel std")
+  local ds2 = core.dataset_load(d .. "/rgb.h5", "train", 0, { 0, 0, 0 }, { 1, 2, 4 })
+  m, s = ds2:mean_std()
+  check.same(s, { 1, 2, 4 }, "override arrays")
+  check.eq(select(1, core.dataset_load(d .. "/rgb.h5", "train", 0, 0.5, 0.5):mean_std()), 0.5,
+    "scalar override for every channel")
+  check.raises(("%s/rgb.h5:/train: loader: 2 normalisation values for 3 image channel(s) " ..
+    "(expected 1 or 3)"):format(d), function()
+    return core.dataset_load(d .. "/rgb.h5", "train", 0, { 0, 0 }, { 1, 1 })
+  end)
+end
+
 function T.cli_usage_errors()
   local code, _, e = check.hydra("data import pictures x --out y.h5")
   check.eq(code, 2, "unknown kind exits 2")
