@@ -3,8 +3,11 @@
  * Entry points: hy_wordpiece_load / _from_tokens / _release, hy_wordpiece_tokenize,
  * hy_wordpiece_encode.
  *
- * What tokenize does to a UTF-8 string, in order (tests/ref/wordpiece_ref.py states the same in
- * Python and test_wordpiece checks the two agree on a committed fixture):
+ * The reference is transformers 4.x (tokenization_bert.py and tokenization_utils.py's
+ * PreTrainedTokenizer.tokenize, which lowers the text one character at a time outside the special
+ * tokens before BasicTokenizer runs). What tokenize does to a UTF-8 string, in order
+ * (tests/ref/wordpiece_ref.py states the same in Python; test_wordpiece checks the two agree on
+ * the committed fixture):
  *  1. strict UTF-8 decoding; invalid input (bad lead/continuation byte, overlong form,
  *     surrogate, > U+10FFFF, truncated sequence) is an error naming the byte offset (Python's
  *     open(encoding="utf-8") refuses the same bytes);
