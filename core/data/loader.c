@@ -36,10 +36,13 @@ hy_status hy_dataset_from_images(hy_dataset *d, const hy_tensor *images, const h
                                  double mean, double std, size_t subset) {
     memset(d, 0, sizeof *d);
     char s1[64];
-    if (images->dtype != HY_U8 || images->ndim != 3)
-        return hy_fail(HY_EINVAL, "loader: images must be uint8 [N,H,W] (got %s %s)",
-                       hy_dtype_name(images->dtype),
+    if (images->dtype != HY_U8 || (images->ndim != 3 && images->ndim != 4) ||
+        (images->ndim == 4 && (images->shape[1] < 1 || images->shape[1] > HY_DATA_MAXC)))
+        return hy_fail(HY_EINVAL, "loader: images must be uint8 [N,H,W] or [N,C,H,W] with C <= "
+                       "%d (got %s %s)", HY_DATA_MAXC, hy_dtype_name(images->dtype),
                        hy_shape_str(s1, sizeof s1, images->ndim, images->shape));
+    int nd = images->ndim;
+    size_t C = nd == 4 ? (size_t)images->shape[1] : 1;
     if (labels->ndim != 1 || labels->shape[0] != images->shape[0])
         return hy_fail(HY_EINVAL, "loader: images have %lld samples but labels have shape %s",
                        (long long)images->shape[0],
@@ -47,12 +50,14 @@ hy_status hy_dataset_from_images(hy_dataset *d, const hy_tensor *images, const h
     if (!(std > 0))
         return hy_fail(HY_EINVAL, "loader: std must be > 0 (got %g)", std);
     size_t n = pick_n((size_t)images->shape[0], subset);
-    size_t hw = (size_t)images->shape[1] * (size_t)images->shape[2];
+    size_t hw = C * (size_t)images->shape[nd - 2] * (size_t)images->shape[nd - 1];
     d->kind = HY_DATA_IMAGE;
-    d->h = (size_t)images->shape[1];
-    d->w = (size_t)images->shape[2];
+    d->c = C;
+    d->h = (size_t)images->shape[nd - 2];
+    d->w = (size_t)images->shape[nd - 1];
     d->mean = mean;
     d->std = std;
+    for (size_t c = 0; c < HY_DATA_MAXC; c++) { d->cmean[c] = mean; d->cstd[c] = std; }
     size_t bytes;
     HY_TRY(hy_size_mul(&bytes, "loader: images", n, hw, 1));
     d->images = hy_xmalloc_aligned(bytes + 1);
@@ -62,6 +67,23 @@ hy_status hy_dataset_from_images(hy_dataset *d, const hy_tensor *images, const h
     hy_status st = copy_labels(d->labels, labels, n);
     if (st != HY_OK) { hy_dataset_release(d); return st; }
     d->n = n;
+    return HY_OK;
+}
+
+hy_status hy_dataset_set_norm(hy_dataset *d, const double *mean, const double *std, size_t n) {
+    if (d->kind != HY_DATA_IMAGE || (n != 1 && n != d->c))
+        return hy_fail(HY_EINVAL, "loader: %zu normalisation values for %zu image channel(s) "
+                       "(expected 1 or %zu)", n, d->c, d->c);
+    for (size_t i = 0; i < n; i++)
+        if (!(std[i] > 0) || !isfinite(std[i]) || !isfinite(mean[i]))
+            return hy_fail(HY_EINVAL, "loader: channel %zu has mean %g, std %g (std must be "
+                           "finite and > 0)", i, mean[i], std[i]);
+    for (size_t c = 0; c < HY_DATA_MAXC; c++) {
+        d->cmean[c] = mean[n == 1 ? 0 : (c < n ? c : 0)];
+        d->cstd[c] = std[n == 1 ? 0 : (c < n ? c : 0)];
+    }
+    d->mean = d->cmean[0];
+    d->std = d->cstd[0];
     return HY_OK;
 }
 
@@ -167,6 +189,8 @@ hy_status hy_dataset_load(hy_dataset *d, const char *path, const char *split, si
     hy_h5 f;
     memset(&f, 0, sizeof f);
     hy_tensor a = {0}, b = {0}, c = {0};
+    double *cm = NULL, *cs = NULL;
+    size_t ncm = 0, ncs = 0;
     char name[512], lname[512];
     HY_TRY(hy_h5_open(&f, path));
     snprintf(lname, sizeof lname, "/%s/labels", split);
@@ -193,14 +217,25 @@ hy_status hy_dataset_load(hy_dataset *d, const char *path, const char *split, si
                              "(needed to normalise its images)", path);
                 goto done;
             }
-            if ((st = hy_h5_get_attr_f64(&f, "/meta", "mean", &ms[0])) != HY_OK) goto done;
-            if ((st = hy_h5_get_attr_f64(&f, "/meta", "std", &ms[1])) != HY_OK) goto done;
+            if ((st = hy_h5_get_attr_f64s(&f, "/meta", "mean", &cm, &ncm)) != HY_OK) goto done;
+            if ((st = hy_h5_get_attr_f64s(&f, "/meta", "std", &cs, &ncs)) != HY_OK) goto done;
+            if (ncm < 1 || ncm != ncs) {
+                st = hy_fail(HY_EINVAL, "loader: '%s' /meta mean has %zu values but std %zu",
+                             path, ncm, ncs);
+                goto done;
+            }
+            ms[0] = cm[0];
+            ms[1] = cs[0];
         }
         if ((st = check_extent(&f, name, 3)) != HY_OK) goto done;
         if ((st = check_extent(&f, lname, 1)) != HY_OK) goto done;
         if ((st = hy_h5_read(&f, name, &a)) != HY_OK) goto done;
         if ((st = hy_h5_read(&f, lname, &b)) != HY_OK) goto done;
         st = hy_dataset_from_images(d, &a, &b, ms[0], ms[1], subset);
+        if (st == HY_OK && cm && ncm > 1) {
+            st = hy_dataset_set_norm(d, cm, cs, ncm);
+            if (st != HY_OK) hy_dataset_release(d);
+        }
     } else {
         snprintf(name, sizeof name, "/%s/ids", split);
         has = hy_h5_exists(&f, name);
@@ -231,6 +266,8 @@ hy_status hy_dataset_load(hy_dataset *d, const char *path, const char *split, si
     if (st != HY_OK) hy_fail_prefix(st, "%s:/%s", path, split);
     else snprintf(d->origin, sizeof d->origin, "%s:/%s", path, split);
 done:
+    hy_free(cm);
+    hy_free(cs);
     hy_tensor_release(&a);
     hy_tensor_release(&b);
     hy_tensor_release(&c);
@@ -295,7 +332,8 @@ hy_status hy_loader_new(hy_loader *ld, const hy_dataset *ds, size_t batch_size, 
     size_t B = batch_size < ds->n ? batch_size : (ds->n ? ds->n : 1);
     size_t ibytes = 0, tbytes = 0;
     if (ds->kind == HY_DATA_IMAGE)
-        HY_TRY(hy_size_mul(&ibytes, "loader: batch images", B, ds->h * ds->w, sizeof(float)));
+        HY_TRY(hy_size_mul(&ibytes, "loader: batch images", B, ds->c * ds->h * ds->w,
+                           sizeof(float)));
     else
         HY_TRY(hy_size_mul(&tbytes, "loader: batch token ids", B, ds->max_len, sizeof(int32_t)));
     ld->ds = ds;
@@ -390,16 +428,21 @@ static void fill(hy_loader *ld, const int64_t *idx, size_t b, size_t first_pos, 
         ld->labels[i] = ds->labels[idx[i]];
     }
     if (ds->kind == HY_DATA_IMAGE) {
-        const size_t hw = ds->h * ds->w;
-        /* (p/255 - mean)/std = p * (1/(255 std)) - mean/std */
-        const float scale = (float)(1.0 / (255.0 * ds->std));
-        const float shift = (float)(-ds->mean / ds->std);
+        const size_t hw = ds->h * ds->w, chw = ds->c * hw;
         hy_augment none = {0, 0, 0};
         const hy_augment *aug = augment ? &ld->aug : &none;
         for (size_t i = 0; i < b; i++) {
             hy_rng r = hy_rng_split(&ld->epoch_rng, 1 + first_pos + i);
-            fill_image(ld->images + i * hw, ds->images + (size_t)idx[i] * hw, ds->h, ds->w,
-                       scale, shift, aug, &r);
+            for (size_t c = 0; c < ds->c; c++) {
+                /* (p/255 - mean)/std = p * (1/(255 std)) - mean/std; every channel starts
+                 * from the same stream, so all get the same crop and flip */
+                const float scale = (float)(1.0 / (255.0 * ds->cstd[c]));
+                const float shift = (float)(-ds->cmean[c] / ds->cstd[c]);
+                hy_rng rc = r;
+                fill_image(ld->images + i * chw + c * hw,
+                           ds->images + (size_t)idx[i] * chw + c * hw, ds->h, ds->w, scale,
+                           shift, aug, &rc);
+            }
         }
     } else {
         size_t len = batch_len(ds->lengths, idx, b);

@@ -14,26 +14,35 @@
 
 typedef enum { HY_DATA_IMAGE = 0, HY_DATA_TEXT } hy_data_kind;
 
+/* most image channels a dataset holds */
+#define HY_DATA_MAXC 4
+
 /* A split held in memory; every array is owned. */
 typedef struct hy_dataset {
     hy_data_kind kind;
     size_t n;                /* samples */
-    size_t h, w;             /* image height/width (image) */
-    uint8_t *images;         /* [n,h,w] raw pixels (image) */
+    size_t c, h, w;          /* image channels (1 grey, 3 RGB), height, width (image) */
+    uint8_t *images;         /* [n,h,w] (c = 1) or [n,c,h,w] raw pixels (image) */
     size_t max_len;          /* L: columns of ids (text) */
     int32_t *ids;            /* [n,L] token ids, 0-padded (text) */
     int32_t *lengths;        /* [n] tokens per sample, 1..L (text) */
     int32_t *type_ids;       /* [n,L] token types (text, BERT sentence pairs); NULL = all 0 */
     int32_t *labels;         /* [n] class or -1 (OOD) */
-    double mean, std;        /* image normalisation */
+    double mean, std;        /* image normalisation (channel 0's when c > 1) */
+    double cmean[HY_DATA_MAXC], cstd[HY_DATA_MAXC];   /* per channel: (p/255 - cmean)/cstd */
     char origin[256];        /* "file.h5:/split" for messages (hy_dataset_load), else "" */
 } hy_dataset;
 
-/* Copies the first `subset` samples (0 = all) of images uint8 [N,H,W] and labels [N] (any
- * integer dtype) into d. std must be > 0. Fails naming the mismatch ("loader: images have 100
- * samples but labels have 99"); d stays zeroed on failure. */
+/* Copies the first `subset` samples (0 = all) of images uint8 [N,H,W] (grey) or [N,C,H,W]
+ * (C <= HY_DATA_MAXC channels, planar) and labels [N] (any integer dtype) into d. std must be
+ * > 0; mean/std apply to every channel (hy_dataset_set_norm sets them per channel). Fails
+ * naming the mismatch ("loader: images have 100 samples but labels have 99"); d stays zeroed
+ * on failure. */
 hy_status hy_dataset_from_images(hy_dataset *d, const hy_tensor *images, const hy_tensor *labels,
                                  double mean, double std, size_t subset);
+/* Per-channel normalisation of image dataset d: n == 1 (every channel) or n == d->c values;
+ * every std finite and > 0, every mean finite. */
+hy_status hy_dataset_set_norm(hy_dataset *d, const double *mean, const double *std, size_t n);
 /* Copies the first `subset` samples (0 = all) of ids int32 [N,L], lengths int32 [N] and labels
  * [N]. Every length must be in [1, L] and every id >= 0 (fails naming the sample). */
 hy_status hy_dataset_from_text(hy_dataset *d, const hy_tensor *ids, const hy_tensor *lengths,
@@ -49,9 +58,10 @@ hy_status hy_dataset_from_text(hy_dataset *d, const hy_tensor *ids, const hy_ten
  * d->max_len), every value >= 0 (fails naming the sample); copied. */
 hy_status hy_dataset_set_type_ids(hy_dataset *d, const hy_tensor *type_ids);
 /* Reads split `split` of a prepared file (DESIGN §5): /<split>/images + /<split>/labels and the
- * /meta attributes mean/std for images, or /<split>/ids + lengths + labels for text, with the
- * optional /<split>/type_ids (int32 [N,L], BERT's token types; all 0 when absent).
- * mean_std (2 doubles), when non-NULL, is used instead of /meta (needed for files without it,
+ * /meta attributes mean/std for images (scalars, or one value per channel of [N,C,H,W] images),
+ * or /<split>/ids + lengths + labels for text, with the optional /<split>/type_ids (int32 [N,L],
+ * BERT's token types; all 0 when absent).
+ * mean_std (2 doubles, every channel), when non-NULL, is used instead of /meta (files without it,
  * e.g. OOD sets normalised with the ID set's statistics). Errors name the file and dataset. */
 hy_status hy_dataset_load(hy_dataset *d, const char *path, const char *split, size_t subset,
                           const double *mean_std);
@@ -101,7 +111,7 @@ typedef struct hy_loader {
     /* the current batch (owned buffers sized for batch_size) */
     size_t b;                /* samples in it */
     size_t len;              /* text: columns of ids, = max length in the batch */
-    float *images;           /* [B,1,H,W] normalised (image) */
+    float *images;           /* [B,C,H,W] normalised (image) */
     int32_t *ids;            /* [B,len] row-major with row stride len (text) */
     int32_t *lengths;        /* [B] (text) */
     int32_t *type_ids;       /* [B,len] like ids, when the dataset has token types; else NULL */

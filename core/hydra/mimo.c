@@ -55,6 +55,9 @@ hy_status hy_mimo_check(const hy_xfmr *m, size_t M, const hy_dataset *ds, int ne
                        "heads", c->n_classes, M);
     if (ds->kind != HY_DATA_IMAGE)
         return hy_fail(HY_EINVAL, "mimo: the model takes images but the data is text");
+    if (ds->c != 1)
+        return hy_fail(HY_EINVAL, "mimo: the data has %zu channels (MIMO slots take grey "
+                       "images)", ds->c);
     if (ds->h != c->image_size || ds->w != c->image_size)
         return hy_fail(HY_EINVAL, "mimo: images are %zux%zu but the model expects %zux%zu "
                        "(model.image_size)", ds->h, ds->w, c->image_size, c->image_size);

@@ -31,9 +31,9 @@ static hy_status check_data(const hy_xfmr *m, const hy_dataset *ds, int need_lab
     if (c->kind == HY_XFMR_VIT) {
         if (ds->kind != HY_DATA_IMAGE)
             return hy_fail(HY_EINVAL, "train: the model takes images but the data is text");
-        if (c->channels != 1)
-            return hy_fail(HY_EINVAL, "train: the data has 1 channel but the model expects %zu "
-                           "(model.channels)", c->channels);
+        if (c->channels != ds->c)
+            return hy_fail(HY_EINVAL, "train: the data has %zu channel(s) but the model expects "
+                           "%zu (model.channels)", ds->c, c->channels);
         if (ds->h != c->image_size || ds->w != c->image_size)
             return hy_fail(HY_EINVAL, "train: images are %zux%zu but the model expects %zux%zu "
                            "(model.image_size)", ds->h, ds->w, c->image_size, c->image_size);

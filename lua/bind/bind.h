@@ -138,6 +138,8 @@ void l_open_config(lua_State *L);
 void l_open_hash(lua_State *L);
 void l_open_idx(lua_State *L);
 void l_open_imgio(lua_State *L);
+void l_open_imgprep(lua_State *L);
+void l_open_wordpiece(lua_State *L);
 void l_open_sample(lua_State *L);
 void l_open_glyph(lua_State *L);
 void l_open_corrupt(lua_State *L);

@@ -128,6 +128,8 @@ int luaopen_hydra_core(lua_State *L) {
     l_open_hash(L);
     l_open_idx(L);
     l_open_imgio(L);
+    l_open_imgprep(L);
+    l_open_wordpiece(L);
     l_open_sample(L);
     l_open_glyph(L);
     l_open_corrupt(L);

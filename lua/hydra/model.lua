@@ -189,9 +189,16 @@ function M.checked_norm(path, meta)
   local function finite(x)
     return type(x) == "number" and x == x and x > -math.huge and x < math.huge
   end
-  if not finite(mean) or not finite(std) or std <= 0 then
+  -- numbers, or arrays of one value per image channel (a dataset normalised per channel)
+  local ok = finite(mean) and finite(std) and std > 0
+  if type(mean) == "table" and type(std) == "table" and #mean == #std and #mean >= 1 then
+    ok = true
+    for c = 1, #mean do ok = ok and finite(mean[c]) and finite(std[c]) and std[c] > 0 end
+  end
+  if not ok then
+    local function str(v) return type(v) == "table" and table.concat(v, ",") or tostring(v) end
     error(("%s:/meta: data_mean must be finite and data_std finite and > 0 (got %s, %s)")
-      :format(path, tostring(mean), tostring(std)), 0)
+      :format(path, str(mean), str(std)), 0)
   end
   return { mean, std }
 end

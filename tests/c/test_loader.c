@@ -37,7 +37,7 @@ static void test_from_images_and_errors(void) {
                "loader: images have 50 samples but labels have shape [49]");
     CHECK(d.images == NULL && d.n == 0, "left zeroed");
     CHECK_FAIL(hy_dataset_from_images(&d, &lab, &lab, MEAN, STD, 0), HY_EINVAL,
-               "loader: images must be uint8 [N,H,W] (got int16 [50])");
+               "loader: images must be uint8 [N,H,W] or [N,C,H,W] with C <= 4 (got int16 [50])");
     CHECK_FAIL(hy_dataset_from_images(&d, &img, &lab, MEAN, 0, 0), HY_EINVAL,
                "loader: std must be > 0 (got 0)");
     ((int16_t *)lab.data)[3] = -5;
@@ -424,6 +424,78 @@ static void test_type_ids(void) {
     hy_tensor_release(&ty);
 }
 
+/* RGB [N,3,H,W] with per-channel /meta mean/std arrays: each channel normalised with its own
+ * values; augmentation crops/flips all channels alike */
+static void test_rgb_per_channel(void) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/rgb.h5", check_tmpdir());
+    int64_t is[4] = {4, 3, 5, 6}, ls[1] = {4};
+    hy_tensor img, lab;
+    CHECK_OK(hy_tensor_alloc(&img, HY_U8, 4, is));
+    CHECK_OK(hy_tensor_alloc(&lab, HY_I16, 1, ls));
+    uint8_t *p = img.data;
+    for (size_t i = 0; i < 4 * 3 * 30; i++) p[i] = (uint8_t)(i * 7 % 256);
+    for (size_t i = 0; i < 4; i++) ((int16_t *)lab.data)[i] = (int16_t)i;
+    const double mean[3] = {0.485, 0.456, 0.406}, std[3] = {0.229, 0.224, 0.225};
+    hy_h5 f;
+    CHECK_OK(hy_h5_create(&f, path));
+    CHECK_OK(hy_h5_write(&f, "/train/images", &img));
+    CHECK_OK(hy_h5_write(&f, "/train/labels", &lab));
+    CHECK_OK(hy_h5_set_attr_f64s(&f, "/meta", "mean", mean, 3));
+    CHECK_OK(hy_h5_set_attr_f64s(&f, "/meta", "std", std, 3));
+    CHECK_OK(hy_h5_commit(&f));
+    hy_dataset d;
+    CHECK_OK(hy_dataset_load(&d, path, "train", 0, NULL));
+    CHECK(d.c == 3 && d.h == 5 && d.w == 6 && d.n == 4, "shape c %zu h %zu w %zu", d.c, d.h, d.w);
+    hy_loader ld;
+    CHECK_OK(hy_loader_new(&ld, &d, 4, 0, NULL, 1));
+    CHECK(hy_loader_next(&ld) == 4, "one batch");
+    double worst = 0;
+    for (size_t i = 0; i < 4 * 90; i++) {
+        size_t c = i / 30 % 3;
+        double want = ((double)p[i] / 255.0 - mean[c]) / std[c];
+        double e = fabs((double)ld.images[i] - want);
+        if (e > worst) worst = e;
+    }
+    CHECK(worst < 1e-5, "per-channel normalisation off by %g", worst);
+    hy_loader_release(&ld);
+    hy_augment aug = {.random_crop = 1, .crop_padding = 2, .hflip = 1};
+    CHECK_OK(hy_loader_new(&ld, &d, 4, 1, &aug, 7));
+    CHECK(hy_loader_next(&ld) == 4, "one batch");
+    /* the same geometric transform in every channel: pixel (y,x) of channel c comes from the
+     * same source position; padded positions are the zero pixel of each channel */
+    int same = 1;
+    for (size_t b = 0; b < 4 && same; b++) {
+        const uint8_t *src = p + (size_t)ld.index[b] * 90;
+        for (size_t q = 0; q < 30 && same; q++) {
+            /* find the source position of channel 0's value, accept if all channels agree */
+            double v0 = (double)ld.images[b * 90 + q];
+            int found = 0;
+            double z0 = -mean[0] / std[0];
+            if (fabs(v0 - z0) < 1e-5) {
+                found = fabs((double)ld.images[b * 90 + 30 + q] - (-mean[1] / std[1])) < 1e-5;
+            }
+            for (size_t sidx = 0; sidx < 30 && !found; sidx++) {
+                int ok = 1;
+                for (size_t c = 0; c < 3 && ok; c++) {
+                    double want = ((double)src[c * 30 + sidx] / 255.0 - mean[c]) / std[c];
+                    ok = fabs((double)ld.images[b * 90 + c * 30 + q] - want) < 1e-5;
+                }
+                found = ok;
+            }
+            same = found;
+        }
+    }
+    CHECK(same, "channels transformed differently");
+    hy_loader_release(&ld);
+    double bad_std[2] = {0.5, 0.5};
+    CHECK_FAIL(hy_dataset_set_norm(&d, mean, bad_std, 2), HY_EINVAL,
+               "loader: 2 normalisation values for 3 image channel(s) (expected 1 or 3)");
+    hy_dataset_release(&d);
+    hy_tensor_release(&img);
+    hy_tensor_release(&lab);
+}
+
 int main(void) {
     RUN(test_from_images_and_errors);
     RUN(test_normalisation_and_batches);
@@ -435,5 +507,6 @@ int main(void) {
     RUN(test_load_prepared_file);
     RUN(test_declared_sizes_checked);
     RUN(test_type_ids);
+    RUN(test_rgb_per_channel);
     return check_exit("test_loader");
 }

@@ -299,23 +299,25 @@ function T.gate_errors()
 end
 
 -- One /meta writer for checkpoints and fused files (lua/bind/io/l_h5.c): strings, integers,
--- floats and booleans (as 0 / 1) both ways; a bad value raises before any file exists.
+-- floats, booleans (as 0 / 1) and arrays of numbers (per-channel data_mean) both ways; a bad
+-- value raises before any file exists.
 function T.meta_writer_shared()
   local d = check.tmpdir()
   local m = model.load(base())
   local f = fuse.build({ m }, config.defaults().fuse)
-  local meta = { note = "x", n = 7, r = 0.25, flag = true, off = false }
+  local meta = { note = "x", n = 7, r = 0.25, flag = true, off = false, v = { 0.5, 0.25, 2 } }
   m.ud:save(d .. "/m.h5", meta)
   f.ud:save(d .. "/f.h5", meta)
   for _, p in ipairs({ d .. "/m.h5", d .. "/f.h5" }) do
     local g <close> = h5.open(p)
     local a = g:attrs("/meta")
     eq(a.note, "x", p); eq(a.n, 7, p); eq(a.r, 0.25, p); eq(a.flag, 1, p); eq(a.off, 0, p)
+    eq(#a.v, 3, p); eq(a.v[1], 0.5, p); eq(a.v[3], 2.0, p)
   end
-  raises("model: meta 'bad' must be a string, a number or a boolean (got table)",
-    function() m.ud:save(d .. "/m2.h5", { bad = {} }) end)
-  raises("fused: meta 'bad' must be a string, a number or a boolean (got table)",
-    function() f.ud:save(d .. "/f2.h5", { bad = {} }) end)
+  raises("model: meta 'bad' must be a string, a number, a boolean or an array of 1 to 64 " ..
+    "numbers (got table)", function() m.ud:save(d .. "/m2.h5", { bad = {} }) end)
+  raises("fused: meta 'bad' must be a string, a number, a boolean or an array of 1 to 64 " ..
+    "numbers (got table)", function() f.ud:save(d .. "/f2.h5", { bad = { 1, "x" } }) end)
   raises("fused: meta keys must be strings", function() f.ud:save(d .. "/f2.h5", { 1 }) end)
   eq(core.stat(d .. "/m2.h5"), nil, "nothing written"); eq(core.stat(d .. "/f2.h5"), nil)
 end

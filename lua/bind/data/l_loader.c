@@ -6,7 +6,8 @@
  *                                                         ds:seq_lens(B): text only)
  *   core.synth_images(n, size, classes, seed) -> images, labels
  *   core.synth_text(n, max_len, vocab, seed) -> ids, lengths, labels
- * subset: the first N samples (0 = all). */
+ * subset: the first N samples (0 = all). mean, std: numbers, or arrays of one value per image
+ * channel (ds:mean_std() returns arrays when the channels differ). */
 #include <string.h>
 
 #include "bind.h"
@@ -37,27 +38,55 @@ static size_t opt_subset(lua_State *L, int arg) {
     return (size_t)s;
 }
 
+/* A normalisation argument pair at arg, arg+1: two numbers, or two arrays of the same length
+ * 1..HY_DATA_MAXC (one value per channel). Returns the count; values into m[], s[]. */
+static size_t check_norm(lua_State *L, int arg, double *m, double *s) {
+    if (lua_type(L, arg) != LUA_TTABLE) {
+        m[0] = luaL_checknumber(L, arg);
+        s[0] = luaL_checknumber(L, arg + 1);
+        return 1;
+    }
+    luaL_checktype(L, arg + 1, LUA_TTABLE);
+    lua_Integer n = luaL_len(L, arg);
+    luaL_argcheck(L, n >= 1 && n <= HY_DATA_MAXC && luaL_len(L, arg + 1) == n, arg,
+                  "mean and std must be numbers or arrays of the same length (1 to 4)");
+    for (lua_Integer i = 1; i <= n; i++) {
+        lua_geti(L, arg, i);
+        lua_geti(L, arg + 1, i);
+        m[i - 1] = luaL_checknumber(L, -2);
+        s[i - 1] = luaL_checknumber(L, -1);
+        lua_pop(L, 2);
+    }
+    return (size_t)n;
+}
+
 static int l_dataset_load(lua_State *L) {
     const char *path = luaL_checkstring(L, 1);
     const char *split = luaL_checkstring(L, 2);
     size_t subset = opt_subset(L, 3);
-    double ms[2];
+    double m[HY_DATA_MAXC], sd[HY_DATA_MAXC], ms[2];
     int have_ms = !lua_isnoneornil(L, 4);
-    if (have_ms) {
-        ms[0] = luaL_checknumber(L, 4);
-        ms[1] = luaL_checknumber(L, 5);
-    }
-    if (hy_dataset_load(l_pushdataset(L), path, split, subset, have_ms ? ms : NULL) != HY_OK)
+    size_t nm = have_ms ? check_norm(L, 4, m, sd) : 0;
+    ms[0] = m[0];
+    ms[1] = sd[0];
+    hy_dataset *d = l_pushdataset(L);
+    if (hy_dataset_load(d, path, split, subset, have_ms ? ms : NULL) != HY_OK) return l_raise(L);
+    if (nm > 1 && d->kind == HY_DATA_IMAGE && hy_dataset_set_norm(d, m, sd, nm) != HY_OK) {
+        hy_fail_prefix(HY_EINVAL, "%s:/%s", path, split);
         return l_raise(L);
+    }
     return 1;
 }
 
 static int l_dataset_from_images(lua_State *L) {
     hy_tensor *img = l_checktensor(L, 1);
     hy_tensor *lab = l_checktensor(L, 2);
-    double mean = luaL_checknumber(L, 3), std = luaL_checknumber(L, 4);
+    double m[HY_DATA_MAXC], sd[HY_DATA_MAXC];
+    size_t nm = check_norm(L, 3, m, sd);
     size_t subset = opt_subset(L, 5);
-    if (hy_dataset_from_images(l_pushdataset(L), img, lab, mean, std, subset) != HY_OK) return l_raise(L);
+    hy_dataset *d = l_pushdataset(L);
+    if (hy_dataset_from_images(d, img, lab, m[0], sd[0], subset) != HY_OK) return l_raise(L);
+    if (nm > 1 && hy_dataset_set_norm(d, m, sd, nm) != HY_OK) return l_raise(L);
     return 1;
 }
 
@@ -89,10 +118,25 @@ static int l_dataset_labels(lua_State *L) {
     return 1;
 }
 
+/* ds:mean_std() -> mean, std: numbers, or arrays (one per channel) when an image dataset's
+ * channels are normalised differently */
 static int l_dataset_mean_std(lua_State *L) {
     hy_dataset *d = l_checkdataset(L, 1);
-    lua_pushnumber(L, d->mean);
-    lua_pushnumber(L, d->std);
+    int same = 1;
+    for (size_t c = 1; d->kind == HY_DATA_IMAGE && c < d->c; c++)
+        same &= d->cmean[c] == d->cmean[0] && d->cstd[c] == d->cstd[0];
+    if (same) {
+        lua_pushnumber(L, d->mean);
+        lua_pushnumber(L, d->std);
+        return 2;
+    }
+    for (int k = 0; k < 2; k++) {
+        lua_createtable(L, (int)d->c, 0);
+        for (size_t c = 0; c < d->c; c++) {
+            lua_pushnumber(L, k ? d->cstd[c] : d->cmean[c]);
+            lua_rawseti(L, -2, (lua_Integer)c + 1);
+        }
+    }
     return 2;
 }
 

@@ -238,9 +238,19 @@ void l_checkmeta(lua_State *L, int arg, const char *what) {
     while (lua_next(L, arg) != 0) {
         if (lua_type(L, -2) != LUA_TSTRING) luaL_error(L, "%s: meta keys must be strings", what);
         int t = lua_type(L, -1);
-        if (t != LUA_TSTRING && t != LUA_TNUMBER && t != LUA_TBOOLEAN)
-            luaL_error(L, "%s: meta '%s' must be a string, a number or a boolean (got %s)", what,
-                       lua_tostring(L, -2), luaL_typename(L, -1));
+        int ok = t == LUA_TSTRING || t == LUA_TNUMBER || t == LUA_TBOOLEAN;
+        if (t == LUA_TTABLE) {   /* an array of 1..64 numbers (e.g. per-channel data_mean) */
+            lua_Integer n = luaL_len(L, -1);
+            ok = n >= 1 && n <= 64;
+            for (lua_Integer i = 1; ok && i <= n; i++) {
+                ok = lua_geti(L, -1, i) == LUA_TNUMBER;
+                lua_pop(L, 1);
+            }
+        }
+        if (!ok)
+            luaL_error(L, "%s: meta '%s' must be a string, a number, a boolean or an array of "
+                       "1 to 64 numbers (got %s)", what, lua_tostring(L, -2),
+                       luaL_typename(L, -1));
         lua_pop(L, 1);
     }
 }
@@ -256,7 +266,16 @@ hy_status l_writemeta(lua_State *L, int arg, hy_h5 *f) {
                 st = hy_h5_set_attr_str(f, "/meta", k, lua_tostring(L, -1));
             else if (lua_type(L, -1) == LUA_TBOOLEAN)
                 st = hy_h5_set_attr_i64(f, "/meta", k, lua_toboolean(L, -1));
-            else if (lua_isinteger(L, -1))
+            else if (lua_type(L, -1) == LUA_TTABLE) {   /* checked: 1..64 numbers */
+                double v[64];
+                lua_Integer n = luaL_len(L, -1);
+                for (lua_Integer i = 1; i <= n; i++) {
+                    lua_geti(L, -1, i);
+                    v[i - 1] = (double)lua_tonumber(L, -1);
+                    lua_pop(L, 1);
+                }
+                st = hy_h5_set_attr_f64s(f, "/meta", k, v, (size_t)n);
+            } else if (lua_isinteger(L, -1))
                 st = hy_h5_set_attr_i64(f, "/meta", k, (int64_t)lua_tointeger(L, -1));
             else
                 st = hy_h5_set_attr_f64(f, "/meta", k, (double)lua_tonumber(L, -1));

@@ -95,7 +95,8 @@ end
 
 return {
   summary = "list, prepare and inspect datasets (datasets/NAME.lua -> datasets/prepared/NAME.h5)",
-  usage = "hydra data list | prepare NAME...|all [--force] [option=value ...] | info NAME",
+  usage = "hydra data list | prepare NAME...|all [--force] [option=value ...] | info NAME | " ..
+    "import images|cifar10|cifar100|text ... --out DATA.h5",
   help = [[list      every recipe: role, input source, prepared or not, splits and file size
 prepare   prepares the named sets (dependencies first) into datasets/prepared/NAME.h5, atomically;
           inputs are checked (present, sha256) first. Up-to-date sets are skipped unless --force.
@@ -103,7 +104,8 @@ prepare   prepares the named sets (dependencies first) into datasets/prepared/NA
           'all' prepares every set whose inputs are present, then exits 1 listing the sets it
           could not prepare (e.g. HYDRA_DATA_DIR unset) if there are any.
 info      the recipe, its inputs and the prepared file's splits and /meta
-Raw data not in Debian comes from HYDRA_DATA_DIR; Debian inputs from `make deps`.]],
+Raw data not in Debian comes from HYDRA_DATA_DIR; Debian inputs from `make deps`.]] .. "\n" ..
+    require("hydra.cli.data_import").help,
   run = function(args)
     local sub = args[1]
     local rest = { table.unpack(args, 2) }
@@ -138,10 +140,12 @@ Raw data not in Debian comes from HYDRA_DATA_DIR; Debian inputs from `make deps`
           print(p)
         end
       end
+    elseif sub == "import" then
+      require("hydra.cli.data_import").run(rest)
     elseif sub == nil then
       err.usage("hydra data: missing subcommand (usage: hydra data list | prepare NAME...|all | info NAME)")
     else
-      err.usage("hydra data: unknown subcommand '%s' (expected list, prepare or info)", sub)
+      err.usage("hydra data: unknown subcommand '%s' (expected list, prepare, info or import)", sub)
     end
   end,
 }
