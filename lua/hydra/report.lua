@@ -488,6 +488,8 @@ local function fmt_cell(c, cell)
   if cell.ci then s = s .. " [" .. f:format(cell.ci[1]) .. ", " .. f:format(cell.ci[2]) .. "]" end
   return s
 end
+-- A table cell's text (mean ± std [CI]) as the Markdown and HTML tables show it.
+M.fmt_cell = fmt_cell
 
 -- A table cell's text as Markdown shows it: '|' would end the cell, and '<' '>' '&' start raw
 -- HTML (a method name "<script>" stays text); control characters were already replaced.

@@ -45,13 +45,7 @@ function M.base64(s)
   return table.concat(out)
 end
 
-local function read_file(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("a")
-  f:close()
-  return s
-end
+local read_file = require("hydra.fs").read_file
 
 -- <figure> of a PNG file, or nil when it is missing or not a complete PNG.
 local function figure(path, caption)
@@ -69,13 +63,7 @@ local function direction(title)
   return nil
 end
 
-local function fmt_cell(c, cell)
-  if cell.mean == nil then return "–" end
-  local f = c.fmt or "%.2f"
-  local s = f:format(cell.mean)
-  if cell.std then s = s .. " ± " .. f:format(cell.std) end
-  return s
-end
+local fmt_cell = report.fmt_cell
 
 -- One block of report.tables as an HTML table; the best mean of each column with an arrow in
 -- bold (ties all bold).
