@@ -5,21 +5,8 @@
 # with the validation NLL), one plot per stage under <run>/curves/ and /curves/<stage>-<key> in
 # result.h5; `hydra train --out X.h5` writes X.curves.csv beside the checkpoint.
 set -u
-HYDRA=${HYDRA:-./hydra}
-case "$HYDRA" in /*) ;; *) HYDRA="$(pwd)/$HYDRA" ;; esac
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/hydra-e2e-curves-XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "curves: $*"; exit 1; }
-HOME_DIR=$(pwd)
-export HYDRA_CACHE_DIR="$tmp/cache"
-mkdir -p "$tmp/data"
-cat > "$tmp/mk.lua" <<'LUA'
-local hydra = require("hydra")
-hydra.model.write_synthetic(arg[1] .. "/tiny.h5", { train = 256, val = 64, test = 64 })
-hydra.model.write_synthetic(arg[1] .. "/tinyood.h5", { train = 8, val = 8, test = 64, seed = 5,
-                                                       name = "tinyood" })
-LUA
-"$HYDRA" run "$tmp/mk.lua" "$tmp/data" || fail "cannot write the synthetic data"
+. "$(dirname "$0")/tiny.inc"
+tiny_setup curves
 cat > "$tmp/tiny.yaml" <<EOF
 include: $HOME_DIR/configs/experiments/quick.yaml
 experiment: curves

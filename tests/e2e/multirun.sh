@@ -5,22 +5,8 @@
 # config.resolved.yaml, the aggregated table; the same command again runs nothing (resume);
 # range(), commas inside brackets and the refusals (no multi-valued key, --force, a bad range).
 set -u
-HYDRA=${HYDRA:-./hydra}
-case "$HYDRA" in /*) ;; *) HYDRA="$(pwd)/$HYDRA" ;; esac
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/hydra-e2e-multirun-XXXXXX")
-trap '[ -n "${KEEP:-}" ] || rm -rf "$tmp"' EXIT
-fail() { echo "multirun: $*"; exit 1; }
-HOME_DIR=$(pwd)
-export HYDRA_CACHE_DIR="$tmp/cache"
-
-mkdir -p "$tmp/data"
-cat > "$tmp/mk.lua" <<'LUA'
-local hydra = require("hydra")
-hydra.model.write_synthetic(arg[1] .. "/tiny.h5", { train = 256, val = 64, test = 64 })
-hydra.model.write_synthetic(arg[1] .. "/tinyood.h5", { train = 8, val = 8, test = 64, seed = 5,
-                                                       name = "tinyood" })
-LUA
-"$HYDRA" run "$tmp/mk.lua" "$tmp/data" || fail "cannot write the synthetic data"
+. "$(dirname "$0")/tiny.inc"
+tiny_setup multirun
 cat > "$tmp/tiny.yaml" <<EOF
 include: $HOME_DIR/configs/experiments/quick.yaml
 experiment: mr

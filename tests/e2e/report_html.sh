@@ -6,24 +6,10 @@
 # <script> and quotes shows as text (the page has no script element of its own). Skips (77)
 # where Chromium is not installed (make deps installs it).
 set -u
-HYDRA=${HYDRA:-./hydra}
-case "$HYDRA" in /*) ;; *) HYDRA="$(pwd)/$HYDRA" ;; esac
 CHROMIUM=$(command -v chromium || command -v chromium-browser || true)
 [ -n "$CHROMIUM" ] || { echo "chromium is not installed (apt-get install chromium)"; exit 77; }
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/hydra-e2e-html-XXXXXX")
-trap '[ -n "${KEEP:-}" ] || rm -rf "$tmp"' EXIT
-fail() { echo "report_html: $*"; exit 1; }
-HOME_DIR=$(pwd)
-export HYDRA_CACHE_DIR="$tmp/cache"
-
-mkdir -p "$tmp/data"
-cat > "$tmp/mk.lua" <<'LUA'
-local hydra = require("hydra")
-hydra.model.write_synthetic(arg[1] .. "/tiny.h5", { train = 256, val = 64, test = 64 })
-hydra.model.write_synthetic(arg[1] .. "/tinyood.h5", { train = 8, val = 8, test = 64, seed = 5,
-                                                       name = "tinyood" })
-LUA
-"$HYDRA" run "$tmp/mk.lua" "$tmp/data" || fail "cannot write the synthetic data"
+. "$(dirname "$0")/tiny.inc"
+tiny_setup html
 res="$tmp/r<script>alert('x')<\/script>\"q"
 cat > "$tmp/tiny.yaml" <<EOF
 include: $HOME_DIR/configs/experiments/quick.yaml
