@@ -54,11 +54,13 @@ local function attrs_text(a, skip)
 end
 
 -- digest of a file: every dataset's bytes under its path; with attrs(path) -> skip function or
--- nil, also the attributes of the groups and datasets it returns a function for
-local function file_digest(path, attrs)
+-- nil, also the attributes of the groups and datasets it returns a function for; groups for
+-- which skip(path) is true are left out whole
+local function file_digest(path, attrs, skip)
   local f <close> = hydra.h5.open(path)
   local lines = {}
   local function walk(group)
+    if skip and skip(group) then return end
     if attrs then
       local skip = attrs(group)
       if skip then lines[#lines + 1] = group .. " @ " .. attrs_text(f:attrs(group), skip) end
@@ -109,10 +111,14 @@ local function metrics_digest(result, skip_flops)
     end
     return nil
   end
+  -- /curves (learning curves) is left out: its seconds column is wall-clock time, and its loss
+  -- values come from the same training whose products the params digest pins (the curves
+  -- themselves: tests/e2e/curves.sh)
+  local function skip(path) return path == "/curves" end
   local f <close> = hydra.h5.open(result)
   local names = {}
   for _, e in ipairs(f:list("/methods")) do names[#names + 1] = e.name end
-  return file_digest(result, attrs), table.concat(names, ",")
+  return file_digest(result, attrs, skip), table.concat(names, ",")
 end
 
 -- ===== the tiny worlds =====
