@@ -1,7 +1,8 @@
 /* bind.h: shared pieces of the Lua binding (lua/bind/). Only luaopen_hydra_core is exported to
- * the host; each l_<module>.c binds one core module (core/<layer>/<module>.h) and adds its functions to
- * the hydra.core table through l_open_<module>(L), which is called with that table on top of the
- * stack (l_core.c calls them in dependency order: a class is made before others add methods).
+ * the host; each l_<module>.c binds one core module (core/<layer>/<module>.h) and adds its
+ * functions to the hydra.core table through l_open_<module>(L), which is called with that table
+ * on top of the stack (l_core.c calls them in dependency order: a class is made before others
+ * add methods).
  * Order inside every binding: check arguments, box (userdata + metatable) before acquiring any C
  * resource, call the core, raise last (l_raise). Lua indices are 1-based; convert with
  * l_checkindex here and nowhere else. A binding reads another file's userdata only through the
