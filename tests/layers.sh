@@ -5,7 +5,8 @@
 #      with its folder ("nn/xfmr.h"), and never a Lua header (<lua.h>, <lauxlib.h>, <lualib.h>,
 #      anything of lua/): core/ is a C library that knows nothing of its host.
 #   2. A file of lua/bind/<layer>/ includes only core headers of its layer or a lower one, and
-#      "bind.h" (the shared helpers of the binding, lua/bind/bind.h).
+#      "bind.h" (the shared helpers of the binding, lua/bind/bind.h), which itself includes only
+#      tensor/ headers, since the bindings of every layer include it.
 #   3. No include circle: with a file pair x.c/x.h as one module, the modules of core/ and
 #      lua/bind/ joined by their includes form no cycle.
 # Every broken rule is printed as "file:line: #include ...: rule"; exits 1 when there is one.
@@ -47,6 +48,7 @@ FILENAME == "-" { exists[$0] = 1; next }
     split(FILENAME, part, "/")
     if (part[1] == "core") { zone = "core"; me = part[2] }
     else if (part[1] == "lua" && part[2] == "bind" && part[4] != "") { zone = "bind"; me = part[3] }
+    else if (FILENAME == "lua/bind/bind.h") { zone = "bind"; me = L[1] }
     else { zone = "top"; me = "" }
     if (me != "" && !(me in rank)) {
         fail("the folder " me " is no layer (layers: " layers ")")
@@ -78,7 +80,10 @@ FILENAME == "-" { exists[$0] = 1; next }
         fail("no such header core/" name)
         next
     }
-    if (zone != "top" && rank[np[1]] > rank[me])
+    if (FILENAME == "lua/bind/bind.h" && rank[np[1]] > rank[me])
+        fail("lua/bind/bind.h is included by the bindings of every layer: it may include only " \
+             me "/ headers (name the classes of higher layers with a typedef)")
+    else if (zone != "top" && rank[np[1]] > rank[me])
         fail((zone == "core" ? "core/" : "lua/bind/") me "/ may include only " below(rank[me]) \
              " (layer " np[1] " is above " me ")")
     edge(module(FILENAME), "core/" module(name))

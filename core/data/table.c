@@ -3,34 +3,13 @@
  * lines are parsed with jansson. */
 #include "data/table.h"
 
-#include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>
 
-/* ===== helpers ===== */
+#include "io/textfile.h"
 
-/* offset of the first invalid UTF-8 byte of s[0..n), or n */
-static size_t utf8_bad(const unsigned char *s, size_t n) {
-    for (size_t i = 0; i < n;) {
-        unsigned c = s[i];
-        size_t k;
-        uint32_t v, min;
-        if (c < 0x80) { i++; continue; }
-        if (c >= 0xC2 && c <= 0xDF) { k = 2; v = c & 0x1F; min = 0x80; }
-        else if (c >= 0xE0 && c <= 0xEF) { k = 3; v = c & 0x0F; min = 0x800; }
-        else if (c >= 0xF0 && c <= 0xF4) { k = 4; v = c & 0x07; min = 0x10000; }
-        else return i;
-        if (n - i < k) return i;
-        for (size_t j = 1; j < k; j++) {
-            if ((s[i + j] & 0xC0) != 0x80) return i;
-            v = v << 6 | (s[i + j] & 0x3F);
-        }
-        if (v < min || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF)) return i;
-        i += k;
-    }
-    return n;
-}
+/* ===== helpers ===== */
 
 typedef struct {
     size_t cap;
@@ -94,7 +73,7 @@ static hy_status check_utf8(const char *path, int64_t line, const char *col, con
     if (memchr(s, '\0', n))
         return hy_fail(HY_EINVAL, "table: '%s':%lld: column '%s' holds a NUL byte", path,
                        (long long)line, col);
-    size_t b = utf8_bad((const unsigned char *)s, n);
+    size_t b = hy_utf8_bad(s, n);
     if (b < n)
         return hy_fail(HY_EINVAL, "table: '%s':%lld: column '%s' is not valid UTF-8 (byte %zu)",
                        path, (long long)line, col, b);
@@ -254,18 +233,6 @@ static hy_status read_delimited(const char *path, const char *s, size_t n, int c
 
 /* ===== JSON Lines ===== */
 
-static const char *json_kind(const json_t *v) {
-    switch (json_typeof(v)) {
-    case JSON_OBJECT: return "an object";
-    case JSON_ARRAY: return "an array";
-    case JSON_STRING: return "a string";
-    case JSON_INTEGER: return "an integer";
-    case JSON_REAL: return "a float";
-    case JSON_TRUE: case JSON_FALSE: return "a boolean";
-    default: return "null";
-    }
-}
-
 /* the string at key `col` of object o (*out, *len), or an error naming the line */
 static hy_status json_text(const char *path, int64_t line, json_t *o, const char *col,
                            const char **out, size_t *len) {
@@ -274,7 +241,7 @@ static hy_status json_text(const char *path, int64_t line, json_t *o, const char
         return hy_fail(HY_EINVAL, "table: '%s':%lld: no key '%s'", path, (long long)line, col);
     if (!json_is_string(v))
         return hy_fail(HY_EINVAL, "table: '%s':%lld: column '%s' is %s (expected a string)",
-                       path, (long long)line, col, json_kind(v));
+                       path, (long long)line, col, hy_json_kind(v));
     *out = json_string_value(v);
     *len = json_string_length(v);
     if (memchr(*out, '\0', *len))
@@ -298,7 +265,7 @@ static hy_status read_jsonl(const char *path, const char *s, size_t n, const cha
         while (a < e && (s[a] == ' ' || s[a] == '\t')) a++;
         i = j + 1;
         if (a == e) continue;
-        size_t bad = utf8_bad((const unsigned char *)s + a, e - a);
+        size_t bad = hy_utf8_bad(s + a, e - a);
         if (bad < e - a) {
             st = hy_fail(HY_EINVAL, "table: '%s':%lld: not valid UTF-8 (byte %zu)", path,
                          (long long)line, bad + (a - ls));
@@ -313,7 +280,7 @@ static hy_status read_jsonl(const char *path, const char *s, size_t n, const cha
         }
         if (!json_is_object(o)) {
             st = hy_fail(HY_EINVAL, "table: '%s':%lld: the line is %s (expected a JSON object)",
-                         path, (long long)line, json_kind(o));
+                         path, (long long)line, hy_json_kind(o));
             json_decref(o);
             break;
         }
@@ -339,7 +306,7 @@ static hy_status read_jsonl(const char *path, const char *s, size_t n, const cha
                              (long long)line, label_col);
         } else if (label_col) {
             st = hy_fail(HY_EINVAL, "table: '%s':%lld: column '%s' is %s (expected an integer "
-                         "or a string)", path, (long long)line, label_col, json_kind(lv));
+                         "or a string)", path, (long long)line, label_col, hy_json_kind(lv));
         }
         if (st == HY_OK)
             st = push_rec(t, &g, tx, tl, pr, pl, lb, ll, pair_col != NULL, label_col != NULL,
@@ -364,16 +331,8 @@ hy_status hy_table_read(const char *path, const char *text_col, const char *pair
     if (fmt < 0)
         return hy_fail(HY_EINVAL, "table: '%s': unknown format (expected a .csv, .tsv or .jsonl "
                        "file)", path);
-    FILE *f = fopen(path, "rb");
-    if (!f) return hy_fail(HY_EIO, "table: cannot open '%s': %s", path, strerror(errno));
     hy_buf all = {0};
-    char chunk[65536];
-    size_t got;
-    hy_status st = HY_OK;
-    while (st == HY_OK && (got = fread(chunk, 1, sizeof chunk, f)) > 0)
-        st = hy_buf_put(&all, chunk, got);
-    if (st == HY_OK && ferror(f)) st = hy_fail(HY_EIO, "table: cannot read '%s'", path);
-    fclose(f);
+    hy_status st = hy_file_read(&all, path, "table");
     const char *s = all.data ? all.data : "";
     size_t n = all.len;
     /* a UTF-8 byte-order mark is not part of the first column's name */

@@ -3,36 +3,16 @@
  * piece to UTF-8 in a scratch buffer. */
 #include "data/wordpiece.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "data/unitab.h"
 #include "io/hash.h"
+#include "io/textfile.h"
 
 static const char *const SPECIALS[5] = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"};
 
 /* ===== UTF-8 ===== */
-
-/* Decodes one code point at s[i..n); returns its length in bytes, 0 if invalid. */
-static size_t utf8_next(const unsigned char *s, size_t n, size_t i, uint32_t *cp) {
-    unsigned c = s[i];
-    if (c < 0x80) { *cp = c; return 1; }
-    size_t k;
-    uint32_t v, min;
-    if (c >= 0xC2 && c <= 0xDF) { k = 2; v = c & 0x1F; min = 0x80; }
-    else if (c >= 0xE0 && c <= 0xEF) { k = 3; v = c & 0x0F; min = 0x800; }
-    else if (c >= 0xF0 && c <= 0xF4) { k = 4; v = c & 0x07; min = 0x10000; }
-    else return 0;
-    if (n - i < k) return 0;
-    for (size_t j = 1; j < k; j++) {
-        if ((s[i + j] & 0xC0) != 0x80) return 0;
-        v = v << 6 | (s[i + j] & 0x3F);
-    }
-    if (v < min || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF)) return 0;
-    *cp = v;
-    return k;
-}
 
 static size_t utf8_put(char *o, uint32_t cp) {
     if (cp < 0x80) { o[0] = (char)cp; return 1; }
@@ -52,18 +32,6 @@ static size_t utf8_put(char *o, uint32_t cp) {
     o[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
     o[3] = (char)(0x80 | (cp & 0x3F));
     return 4;
-}
-
-/* Offset of the first invalid byte of s[0..n), or n when it is all valid UTF-8. */
-static size_t utf8_check(const char *s, size_t n) {
-    const unsigned char *u = (const unsigned char *)s;
-    uint32_t cp;
-    for (size_t i = 0; i < n;) {
-        size_t k = utf8_next(u, n, i, &cp);
-        if (!k) return i;
-        i += k;
-    }
-    return n;
 }
 
 /* ===== vocabulary ===== */
@@ -151,7 +119,7 @@ hy_status hy_wordpiece_from_tokens(hy_wordpiece *wp, const char *const *tok, siz
     if (n == 0) st = hy_fail(HY_EINVAL, "wordpiece: %s is empty", what);
     for (size_t i = 0; i < n && st == HY_OK; i++) {
         size_t len = strlen(tok[i]);
-        if (utf8_check(tok[i], len) != len)
+        if (hy_utf8_bad(tok[i], len) != len)
             st = hy_fail(HY_EINVAL, "wordpiece: %s token %zu is not valid UTF-8", what, i);
         else if (strpbrk(tok[i], "\n\r"))
             st = hy_fail(HY_EINVAL, "wordpiece: %s token %zu holds a line break", what, i);
@@ -165,22 +133,14 @@ hy_status hy_wordpiece_from_tokens(hy_wordpiece *wp, const char *const *tok, siz
 
 hy_status hy_wordpiece_load(hy_wordpiece *wp, const char *path) {
     memset(wp, 0, sizeof *wp);
-    FILE *f = fopen(path, "rb");
-    if (!f) return hy_fail(HY_EIO, "wordpiece: cannot open '%s': %s", path, strerror(errno));
     hy_buf all = {0};
-    char chunk[65536];
-    size_t got;
-    hy_status st = HY_OK;
-    while (st == HY_OK && (got = fread(chunk, 1, sizeof chunk, f)) > 0)
-        st = hy_buf_put(&all, chunk, got);
-    if (st == HY_OK && ferror(f)) st = hy_fail(HY_EIO, "wordpiece: cannot read '%s'", path);
-    fclose(f);
+    hy_status st = hy_file_read(&all, path, "wordpiece");
     if (st == HY_OK && all.len == 0) st = hy_fail(HY_EINVAL, "wordpiece: '%s' is empty", path);
     size_t cap = 0, line = 1;
     for (size_t i = 0; st == HY_OK && i < all.len; line++) {
         size_t j = i;
         while (j < all.len && all.data[j] != '\n' && all.data[j] != '\r') j++;
-        if (utf8_check(all.data + i, j - i) != j - i)
+        if (hy_utf8_bad(all.data + i, j - i) != j - i)
             st = hy_fail(HY_EINVAL, "wordpiece: '%s' line %zu is not valid UTF-8", path, line);
         else
             st = add_token(wp, &cap, all.data + i, j - i);
@@ -385,7 +345,7 @@ hy_status hy_wordpiece_tokenize(const hy_wordpiece *wp, const char *s, size_t le
     if (!cps) return HY_ENOMEM;
     size_t n = 0;
     for (size_t i = 0; i < len;) {
-        size_t k = utf8_next(u, len, i, &cps[n]);
+        size_t k = hy_utf8_next(u, len, i, &cps[n]);
         if (!k) {
             hy_free(cps);
             return hy_fail(HY_EINVAL, "wordpiece: invalid UTF-8 at byte %zu (0x%02x)", i, u[i]);

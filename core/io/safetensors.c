@@ -18,6 +18,8 @@
 
 #include <jansson.h>
 
+#include "io/textfile.h"
+
 /* Conversion scratch of hy_st_read_f32 and the writer's output block. */
 #define BLOCK_BYTES ((size_t)1 << 16)
 
@@ -87,49 +89,6 @@ static int pread_all(int fd, void *buf, size_t n, uint64_t off) {
     return 0;
 }
 
-/* Offset of the first byte that breaks strict UTF-8 (RFC 3629: no overlong forms, no
- * surrogates, nothing above U+10FFFF), or n when s[0..n) is valid. */
-static size_t utf8_bad(const unsigned char *s, size_t n) {
-    size_t i = 0;
-    while (i < n) {
-        unsigned c = s[i];
-        if (c < 0x80) { i++; continue; }
-        size_t len;
-        unsigned lo = 0x80, hi = 0xBF;
-        if (c >= 0xC2 && c <= 0xDF) len = 2;
-        else if (c >= 0xE0 && c <= 0xEF) {
-            len = 3;
-            if (c == 0xE0) lo = 0xA0;
-            if (c == 0xED) hi = 0x9F;
-        } else if (c >= 0xF0 && c <= 0xF4) {
-            len = 4;
-            if (c == 0xF0) lo = 0x90;
-            if (c == 0xF4) hi = 0x8F;
-        } else {
-            return i;
-        }
-        if (n - i < len) return i;
-        if (s[i + 1] < lo || s[i + 1] > hi) return i;
-        for (size_t k = 2; k < len; k++)
-            if (s[i + k] < 0x80 || s[i + k] > 0xBF) return i;
-        i += len;
-    }
-    return n;
-}
-
-static const char *json_kind(const json_t *v) {
-    switch (json_typeof(v)) {
-    case JSON_OBJECT: return "an object";
-    case JSON_ARRAY: return "an array";
-    case JSON_STRING: return "a string";
-    case JSON_INTEGER: return "an integer";
-    case JSON_REAL: return "a real number";
-    case JSON_TRUE: case JSON_FALSE: return "a boolean";
-    case JSON_NULL: return "null";
-    }
-    return "?";
-}
-
 static void free_strs(char **s, size_t n) {
     if (!s) return;
     for (size_t i = 0; i < n; i++) hy_free(s[i]);
@@ -189,7 +148,7 @@ static hy_status parse_entry(const char *file, const char *name, const json_t *v
                        "over the limit of %d", file, name, len, HY_ST_MAX_NAME);
     if (!json_is_object(v))
         return hy_fail(HY_EINVAL, "safetensors: '%s': '%s' must be an object with dtype, shape "
-                       "and data_offsets (got %s)", file, name, json_kind(v));
+                       "and data_offsets (got %s)", file, name, hy_json_kind(v));
     const json_t *dt = json_object_get(v, "dtype");
     const json_t *sh = json_object_get(v, "shape");
     const json_t *of = json_object_get(v, "data_offsets");
@@ -198,13 +157,13 @@ static hy_status parse_entry(const char *file, const char *name, const json_t *v
                        !dt ? "dtype" : !sh ? "shape" : "data_offsets");
     if (!json_is_string(dt))
         return hy_fail(HY_EINVAL, "safetensors: '%s': dtype of '%s' must be a string (got %s)",
-                       file, name, json_kind(dt));
+                       file, name, hy_json_kind(dt));
     if (!dtype_parse(json_string_value(dt), &e->dtype))
         return hy_fail(HY_EINVAL, "safetensors: '%s': '%s' has unknown dtype '%s'", file, name,
                        json_string_value(dt));
     if (!json_is_array(sh))
         return hy_fail(HY_EINVAL, "safetensors: '%s': shape of '%s' must be an array of "
-                       "integers >= 0 (got %s)", file, name, json_kind(sh));
+                       "integers >= 0 (got %s)", file, name, hy_json_kind(sh));
     size_t nd = json_array_size(sh);
     if (nd > HY_ST_MAX_RANK)
         return hy_fail(HY_EINVAL, "safetensors: '%s': '%s' has rank %zu, more than %d", file,
@@ -216,7 +175,7 @@ static hy_status parse_entry(const char *file, const char *name, const json_t *v
         if (!get_u64(json_array_get(sh, d), &x, &neg))
             return hy_fail(HY_EINVAL, "safetensors: '%s': dimension %zu of '%s' must be an "
                            "integer >= 0 (got %s)", file, d + 1, name,
-                           neg ? "a negative integer" : json_kind(json_array_get(sh, d)));
+                           neg ? "a negative integer" : hy_json_kind(json_array_get(sh, d)));
         if (x > (uint64_t)HY_ST_MAX_DIM)
             return hy_fail(HY_EINVAL, "safetensors: '%s': dimension %zu of '%s' is %llu, over "
                            "the limit of 2^40", file, d + 1, name, (unsigned long long)x);
@@ -224,7 +183,7 @@ static hy_status parse_entry(const char *file, const char *name, const json_t *v
     }
     if (!json_is_array(of) || json_array_size(of) != 2)
         return hy_fail(HY_EINVAL, "safetensors: '%s': data_offsets of '%s' must be [begin, end] "
-                       "(got %s%s)", file, name, json_kind(of),
+                       "(got %s%s)", file, name, hy_json_kind(of),
                        json_is_array(of) ? " of another length" : "");
     int neg = 0;
     if (!get_u64(json_array_get(of, 0), &e->begin, &neg) ||
@@ -244,7 +203,7 @@ static hy_status parse_meta(hy_st *st, const json_t *m) {
     if (json_is_null(m)) return HY_OK;
     if (!json_is_object(m))
         return hy_fail(HY_EINVAL, "safetensors: '%s': __metadata__ must be an object of strings "
-                       "(got %s)", file, json_kind(m));
+                       "(got %s)", file, hy_json_kind(m));
     size_t n = json_object_size(m);
     st->meta_keys = hy_xcalloc(n ? n : 1, sizeof(char *));
     st->meta_values = hy_xcalloc(n ? n : 1, sizeof(char *));
@@ -255,7 +214,7 @@ static hy_status parse_meta(hy_st *st, const json_t *m) {
     json_object_foreach((json_t *)(uintptr_t)m, k, v) {
         if (!json_is_string(v))
             return hy_fail(HY_EINVAL, "safetensors: '%s': __metadata__ value of '%s' must be a "
-                           "string (got %s)", file, k, json_kind(v));
+                           "string (got %s)", file, k, hy_json_kind(v));
         st->meta_keys[i] = hy_xstrdup(k);
         st->meta_values[i] = hy_xstrdup(json_string_value(v));
         st->n_meta = ++i;
@@ -393,7 +352,7 @@ static hy_status check_nesting(const char *file, const char *s, size_t n) {
 /* Everything after the header bytes are in memory: UTF-8, JSON, entries, validation. */
 static hy_status parse_header(hy_st *st, const char *hdr, size_t n) {
     const char *file = st->path;
-    size_t bad = utf8_bad((const unsigned char *)hdr, n);
+    size_t bad = hy_utf8_bad(hdr, n);
     if (bad != n)
         return hy_fail(HY_EINVAL, "safetensors: '%s': header is not valid UTF-8 (byte %zu of "
                        "the header)", file, bad);
@@ -415,7 +374,7 @@ static hy_status parse_header(hy_st *st, const char *hdr, size_t n) {
     hy_status rc = HY_OK;
     if (!json_is_object(root)) {
         rc = hy_fail(HY_EINVAL, "safetensors: '%s': header must be a JSON object (got %s)",
-                     file, json_kind(root));
+                     file, hy_json_kind(root));
         goto done;
     }
     size_t total = json_object_size(root);
@@ -754,7 +713,7 @@ static hy_status check_name(const char *path, const char *what, const char *s, i
     if (tensor && strcmp(s, "__metadata__") == 0)
         return hy_fail(HY_EINVAL, "safetensors: cannot write '%s': '__metadata__' cannot name a "
                        "tensor", path);
-    if (utf8_bad((const unsigned char *)s, n) != n)
+    if (hy_utf8_bad(s, n) != n)
         return hy_fail(HY_EINVAL, "safetensors: cannot write '%s': %s '%s' is not valid UTF-8",
                        path, what, s);
     return HY_OK;

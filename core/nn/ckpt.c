@@ -158,9 +158,8 @@ hy_status hy_ckpt_check_tensor(hy_h5 *f, const char *name, const char *what, int
     return HY_OK;
 }
 
-/* Reads float32 dataset `name` of the expected shape into buf; `what` names it in messages. */
-static hy_status read_tensor(hy_h5 *f, const char *name, const char *what, int ndim,
-                             const int64_t *shape, float *buf) {
+hy_status hy_ckpt_read_tensor(hy_h5 *f, const char *name, const char *what, int ndim,
+                              const int64_t *shape, float *buf) {
     HY_TRY(hy_ckpt_check_tensor(f, name, what, ndim, shape));
     HY_TRY(hy_h5_read_into(f, name, HY_F32, ndim, shape, buf));
     size_t n = 1;
@@ -185,10 +184,10 @@ hy_status hy_ckpt_read_params(hy_h5 *f, hy_xfmr *m) {
     for (size_t i = 0; i < m->n_tensors; i++) {
         const hy_param *p = &m->table[i];
         snprintf(name, sizeof name, "/params/%s", p->name);
-        HY_TRY(read_tensor(f, name, p->name, p->ndim, p->shape, m->params + p->offset));
+        HY_TRY(hy_ckpt_read_tensor(f, name, p->name, p->ndim, p->shape, m->params + p->offset));
     }
     int64_t gshape[2] = {(int64_t)m->cfg.depth, (int64_t)m->cfg.n_heads};
-    return read_tensor(f, "/head_gates", "head_gates", 2, gshape, m->gates);
+    return hy_ckpt_read_tensor(f, "/head_gates", "head_gates", 2, gshape, m->gates);
 }
 
 hy_status hy_ckpt_read_encoder(const char *path, hy_xfmr *m, size_t *n_loaded) {
@@ -216,8 +215,8 @@ hy_status hy_ckpt_read_encoder(const char *path, hy_xfmr *m, size_t *n_loaded) {
         const hy_param *p = &m->table[i];
         if (strcmp(p->name, "head.weight") == 0 || strcmp(p->name, "head.bias") == 0) continue;
         snprintf(name, sizeof name, "/params/%s", p->name);
-        if ((st = read_tensor(&f, name, p->name, p->ndim, p->shape, buf + p->offset)) != HY_OK)
-            goto done;
+        st = hy_ckpt_read_tensor(&f, name, p->name, p->ndim, p->shape, buf + p->offset);
+        if (st != HY_OK) goto done;
         n++;
     }
     memcpy(m->params, buf, m->n_params * sizeof(float));

@@ -64,6 +64,11 @@ hy_status hy_ckpt_check_finite(const char *path, const char *what, const float *
  * 'head.weight' has shape [5,64], expected [10,64]". Reads no data. */
 hy_status hy_ckpt_check_tensor(hy_h5 *f, const char *name, const char *what, int ndim,
                                const int64_t *shape);
+/* Reads float32 dataset `name` into buf after hy_ckpt_check_tensor's checks, then
+ * hy_ckpt_check_finite's (the checks and messages of every tensor of a checkpoint, also of the
+ * MLM head's /mlm/params). On failure buf may be partly written. */
+hy_status hy_ckpt_read_tensor(hy_h5 *f, const char *name, const char *what, int ndim,
+                              const int64_t *shape, float *buf);
 /* Fails unless the /params of an open checkpoint hold exactly the tensors cfg describes, with
  * their shapes, and /head_gates is [depth, n_heads]; nothing is read or allocated but the table.
  * "ckpt: 'x.h5': /config depth = 4096 but /params holds 4 blocks (blocks.0 to blocks.3)". */

@@ -292,36 +292,12 @@ hy_status hy_mlm_write(hy_h5 *f, const hy_mlm *h) {
     return HY_OK;
 }
 
-static hy_status read_f32(hy_h5 *f, const char *name, const char *what, int ndim,
-                          const int64_t *shape, float *buf) {
-    char want[96], got[96];
-    hy_shape_str(want, sizeof want, ndim, shape);
-    int e = hy_h5_exists(f, name);
-    if (e < 0) return HY_ENOMEM;
-    if (!e)
-        return hy_fail(HY_EINVAL, "mlm: '%s' has no tensor '%s' (expected shape %s)", f->path,
-                       what, want);
-    hy_dtype dt;
-    int nd = 0;
-    int64_t sh[HY_MAXDIM];
-    HY_TRY(hy_h5_shape(f, name, &dt, &nd, sh));
-    int same = nd == ndim;
-    for (int i = 0; same && i < nd; i++) same = sh[i] == shape[i];
-    if (!same)
-        return hy_fail(HY_EINVAL, "mlm: '%s': tensor '%s' has shape %s, expected %s", f->path,
-                       what, hy_shape_str(got, sizeof got, nd, sh), want);
-    HY_TRY(hy_h5_read_into(f, name, HY_F32, ndim, shape, buf));
-    size_t n = 1;
-    for (int i = 0; i < ndim; i++) n *= (size_t)shape[i];
-    return hy_ckpt_check_finite(f->path, what, buf, n);
-}
-
 hy_status hy_mlm_read(hy_h5 *f, hy_mlm *h) {
     char name[96];
     for (size_t i = 0; i < HY_MLM_N; i++) {
         const hy_param *p = &h->table[i];
         snprintf(name, sizeof name, "/mlm/params/%s", p->name);
-        HY_TRY(read_f32(f, name, p->name, p->ndim, p->shape, h->w[i]));
+        HY_TRY(hy_ckpt_read_tensor(f, name, p->name, p->ndim, p->shape, h->w[i]));
     }
     return HY_OK;
 }
@@ -453,10 +429,10 @@ hy_status hy_mlm_trainer_write_state(hy_h5 *f, const hy_mlm_trainer *t) {
 
 hy_status hy_mlm_trainer_read_state(hy_h5 *f, hy_mlm_trainer *t) {
     int64_t nm = (int64_t)t->fit.model->n_params, nh = (int64_t)t->head->n_params, step = 0, at = 0;
-    HY_TRY(read_f32(f, "/mlm/state/model_m", "model_m", 1, &nm, t->fit.opt[0].m));
-    HY_TRY(read_f32(f, "/mlm/state/model_v", "model_v", 1, &nm, t->fit.opt[0].v));
-    HY_TRY(read_f32(f, "/mlm/state/head_m", "head_m", 1, &nh, t->fit.opt[1].m));
-    HY_TRY(read_f32(f, "/mlm/state/head_v", "head_v", 1, &nh, t->fit.opt[1].v));
+    HY_TRY(hy_ckpt_read_tensor(f, "/mlm/state/model_m", "model_m", 1, &nm, t->fit.opt[0].m));
+    HY_TRY(hy_ckpt_read_tensor(f, "/mlm/state/model_v", "model_v", 1, &nm, t->fit.opt[0].v));
+    HY_TRY(hy_ckpt_read_tensor(f, "/mlm/state/head_m", "head_m", 1, &nh, t->fit.opt[1].m));
+    HY_TRY(hy_ckpt_read_tensor(f, "/mlm/state/head_v", "head_v", 1, &nh, t->fit.opt[1].v));
     HY_TRY(hy_h5_get_attr_i64(f, "/mlm/state", "step", &step));
     HY_TRY(hy_h5_get_attr_i64(f, "/mlm/state", "adam_t", &at));
     if (step < 0 || at < 0 || step > t->fit.prog.total_steps)

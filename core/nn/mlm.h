@@ -97,8 +97,8 @@ hy_status hy_mlm_loss(hy_mlm *h, hy_xfmr *m, const int32_t *targets, size_t B, s
 
 /* The head in a file being written / read (a pretrained checkpoint, PRE.h5, is a model
  * checkpoint, ckpt.h, plus these): /mlm/params/<name> float32 in the table's shapes. Reading
- * checks names and shapes ("mlm: 'pre.h5' has no tensor 'mlm.bias' (expected shape [8000])")
- * and finiteness. */
+ * checks names, shapes and finiteness as every checkpoint tensor is (hy_ckpt_read_tensor:
+ * "ckpt: 'pre.h5' has no tensor 'mlm.bias' (expected shape [8000])"). */
 hy_status hy_mlm_write(hy_h5 *f, const hy_mlm *h);
 hy_status hy_mlm_read(hy_h5 *f, hy_mlm *h);
 

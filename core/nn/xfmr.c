@@ -1100,6 +1100,67 @@ static void layers_fwd(hy_xfmr *m, size_t B, size_t T, bool keep, bool drop,
     }
 }
 
+/* ===== backward steps of both block paths ===== */
+
+/* Layer l's activations in their kept slots (training keeps every layer's; the plain block
+ * path uses them at inference too); m1, r1, m2, r2: LN1's and LN2's mean and rstd. */
+typedef struct {
+    float *x, *ln1, *qkv, *att, *ao, *xm, *ln2, *h, *hg, *m1, *r1, *m2, *r2;
+} layer_acts;
+
+static layer_acts kept_layer(const hy_xfmr_acts *a, size_t l) {
+    return (layer_acts){a->x + l * a->sD, a->ln1 + l * a->sD, a->qkv + l * a->sQ,
+                        a->att + l * a->sA, a->ao + l * a->sD, a->xm + l * a->sD,
+                        a->ln2 + l * a->sD, a->h + l * a->sH, a->hg + l * a->sH,
+                        a->ln1_mean + l * a->sR, a->ln1_rstd + l * a->sR,
+                        a->ln2_mean + l * a->sR, a->ln2_rstd + l * a->sR};
+}
+
+/* the key-padding lengths the attention reads: none for vit (every key valid) */
+static const int32_t *key_lengths(const hy_xfmr *m) {
+    return m->cfg.kind == HY_XFMR_VIT ? NULL : m->acts->kvalid;
+}
+
+/* The gradient a residual branch's output gets from d (N, D): d itself, or (on) d times
+ * dropout site k's mask of layer l, drawn again from the last forward's stream, into tmp. */
+static const float *branch_grad(const hy_xfmr *m, float *tmp, const float *d, size_t l,
+                                size_t k, size_t N, size_t D, float p, bool on) {
+    if (!on) return d;
+    hy_rng r = site_rng(&m->last_drop_rng, l, k);
+    hy_dropout_apply(tmp, d, NULL, &r, N, D, p);
+    return tmp;
+}
+
+/* xo = res + drop(fc2(hg)), hg = drop(act(h)) (dm: with the MLP's dropout): from dsum = d xo
+ * (BT, D), dhg (BT, DM) written = d act(h) (the activation's backward is the caller's); fc2's
+ * weight grads set; dtmp (BT, D) scratch */
+static void fc2_bwd(hy_xfmr *m, size_t l, float *dhg, float *dtmp, const float *dsum,
+                    const float *hg, size_t BT, bool dm) {
+    const hy_xfmr_config *c = &m->cfg;
+    const hy_xfmr_block_tensors *w = &m->p.blk[l], *gw = &m->g.blk[l];
+    size_t D = c->d_model, DM = c->d_mlp;
+    const float *db = branch_grad(m, dtmp, dsum, l, 2, BT, D, c->mlp_dropout, dm);
+    lin_bwd(m, l, HY_XFMR_FC2, dhg, gw->fc2_w, gw->fc2_b, db, hg, w->fc2_w, BT, DM, D);
+    if (dm) {
+        hy_rng r = site_rng(&m->last_drop_rng, l, 1);
+        hy_dropout_apply(dhg, dhg, NULL, &r, BT, DM, c->mlp_dropout);
+    }
+}
+
+/* xm = x + drop(proj(ao)), ao = attn(qkv) (da: with the attention's dropout), R rows of T
+ * tokens: from dxm (R T, D), dqkv (R T, 3D) written; proj's weight grads set, the gates'
+ * gradients added into m->dgates; dao, dtmp (R T, D) and part (R NH) scratch */
+static void attn_bwd(hy_xfmr *m, size_t l, const layer_acts *s, float *dqkv, float *dao,
+                     float *dtmp, float *part, const float *dxm, size_t R, size_t T, bool da) {
+    const hy_xfmr_config *c = &m->cfg;
+    const hy_xfmr_block_tensors *w = &m->p.blk[l], *gw = &m->g.blk[l];
+    size_t D = c->d_model, NH = c->n_heads, BT = R * T;
+    const float *db = branch_grad(m, dtmp, dxm, l, 0, BT, D, c->attn_dropout, da);
+    lin_bwd(m, l, HY_XFMR_PROJ, dao, gw->proj_w, gw->proj_b, db, s->ao, w->proj_w, BT, D, D);
+    hy_attn_backward(dqkv, m->dgates + l * NH, dao, s->qkv, s->att, m->gates + l * NH,
+                     key_lengths(m), part, R, T, D, NH);
+}
+
 /* ===== the plain block path (hy_xfmr_plain_blocks: norm post, act gelu_tanh) ===== */
 
 /* the MLP's activation: out (n) = act(x) (out must not be x: the backward reads x) */
@@ -1141,34 +1202,29 @@ static void layers_fwd_plain(hy_xfmr *m, size_t B, size_t T, bool drop, const hy
     hy_xfmr_acts *a = m->acts;
     size_t D = c->d_model, DM = c->d_mlp, NH = c->n_heads, L = c->depth;
     size_t R = hy_xfmr_members(m) * B, BT = R * T;
-    const int32_t *kv = c->kind == HY_XFMR_VIT ? NULL : a->kvalid;
     float eps = hy_xfmr_ln_eps(c);
     bool post = c->norm == HY_NORM_POST;
     bool da = drop && c->attn_dropout > 0.0f, dm = drop && c->mlp_dropout > 0.0f;
     for (size_t l = 0; l < L; l++) {
         const hy_xfmr_block_tensors *w = &m->p.blk[l];
-        float *x = a->x + l * a->sD, *xo = a->x + (l + 1) * a->sD;
-        float *ln1 = a->ln1 + l * a->sD, *qkv = a->qkv + l * a->sQ, *att = a->att + l * a->sA;
-        float *ao = a->ao + l * a->sD, *xm = a->xm + l * a->sD, *ln2 = a->ln2 + l * a->sD;
-        float *h = a->h + l * a->sH, *hg = a->hg + l * a->sH;
-        float *m1 = a->ln1_mean + l * a->sR, *r1 = a->ln1_rstd + l * a->sR;
-        float *m2 = a->ln2_mean + l * a->sR, *r2 = a->ln2_rstd + l * a->sR;
-        if (!post) hy_layernorm_forward(ln1, m1, r1, x, w->norm1_w, w->norm1_b, BT, D, eps);
-        lin_fwd(m, l, HY_XFMR_QKV, qkv, post ? x : ln1, w->qkv_w, w->qkv_b, BT, D, 3 * D);
-        hy_attn_forward(ao, att, qkv, m->gates + l * NH, kv, R, T, D, NH);
-        residual_branch(m, l, HY_XFMR_PROJ, xm, ao, w->proj_w, w->proj_b, x, BT, D, D, da,
+        layer_acts s = kept_layer(a, l);
+        float *xo = a->x + (l + 1) * a->sD;
+        if (!post) hy_layernorm_forward(s.ln1, s.m1, s.r1, s.x, w->norm1_w, w->norm1_b, BT, D, eps);
+        lin_fwd(m, l, HY_XFMR_QKV, s.qkv, post ? s.x : s.ln1, w->qkv_w, w->qkv_b, BT, D, 3 * D);
+        hy_attn_forward(s.ao, s.att, s.qkv, m->gates + l * NH, key_lengths(m), R, T, D, NH);
+        residual_branch(m, l, HY_XFMR_PROJ, s.xm, s.ao, w->proj_w, w->proj_b, s.x, BT, D, D, da,
                         fwd_rng, 0, c->attn_dropout);
-        if (post) hy_layernorm_forward(ln1, m1, r1, xm, w->norm1_w, w->norm1_b, BT, D, eps);
-        else hy_layernorm_forward(ln2, m2, r2, xm, w->norm2_w, w->norm2_b, BT, D, eps);
-        lin_fwd(m, l, HY_XFMR_FC1, h, post ? ln1 : ln2, w->fc1_w, w->fc1_b, BT, D, DM);
-        act_forward(c, hg, h, BT * DM);
+        if (post) hy_layernorm_forward(s.ln1, s.m1, s.r1, s.xm, w->norm1_w, w->norm1_b, BT, D, eps);
+        else hy_layernorm_forward(s.ln2, s.m2, s.r2, s.xm, w->norm2_w, w->norm2_b, BT, D, eps);
+        lin_fwd(m, l, HY_XFMR_FC1, s.h, post ? s.ln1 : s.ln2, w->fc1_w, w->fc1_b, BT, D, DM);
+        act_forward(c, s.hg, s.h, BT * DM);
         if (dm) {
             hy_rng r = site_rng(fwd_rng, l, 1);
-            hy_dropout_apply(hg, hg, NULL, &r, BT, DM, c->mlp_dropout);
+            hy_dropout_apply(s.hg, s.hg, NULL, &r, BT, DM, c->mlp_dropout);
         }
-        residual_branch(m, l, HY_XFMR_FC2, post ? ln2 : xo, hg, w->fc2_w, w->fc2_b,
-                        post ? ln1 : xm, BT, DM, D, dm, fwd_rng, 2, c->mlp_dropout);
-        if (post) hy_layernorm_forward(xo, m2, r2, ln2, w->norm2_w, w->norm2_b, BT, D, eps);
+        residual_branch(m, l, HY_XFMR_FC2, post ? s.ln2 : xo, s.hg, w->fc2_w, w->fc2_b,
+                        post ? s.ln1 : s.xm, BT, DM, D, dm, fwd_rng, 2, c->mlp_dropout);
+        if (post) hy_layernorm_forward(xo, s.m2, s.r2, s.ln2, w->norm2_w, w->norm2_b, BT, D, eps);
     }
 }
 
@@ -1182,68 +1238,42 @@ static void add_into(float *dst, const float *src, size_t n) {
 static void layers_bwd_plain(hy_xfmr *m, float *dres, float *dln, float *dao, float *dtmp,
                              float *dqkv, float *dhg, float *part) {
     const hy_xfmr_config *c = &m->cfg;
-    hy_xfmr_acts *a = m->acts;
-    size_t D = c->d_model, DM = c->d_mlp, NH = c->n_heads, L = c->depth;
+    size_t D = c->d_model, DM = c->d_mlp, L = c->depth;
     size_t B = m->last_B, T = m->last_T, R = hy_xfmr_members(m) * B, BT = R * T;
-    const int32_t *kv = c->kind == HY_XFMR_VIT ? NULL : a->kvalid;
     bool post = c->norm == HY_NORM_POST, drop = m->last_drop;
     bool da = drop && c->attn_dropout > 0.0f, dm = drop && c->mlp_dropout > 0.0f;
     for (size_t l = L; l-- > 0;) {
         const hy_xfmr_block_tensors *w = &m->p.blk[l], *gw = &m->g.blk[l];
-        float *x = a->x + l * a->sD;
-        float *ln1 = a->ln1 + l * a->sD, *qkv = a->qkv + l * a->sQ, *att = a->att + l * a->sA;
-        float *ao = a->ao + l * a->sD, *xm = a->xm + l * a->sD, *ln2 = a->ln2 + l * a->sD;
-        float *h = a->h + l * a->sH, *hg = a->hg + l * a->sH;
-        float *m1 = a->ln1_mean + l * a->sR, *r1 = a->ln1_rstd + l * a->sR;
-        float *m2 = a->ln2_mean + l * a->sR, *r2 = a->ln2_rstd + l * a->sR;
+        layer_acts s = kept_layer(m->acts, l);
         /* the gradient on the MLP branch's residual sum: dres (pre), LN2's backward (post) */
         float *dsum = dres;
         if (post) {
             zero(dln, BT * D);
-            hy_layernorm_backward(dln, gw->norm2_w, gw->norm2_b, dres, ln2, m2, r2, w->norm2_w,
-                                  BT, D);
+            hy_layernorm_backward(dln, gw->norm2_w, gw->norm2_b, dres, s.ln2, s.m2, s.r2,
+                                  w->norm2_w, BT, D);
             dsum = dln;
         }
-        const float *dbranch = dsum;
-        if (dm) {
-            hy_rng r2s = site_rng(&m->last_drop_rng, l, 2);
-            hy_dropout_apply(dtmp, dsum, NULL, &r2s, BT, D, c->mlp_dropout);
-            dbranch = dtmp;
-        }
-        lin_bwd(m, l, HY_XFMR_FC2, dhg, gw->fc2_w, gw->fc2_b, dbranch, hg, w->fc2_w, BT, DM, D);
-        if (dm) {
-            hy_rng r1s = site_rng(&m->last_drop_rng, l, 1);
-            hy_dropout_apply(dhg, dhg, NULL, &r1s, BT, DM, c->mlp_dropout);
-        }
-        act_backward_set(c, dhg, dhg, h, BT * DM);
-        lin_bwd(m, l, HY_XFMR_FC1, dtmp, gw->fc1_w, gw->fc1_b, dhg, post ? ln1 : ln2, w->fc1_w, BT,
-                D, DM);
+        fc2_bwd(m, l, dhg, dtmp, dsum, s.hg, BT, dm);
+        act_backward_set(c, dhg, dhg, s.h, BT * DM);
+        lin_bwd(m, l, HY_XFMR_FC1, dtmp, gw->fc1_w, gw->fc1_b, dhg, post ? s.ln1 : s.ln2,
+                w->fc1_w, BT, D, DM);
         if (post) {
             /* ln1 feeds the MLP and its residual: d ln1 = dln + dtmp; then LN1's backward
              * gives d xm into dres */
             add_into(dln, dtmp, BT * D);
             zero(dres, BT * D);
-            hy_layernorm_backward(dres, gw->norm1_w, gw->norm1_b, dln, xm, m1, r1, w->norm1_w,
-                                  BT, D);
+            hy_layernorm_backward(dres, gw->norm1_w, gw->norm1_b, dln, s.xm, s.m1, s.r1,
+                                  w->norm1_w, BT, D);
         } else {
-            hy_layernorm_backward(dres, gw->norm2_w, gw->norm2_b, dtmp, xm, m2, r2, w->norm2_w,
-                                  BT, D);
+            hy_layernorm_backward(dres, gw->norm2_w, gw->norm2_b, dtmp, s.xm, s.m2, s.r2,
+                                  w->norm2_w, BT, D);
         }
-        /* xm = x + drop(proj(ao)): dres is d xm */
-        dbranch = dres;
-        if (da) {
-            hy_rng r0 = site_rng(&m->last_drop_rng, l, 0);
-            hy_dropout_apply(dtmp, dres, NULL, &r0, BT, D, c->attn_dropout);
-            dbranch = dtmp;
-        }
-        lin_bwd(m, l, HY_XFMR_PROJ, dao, gw->proj_w, gw->proj_b, dbranch, ao, w->proj_w, BT, D, D);
-        hy_attn_backward(dqkv, m->dgates + l * NH, dao, qkv, att, m->gates + l * NH, kv, part, R,
-                         T, D, NH);
-        lin_bwd(m, l, HY_XFMR_QKV, dln, gw->qkv_w, gw->qkv_b, dqkv, post ? x : ln1, w->qkv_w, BT,
-                D, 3 * D);
+        attn_bwd(m, l, &s, dqkv, dao, dtmp, part, dres, R, T, da);
+        lin_bwd(m, l, HY_XFMR_QKV, dln, gw->qkv_w, gw->qkv_b, dqkv, post ? s.x : s.ln1, w->qkv_w,
+                BT, D, 3 * D);
         if (post) add_into(dres, dln, BT * D);
-        else hy_layernorm_backward(dres, gw->norm1_w, gw->norm1_b, dln, x, m1, r1, w->norm1_w,
-                                   BT, D);
+        else hy_layernorm_backward(dres, gw->norm1_w, gw->norm1_b, dln, s.x, s.m1, s.r1,
+                                   w->norm1_w, BT, D);
     }
 }
 
@@ -1499,57 +1529,30 @@ hy_status hy_xfmr_backward_hidden(hy_xfmr *m, const float *dlogits, const float 
             for (size_t i = 0; i < D; i++) dr[i] += dc[i];
         });
     }
-    const int32_t *kv = c->kind == HY_XFMR_VIT ? NULL : a->kvalid;
-
     /* the plain block path has its own backward; the loop below is the fused kernels' */
     bool plain = hy_xfmr_plain_blocks(c);
     if (plain) layers_bwd_plain(m, dres, dln, dao, dtmp, dqkv, dhg, part);
+    bool da = drop && c->attn_dropout > 0.0f, dm = drop && c->mlp_dropout > 0.0f;
     for (size_t l = plain ? 0 : L; l-- > 0;) {
         const hy_xfmr_block_tensors *w = &m->p.blk[l], *gw = &m->g.blk[l];
-        float *x = a->x + l * a->sD;
-        float *ln1 = a->ln1 + l * a->sD, *qkv = a->qkv + l * a->sQ, *att = a->att + l * a->sA;
-        float *ao = a->ao + l * a->sD, *xm = a->xm + l * a->sD, *ln2 = a->ln2 + l * a->sD;
-        float *h = a->h + l * a->sH, *hg = a->hg + l * a->sH;
-        /* xo = xm + drop(fc2(hg)): dres is dxo; the fc2 branch sees dres * mask (the masks are
-         * drawn again from the forward's streams) */
-        bool dm = drop && c->mlp_dropout > 0.0f;
-        const float *dbranch = dres;
-        if (dm) {
-            hy_rng r2 = site_rng(&m->last_drop_rng, l, 2);
-            hy_dropout_apply(dtmp, dres, NULL, &r2, BT, D, c->mlp_dropout);
-            dbranch = dtmp;
-        }
-        /* hg = drop(GELU(h)): dh = (dhg * mask) GELU'(h), in place in dhg (h holds GELU'(h),
-         * stored by the forward; the product fused into the fc2 backward GEMM without dropout,
-         * for a single model) */
+        layer_acts s = kept_layer(a, l);
+        /* xo = xm + drop(fc2(hg)), hg = drop(GELU(h)): dres is dxo; dh = d GELU(h) GELU'(h), in
+         * place in dhg (h holds GELU'(h), stored by the forward); the masks are drawn again
+         * from the forward's streams. For a single model without dropout the product is fused
+         * into the fc2 backward GEMM. */
         if (dm || m->ext) {
-            lin_bwd(m, l, HY_XFMR_FC2, dhg, gw->fc2_w, gw->fc2_b, dbranch, hg, w->fc2_w, BT, DM, D);
-            if (dm) {
-                hy_rng r1 = site_rng(&m->last_drop_rng, l, 1);
-                hy_dropout_apply(dhg, dhg, NULL, &r1, BT, DM, c->mlp_dropout);
-            }
-            hy_gelu_backward_d_set(dhg, dhg, h, BT * DM);
+            fc2_bwd(m, l, dhg, dtmp, dres, s.hg, BT, dm);
+            hy_gelu_backward_d_set(dhg, dhg, s.h, BT * DM);
         } else {
-            hy_linear_backward_dgelu_set(dhg, gw->fc2_w, gw->fc2_b, dbranch, hg, w->fc2_w, h, BT,
-                                         DM, D);
+            hy_linear_backward_dgelu_set(dhg, gw->fc2_w, gw->fc2_b, dres, s.hg, w->fc2_w, s.h,
+                                         BT, DM, D);
         }
         /* ln2 = LN2(xm); dres += LN2 backward, so dres becomes dxm */
-        lin_bwd_ln(m, l, HY_XFMR_FC1, dres, gw->norm2_w, gw->norm2_b, xm, a->ln2_mean + l * a->sR,
-                   a->ln2_rstd + l * a->sR, w->norm2_w, dln, gw->fc1_w, gw->fc1_b, dhg, ln2,
-                   w->fc1_w, BT, D, DM);
-        /* xm = x + drop(proj(ao)) */
-        dbranch = dres;
-        if (drop && c->attn_dropout > 0.0f) {
-            hy_rng r0 = site_rng(&m->last_drop_rng, l, 0);
-            hy_dropout_apply(dtmp, dres, NULL, &r0, BT, D, c->attn_dropout);
-            dbranch = dtmp;
-        }
-        lin_bwd(m, l, HY_XFMR_PROJ, dao, gw->proj_w, gw->proj_b, dbranch, ao, w->proj_w, BT, D, D);
-        hy_attn_backward(dqkv, m->dgates + l * NH, dao, qkv, att, m->gates + l * NH, kv, part, R,
-                         T, D, NH);
-        lin_bwd_ln(m, l, HY_XFMR_QKV, dres, gw->norm1_w, gw->norm1_b, x, a->ln1_mean + l * a->sR,
-                   a->ln1_rstd + l * a->sR, w->norm1_w, dln, gw->qkv_w, gw->qkv_b, dqkv, ln1,
-                   w->qkv_w, BT, D, 3 * D);
+        lin_bwd_ln(m, l, HY_XFMR_FC1, dres, gw->norm2_w, gw->norm2_b, s.xm, s.m2, s.r2,
+                   w->norm2_w, dln, gw->fc1_w, gw->fc1_b, dhg, s.ln2, w->fc1_w, BT, D, DM);
+        attn_bwd(m, l, &s, dqkv, dao, dtmp, part, dres, R, T, da);
+        lin_bwd_ln(m, l, HY_XFMR_QKV, dres, gw->norm1_w, gw->norm1_b, s.x, s.m1, s.r1,
+                   w->norm1_w, dln, gw->qkv_w, gw->qkv_b, dqkv, s.ln1, w->qkv_w, BT, D, 3 * D);
     }
 
     /* the members' streams all start from the shared embedding: their gradients add up */

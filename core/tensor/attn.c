@@ -509,21 +509,44 @@ static void store_att(float *att, size_t T, const float *pt, size_t ldi, size_t 
     }
 }
 
+/* Pair bh = b * NH + h of a pass over the (sample, head) pairs: sample b, head h of HS dims
+ * (HP: HS rounded up to whole 8-float vectors), nk valid keys (the query rows i >= nk are
+ * padding too, see attn.h), gate g, and the head's q, k, v columns in qkv (row stride 3C). */
+typedef struct {
+    size_t b, h, HS, HP, nk;
+    float g;
+    const float *q, *k, *v;
+} head_pair;
+
+static inline head_pair pair_at(const float *qkv, const float *gate, const int32_t *kvalid,
+                                size_t T, size_t C, size_t NH, size_t bh) {
+    head_pair p;
+    p.HS = C / NH;
+    p.HP = (p.HS + 7) / 8 * 8;
+    p.b = bh / NH;
+    p.h = bh % NH;
+    p.nk = kvalid ? (size_t)kvalid[p.b] : T;
+    p.g = gate[p.h];
+    p.q = qkv + p.b * T * 3 * C + p.h * p.HS;
+    p.k = p.q + C;
+    p.v = p.q + 2 * C;
+    return p;
+}
+
 /* pair bh = b * NH + h of the forward */
 static void fwd_pair(float *out, float *att, const float *qkv, const float *gate,
                      const int32_t *kvalid, size_t B, size_t T, size_t C, size_t NH, size_t bh,
                      float scale) {
-    size_t HS = C / NH, HP = (HS + 7) / 8 * 8;
+    const head_pair hp = pair_at(qkv, gate, kvalid, T, C, NH, bh);
+    size_t HS = hp.HS, HP = hp.HP, b = hp.b, h = hp.h, nk = hp.nk;
     ws *w = &wsp;
-    size_t b = bh / NH, h = bh % NH;
-    /* nk valid keys; the query rows i >= nk are padding too (see attn.h): zeros */
-    size_t nk = kvalid ? (size_t)kvalid[b] : T, IB = (nk + VL - 1) / VL, ldi = IB * VL;
-    float g = gate[h];
+    /* the padding query rows i >= nk: zeros */
+    size_t IB = (nk + VL - 1) / VL, ldi = IB * VL;
     if (HY_ATTN_PREFETCH && b + 1 < B) {
         prefetch_share(qkv + (b + 1) * T * 3 * C, T * 3 * C * sizeof(float), h, NH, 0);
         prefetch_share(out + (b + 1) * T * C, T * C * sizeof(float), h, NH, 1);
     }
-    const float *q = qkv + b * T * 3 * C + h * HS, *k = q + C, *v = q + 2 * C;
+    const float *q = hp.q, *k = hp.k, *v = hp.v;
     size_t qs = 3 * C, ks = 3 * C, vs = 3 * C;
     float *y = out + b * T * C + h * HS;
     size_t ys = C;
@@ -550,7 +573,7 @@ static void fwd_pair(float *out, float *att, const float *qkv, const float *gate
     }
     if (att) store_att(att + bh * T * T, T, w->s, ldi, nk);
     /* out = gate * (A V) over the valid keys (A read from A^T); padding rows zero */
-    mmd(y, ys, w->s, 1, ldi, v, vs, nk, nk, HP, g);
+    mmd(y, ys, w->s, 1, ldi, v, vs, nk, nk, HP, hp.g);
     if (HS != HP) unpad_rows(out + b * T * C + h * HS, C, y, HP, nk, HS);
     zero_rows(out + b * T * C + h * HS, C, nk, T, HS);
 }
@@ -570,28 +593,32 @@ static bool pairs_par(size_t B, size_t T, size_t C, size_t NH) {
     return hy_omp_par(BH > 1 && BH * T * T * (C / NH) > PAR_MIN_WORK);
 }
 
+/* Runs `call` (a pair function called on bh) for every pair bh < B NH of a pass, in one parallel
+ * region (static split) when pairs_par says so: the forward's and the backward's dispatch. */
+#define FOR_EACH_PAIR(B, T, C, NH, call)                                                   \
+    do {                                                                                   \
+        size_t n_pairs_ = (B) * (NH);                                                      \
+        if (pairs_par(B, T, C, NH)) {                                                      \
+            _Pragma("omp parallel for schedule(static)")                                   \
+            for (size_t bh = 0; bh < n_pairs_; bh++) call;                                 \
+        } else {                                                                           \
+            for (size_t bh = 0; bh < n_pairs_; bh++) call;                                 \
+        }                                                                                  \
+    } while (0)
+
 void hy_attn_forward(float *out, float *att, const float *qkv, const float *gate,
                      const int32_t *kvalid, size_t B, size_t T, size_t C, size_t NH) {
     float scale = pairs_scale(T, C, NH);
-    size_t BH = B * NH;
     uint64_t t0 = hy_prof_t0();
-    if (pairs_par(B, T, C, NH)) {
-#pragma omp parallel for schedule(static)
-        for (size_t bh = 0; bh < BH; bh++)
-            fwd_pair(out, att, qkv, gate, kvalid, B, T, C, NH, bh, scale);
-    } else {
-        for (size_t bh = 0; bh < BH; bh++)
-            fwd_pair(out, att, qkv, gate, kvalid, B, T, C, NH, bh, scale);
-    }
+    FOR_EACH_PAIR(B, T, C, NH, fwd_pair(out, att, qkv, gate, kvalid, B, T, C, NH, bh, scale));
     hy_prof_add(HY_PROF_ATTN, t0, 0);
 }
 
 void hy_attn_forward_part(float *out, float *att, const float *qkv, const float *gate,
                           const int32_t *kvalid, size_t B, size_t T, size_t C, size_t NH,
                           size_t part, size_t parts) {
-    size_t HS = C / NH;
-    HY_ASSERT(HS * NH == C && HS <= MAX_HP && T <= HY_ATTN_MAX_T && T >= 1 && part < parts);
-    float scale = 1.0f / sqrtf((float)HS);
+    HY_ASSERT(part < parts);
+    float scale = pairs_scale(T, C, NH);
     size_t lo, hi;
     hy_team_share(B * NH, part, parts, &lo, &hi);
     for (size_t bh = lo; bh < hi; bh++) fwd_pair(out, att, qkv, gate, kvalid, B, T, C, NH, bh, scale);
@@ -617,12 +644,11 @@ static inline vf load_keys(const float *arow, size_t jb, size_t nk, size_t T) {
 static void bwd_pair(float *dqkv, float *scratch, const float *dout, const float *qkv,
                      const float *att, const float *gate, const int32_t *kvalid, size_t B,
                      size_t T, size_t C, size_t NH, size_t bh, float scale) {
-    size_t HS = C / NH, HP = (HS + 7) / 8 * 8;
+    const head_pair hp = pair_at(qkv, gate, kvalid, T, C, NH, bh);
+    size_t HS = hp.HS, HP = hp.HP, b = hp.b, h = hp.h, nk = hp.nk;
     ws *w = &wsp;
-    size_t b = bh / NH, h = bh % NH;
-    /* nk valid keys and query rows (the padding rows i >= nk: zero gradients) */
-    size_t nk = kvalid ? (size_t)kvalid[b] : T, KB = (nk + VL - 1) / VL, ld = KB * VL;
-    float g = gate[h];
+    /* the padding rows i >= nk: zero gradients */
+    size_t KB = (nk + VL - 1) / VL, ld = KB * VL;
     if (HY_ATTN_PREFETCH && b + 1 < B) {
         /* of the next sample, only its valid rows (and keys) are read; dqkv is only written
          * (prefetching it for writing is slower) */
@@ -631,7 +657,7 @@ static void bwd_pair(float *dqkv, float *scratch, const float *dout, const float
         prefetch_share(dout + (b + 1) * T * C, nn * C * sizeof(float), h, NH, 0);
         prefetch_block(att + ((b + 1) * NH + h) * T * T, T, nn);
     }
-    const float *q = qkv + b * T * 3 * C + h * HS, *k = q + C, *v = q + 2 * C;
+    const float *q = hp.q, *k = hp.k, *v = hp.v;
     const float *go = dout + b * T * C + h * HS;
     const float *A = att + bh * T * T;
     size_t qs = 3 * C, ks = 3 * C, vs = 3 * C, gs = C;
@@ -662,7 +688,7 @@ static void bwd_pair(float *dqkv, float *scratch, const float *dout, const float
      * (lanes over queries): their P column pc, A column ac, and tt_i = their part of t_i, in
      * key order. */
     size_t nt = nk - jt, IB = (nk + VL - 1) / VL;
-    float *tt = w->row, gsc = g * scale;
+    float *tt = w->row, gsc = hp.g * scale;
     for (size_t u = 0; u < nt; u++) dots(w->tc[u], v + (jt + u) * vs, go, gs, nk, HP);
     for (size_t ib = 0; ib < IB; ib++) stv(tt + ib * VL, splatv(0.0f));
     for (size_t u = 0; u < nt; u++) {
@@ -697,7 +723,7 @@ static void bwd_pair(float *dqkv, float *scratch, const float *dout, const float
             for (size_t l = m; l < VL; l++) x[l] = splatv(0.0f);
             stv(tt + i0, tredv(x) + ldv(tt + i0));
         }
-        if (g == 0.0f) continue;
+        if (hp.g == 0.0f) continue;
         for (size_t l = 0; l < m; l++) {
             float *p = w->s + (i0 + l) * ld;
             const float *arow = A + (i0 + l) * T;
@@ -713,7 +739,7 @@ static void bwd_pair(float *dqkv, float *scratch, const float *dout, const float
         }
     }
     /* the row path's dS columns */
-    if (g != 0.0f)
+    if (hp.g != 0.0f)
         for (size_t u = 0; u < nt; u++) {
             const float *pc = w->tc[u], *ac = w->ac[u];
             for (size_t i = 0; i < nk; i++) w->s[i * ld + jt + u] = ac[i] * (pc[i] - tt[i]) * gsc;
@@ -721,13 +747,13 @@ static void bwd_pair(float *dqkv, float *scratch, const float *dout, const float
     vf dgv = ldv(tt);
     for (size_t ib = 1; ib < IB; ib++) dgv += ldv(tt + ib * VL);
     scratch[bh] = hsumv(dgv);
-    if (g == 0.0f) {   /* pruned head: no q/k/v gradient at all (zeros) */
+    if (hp.g == 0.0f) {   /* pruned head: no q/k/v gradient at all (zeros) */
         float *base = dqkv + b * T * 3 * C + h * HS;
         zero_qkv_rows(base, 3 * C, C, 0, T, HS);
         return;
     }
     /* dV = g (A^T dout_h), A^T read in place; s_ij = scale q_i . k_j: dQ = dS K, dK = dS^T Q */
-    mmd(yv, ys, A, 1, T, go, gs, nk, nk, HP, g);
+    mmd(yv, ys, A, 1, T, go, gs, nk, nk, HP, hp.g);
     mmd(yq, ys, w->s, ld, 1, k, ks, nk, nk, HP, 1.0f);
     mmd(yk, ys, w->s, 1, ld, q, qs, nk, nk, HP, 1.0f);
     if (HS != HP) {
@@ -743,16 +769,9 @@ void hy_attn_backward(float *dqkv, float *dgate, const float *dout, const float 
                       const float *att, const float *gate, const int32_t *kvalid,
                       float *scratch, size_t B, size_t T, size_t C, size_t NH) {
     float scale = pairs_scale(T, C, NH);
-    size_t BH = B * NH;
     uint64_t t0 = hy_prof_t0();
-    if (pairs_par(B, T, C, NH)) {
-#pragma omp parallel for schedule(static)
-        for (size_t bh = 0; bh < BH; bh++)
-            bwd_pair(dqkv, scratch, dout, qkv, att, gate, kvalid, B, T, C, NH, bh, scale);
-    } else {
-        for (size_t bh = 0; bh < BH; bh++)
-            bwd_pair(dqkv, scratch, dout, qkv, att, gate, kvalid, B, T, C, NH, bh, scale);
-    }
+    FOR_EACH_PAIR(B, T, C, NH,
+                  bwd_pair(dqkv, scratch, dout, qkv, att, gate, kvalid, B, T, C, NH, bh, scale));
     /* dgate: per-(b,h) partials summed over b in a fixed order */
     for (size_t h = 0; h < NH; h++) {
         float acc = 0.0f;

@@ -1,7 +1,8 @@
 /* bind.h: shared pieces of the Lua binding (lua/bind/). Only luaopen_hydra_core is exported to
- * the host; each l_<module>.c binds one core module (core/<module>.h) and adds its functions to
- * the hydra.core table through l_open_<module>(L), which is called with that table on top of the
- * stack (l_core.c calls them in dependency order: a class is made before others add methods).
+ * the host; each l_<module>.c binds one core module (core/<layer>/<module>.h) and adds its
+ * functions to the hydra.core table through l_open_<module>(L), which is called with that table
+ * on top of the stack (l_core.c calls them in dependency order: a class is made before others
+ * add methods).
  * Order inside every binding: check arguments, box (userdata + metatable) before acquiring any C
  * resource, call the core, raise last (l_raise). Lua indices are 1-based; convert with
  * l_checkindex here and nowhere else. A binding reads another file's userdata only through the
@@ -12,10 +13,16 @@
 #include <lauxlib.h>
 #include <lua.h>
 
-#include "io/h5.h"
-#include "data/loader.h"
 #include "tensor/tensor.h"
-#include "nn/xfmr.h"
+
+/* The classes of higher layers that bindings share, by name only: a binding that reads inside
+ * one includes its header itself (io/h5.h, data/loader.h, nn/xfmr.h), within its own layer or
+ * below, so bind.h, included by every layer's bindings, stays at the lowest layer. */
+typedef struct hy_h5 hy_h5;
+typedef struct hy_dataset hy_dataset;
+typedef struct hy_augment hy_augment;
+typedef struct hy_xfmr hy_xfmr;
+typedef struct hy_xfmr_config hy_xfmr_config;
 
 #define L_TENSOR "hydra.Tensor"
 #define L_MODEL "hydra.Model"

@@ -455,6 +455,21 @@ local function fmt_list(t, n)
   return s
 end
 
+-- What an HF config.json (cj, read from cj_path) says of the head count, the LayerNorm epsilon
+-- and the activation, appended to the lists of sources settle() weighs (hf-vit and hf-bert).
+local function hf_config_sources(who, cj, cj_path, heads_sources, eps_sources, act_sources)
+  heads_sources[#heads_sources + 1] = { jnum(cj, "num_attention_heads", cj_path, who),
+    ("'%s' num_attention_heads"):format(cj_path) }
+  eps_sources[#eps_sources + 1] = { jnum(cj, "layer_norm_eps", cj_path, who),
+    ("'%s' layer_norm_eps"):format(cj_path) }
+  local act = jstr(cj, "hidden_act", cj_path, who)
+  if act and not HF_ACT[act] then
+    err.fail("%s: '%s': hidden_act '%s' is not supported (gelu, gelu_new, "
+      .. "gelu_pytorch_tanh)", who, cj_path, act)
+  end
+  act_sources[#act_sources + 1] = { act and HF_ACT[act], ("'%s' hidden_act"):format(cj_path) }
+end
+
 -- opts: file, format, config, preprocessor, arch, heads, classes, strict, out, seed, max_len,
 -- vocab, log (function(line)). Returns a summary (see the header).
 function M.run(opts)
@@ -538,16 +553,7 @@ function M.run(opts)
       pre = timm_preprocess(a, pcfg, cfg.image_size)
     else
       if cj then
-        heads_sources[#heads_sources + 1] = { jnum(cj, "num_attention_heads", cj_path, who),
-          ("'%s' num_attention_heads"):format(cj_path) }
-        eps_sources[#eps_sources + 1] = { jnum(cj, "layer_norm_eps", cj_path, who),
-          ("'%s' layer_norm_eps"):format(cj_path) }
-        local act = jstr(cj, "hidden_act", cj_path, who)
-        if act and not HF_ACT[act] then
-          err.fail("%s: '%s': hidden_act '%s' is not supported (gelu, gelu_new, "
-            .. "gelu_pytorch_tanh)", who, cj_path, act)
-        end
-        act_sources[#act_sources + 1] = { act and HF_ACT[act], ("'%s' hidden_act"):format(cj_path) }
+        hf_config_sources(who, cj, cj_path, heads_sources, eps_sources, act_sources)
         for key, field in pairs({ hidden_size = "d_model", num_hidden_layers = "depth",
                                   intermediate_size = "d_mlp", patch_size = "patch",
                                   image_size = "image_size", num_channels = "channels" }) do
@@ -578,16 +584,7 @@ function M.run(opts)
         err.fail("%s: '%s': unsupported feature relative positions (position_embedding_type %s)",
           who, cj_path, pet)
       end
-      heads_sources[#heads_sources + 1] = { jnum(cj, "num_attention_heads", cj_path, who),
-        ("'%s' num_attention_heads"):format(cj_path) }
-      eps_sources[#eps_sources + 1] = { jnum(cj, "layer_norm_eps", cj_path, who),
-        ("'%s' layer_norm_eps"):format(cj_path) }
-      local act = jstr(cj, "hidden_act", cj_path, who)
-      if act and not HF_ACT[act] then
-        err.fail("%s: '%s': hidden_act '%s' is not supported (gelu, gelu_new, "
-          .. "gelu_pytorch_tanh)", who, cj_path, act)
-      end
-      act_sources[#act_sources + 1] = { act and HF_ACT[act], ("'%s' hidden_act"):format(cj_path) }
+      hf_config_sources(who, cj, cj_path, heads_sources, eps_sources, act_sources)
       local checks = { hidden_size = cfg.d_model, num_hidden_layers = cfg.depth,
                        intermediate_size = cfg.d_mlp, vocab_size = cfg.vocab_size,
                        max_position_embeddings = P, type_vocab_size = cfg.type_vocab }

@@ -374,7 +374,7 @@ static void test_malicious_fields(void) {
             "dimension 2 of 'w' must be an integer >= 0 (got a negative integer)");
     refused(mk("m_realdim.safetensors",
                "{\"w\":{\"dtype\":\"F32\",\"shape\":[2.0],\"data_offsets\":[0,8]}}", 8),
-            "dimension 1 of 'w' must be an integer >= 0 (got a real number)");
+            "dimension 1 of 'w' must be an integer >= 0 (got a float)");
     refused(mk("m_bigdim.safetensors",
                "{\"w\":{\"dtype\":\"U8\",\"shape\":[1099511627777],\"data_offsets\":[0,0]}}", 0),
             "dimension 1 of 'w' is 1099511627777, over the limit of 2^40");

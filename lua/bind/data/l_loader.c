@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "bind.h"
+#include "data/loader.h"
 
 typedef struct l_dataset { hy_dataset d; } l_dataset;
 

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "bind.h"
+#include "nn/xfmr.h"
 
 typedef struct l_model { hy_xfmr m; } l_model;
 
