@@ -76,6 +76,7 @@ typedef struct hy_fused {
     float *cls;           /* (M, B, D) x[:, 0] after the last block */
     float *lnf;           /* (M, B, D) LN_f(cls) */
     float *fmean, *frstd; /* (M, B) final LayerNorm statistics */
+    float *pool;          /* (M, B, D) tanh(pooler(.)) (pooler tanh) */
     int32_t *kvalid;      /* (B) valid keys per sample (T for vit, 1 + length for text) */
     float *ones;          /* owned: n_heads ones, the attention gates (allocated once) */
     /* the two-thread forward's split chunk (fused.c, rebalance): the sublayer where the master
