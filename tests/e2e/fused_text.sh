@@ -4,7 +4,10 @@
 # sentence-pair text set imported with the model's own vocabulary ([CLS] a [SEP] b [SEP], token
 # types, padding) -> prune -> finetune two members -> fuse (every part per member) -> predict.
 # The fused model's member probabilities equal each member's own predictions (1e-5), and a fused
-# model with the averaged MLP predicts too.
+# model with the averaged MLP predicts too. Both export (`hydra export --format safetensors`)
+# under Hugging Face BERT names with their name map, the same bytes every time; when
+# /usr/bin/python3 has torch and h5py, tests/ref/fused_reference.py rebuilds each from the two
+# files and reproduces hydra's per-member probabilities of the test split within 1e-5.
 set -eu
 HYDRA=${HYDRA:-./hydra}
 T=$(mktemp -d "${TMPDIR:-/tmp}/hydra-e2e-XXXXXX")
@@ -80,4 +83,44 @@ LUA
 "$HYDRA" fuse "$T/m1.h5" "$T/m2.h5" --out "$T/fused_avg.h5" >/dev/null
 "$HYDRA" predict "$T/fused_avg.h5" --data "$T/text.h5" --split test --out "$T/pa.h5" >/dev/null
 "$HYDRA" eval --id "$T/pa.h5" --out "$T/r.h5" >/dev/null
+
+# export under HF names + the name map; deterministic bytes
+for f in fused fused_avg; do
+    "$HYDRA" export "$T/$f.h5" --format safetensors --out "$T/$f.safetensors" >/dev/null
+done
+"$HYDRA" export "$T/fused.h5" --format safetensors --out "$T/again.safetensors" >/dev/null
+cmp -s "$T/fused.safetensors" "$T/again.safetensors" || fail "fused BERT export is not deterministic"
+grep -q '"members.1.bert.encoder.layer.0.attention.self.query.weight":{"member":1,"rows":' \
+    "$T/fused.name_map.json" || fail "fused BERT name map"
+grep -q '"shared.bert.encoder.layer.1.intermediate.dense.weight":{"members":\[0,1\],"reduce":"mean"' \
+    "$T/fused_avg.name_map.json" || fail "fused BERT name map of the averaged MLP"
+set +e
+"$HYDRA" export "$T/fused.h5" --format safetensors --names timm --out "$T/bad.safetensors" \
+    2>"$T/err" >/dev/null
+rc=$?
+set -e
+[ $rc -eq 2 ] && grep -q "timm names exist for ViTs only" "$T/err" && [ ! -e "$T/bad.safetensors" ] ||
+    fail "--names timm of a fused text model: exit $rc, $(cat "$T/err")"
+
+# PyTorch rebuilds both from the files (only where /usr/bin/python3 has torch)
+if /usr/bin/python3 -c "import torch, h5py" 2>/dev/null; then
+    cat >"$T/inputs.lua" <<'LUA'
+local h5 = require("hydra.h5")
+local d, pred, out = arg[1], arg[2], arg[3]
+local data <close> = h5.open(d .. "/text.h5")
+local p <close> = h5.open(pred)
+local g <close> = h5.create(out)
+for _, k in ipairs({ "ids", "lengths", "type_ids" }) do g:write("/" .. k, data:read("/test/" .. k)) end
+g:write("/member_probs", p:read("/member_probs"))
+g:commit()
+LUA
+    "$HYDRA" run "$T/inputs.lua" "$T" "$T/pf.h5" "$T/check.h5"
+    "$HYDRA" run "$T/inputs.lua" "$T" "$T/pa.h5" "$T/check_avg.h5"
+    /usr/bin/python3 tests/ref/fused_reference.py "$T/fused.safetensors" \
+        "$T/fused.name_map.json" --check "$T/check.h5" >/dev/null ||
+        fail "PyTorch's rebuilt fused BERT differs from hydra's member probabilities"
+    /usr/bin/python3 tests/ref/fused_reference.py "$T/fused_avg.safetensors" \
+        "$T/fused_avg.name_map.json" --check "$T/check_avg.h5" >/dev/null ||
+        fail "PyTorch's rebuilt fused BERT (averaged MLP) differs from hydra's"
+fi
 echo "fused_text ok"

@@ -165,8 +165,10 @@ for _, src in ipairs({ { "timm", "timm-vit", ref .. "/timm_vit_f32.safetensors" 
   add(d .. "/" .. src[1] .. "_member.h5", src[1] .. "_dense", src[2], names, false)
   add(d .. "/" .. src[1] .. "_member.h5", src[1] .. "_sliced", src[2], names, true)
 end
--- the fused model of two timm members (fused_reference.py)
-local tb = core.model_load(d .. "/timm_base.h5")
+-- the fused models of two timm members and of two HF BERT members (fused_reference.py)
+for _, src in ipairs({ { "timm", "fused_", { images = images } },
+                       { "bert", "fused_bert_", text } }) do
+local tb = core.model_load(d .. "/" .. src[1] .. "_base.h5")
 local ms = {}
 for i, g in ipairs({ { { 1, 0, 1, 0 }, { 0, 1, 0, 0 } }, { { 0, 1, 1, 1 }, { 1, 0, 0, 1 } } }) do
   tb:set_gates(core.from_table("float32", g))
@@ -175,9 +177,10 @@ for i, g in ipairs({ { { 1, 0, 1, 0 }, { 0, 1, 0, 0 } }, { { 0, 1, 1, 1 }, { 1, 
 end
 for _, mode in ipairs({ "member", "average" }) do
   local fz = core.fused_new(ms, { mlp = "average", ln = mode, embed = mode, head = mode })
-  fz:save(d .. "/fused_" .. mode .. ".h5")
-  ex.run({ ckpt = d .. "/fused_" .. mode .. ".h5", out = d .. "/fused_" .. mode .. ".safetensors" })
-  local lg = fz:forward({ images = images })
+  local base = d .. "/" .. src[2] .. mode
+  fz:save(base .. ".h5")
+  ex.run({ ckpt = base .. ".h5", out = base .. ".safetensors" })
+  local lg = fz:forward(src[3])
   local M, B, K = lg:size(1), lg:size(2), lg:size(3)
   local pr = core.tensor("float32", M, B, K)
   for m = 1, M do
@@ -188,10 +191,11 @@ for _, mode in ipairs({ "member", "average" }) do
       for k = 1, K do pr:set(m, b, k, math.exp(lg:get(m, b, k) - mx) / z) end
     end
   end
-  local g <close> = h5.create(d .. "/fused_" .. mode .. "_probs.h5")
-  g:write("/images", images)
+  local g <close> = h5.create(base .. "_probs.h5")
+  for k, v in pairs(src[3]) do g:write("/" .. k, v) end
   g:write("/member_probs", pr)
   g:commit()
+end
 end
 local out = assert(io.open(d .. "/manifest.json", "w"))
 out:write(core.json_encode(man), "\n")

@@ -41,9 +41,10 @@ HYDRA_TORCH_DIR=DIR: a list of {"file": exported .safetensors, "format": "timm-v
 /type_ids}. Each file is
 loaded with load_state_dict(strict=True) into the stock-shaped module (per-layer head counts
 from __metadata__ "hydra.heads" for a sliced member) and its float64 logits must match hydra's
-within atol 1e-4 + rtol 1e-5. DIR/fused_{member,average}.safetensors (+ .name_map.json, and
-hydra's per-member probabilities in fused_*_probs.h5) are rebuilt by tests/ref/fused_reference.py,
-within 1e-5.
+within atol 1e-4 + rtol 1e-5. DIR/fused_{member,average}.safetensors (two timm ViT members) and
+DIR/fused_bert_{member,average}.safetensors (two members of the HF BERT, under HF names) (+
+.name_map.json, and hydra's per-member probabilities in fused_*_probs.h5) are rebuilt by
+tests/ref/fused_reference.py, within 1e-5.
 """
 import hashlib
 import json
@@ -557,12 +558,12 @@ def check(d):
               diff.max().item(), "ok" if ok else "FAIL"))
         bad += not ok
     import fused_reference   # tests/ref/fused_reference.py (torch only)
-    for mode in ("member", "average"):
-        st = os.path.join(d, "fused_%s.safetensors" % mode)
+    for name in ("fused_member", "fused_average", "fused_bert_member", "fused_bert_average"):
+        st = os.path.join(d, name + ".safetensors")
         if os.path.exists(st):
-            print("fused (ln/embed/head %s):" % mode, end=" ")
-            fused_reference.main(["", st, os.path.join(d, "fused_%s.name_map.json" % mode),
-                                  "--check", os.path.join(d, "fused_%s_probs.h5" % mode)])
+            print("%s (ln/embed/head %s):" % (name, name.split("_")[-1]), end=" ")
+            fused_reference.main(["", st, os.path.join(d, name + ".name_map.json"),
+                                  "--check", os.path.join(d, name + "_probs.h5")])
     if bad:
         raise SystemExit("%d export(s) do not reproduce hydra's logits" % bad)
 
