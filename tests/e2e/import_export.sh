@@ -91,6 +91,16 @@ ls "$T"/results/import_e2e/*/result.h5 >/dev/null 2>&1 || fail "hydra exp wrote 
     grep -q "32 tensors mapped" || fail "F16 import"
 "$HYDRA" import $REF/hf_vit --format hf-vit --out "$T/hf.h5" | grep -q "using config.json, preprocessor_config.json" ||
     fail "an HF folder"
+# a sharded HF folder (model.safetensors.index.json + 2 shards) imports as its one-file twin
+"$HYDRA" import $REF/hf_bert_sharded --format hf-bert --out "$T/sharded.h5" >"$T/sharded.log"
+grep -q "using config.json, model.safetensors.index.json" "$T/sharded.log" || fail "a sharded HF folder"
+"$HYDRA" import $REF/hf_bert --format hf-bert --out "$T/onefile.h5" >/dev/null
+h5diff "$T/sharded.h5" "$T/onefile.h5" /params /params >/dev/null ||
+    fail "the sharded import differs from the one-file import"
+mkdir "$T/shards"
+cp $REF/hf_bert_sharded/*.safetensors "$T/shards/"
+sed 's|"model-00002-of-00002.safetensors"|"../model-00002-of-00002.safetensors"|' \
+    $REF/hf_bert_sharded/model.safetensors.index.json >"$T/shards/model.safetensors.index.json"
 
 # --- bad invocations: one line, status, no traceback, no output ---
 bad() {   # bad STATUS "message part" ARGS...
@@ -118,6 +128,8 @@ bad 1 "has no tensor 'vit.embeddings.patch_embeddings.projection.weight'" \
     import $REF/timm_vit_f32.safetensors --format hf-vit --heads 4 --out "$T/bad.h5"
 head -c 1000 $REF/timm_vit_f32.safetensors >"$T/trunc.safetensors"
 bad 1 "trunc.safetensors" import "$T/trunc.safetensors" --format timm-vit --heads 4 --out "$T/bad.h5"
+bad 1 "shard '../model-00002-of-00002.safetensors' of tensor 'bert.encoder.layer.1.attention.output.LayerNorm.bias' leaves the index's folder" \
+    import "$T/shards" --format hf-bert --heads 4 --out "$T/bad.h5"
 bad 2 "--names must be timm or hf (got 'onnx')" export "$T/m2.h5" --format safetensors --names onnx --out "$T/bad.h5"
 bad 2 "--format must be safetensors (got 'onnx')" export "$T/m2.h5" --format onnx --out "$T/bad.h5"
 bad 2 "--slice is for members" export "$T/fused.h5" --format safetensors --slice --out "$T/bad.h5"
