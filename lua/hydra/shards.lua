@@ -44,8 +44,6 @@ end
 
 function Sharded:metadata() return self.meta end
 
-function Sharded:path_of(name) return self.shard_of[name] end
-
 function Sharded:close()
   for _, s in ipairs(self.handles) do s:close() end
   self.handles = {}
