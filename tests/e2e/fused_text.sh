@@ -9,11 +9,8 @@
 # /usr/bin/python3 has torch and h5py, tests/ref/fused_reference.py rebuilds each from the two
 # files and reproduces hydra's per-member probabilities of the test split within 1e-5.
 set -eu
-HYDRA=${HYDRA:-./hydra}
-T=$(mktemp -d "${TMPDIR:-/tmp}/hydra-e2e-XXXXXX")
-trap 'rm -rf "$T"' EXIT
-REF=tests/ref/import
-fail() { echo "fused_text.sh: $*"; exit 1; }
+. "$(dirname "$0")/import.inc"
+import_setup fused_text
 
 "$HYDRA" import $REF/hf_bert --format hf-bert --out "$T/bert.h5" >/dev/null
 

@@ -11,11 +11,8 @@
 # With HYDRA_TORCH_DIR=DIR, also writes DIR/manifest.json + the exported fixture model and
 # members with hydra's logits, for `python3 tests/ref/make_import_ref.py check DIR` (torch).
 set -eu
-HYDRA=${HYDRA:-./hydra}
-T=$(mktemp -d "${TMPDIR:-/tmp}/hydra-e2e-XXXXXX")
-trap 'rm -rf "$T"' EXIT
-REF=tests/ref/import
-fail() { echo "import_export.sh: $*"; exit 1; }
+. "$(dirname "$0")/import.inc"
+import_setup import_export
 
 # --- a hydra model out and back in ---
 cat >"$T/mk.lua" <<'LUA'

@@ -653,19 +653,12 @@ local function shard_dir(name, wm, files)
   return d .. "/model.safetensors.index.json"
 end
 
-local function slurp(p)
-  local f = assert(io.open(p, "rb"))
-  local s = f:read("a")
-  f:close()
-  return s
-end
-
 -- Every inconsistency of index and shards is an error naming the index file, the tensor and
 -- the shard; no output is left.
 function T.sharded_index_errors()
   local f <close> = assert(io.open(SHARDED .. "/model.safetensors.index.json"))
   local wm0 = core.json_decode(f:read("a")).weight_map
-  local s1, s2 = slurp(SHARDED .. "/" .. SHARD1), slurp(SHARDED .. "/" .. SHARD2)
+  local s1, s2 = bytes(SHARDED .. "/" .. SHARD1), bytes(SHARDED .. "/" .. SHARD2)
   local function wm(edit)
     local t = {}
     for k, v in pairs(wm0) do t[k] = v end
