@@ -52,6 +52,11 @@ static float *P(const hy_fused *f, size_t m, size_t s) {
 static bool shared(const hy_fused *f, hy_xfmr_part g) {
     return mode_of(&f->fuse, g) == HY_FUSE_AVERAGE;
 }
+/* the encoder options of the members (xfmr.h), which the forward follows like the model */
+static bool bert_embed(const hy_fused *f) {
+    return f->cfg.kind == HY_XFMR_TEXT && f->cfg.text_embed == HY_TEXT_EMBED_BERT;
+}
+static bool post_ln(const hy_fused *f) { return f->cfg.norm == HY_NORM_POST; }
 
 /* ===== layout ===== */
 
@@ -153,17 +158,6 @@ static hy_status same_config(const hy_xfmr_config *a, const hy_xfmr_config *b, s
     return HY_OK;
 }
 
-/* The fused forward runs the default encoder (pre-LN, exact GELU, hydra embedding, no pooler;
- * any ln_eps): a model with another structural option (xfmr.h) is refused, naming it. */
-static hy_status supported(const hy_xfmr_config *c, const char *what) {
-    const char *opt = hy_xfmr_nondefault_option(c);
-    if (opt)
-        return hy_fail(HY_EINVAL, "fused: the fused model does not support model.%s (%s); fuse "
-                       "pre-LN members with act gelu, pooler none and text_embed hydra", opt,
-                       what);
-    return HY_OK;
-}
-
 /* ===== build from members ===== */
 
 static void pack_attn(hy_fused *f, size_t m, size_t s, const float *src) {
@@ -197,7 +191,6 @@ hy_status hy_fused_build(hy_fused *f, hy_xfmr *const *members, size_t M,
         return hy_fail(HY_EINVAL, "fused: at most %d members (got %zu)", HY_FUSED_MAX_MEMBERS, M);
     const hy_xfmr_config *c = &members[0]->cfg;
     size_t L = c->depth, NH = c->n_heads, LH = L * NH;
-    HY_TRY(supported(c, "members"));
     for (size_t m = 0; m < M; m++) {
         HY_TRY(same_config(c, &members[m]->cfg, m));
         HY_TRY(hy_prune_check_member("fused", members[m]->gates, m, L, NH));
@@ -359,7 +352,6 @@ hy_status hy_fused_load(hy_fused *f, const char *path) {
         goto fail;
     }
     if ((st = hy_ckpt_read_config(&file, &f->cfg)) != HY_OK) goto fail;
-    if ((st = supported(&f->cfg, path)) != HY_OK) goto fail;
     if ((st = read_mode(&file, "mlp", &f->fuse.mlp)) != HY_OK) goto fail;
     if ((st = read_mode(&file, "ln", &f->fuse.ln)) != HY_OK) goto fail;
     if ((st = read_mode(&file, "embed", &f->fuse.embed)) != HY_OK) goto fail;
@@ -427,7 +419,7 @@ hy_status hy_fused_alloc_acts(hy_fused *f, size_t B_cap) {
     size_t sizes[] = {R16(MBT * D), R16(MBT * D), R16(MBT), R16(MBT), R16(3 * MBT * D),
                       R16(MBT * D), R16(MBT * c->d_mlp), R16(M * B_cap * (T - 1) * D),
                       R16(B_cap * (T - 1) * F), R16(M * B_cap * D), R16(M * B_cap * D),
-                      R16(M * B_cap), R16(M * B_cap), R16(B_cap)};
+                      R16(M * B_cap), R16(M * B_cap), R16(M * B_cap * D), R16(B_cap)};
 #undef R16
     size_t total = 0;
     for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) total += sizes[i];
@@ -435,7 +427,7 @@ hy_status hy_fused_alloc_acts(hy_fused *f, size_t B_cap) {
     if (!f->acts) return HY_ENOMEM;
     float *q = f->acts;
     float **dst[] = {&f->x, &f->ln, &f->mean, &f->rstd, &f->qkv, &f->ao, &f->h, &f->emb,
-                     &f->patches, &f->cls, &f->lnf, &f->fmean, &f->frstd};
+                     &f->patches, &f->cls, &f->lnf, &f->fmean, &f->frstd, &f->pool};
     for (size_t i = 0; i < sizeof dst / sizeof *dst; i++) {
         *dst[i] = q;
         q += sizes[i];
@@ -614,6 +606,18 @@ static void embed_samples(hy_fused *f, size_t m, const hy_batch *in, size_t B, s
                           size_t b1, size_t T, float *dst) {
     const hy_xfmr_config *c = &f->cfg;
     size_t D = c->d_model, nb = b1 - b0, T1 = T - 1;
+    if (bert_embed(f)) {
+        /* embed_norm(tok[ids] + type[type_ids] + pos) of the samples' rows, in place in dst
+         * (the statistics into the pair's LayerNorm rows, free before block 0) */
+        size_t ne = hy_xfmr_n_embed_slots(c), len = in->len, r0 = (m * B + b0) * T;
+        hy_bert_embed_forward(dst, in->ids + b0 * len, in->type_ids ? in->type_ids + b0 * len
+                                                                    : NULL,
+                              P(f, m, 1), c->type_vocab ? P(f, m, 2) : NULL, P(f, m, 0), nb * T,
+                              T, D);
+        hy_layernorm_forward(dst, f->mean + r0, f->rstd + r0, dst, P(f, m, ne - 2),
+                             P(f, m, ne - 1), nb * T, D, hy_xfmr_ln_eps(c));
+        return;
+    }
     float *emb = f->emb + (m * B + b0) * T1 * D;
     if (c->kind == HY_XFMR_VIT) {
         size_t F = c->channels * c->patch * c->patch;
@@ -641,7 +645,13 @@ static void attn_layer(hy_fused *f, const slice *s, size_t T, const int32_t *kv,
     size_t B = s->B, D = c->d_model, L = c->depth, HS = f->HS, BT = B * T;
     const float *ones = f->ones;
     size_t s0 = hy_xfmr_slot(c, l, 0);   /* slot of block l's HY_BLK_* = s0 + HY_BLK_* */
-    norm_slice(f, s, f->ln, f->mean, f->rstd, f->x, s0 + HY_BLK_N1W, s0 + HY_BLK_N1B, T, tp);
+    /* the attention's input: LN1(x_m) (pre), x_m itself (post: LN1 follows the residual) */
+    const float *ain = f->x;
+    if (!post_ln(f)) {
+        norm_slice(f, s, f->ln, f->mean, f->rstd, f->x, s0 + HY_BLK_N1W, s0 + HY_BLK_N1B, T,
+                   tp);
+        ain = f->ln;
+    }
     /* Q/K/V: one ragged grouped GEMM, group i = member segment i (its own k_m heads):
      * qkv_m (n T, 3 k_m HS) = bias + LN1(x_m) W_qkv,m^T. The segment's qkv (n, T, 3C) and
      * ao (n, T, C) start where samples b0.. of member m would with every head kept: the
@@ -653,13 +663,13 @@ static void attn_layer(hy_fused *f, const slice *s, size_t T, const int32_t *kv,
         float *qkv = f->qkv + (m * BT + b0 * T) * 3 * D;
         const float *bias = P(f, m, s0 + HY_BLK_QKVB);
         if (tp) {
-            linear_part(tp, qkv, f->ln + rm * D, P(f, m, s0 + HY_BLK_QKVW), bias, NULL,
-                        false, n * T, D, 3 * C);
+            linear_part(tp, qkv, ain + rm * D, P(f, m, s0 + HY_BLK_QKVW), bias, NULL, false,
+                        n * T, D, 3 * C);
             continue;
         }
         HY_PROF(HY_PROF_BIAS, for (size_t r = 0; r < n * T; r++)
                                   memcpy(qkv + r * 3 * C, bias, 3 * C * sizeof *qkv));
-        g[i] = (hy_gemm_desc){CblasNoTrans, CblasTrans, f->ln + rm * D, n * T, D, D,
+        g[i] = (hy_gemm_desc){CblasNoTrans, CblasTrans, ain + rm * D, n * T, D, D,
                               P(f, m, s0 + HY_BLK_QKVW), 3 * C, D, D, qkv, n * T, 3 * C, 3 * C,
                               1.0f, 1.0f};
     }
@@ -700,30 +710,72 @@ static void attn_layer(hy_fused *f, const slice *s, size_t T, const int32_t *kv,
     }
     if (tp) team_sync(tp);
     else HY_ASSERT(hy_gemm_grouped(g, s->nseg) == HY_OK);
+    if (post_ln(f))   /* x_m = LN1(x_m + proj_m(...)), in place */
+        norm_slice(f, s, f->x, f->mean, f->rstd, f->x, s0 + HY_BLK_N1W, s0 + HY_BLK_N1B, T,
+                   tp);
 }
 
-/* Block l's MLP for the pairs of s: x_m += fc2(GELU(fc1(LN2(x_m)))); shared: one GEMM over the
- * slice's rows */
+/* fc1 and the activation of n rows: h (n, DM) = act(in W^T + b), exact GELU in the product's
+ * epilogue (hy_linear_gelu_forward), act gelu_tanh after it (the model's kernels); a team's part
+ * computes its tiles of the product only (mlp_act_part applies gelu_tanh after the barrier) */
+static void mlp_fc1(const hy_fused *f, const hy_team_part *tp, float *h, const float *in,
+                    const float *w, const float *b, size_t n, size_t D, size_t DM) {
+    bool tanh_act = f->cfg.act == HY_ACT_GELU_TANH;
+    if (tp) {
+        linear_part(tp, h, in, w, b, NULL, !tanh_act, n, D, DM);
+    } else if (tanh_act) {
+        hy_linear_forward(h, in, w, b, n, D, DM);
+        hy_gelu_tanh_forward(h, h, n * DM);
+    } else {
+        hy_linear_gelu_forward(h, h, in, w, b, n, D, DM);
+    }
+}
+
+/* a team's share of act gelu_tanh over rows [r0, r0 + n) of h (DM wide), after fc1's barrier */
+static void mlp_act_part(const hy_fused *f, const hy_team_part *tp, float *h, size_t r0,
+                         size_t n, size_t DM) {
+    if (f->cfg.act != HY_ACT_GELU_TANH) return;
+    size_t lo = 0, hi = n;
+    hy_team_share(n, tp->part, tp->parts, &lo, &hi);
+    hy_gelu_tanh_forward(h + (r0 + lo) * DM, h + (r0 + lo) * DM, (hi - lo) * DM);
+}
+
+/* Block l's MLP for the pairs of s: x_m += fc2(act(fc1(LN2(x_m)))) (pre), x_m = LN2(x_m +
+ * fc2(act(fc1(x_m)))) (post); shared: one GEMM over the slice's rows */
 static void mlp_layer(hy_fused *f, const slice *s, size_t T, const hy_team_part *tp, size_t l) {
     const hy_xfmr_config *c = &f->cfg;
     size_t B = s->B, D = c->d_model, DM = c->d_mlp;
     size_t r0 = s->p0 * T, nr = (s->p1 - s->p0) * T;   /* the slice's rows */
     size_t s0 = hy_xfmr_slot(c, l, 0);
-    norm_slice(f, s, f->ln, f->mean, f->rstd, f->x, s0 + HY_BLK_N2W, s0 + HY_BLK_N2B, T, tp);
+    bool tanh_act = c->act == HY_ACT_GELU_TANH;
+    const float *in = f->x;
+    if (!post_ln(f)) {
+        norm_slice(f, s, f->ln, f->mean, f->rstd, f->x, s0 + HY_BLK_N2W, s0 + HY_BLK_N2B, T,
+                   tp);
+        in = f->ln;
+    }
     if (tp && shared(f, HY_PART_MLP)) {
-        linear_part(tp, f->h + r0 * DM, f->ln + r0 * D, P(f, 0, s0 + HY_BLK_FC1W),
-                    P(f, 0, s0 + HY_BLK_FC1B), NULL, true, nr, D, DM);
+        mlp_fc1(f, tp, f->h + r0 * DM, in + r0 * D, P(f, 0, s0 + HY_BLK_FC1W),
+                P(f, 0, s0 + HY_BLK_FC1B), nr, D, DM);
         team_sync(tp);
+        if (tanh_act) {
+            mlp_act_part(f, tp, f->h, r0, nr, DM);
+            team_sync(tp);
+        }
         linear_part(tp, f->x + r0 * D, f->h + r0 * DM, P(f, 0, s0 + HY_BLK_FC2W),
                     P(f, 0, s0 + HY_BLK_FC2B), f->x + r0 * D, false, nr, DM, D);
         team_sync(tp);
     } else if (tp) {
         for (size_t i = 0; i < s->nseg; i++) {
             size_t m = s->m[i], rm = (m * B + s->b0[i]) * T, n = (s->b1[i] - s->b0[i]) * T;
-            linear_part(tp, f->h + rm * DM, f->ln + rm * D, P(f, m, s0 + HY_BLK_FC1W),
-                        P(f, m, s0 + HY_BLK_FC1B), NULL, true, n, D, DM);
+            mlp_fc1(f, tp, f->h + rm * DM, in + rm * D, P(f, m, s0 + HY_BLK_FC1W),
+                    P(f, m, s0 + HY_BLK_FC1B), n, D, DM);
         }
         team_sync(tp);
+        if (tanh_act) {
+            mlp_act_part(f, tp, f->h, r0, nr, DM);
+            team_sync(tp);
+        }
         for (size_t i = 0; i < s->nseg; i++) {
             size_t m = s->m[i], rm = (m * B + s->b0[i]) * T, n = (s->b1[i] - s->b0[i]) * T;
             linear_part(tp, f->x + rm * D, f->h + rm * DM, P(f, m, s0 + HY_BLK_FC2W),
@@ -731,45 +783,53 @@ static void mlp_layer(hy_fused *f, const slice *s, size_t T, const hy_team_part 
         }
         team_sync(tp);
     } else if (shared(f, HY_PART_MLP)) {
-        hy_linear_gelu_forward(f->h + r0 * DM, f->h + r0 * DM, f->ln + r0 * D,
-                               P(f, 0, s0 + HY_BLK_FC1W), P(f, 0, s0 + HY_BLK_FC1B), nr, D,
-                               DM);
+        mlp_fc1(f, NULL, f->h + r0 * DM, in + r0 * D, P(f, 0, s0 + HY_BLK_FC1W),
+                P(f, 0, s0 + HY_BLK_FC1B), nr, D, DM);
         linear_add(f->x + r0 * D, f->h + r0 * DM, P(f, 0, s0 + HY_BLK_FC2W),
                    P(f, 0, s0 + HY_BLK_FC2B), nr, DM, D);
     } else {
         for (size_t i = 0; i < s->nseg; i++) {
             size_t m = s->m[i], rm = (m * B + s->b0[i]) * T, n = (s->b1[i] - s->b0[i]) * T;
-            hy_linear_gelu_forward(f->h + rm * DM, f->h + rm * DM, f->ln + rm * D,
-                                   P(f, m, s0 + HY_BLK_FC1W), P(f, m, s0 + HY_BLK_FC1B), n,
-                                   D, DM);
+            mlp_fc1(f, NULL, f->h + rm * DM, in + rm * D, P(f, m, s0 + HY_BLK_FC1W),
+                    P(f, m, s0 + HY_BLK_FC1B), n, D, DM);
             linear_add(f->x + rm * D, f->h + rm * DM, P(f, m, s0 + HY_BLK_FC2W),
                        P(f, m, s0 + HY_BLK_FC2B), n, DM, D);
         }
     }
+    if (post_ln(f))   /* x_m = LN2(x_m + fc2_m(...)), in place */
+        norm_slice(f, s, f->x, f->mean, f->rstd, f->x, s0 + HY_BLK_N2W, s0 + HY_BLK_N2B, T,
+                   tp);
 }
 
-/* logits_m = head_m(LN_f(x_m[:, 0])) of the pairs of s; cls / logits row = pair (a team's first
- * part alone: a few rows) */
+/* logits_m = head_m(LN_f(x_m[:, 0])) of the pairs of s (norm post: no LN_f; pooler tanh:
+ * head_m(tanh(pooler_m(.)))); cls / logits row = pair (a team's first part alone: a few rows) */
 static void head_slice(hy_fused *f, const slice *s, size_t T, float *logits,
                        const hy_team_part *tp) {
     const hy_xfmr_config *c = &f->cfg;
     size_t B = s->B, D = c->d_model, K = c->n_classes;
     if (tp && tp->part != 0) return;
-    size_t nf = hy_xfmr_head_slot(c, HY_HEAD_NW);   /* + HY_HEAD_* */
     HY_PROF(HY_PROF_COPY, for (size_t p = s->p0; p < s->p1; p++)
                               memcpy(f->cls + p * D, f->x + p * T * D, D * sizeof(float)));
-    norm_slice(f, s, f->lnf, f->fmean, f->frstd, f->cls, nf + HY_HEAD_NW, nf + HY_HEAD_NB, 1,
-               NULL);
-    if (shared(f, HY_PART_HEAD)) {
-        size_t n = s->p1 - s->p0;
-        hy_linear_forward(logits + s->p0 * K, f->lnf + s->p0 * D, P(f, 0, nf + HY_HEAD_W),
-                          P(f, 0, nf + HY_HEAD_B), n, D, K);
-    } else {
-        for (size_t i = 0; i < s->nseg; i++) {
-            size_t m = s->m[i], p = m * B + s->b0[i], n = s->b1[i] - s->b0[i];
-            hy_linear_forward(logits + p * K, f->lnf + p * D, P(f, m, nf + HY_HEAD_W),
-                              P(f, m, nf + HY_HEAD_B), n, D, K);
+    const float *hin = f->cls;
+    if (!post_ln(f)) {
+        norm_slice(f, s, f->lnf, f->fmean, f->frstd, f->cls, hy_xfmr_head_slot(c, HY_HEAD_NW),
+                   hy_xfmr_head_slot(c, HY_HEAD_NB), 1, NULL);
+        hin = f->lnf;
+    }
+    bool sh = shared(f, HY_PART_HEAD);
+    size_t nseg = sh ? 1 : s->nseg;   /* shared: the slice's pairs as one segment */
+    bool pool = c->pooler == HY_POOLER_TANH;
+    for (size_t i = 0; i < nseg; i++) {
+        size_t m = sh ? 0 : s->m[i], p = sh ? s->p0 : m * B + s->b0[i];
+        size_t n = sh ? s->p1 - s->p0 : s->b1[i] - s->b0[i];
+        const float *in = hin + p * D;
+        if (pool) {
+            hy_pooler_forward(f->pool + p * D, in, P(f, m, hy_xfmr_head_slot(c, HY_HEAD_PW)),
+                              P(f, m, hy_xfmr_head_slot(c, HY_HEAD_PB)), n, D);
+            in = f->pool + p * D;
         }
+        hy_linear_forward(logits + p * K, in, P(f, m, hy_xfmr_head_slot(c, HY_HEAD_W)),
+                          P(f, m, hy_xfmr_head_slot(c, HY_HEAD_B)), n, D, K);
     }
 }
 
@@ -806,14 +866,23 @@ static void rebalance(hy_fused *f, uint64_t done0, uint64_t done1, uint64_t star
     }
 }
 
+/* tokens of a forward: the model's T (vit), 1 + len (text), len (text_embed bert: the ids hold
+ * [CLS]) */
+static size_t seq_len(const hy_fused *f, const hy_batch *in) {
+    if (f->cfg.kind == HY_XFMR_VIT) return f->T;
+    return bert_embed(f) ? in->len : 1 + in->len;
+}
+
 static void forward(hy_fused *f, const hy_batch *in, size_t B, float *logits, size_t P) {
     const hy_xfmr_config *c = &f->cfg;
-    size_t M = f->M, D = c->d_model, T = c->kind == HY_XFMR_VIT ? f->T : 1 + in->len;
+    size_t M = f->M, D = c->d_model, T = seq_len(f, in);
     size_t pairs = M * B;
     if (c->kind == HY_XFMR_VIT)
         hy_patch_extract(f->patches, in->images, B, c->channels, c->image_size, c->patch);
-    for (size_t b = 0; b < B; b++)
-        f->kvalid[b] = c->kind == HY_XFMR_VIT ? (int32_t)T : 1 + in->lengths[b];
+    for (size_t b = 0; b < B; b++)   /* valid keys: CLS and the sample's tokens */
+        f->kvalid[b] = c->kind == HY_XFMR_VIT ? (int32_t)T
+                       : bert_embed(f)        ? in->lengths[b]
+                                              : 1 + in->lengths[b];
     const int32_t *kv = c->kind == HY_XFMR_VIT ? NULL : f->kvalid;
     bool emb_shared = shared(f, HY_PART_EMBED);
     int nth = (int)P;
@@ -917,7 +986,7 @@ hy_status hy_fused_forward(hy_fused *f, const hy_batch *in, size_t B, float *log
     if (f->M > HY_FUSED_MAX_MEMBERS)
         return hy_fail(HY_EINVAL, "fused: at most %d members (got %zu)", HY_FUSED_MAX_MEMBERS,
                        f->M);
-    size_t T = f->cfg.kind == HY_XFMR_VIT ? f->T : 1 + in->len;
+    size_t T = seq_len(f, in);
     size_t P = forward_threads(f, f->M * B, T);
     HY_TRY(ensure_ones(f));
     /* OpenBLAS single-threaded for the call: the slices are the parallelism */

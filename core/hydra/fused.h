@@ -10,7 +10,13 @@
  *   pos, patch / token) and the classifier head (head.*) are per member or averaged
  *   (fuse.embed, fuse.head); the LayerNorms norm1, norm2 and the final norm follow fuse.ln.
  *   With averaged embeddings the first layer's input is computed once and copied into every
- *   stream. Execution (fused.c): the rows are split into chunks of about 256 rows --
+ *   stream. The members' encoder options (xfmr.h) are the fused model's, each computed with the
+ *   model's kernels: norm post (no LN before Q/K/V and fc1; x_m = LN1_m(x_m + proj_m(...)),
+ *   x_m = LN2_m(x_m + fc2_m(...)) in place; no final LN), act gelu_tanh (hy_gelu_tanh_forward
+ *   after fc1), pooler tanh (head_m(tanh(pooler_m(.))) on the CLS row; pooler.* follow
+ *   fuse.head), text_embed bert (x_m = embed_norm_m(tok[ids] + type[type_ids] + pos), T = len,
+ *   keys >= lengths[b] masked; pos_embed, tok/type_embed and embed_norm follow fuse.embed), and
+ *   ln_eps. Execution (fused.c): the rows are split into chunks of about 256 rows --
  *   contiguous runs of (member, sample) pairs at boundaries independent of the thread count,
  *   dealt out whole to the threads, each going through every layer while it is in cache -- so
  *   the M streams are independent work that runs concurrently with no synchronisation inside
@@ -76,6 +82,7 @@ typedef struct hy_fused {
     float *cls;           /* (M, B, D) x[:, 0] after the last block */
     float *lnf;           /* (M, B, D) LN_f(cls) */
     float *fmean, *frstd; /* (M, B) final LayerNorm statistics */
+    float *pool;          /* (M, B, D) tanh(pooler(.)) (pooler tanh) */
     int32_t *kvalid;      /* (B) valid keys per sample (T for vit, 1 + length for text) */
     float *ones;          /* owned: n_heads ones, the attention gates (allocated once) */
     /* the two-thread forward's split chunk (fused.c, rebalance): the sublayer where the master

@@ -1151,6 +1151,33 @@ void hy_tokembed_backward(float *dw, const float *dout, const int32_t *ids, size
     hy_prof_add(HY_PROF_EMBED, t0, 0);
 }
 
+/* ===== BERT embedding sum ===== */
+
+void hy_bert_embed_forward(float *out, const int32_t *ids, const int32_t *tids, const float *tok,
+                           const float *type, const float *pos, size_t N, size_t T, size_t D) {
+    hy_tokembed_forward(out, ids, tok, N, D);
+    uint64_t t0 = hy_prof_t0();
+    for (size_t r = 0; r < N; r++) {
+        float *e = out + r * D;
+        const float *ps = pos + (r % T) * D;
+        if (type) {
+            const float *ty = type + (size_t)(tids ? tids[r] : 0) * D;
+            for (size_t i = 0; i < D; i++) e[i] = (e[i] + ty[i]) + ps[i];
+        } else {
+            for (size_t i = 0; i < D; i++) e[i] += ps[i];
+        }
+    }
+    hy_prof_add(HY_PROF_EMBED, t0, 0);
+}
+
+/* ===== tanh pooler ===== */
+
+void hy_pooler_forward(float *out, const float *in, const float *w, const float *b, size_t N,
+                       size_t D) {
+    hy_linear_forward(out, in, w, b, N, D, D);
+    for (size_t i = 0; i < N * D; i++) out[i] = tanhf(out[i]);
+}
+
 /* ===== [cls; emb] + pos ===== */
 
 /* sample b of hy_embed_assemble_forward */

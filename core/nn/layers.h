@@ -230,6 +230,18 @@ void hy_tokembed_forward(float *out, const int32_t *ids, const float *w, size_t 
 /*   dw (V, D) += scatter of dout (N, D) by ids. */
 void hy_tokembed_backward(float *dw, const float *dout, const int32_t *ids, size_t N, size_t D);
 
+/* ===== BERT embedding sum (text_embed bert) ===== */
+/*   out (N, D) written = (tok[ids[n]] + type[tids[n]]) + pos[n % T] (HF's order of the sums);
+ *   type NULL: tok[ids[n]] + pos[n % T]; tids NULL: every type 0. ids (N) in [0, V), tids (N)
+ *   in [0, type_vocab); tok (V, D), type (type_vocab, D), pos (T, D); N a multiple of T. */
+void hy_bert_embed_forward(float *out, const int32_t *ids, const int32_t *tids, const float *tok,
+                           const float *type, const float *pos, size_t N, size_t T, size_t D);
+
+/* ===== tanh pooler (pooler tanh) ===== */
+/*   out (N, D) written = tanh(in W^T + b); in (N, D), W (D, D), b (D); out must not alias in. */
+void hy_pooler_forward(float *out, const float *in, const float *w, const float *b, size_t N,
+                       size_t D);
+
 /* ===== [cls; emb] + pos ===== */
 /*   x (B, T, D) written: x[b,0] = cls + pos[0], x[b,t] = emb[b,t-1] + pos[t] (t >= 1);
  *   emb (B, T-1, D); cls (D); pos (T, D) (the first T rows of pos_embed). */

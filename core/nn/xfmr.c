@@ -1286,17 +1286,8 @@ static void bert_embed_forward(hy_xfmr *m, const hy_batch *in, size_t B, size_t 
     memcpy(a->ids, in->ids, N * sizeof *a->ids);
     if (in->type_ids) memcpy(a->tids, in->type_ids, N * sizeof *a->tids);
     else memset(a->tids, 0, N * sizeof *a->tids);
-    hy_tokembed_forward(a->emb, a->ids, m->p.tok_embed, N, D);
-    for (size_t r = 0; r < N; r++) {
-        float *e = a->emb + r * D;
-        const float *pos = m->p.pos_embed + (r % T) * D;
-        if (m->p.type_embed) {
-            const float *ty = m->p.type_embed + (size_t)a->tids[r] * D;
-            for (size_t i = 0; i < D; i++) e[i] = (e[i] + ty[i]) + pos[i];
-        } else {
-            for (size_t i = 0; i < D; i++) e[i] += pos[i];
-        }
-    }
+    hy_bert_embed_forward(a->emb, a->ids, a->tids, m->p.tok_embed, m->p.type_embed,
+                          m->p.pos_embed, N, T, D);
     hy_layernorm_forward(a->x, a->emb_mean, a->emb_rstd, a->emb, m->p.embed_norm_w,
                          m->p.embed_norm_b, N, D, hy_xfmr_ln_eps(c));
     for (size_t b = 0; b < B; b++) a->kvalid[b] = in->lengths[b];
@@ -1385,8 +1376,7 @@ static hy_status forward(hy_xfmr *m, const hy_batch *in, size_t B, float *logits
         HY_PROF(HY_PROF_COPY, memcpy(a->lnf, a->cls, R * D * sizeof(float)));
     const float *hin = a->lnf;
     if (c->pooler == HY_POOLER_TANH) {
-        hy_linear_forward(a->pool, a->lnf, m->p.pooler_w, m->p.pooler_b, R, D, D);
-        for (size_t i = 0; i < R * D; i++) a->pool[i] = tanhf(a->pool[i]);
+        hy_pooler_forward(a->pool, a->lnf, m->p.pooler_w, m->p.pooler_b, R, D);
         hin = a->pool;
         if (drop && c->mlp_dropout > 0.0f) {   /* the site after the last layer's */
             hy_rng r = site_rng(&fwd_rng, L, 0);

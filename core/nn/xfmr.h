@@ -224,9 +224,9 @@ size_t hy_xfmr_head_slot(const hy_xfmr_config *c, hy_head_slot which);
 bool hy_xfmr_has_head_slot(const hy_xfmr_config *c, hy_head_slot which);
 /* Head tensors: 4 (norm pre), 2 (norm post), + 2 with the pooler. */
 size_t hy_xfmr_n_head_slots(const hy_xfmr_config *c);
-/* The structural option of c the fused model and the pretraining head do not implement ("norm
- * post", "act gelu_tanh", "pooler tanh", "text_embed bert"), or NULL when it has none (the
- * default encoder, whatever its ln_eps). */
+/* The structural option of c the pretraining head does not implement ("norm post", "act
+ * gelu_tanh", "pooler tanh", "text_embed bert"), or NULL when it has none (the default encoder,
+ * whatever its ln_eps). */
 const char *hy_xfmr_nondefault_option(const hy_xfmr_config *c);
 /* The block path: norm post or act gelu_tanh run the plain kernels one after another (no fused
  * block, no small-pass team); the default encoder keeps its fused kernels. */

@@ -84,6 +84,16 @@ void l_read_model_config(lua_State *L, int arg, hy_xfmr_config *c);
  * expected)". */
 hy_xfmr *l_checksingle(lua_State *L, int arg, const char *who);
 
+/* ===== l_import.c ===== */
+
+/* The inputs table at arg of a forward of a model of config c into in (borrowing its tensors,
+ * which the table keeps alive): inputs.images float32 [B,C,H,W] (vit), or inputs.ids int32
+ * [B,len], inputs.lengths int32 [B] and the optional inputs.type_ids int32 [B,len] (text),
+ * checked by hy_xfmr_check_inputs; returns B. Raises "<who>: inputs.images must be [B,3,32,32]"
+ * and the like; allocates nothing. */
+size_t l_checkinputs(lua_State *L, int arg, const hy_xfmr_config *c, const char *who,
+                     hy_batch *in);
+
 /* ===== l_loader.c ===== */
 
 /* The dataset inside a hydra.Dataset argument. */

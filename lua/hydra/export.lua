@@ -182,21 +182,64 @@ end
 -- ranges of the member's full-size tensor; tests/ref/fused_reference.py rebuilds the members
 -- from the two files in torch. The map goes to opts.name_map (default: OUT with .safetensors
 -- replaced by .name_map.json).
+-- A fused text model (BERT-family) exports under Hugging Face names (hf-bert, the only names a
+-- text model has): "members.{m}.<HF name>" / "shared.<HF name>", the packed attn.qkv split into
+-- attention.self.query / key / value [k hd, D] (map rows: the kept heads' rows of the member's
+-- [D, D] tensor), attention.output.dense.weight [D, k hd] (cols), the position table [T, D]
+-- (rows [[0, T]] of BERT's position_embeddings).
+
+-- The fused tensors of hydra tensor `name` (its data t) of member m (nil: shared) under the
+-- names of rules `rules` (import's name map rows of that hydra name): appends to entries, map.
+local function hf_fused_entries(who, rules, name, t, m, kept, hd, all, entries, map)
+  if not rules then err.fail("%s: no Hugging Face name for the fused tensor '%s'", who, name) end
+  local thirds = { q = 0, k = 1, v = 2 }
+  for _, r in ipairs(rules) do
+    local src, tr = r[1], r[3]
+    local x = t
+    local row = m and { member = m, source = src } or { members = all, source = src,
+                                                        reduce = "mean" }
+    if thirds[tr] then
+      local kh = #kept * hd
+      x = core.tensor_select(t, 1, { { thirds[tr] * kh, thirds[tr] * kh + kh } })
+      row.rows = head_ranges(kept, hd, 0)
+    elseif tr == "pos" then   -- [1,T,D] -> BERT's [T,D], the first T rows of the source's table
+      local s = t:shape()
+      x = core.tensor_reshape(t, { s[2], s[3] })
+      row.rows = { { 0, s[2] } }
+    elseif name:match("attn%.proj%.weight$") and m then
+      row.cols = head_ranges(kept, hd, 0)
+    end
+    local fname = (m and ("members.%d."):format(m) or "shared.") .. src
+    entries[#entries + 1] = { name = fname, tensor = x }
+    map[fname] = row
+  end
+end
+
 function M.fused(opts, f)
   local who = "hydra export"
   local ckpt = opts.ckpt
-  if opts.names == "hf" then
-    err.usage("%s: a fused model exports under hydra's (timm) names only", who)
-  end
   if opts.slice then
     err.usage("%s: --slice is for members; a fused model's attention is always packed", who)
   end
   local fz = f:attrs("/fuse")
   local cfg = f:attrs("/config")
-  if cfg.kind ~= "vit" then err.fail("%s: '%s': fused text models do not export", who, ckpt) end
+  if cfg.kind == "vit" and opts.names == "hf" then
+    err.usage("%s: a fused ViT exports under hydra's (timm) names only", who)
+  end
+  local fmt = format_of(who, opts.names or (cfg.kind == "vit" and "timm" or "hf"), cfg.kind)
+  local rules   -- hf: hydra name -> the import map's rows of that name
+  if fmt ~= "timm-vit" then
+    rules = {}
+    for _, r in ipairs(import.expand(import.maps[fmt], cfg.depth)) do
+      rules[r[2]] = rules[r[2]] or {}
+      table.insert(rules[r[2]], r)
+    end
+  end
   local Mn, D, H, L = fz.members, cfg.d_model, cfg.n_heads, cfg.depth
   local hd = D // H
   local entries, map, heads = {}, {}, {}
+  local all = {}
+  for m = 0, Mn - 1 do all[#all + 1] = m end
   for m = 0, Mn - 1 do
     local g = f:read(("/members/%d/head_gates"):format(m)):totable()
     heads[m + 1] = {}
@@ -207,7 +250,11 @@ function M.fused(opts, f)
       end
     end
     for _, e in ipairs(f:list(("/members/%d"):format(m))) do
-      if e.kind == "dataset" then
+      local bl = tonumber(e.name:match("^blocks%.(%d+)%."))
+      if e.kind == "dataset" and rules and e.name ~= "head_gates" then
+        hf_fused_entries(who, rules[e.name], e.name, f:read(e.path), m,
+          bl and heads[m + 1][bl + 1] or {}, hd, all, entries, map)
+      elseif e.kind == "dataset" then
         local fname = ("members.%d.%s"):format(m, e.name)
         entries[#entries + 1] = { name = fname, tensor = f:read(e.path) }
         local l = tonumber(e.name:match("^blocks%.(%d+)%.attn%."))
@@ -228,11 +275,12 @@ function M.fused(opts, f)
       end
     end
   end
-  local all = {}
-  for m = 0, Mn - 1 do all[#all + 1] = m end
   if f:exists("/shared") then
     for _, e in ipairs(f:list("/shared")) do
-      if e.kind == "dataset" then
+      if e.kind == "dataset" and rules then
+        hf_fused_entries(who, rules[e.name], e.name, f:read(e.path), nil, {}, hd, all, entries,
+          map)
+      elseif e.kind == "dataset" then
         local fname = "shared." .. e.name
         entries[#entries + 1] = { name = fname, tensor = f:read(e.path) }
         map[fname] = { members = all, source = e.name, reduce = "mean" }
@@ -247,7 +295,7 @@ function M.fused(opts, f)
     ["hydra.version"] = core.version,
     ["hydra.source"] = core.file_sha256(ckpt),
     ["hydra.kind"] = "fused",
-    ["hydra.names"] = "timm-vit",
+    ["hydra.names"] = fmt,
     ["hydra.fuse"] = core.json_encode({ mlp = fz.mlp, ln = fz.ln, embed = fz.embed,
                                         head = fz.head, members = Mn }),
     ["hydra.config"] = core.json_encode(conf),
@@ -265,7 +313,7 @@ function M.fused(opts, f)
   local log = opts.log or function() end
   log(("%s -> %s + %s: fused model of %d members (mlp %s, ln %s, embed %s, head %s), %d tensors")
     :format(ckpt, opts.out, map_path, Mn, fz.mlp, fz.ln, fz.embed, fz.head, #entries))
-  return { format = "timm-vit", kind = "fused", heads = heads, name_map = map_path }
+  return { format = fmt, kind = "fused", heads = heads, name_map = map_path }
 end
 
 return M

@@ -482,7 +482,7 @@ function M.run(opts)
   end
   local file = opts.file
   if core.stat(file) ~= "file" then err.fail("%s: '%s': no such file", who, file) end
-  local st <close> = setmetatable({ h = err.wrap(who, core.safetensors_open, file) },
+  local st <close> = setmetatable({ h = M.open_source(who, file) },
     { __close = function(s) s.h:close() end })
   local infos = tensor_infos(st.h)
   local meta = st.h:metadata() or {}
@@ -772,7 +772,7 @@ function M.run(opts)
   end
 
   -- 5. write
-  local sha = core.file_sha256(file)
+  local sha = st.h.sha256 or core.file_sha256(file)
   local imp = {
     format = fmt, source = file, sha256 = sha, origin = hm.source or sha,
     arch = opts.arch or (cj and cj.architecture) or "", strict = opts.strict and 1 or 0,
@@ -801,6 +801,14 @@ function M.run(opts)
     cfg.d_mlp, cfg.n_classes, eps, act, opts.out))
   return { cfg = cfg, mapped = #name_map, ignored = ignored, fresh_head = fresh_head,
            preprocess = pre }
+end
+
+-- The tensors of `file`: one safetensors file, or the index of a sharded checkpoint
+-- (model.safetensors.index.json: lua/hydra/shards.lua), as a handle with names, info, read,
+-- metadata and close (a sharded one also has sha256, its provenance).
+function M.open_source(who, file)
+  if file:match("%.index%.json$") then return require("hydra.shards").open(who, file) end
+  return err.wrap(who, core.safetensors_open, file)
 end
 
 -- Gates [L,H] from kept heads per layer (JSON of a hydra export: 0-based head indices).

@@ -13,6 +13,24 @@
 /* max |fused logit - sequential logit| allowed (DESIGN §3.5) */
 #define TOL_LOGIT 1e-5
 
+static hy_xfmr_config cfg_of(hy_xfmr_kind kind);
+
+/* an imported HF BERT's options (xfmr.h): post-LN blocks, LayerNorm eps 1e-12, the embedding
+ * LayerNorm over word + token type + absolute position, the tanh pooler on [CLS]; act gelu or
+ * gelu_tanh. Images: the same block, activation and pooler options on a ViT. */
+static hy_xfmr_config cfg_bert(hy_xfmr_kind kind, hy_xfmr_act act) {
+    hy_xfmr_config c = cfg_of(kind);
+    c.ln_eps = 1e-12;
+    c.norm = HY_NORM_POST;
+    c.act = act;
+    c.pooler = HY_POOLER_TANH;
+    if (kind == HY_XFMR_TEXT) {
+        c.text_embed = HY_TEXT_EMBED_BERT;
+        c.type_vocab = 2;
+    }
+    return c;
+}
+
 static hy_xfmr_config cfg_of(hy_xfmr_kind kind) {
     hy_xfmr_config c;
     memset(&c, 0, sizeof c);
@@ -58,6 +76,7 @@ static const size_t BATCHES[] = {1, 3, MAX_B};
 typedef struct input {
     float images[MAX_B * 28 * 28];
     int32_t ids[MAX_B * 12];
+    int32_t type_ids[MAX_B * 12];
     int32_t lengths[MAX_B];
     hy_batch b;
 } input;
@@ -72,16 +91,23 @@ static void make_input(input *in, const hy_xfmr_config *c, size_t B, uint64_t se
         return;
     }
     size_t len = 9;   /* shorter than max_len 12; rows padded after their length */
+    bool bert = c->text_embed == HY_TEXT_EMBED_BERT;
     for (size_t b = 0; b < B; b++) {
         in->lengths[b] = (int32_t)(b == 0 ? len : 2 + hy_rng_below(&r, len - 2));
-        for (size_t t = 0; t < len; t++)
-            in->ids[b * len + t] = (size_t)in->lengths[b] > t
-                                       ? (int32_t)(3 + hy_rng_below(&r, c->vocab_size - 3))
-                                       : HY_TOK_PAD;
+        /* text_embed bert: [CLS] first, a second segment (type 1) from a random position */
+        size_t second = bert ? 1 + hy_rng_below(&r, (size_t)in->lengths[b]) : len;
+        for (size_t t = 0; t < len; t++) {
+            bool valid = (size_t)in->lengths[b] > t;
+            in->ids[b * len + t] = !valid           ? HY_TOK_PAD
+                                   : bert && t == 0 ? HY_TOK_CLS
+                                       : (int32_t)(3 + hy_rng_below(&r, c->vocab_size - 3));
+            in->type_ids[b * len + t] = valid && t >= second ? 1 : 0;
+        }
     }
     in->b.ids = in->ids;
     in->b.lengths = in->lengths;
     in->b.len = len;
+    if (bert) in->b.type_ids = in->type_ids;
 }
 
 /* sequential reference: logits (M, B, K) of each member's own forward */
@@ -118,8 +144,9 @@ static const hy_fuse_config ALL_MEMBER = {HY_FUSE_MEMBER, HY_FUSE_MEMBER, HY_FUS
 
 /* with nt threads: at 3 the M B (member, sample) pairs are cut into slices that run their
  * layers concurrently (unequal head counts would collide if the buffers were not disjoint) */
-static void run_equal_sequential_threads(hy_xfmr_kind kind, int nt) {
-    hy_xfmr_config c = cfg_of(kind);
+static void run_equal_sequential_threads(const hy_xfmr_config *c0, int nt) {
+    hy_xfmr_config c = *c0;
+    hy_xfmr_kind kind = c.kind;
     uint64_t seed = check_seed();
     hy_threads_init(nt);
     for (int unequal = 0; unequal <= 1; unequal++)
@@ -143,11 +170,16 @@ static void run_equal_sequential_threads(hy_xfmr_kind kind, int nt) {
         }
 }
 
-static void run_equal_sequential(hy_xfmr_kind kind) {
+static void run_equal_sequential_cfg(const hy_xfmr_config *c) {
     int threads0 = hy_threads();
-    run_equal_sequential_threads(kind, 1);
-    run_equal_sequential_threads(kind, 3);
+    run_equal_sequential_threads(c, 1);
+    run_equal_sequential_threads(c, 3);
     hy_threads_init(threads0);
+}
+
+static void run_equal_sequential(hy_xfmr_kind kind) {
+    hy_xfmr_config c = cfg_of(kind);
+    run_equal_sequential_cfg(&c);
 }
 
 static void test_sequential_images(void) { run_equal_sequential(HY_XFMR_VIT); }
@@ -157,14 +189,17 @@ static void test_sequential_text(void) { run_equal_sequential(HY_XFMR_TEXT); }
 
 static int averaged(const char *name, const hy_fuse_config *fc) {
     if (strstr(name, "attn.")) return 0;
+    if (strstr(name, "embed")) return fc->embed == HY_FUSE_AVERAGE;   /* embed_norm too */
+    if (strncmp(name, "pooler.", 7) == 0) return fc->head == HY_FUSE_AVERAGE;
     if (strstr(name, "norm")) return fc->ln == HY_FUSE_AVERAGE;
     if (strstr(name, "mlp.")) return fc->mlp == HY_FUSE_AVERAGE;
     if (strncmp(name, "head.", 5) == 0) return fc->head == HY_FUSE_AVERAGE;
     return fc->embed == HY_FUSE_AVERAGE;   /* cls_token, pos_embed, patch/tok embed */
 }
 
-static void run_average(hy_xfmr_kind kind, const hy_fuse_config *fc) {
-    hy_xfmr_config c = cfg_of(kind);
+static void run_average_cfg(const hy_xfmr_config *c0, const hy_fuse_config *fc) {
+    hy_xfmr_config c = *c0;
+    hy_xfmr_kind kind = c.kind;
     uint64_t seed = check_seed();
     size_t M = 3;
     hy_xfmr xs[3], rs[3];
@@ -207,6 +242,11 @@ static void run_average(hy_xfmr_kind kind, const hy_fuse_config *fc) {
     }
 }
 
+static void run_average(hy_xfmr_kind kind, const hy_fuse_config *fc) {
+    hy_xfmr_config c = cfg_of(kind);
+    run_average_cfg(&c, fc);
+}
+
 static void test_averaging(void) {
     const hy_fuse_mode A = HY_FUSE_AVERAGE, E = HY_FUSE_MEMBER;
     const hy_fuse_config cases[] = {{A, E, E, E}, {A, A, A, A}, {E, A, E, A}, {E, E, A, E}};
@@ -221,8 +261,10 @@ static void test_averaging(void) {
 /* logits of 1, 2 and 3 threads are bitwise identical (chunk boundaries, and so every GEMM's row
  * count, must not depend on the thread count: OpenBLAS's edge kernels round differently).
  * B = 40 with vit-fm-like T = 17: M B pairs span several chunks, which cross member streams. */
-static void run_threads_bitwise(hy_xfmr_kind kind, const hy_fuse_config *fc, bool wide) {
-    hy_xfmr_config c = cfg_of(kind);
+static void run_threads_bitwise_cfg(const hy_xfmr_config *c0, const hy_fuse_config *fc,
+                                   bool wide) {
+    hy_xfmr_config c = *c0;
+    hy_xfmr_kind kind = c.kind;
     if (wide) {
         /* vit-fm's widths (two layers): its products reach HY_GEMM_PAR_MIN_WORK, where a
          * product run as one OpenBLAS call and as its tiles round differently */
@@ -243,7 +285,7 @@ static void run_threads_bitwise(hy_xfmr_kind kind, const hy_fuse_config *fc, boo
     CHECK_OK(hy_fused_build(&f, ms, M, fc));
     CHECK_OK(hy_fused_alloc_acts(&f, B));
     static float images[B * 28 * 28];
-    int32_t ids[B * 12], lengths[B];
+    int32_t ids[B * 12], lengths[B], type_ids[B * 12];
     hy_rng r;
     hy_rng_seed(&r, seed + 5);
     hy_batch in;
@@ -262,6 +304,14 @@ static void run_threads_bitwise(hy_xfmr_kind kind, const hy_fuse_config *fc, boo
         in.ids = ids;
         in.lengths = lengths;
         in.len = 12;
+        if (c.text_embed == HY_TEXT_EMBED_BERT) {   /* [CLS] first, then two segments */
+            for (size_t b = 0; b < B; b++)
+                for (size_t t = 0; t < 12; t++) {
+                    if (t == 0) ids[b * 12] = HY_TOK_CLS;
+                    type_ids[b * 12 + t] = t < (size_t)lengths[b] && t > 5 ? 1 : 0;
+                }
+            in.type_ids = type_ids;
+        }
     }
     int threads0 = hy_threads();
     /* batch 1 and 3: 3 and 9 one-pair chunks, whose last one two threads split between its
@@ -301,6 +351,11 @@ static void run_threads_bitwise(hy_xfmr_kind kind, const hy_fuse_config *fc, boo
     hy_threads_init(threads0);
     hy_fused_release(&f);
     for (size_t m = 0; m < M; m++) hy_xfmr_release(&xs[m]);
+}
+
+static void run_threads_bitwise(hy_xfmr_kind kind, const hy_fuse_config *fc, bool wide) {
+    hy_xfmr_config c = cfg_of(kind);
+    run_threads_bitwise_cfg(&c, fc, wide);
 }
 
 static void test_threads_bitwise(void) {
@@ -599,8 +654,8 @@ static void test_counts_checked(void) {
 }
 
 /* The encoder options (xfmr.h): ln_eps is the fused model's too (fused == its members at
- * 1e-12, written to and read from the fused file); the structural options are refused by name
- * (build and load), and members differing in one are refused naming it. */
+ * 1e-12, written to and read from the fused file); members differing in an option are refused
+ * naming it; a fused file claiming an option without its tensors is refused naming the tensor. */
 static void test_encoder_options(void) {
     hy_xfmr_config c = cfg_of(HY_XFMR_TEXT);
     c.ln_eps = 1e-12;
@@ -626,24 +681,87 @@ static void test_encoder_options(void) {
     make_member(&xs[1], &c2, 51, 1, 1);
     CHECK_FAIL(hy_fused_build(&f, ms, 2, &ALL_MEMBER), HY_EINVAL,
                "fused: member 2 has a different config than member 1 (norm post vs pre)");
-    ms[0] = &xs[1];
-    CHECK_FAIL(hy_fused_build(&f, ms, 1, &ALL_MEMBER), HY_EINVAL,
-               "fused: the fused model does not support model.norm post (members); fuse pre-LN "
-               "members with act gelu, pooler none and text_embed hydra");
-    /* a fused file claiming an option (written by something else) */
-    ms[0] = &xs[0];
+    /* a fused file claiming the pooler (written by something else) has no pooler tensors */
     CHECK_OK(hy_fused_build(&f, ms, 1, &ALL_MEMBER));
     hy_h5 h;
     CHECK_OK(hy_h5_create(&h, path));
     CHECK_OK(hy_fused_write(&h, &f));
     CHECK_OK(hy_h5_set_attr_str(&h, "/config", "pooler", "tanh"));
     CHECK_OK(hy_h5_commit(&h));
-    snprintf(want, sizeof want, "fused: the fused model does not support model.pooler tanh (%s); "
-             "fuse pre-LN members with act gelu, pooler none and text_embed hydra", path);
+    snprintf(want, sizeof want, "ckpt: '%s' has no tensor 'members/0/pooler.weight' (expected "
+             "shape [32,32])", path);
     CHECK_FAIL(hy_fused_load(&g, path), HY_EINVAL, want);
     hy_fused_release(&f);
     hy_xfmr_release(&xs[0]);
     hy_xfmr_release(&xs[1]);
+}
+
+/* ===== BERT-shaped members (post-LN, token types, padding, pooler) ===== */
+
+/* fused == the members one by one (M = 1..4, equal and unequal head counts, batch 1, 3, 20,
+ * rows of several lengths padded, two token types; 1 and 3 threads), for act gelu and
+ * gelu_tanh, and the same block options on images */
+static void test_bert_sequential(void) {
+    hy_xfmr_config cs[] = {cfg_bert(HY_XFMR_TEXT, HY_ACT_GELU),
+                           cfg_bert(HY_XFMR_TEXT, HY_ACT_GELU_TANH),
+                           cfg_bert(HY_XFMR_VIT, HY_ACT_GELU_TANH)};
+    for (size_t i = 0; i < sizeof cs / sizeof *cs; i++) run_equal_sequential_cfg(&cs[i]);
+}
+
+/* averaging == members with the averaged weights substituted (the embedding LayerNorm and the
+ * token-type table follow fuse.embed, the pooler fuse.head) */
+static void test_bert_averaging(void) {
+    const hy_fuse_mode A = HY_FUSE_AVERAGE, E = HY_FUSE_MEMBER;
+    const hy_fuse_config cases[] = {{A, E, E, E}, {A, A, A, A}, {E, A, E, A}, {E, E, A, E}};
+    hy_xfmr_config c = cfg_bert(HY_XFMR_TEXT, HY_ACT_GELU);
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) run_average_cfg(&c, &cases[i]);
+}
+
+/* bitwise the same logits at 1, 2 and 3 threads (and wherever the split chunk is cut) */
+static void test_bert_threads_bitwise(void) {
+    const hy_fuse_config avg = {HY_FUSE_AVERAGE, HY_FUSE_AVERAGE, HY_FUSE_AVERAGE,
+                                HY_FUSE_AVERAGE};
+    const hy_fuse_config dflt = {HY_FUSE_AVERAGE, HY_FUSE_MEMBER, HY_FUSE_MEMBER,
+                                 HY_FUSE_MEMBER};
+    hy_xfmr_config c = cfg_bert(HY_XFMR_TEXT, HY_ACT_GELU);
+    hy_xfmr_config ct = cfg_bert(HY_XFMR_TEXT, HY_ACT_GELU_TANH);
+    run_threads_bitwise_cfg(&c, &dflt, false);
+    run_threads_bitwise_cfg(&c, &avg, false);
+    run_threads_bitwise_cfg(&ct, &ALL_MEMBER, false);
+    run_threads_bitwise_cfg(&ct, &dflt, true);
+}
+
+/* a fused BERT written and read back computes the same logits bit for bit, and its predictions
+ * (hy_fused_predict over a dataset with token types) are the member probabilities */
+static void test_bert_save_load(void) {
+    hy_xfmr_config c = cfg_bert(HY_XFMR_TEXT, HY_ACT_GELU);
+    hy_xfmr xs[2];
+    hy_xfmr *ms[2] = {&xs[0], &xs[1]};
+    for (size_t m = 0; m < 2; m++) make_member(&xs[m], &c, 70 + m, m, 1);
+    static input in;
+    make_input(&in, &c, 3, 17);
+    hy_fused f, g;
+    char path[512];
+    snprintf(path, sizeof path, "%s/bert.h5", check_tmpdir());
+    CHECK_OK(hy_fused_build(&f, ms, 2, &ALL_MEMBER));
+    CHECK_OK(hy_fused_save(path, &f));
+    CHECK_OK(hy_fused_load(&g, path));
+    CHECK(g.cfg.norm == HY_NORM_POST && g.cfg.pooler == HY_POOLER_TANH &&
+          g.cfg.text_embed == HY_TEXT_EMBED_BERT && g.cfg.type_vocab == 2,
+          "fused file options lost");
+    float a[2 * 3 * 5], b[2 * 3 * 5];   /* M B K */
+    CHECK_OK(hy_fused_alloc_acts(&f, 3));
+    CHECK_OK(hy_fused_alloc_acts(&g, 3));
+    CHECK_OK(hy_fused_forward(&f, &in.b, 3, a));
+    CHECK_OK(hy_fused_forward(&g, &in.b, 3, b));
+    CHECK(memcmp(a, b, sizeof a) == 0, "loaded fused BERT gives other logits");
+    /* the token types matter: all-zero types give other logits */
+    in.b.type_ids = NULL;
+    CHECK_OK(hy_fused_forward(&g, &in.b, 3, b));
+    CHECK(memcmp(a, b, sizeof a) != 0, "token types ignored by the fused forward");
+    hy_fused_release(&f);
+    hy_fused_release(&g);
+    for (size_t m = 0; m < 2; m++) hy_xfmr_release(&xs[m]);
 }
 
 int main(void) {
@@ -657,5 +775,9 @@ int main(void) {
     RUN(test_errors);
     RUN(test_counts_checked);
     RUN(test_encoder_options);
+    RUN(test_bert_sequential);
+    RUN(test_bert_averaging);
+    RUN(test_bert_threads_bitwise);
+    RUN(test_bert_save_load);
     return check_exit("test_fused");
 }

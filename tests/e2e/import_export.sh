@@ -11,11 +11,8 @@
 # With HYDRA_TORCH_DIR=DIR, also writes DIR/manifest.json + the exported fixture model and
 # members with hydra's logits, for `python3 tests/ref/make_import_ref.py check DIR` (torch).
 set -eu
-HYDRA=${HYDRA:-./hydra}
-T=$(mktemp -d "${TMPDIR:-/tmp}/hydra-e2e-XXXXXX")
-trap 'rm -rf "$T"' EXIT
-REF=tests/ref/import
-fail() { echo "import_export.sh: $*"; exit 1; }
+. "$(dirname "$0")/import.inc"
+import_setup import_export
 
 # --- a hydra model out and back in ---
 cat >"$T/mk.lua" <<'LUA'
@@ -91,6 +88,16 @@ ls "$T"/results/import_e2e/*/result.h5 >/dev/null 2>&1 || fail "hydra exp wrote 
     grep -q "32 tensors mapped" || fail "F16 import"
 "$HYDRA" import $REF/hf_vit --format hf-vit --out "$T/hf.h5" | grep -q "using config.json, preprocessor_config.json" ||
     fail "an HF folder"
+# a sharded HF folder (model.safetensors.index.json + 2 shards) imports as its one-file twin
+"$HYDRA" import $REF/hf_bert_sharded --format hf-bert --out "$T/sharded.h5" >"$T/sharded.log"
+grep -q "using config.json, model.safetensors.index.json" "$T/sharded.log" || fail "a sharded HF folder"
+"$HYDRA" import $REF/hf_bert --format hf-bert --out "$T/onefile.h5" >/dev/null
+h5diff "$T/sharded.h5" "$T/onefile.h5" /params /params >/dev/null ||
+    fail "the sharded import differs from the one-file import"
+mkdir "$T/shards"
+cp $REF/hf_bert_sharded/*.safetensors "$T/shards/"
+sed 's|"model-00002-of-00002.safetensors"|"../model-00002-of-00002.safetensors"|' \
+    $REF/hf_bert_sharded/model.safetensors.index.json >"$T/shards/model.safetensors.index.json"
 
 # --- bad invocations: one line, status, no traceback, no output ---
 bad() {   # bad STATUS "message part" ARGS...
@@ -118,6 +125,8 @@ bad 1 "has no tensor 'vit.embeddings.patch_embeddings.projection.weight'" \
     import $REF/timm_vit_f32.safetensors --format hf-vit --heads 4 --out "$T/bad.h5"
 head -c 1000 $REF/timm_vit_f32.safetensors >"$T/trunc.safetensors"
 bad 1 "trunc.safetensors" import "$T/trunc.safetensors" --format timm-vit --heads 4 --out "$T/bad.h5"
+bad 1 "shard '../model-00002-of-00002.safetensors' of tensor 'bert.encoder.layer.1.attention.output.LayerNorm.bias' leaves the index's folder" \
+    import "$T/shards" --format hf-bert --heads 4 --out "$T/bad.h5"
 bad 2 "--names must be timm or hf (got 'onnx')" export "$T/m2.h5" --format safetensors --names onnx --out "$T/bad.h5"
 bad 2 "--format must be safetensors (got 'onnx')" export "$T/m2.h5" --format onnx --out "$T/bad.h5"
 bad 2 "--slice is for members" export "$T/fused.h5" --format safetensors --slice --out "$T/bad.h5"
@@ -165,8 +174,10 @@ for _, src in ipairs({ { "timm", "timm-vit", ref .. "/timm_vit_f32.safetensors" 
   add(d .. "/" .. src[1] .. "_member.h5", src[1] .. "_dense", src[2], names, false)
   add(d .. "/" .. src[1] .. "_member.h5", src[1] .. "_sliced", src[2], names, true)
 end
--- the fused model of two timm members (fused_reference.py)
-local tb = core.model_load(d .. "/timm_base.h5")
+-- the fused models of two timm members and of two HF BERT members (fused_reference.py)
+for _, src in ipairs({ { "timm", "fused_", { images = images } },
+                       { "bert", "fused_bert_", text } }) do
+local tb = core.model_load(d .. "/" .. src[1] .. "_base.h5")
 local ms = {}
 for i, g in ipairs({ { { 1, 0, 1, 0 }, { 0, 1, 0, 0 } }, { { 0, 1, 1, 1 }, { 1, 0, 0, 1 } } }) do
   tb:set_gates(core.from_table("float32", g))
@@ -175,9 +186,10 @@ for i, g in ipairs({ { { 1, 0, 1, 0 }, { 0, 1, 0, 0 } }, { { 0, 1, 1, 1 }, { 1, 
 end
 for _, mode in ipairs({ "member", "average" }) do
   local fz = core.fused_new(ms, { mlp = "average", ln = mode, embed = mode, head = mode })
-  fz:save(d .. "/fused_" .. mode .. ".h5")
-  ex.run({ ckpt = d .. "/fused_" .. mode .. ".h5", out = d .. "/fused_" .. mode .. ".safetensors" })
-  local lg = fz:forward({ images = images })
+  local base = d .. "/" .. src[2] .. mode
+  fz:save(base .. ".h5")
+  ex.run({ ckpt = base .. ".h5", out = base .. ".safetensors" })
+  local lg = fz:forward(src[3])
   local M, B, K = lg:size(1), lg:size(2), lg:size(3)
   local pr = core.tensor("float32", M, B, K)
   for m = 1, M do
@@ -188,10 +200,11 @@ for _, mode in ipairs({ "member", "average" }) do
       for k = 1, K do pr:set(m, b, k, math.exp(lg:get(m, b, k) - mx) / z) end
     end
   end
-  local g <close> = h5.create(d .. "/fused_" .. mode .. "_probs.h5")
-  g:write("/images", images)
+  local g <close> = h5.create(base .. "_probs.h5")
+  for k, v in pairs(src[3]) do g:write("/" .. k, v) end
   g:write("/member_probs", pr)
   g:commit()
+end
 end
 local out = assert(io.open(d .. "/manifest.json", "w"))
 out:write(core.json_encode(man), "\n")

@@ -585,6 +585,121 @@ end
 
 -- ===== pieces =====
 
+-- The imported BERT's pruned members fused (every part per member): f:forward of the fused
+-- model on a padded batch with token types gives each member's own logits (1e-5), and the
+-- fused file predicts the same after a save / load.
+function T.hf_bert_fused_equals_members()
+  local d = dir()
+  local base = core.model_load(bert_import({ out = d .. "/fb_base.h5" }))
+  local ms, want = {}, {}
+  for i, g in ipairs({ { { 1, 0, 1, 0 }, { 0, 1, 0, 0 } }, { { 0, 1, 1, 1 }, { 1, 0, 0, 1 } } }) do
+    base:set_gates(core.from_table("float32", g))
+    base:save(d .. "/fb_m" .. i .. ".h5", {})
+    ms[i] = core.model_load(d .. "/fb_m" .. i .. ".h5")
+    want[i] = ms[i]:forward(bert_inputs())
+  end
+  local all = { mlp = "member", ln = "member", embed = "member", head = "member" }
+  local fz = core.fused_new(ms, all)
+  fz:save(d .. "/fb_fused.h5")
+  for _, f in ipairs({ fz, core.fused_load(d .. "/fb_fused.h5") }) do
+    local lg = f:forward(bert_inputs())
+    local K = lg:size(3)
+    for m = 1, 2 do
+      for b = 1, lg:size(2) do
+        for k = 1, K do
+          local got, w = lg:get(m, b, k), want[m]:get(b, k)
+          ok(math.abs(got - w) <= 1e-5, ("member %d row %d class %d: %.9g vs %.9g"):format(m, b,
+            k, got, w))
+        end
+      end
+    end
+  end
+end
+
+-- ===== sharded checkpoints (hydra.shards) =====
+
+local SHARDED = REF .. "/hf_bert_sharded"
+local SHARD1, SHARD2 = "model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"
+
+-- The committed sharded BERT imports to exactly the single-file import (every tensor, the same
+-- logits), and the checkpoint records the index as its source.
+function T.sharded_import_equals_one_file()
+  local d = dir()
+  local one = core.model_load(bert_import({ out = d .. "/one.h5" }))
+  local p = bert_import({ file = SHARDED .. "/model.safetensors.index.json",
+                          out = d .. "/sharded.h5" })
+  local sh = core.model_load(p)
+  for _, n in ipairs(one:param_names()) do
+    check.same(sh:param(n):flat(), one:param(n):flat(), n)
+  end
+  check.same(sh:forward(bert_inputs()):flat(), one:forward(bert_inputs()):flat(), "logits")
+  local f <close> = h5.open(p)
+  eq(f:attr("/import", "source"), SHARDED .. "/model.safetensors.index.json", "source")
+end
+
+-- a copy of the sharded folder with index `wm` (weight_map) and the shard files `files`
+-- ({name = bytes}); returns the index's path
+local function shard_dir(name, wm, files)
+  local d = dir() .. "/" .. name
+  assert(os.execute("mkdir -p '" .. d .. "'"))
+  for fn, bytes in pairs(files) do
+    local f = assert(io.open(d .. "/" .. fn, "wb"))
+    f:write(bytes)
+    f:close()
+  end
+  local f = assert(io.open(d .. "/model.safetensors.index.json", "w"))
+  f:write(core.json_encode({ metadata = { total_size = 0 }, weight_map = wm }))
+  f:close()
+  return d .. "/model.safetensors.index.json"
+end
+
+-- Every inconsistency of index and shards is an error naming the index file, the tensor and
+-- the shard; no output is left.
+function T.sharded_index_errors()
+  local f <close> = assert(io.open(SHARDED .. "/model.safetensors.index.json"))
+  local wm0 = core.json_decode(f:read("a")).weight_map
+  local s1, s2 = bytes(SHARDED .. "/" .. SHARD1), bytes(SHARDED .. "/" .. SHARD2)
+  local function wm(edit)
+    local t = {}
+    for k, v in pairs(wm0) do t[k] = v end
+    edit(t)
+    return t
+  end
+  local cases = {
+    { "missing", wm(function(t) t["bert.extra.weight"] = SHARD1 end), { [SHARD2] = s2 },
+      "tensor 'bert.extra.weight' is missing from its shard '" .. SHARD1 .. "'" },
+    { "unlisted", wm0, { [SHARD2] = s2, ["model-00003-of-00003.safetensors"] = s2 },
+      "shard file 'model-00003-of-00003.safetensors' of the folder is not listed in the index" },
+    { "twice", wm0, { [SHARD2] = s1 },
+      "tensor 'bert.embeddings.position_ids' is in two shards ('" .. SHARD1 .. "' and '"
+      .. SHARD2 .. "')" },
+    { "escape", wm(function(t) t["classifier.bias"] = "../hf_bert/model.safetensors" end),
+      { [SHARD2] = s2 }, "shard '../hf_bert/model.safetensors' of tensor 'classifier.bias' "
+      .. "leaves the index's folder" },
+    { "absolute", wm(function(t) t["classifier.bias"] = "/etc/passwd" end), { [SHARD2] = s2 },
+      "shard '/etc/passwd' of tensor 'classifier.bias' is an absolute path" },
+    { "unindexed", wm(function(t) t["classifier.bias"] = nil end), { [SHARD2] = s2 },
+      "tensor 'classifier.bias' of shard '" .. SHARD2 .. "' is not in the index's weight_map" },
+    { "elsewhere", wm(function(t) t["bert.embeddings.LayerNorm.bias"] = SHARD2 end),
+      { [SHARD2] = s2 }, "tensor 'bert.embeddings.LayerNorm.bias' is in shard '" .. SHARD1
+      .. "', but the index puts it in '" .. SHARD2 .. "'" },
+    { "absent", wm(function(t)
+        for k, v in pairs(t) do if v == SHARD2 then t[k] = "model-00002-of-00003.safetensors" end end
+      end), { [SHARD2] = s2 }, "shard 'model-00002-of-00003.safetensors' of tensor "
+      .. "'bert.encoder.layer.1.attention.output.LayerNorm.bias' does not exist" },
+  }
+  for _, c in ipairs(cases) do
+    local files = { [SHARD1] = s1 }
+    for k, v in pairs(c[3]) do files[k] = v end
+    local idx = shard_dir(c[1], c[2], files)
+    local out = dir() .. "/bad_" .. c[1] .. ".h5"
+    raises_has("hydra import: '" .. idx .. "': " .. c[4], function()
+      bert_import({ file = idx, out = out })
+    end)
+    ok(core.stat(out) == nil, c[1] .. ": no output left")
+  end
+end
+
 function T.json_decode_encode()
   local v = core.json_decode('{"a": [1, 2.5, "x", null, true], "b": {"c": 1e-12}}')
   eq(math.type(v.a[1]), "integer", "integers stay integers")

@@ -6,6 +6,7 @@ library), reproducing hydra's per-member probabilities.
     from fused_reference import load_members
     members = load_members("fused.safetensors", "fused.name_map.json")   # M torch modules
     probs = [m(images).softmax(-1) for m in members]                     # images [B,C,H,W]
+    probs = [m(ids, lengths, type_ids).softmax(-1) for m in members]     # a fused BERT
 
 How the files describe the model (lua/hydra/export.lua M.fused):
   fused.safetensors  "members.{m}.<timm name>" per member m (attention packed to its kept heads:
@@ -21,10 +22,17 @@ How the files describe the model (lua/hydra/export.lua M.fused):
 Member m is the timm ViT (pre-LN, exact GELU, class token) whose every tensor is
 members.{m}.<name> when present, else shared.<name>, with k_{m,l} heads in layer l: the fused
 forward of hydra computes exactly these M models side by side (DESIGN §3.5).
+A fused text model (hydra.names hf-bert) is written under Hugging Face BERT names:
+members.{m}.bert.encoder.layer.{l}.attention.self.{query,key,value}.{weight [k hd, D], bias}
+(the kept heads' rows), attention.output.dense.weight [D, k hd], bert.embeddings.* (the
+position table [T, D]: its first T rows), bert.pooler.dense.*, classifier.*; member m is then
+BertForSequenceClassification's computation (post-LN, LayerNorm eps hydra.config ln_eps, GELU
+exact or tanh by hydra.config act, the tanh pooler when present, key padding from lengths).
 
 As a check (needs h5py):
     /usr/bin/python3 tests/ref/fused_reference.py fused.safetensors fused.name_map.json \\
-        --check HYDRA.h5        # HYDRA.h5: /images [B,C,H,W] float32, /member_probs [M,B,K]
+        --check HYDRA.h5        # HYDRA.h5: /images [B,C,H,W] float32 (or /ids, /lengths,
+                                # /type_ids int32 of a text model), /member_probs [M,B,K]
 exits non-zero unless every probability is within 1e-5 of hydra's.
 """
 import json
@@ -87,17 +95,65 @@ class Member(nn.Module):
         return F.linear(z, P["head.weight"], P["head.bias"])
 
 
+class BertMember(nn.Module):
+    """one member: HF BertForSequenceClassification with kept[l] heads of size hd in layer l"""
+
+    def __init__(self, c, kept, hd):
+        super().__init__()
+        self.c, self.kept, self.hd = c, kept, hd
+        self.p = {}
+
+    def forward(self, ids, lengths, type_ids):
+        P, c, hd = self.p, self.c, self.hd
+        D, eps = c["d_model"], c.get("ln_eps", 1e-6)
+        act = c.get("act", "gelu")
+        e = "bert.embeddings."
+        B, T = ids.shape
+        x = P[e + "word_embeddings.weight"][ids]
+        if e + "token_type_embeddings.weight" in P:
+            x = x + P[e + "token_type_embeddings.weight"][type_ids]
+        x = x + P[e + "position_embeddings.weight"][:T]
+        x = F.layer_norm(x, (D,), P[e + "LayerNorm.weight"], P[e + "LayerNorm.bias"], eps)
+        pad = torch.arange(T)[None, :] >= lengths[:, None]           # [B, T] masked keys
+        bias = torch.zeros(B, 1, 1, T, dtype=x.dtype).masked_fill(pad[:, None, None, :], -math.inf)
+        for l, k in enumerate(self.kept):
+            b = "bert.encoder.layer.%d." % l
+            s = b + "attention.self."
+            q, kk, v = (F.linear(x, P[s + n + ".weight"], P[s + n + ".bias"])
+                        .reshape(B, T, k, hd).transpose(1, 2) for n in ("query", "key", "value"))
+            a = ((q @ kk.transpose(-2, -1)) * hd ** -0.5 + bias).softmax(dim=-1)
+            y = (a @ v).transpose(1, 2).reshape(B, T, k * hd)
+            o = b + "attention.output."
+            x = F.layer_norm(x + F.linear(y, P[o + "dense.weight"], P[o + "dense.bias"]), (D,),
+                             P[o + "LayerNorm.weight"], P[o + "LayerNorm.bias"], eps)
+            h = F.linear(x, P[b + "intermediate.dense.weight"], P[b + "intermediate.dense.bias"])
+            h = F.gelu(h, approximate="tanh") if act == "gelu_tanh" else F.gelu(h)
+            o = b + "output."
+            x = F.layer_norm(x + F.linear(h, P[o + "dense.weight"], P[o + "dense.bias"]), (D,),
+                             P[o + "LayerNorm.weight"], P[o + "LayerNorm.bias"], eps)
+        z = x[:, 0]
+        if "bert.pooler.dense.weight" in P:
+            z = torch.tanh(F.linear(z, P["bert.pooler.dense.weight"], P["bert.pooler.dense.bias"]))
+        return F.linear(z, P["classifier.weight"], P["classifier.bias"])
+
+
 def load_members(st_path, map_path):
     tensors, meta = read_safetensors(st_path)
     name_map = json.load(open(map_path))
     if meta.get("hydra.kind") != "fused":
         raise SystemExit("%s is not a fused Hydra export (hydra.kind %r)" % (st_path, meta.get("hydra.kind")))
     c = json.loads(meta["hydra.config"])
-    if c.get("act", "gelu") != "gelu" or c.get("norm", "pre") != "pre":
-        raise SystemExit("only pre-LN exact-GELU ViTs are rebuilt here")
+    names = meta.get("hydra.names", "timm-vit")
+    if names == "hf-bert":
+        cls = BertMember
+    elif names == "timm-vit" and c.get("act", "gelu") == "gelu" and c.get("norm", "pre") == "pre":
+        cls = Member
+    else:
+        raise SystemExit("rebuilt here: pre-LN exact-GELU timm ViTs and hf-bert text models "
+                         "(got %s, %s)" % (names, c))
     heads = json.loads(meta["hydra.heads"])
     hd = int(meta["hydra.head_dim"])
-    members = [Member(c, [len(h) for h in hm], hd) for hm in heads]
+    members = [cls(c, [len(h) for h in hm], hd) for hm in heads]
     for name, t in tensors.items():
         row = name_map[name]
         if row.get("kind") == "gates":
@@ -114,12 +170,18 @@ def main(argv):
     if len(argv) >= 5 and argv[3] == "--check":
         import h5py
         with h5py.File(argv[4], "r") as f:
-            images = torch.from_numpy(f["images"][()]).double()
             want = torch.from_numpy(f["member_probs"][()]).double()
+            if "ids" in f:
+                inputs = [torch.from_numpy(f[k][()]).long() for k in ("ids", "lengths", "type_ids")]
+                what = "sentences"
+            else:
+                inputs = [torch.from_numpy(f["images"][()]).double()]
+                what = "images"
         with torch.no_grad():
-            got = torch.stack([m(images).softmax(-1) for m in members])
+            got = torch.stack([m(*inputs).softmax(-1) for m in members])
         d = (got - want).abs().max().item()
-        print("%d members, %d images: max |p_torch - p_hydra| = %.3g" % (len(members), images.shape[0], d))
+        print("%d members, %d %s: max |p_torch - p_hydra| = %.3g" % (len(members), inputs[0].shape[0],
+                                                                    what, d))
         if not d <= 1e-5:
             raise SystemExit("per-member probabilities differ by more than 1e-5")
 

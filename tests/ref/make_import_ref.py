@@ -11,6 +11,7 @@ here by hand, with the exact timm / Hugging Face state_dict key names):
     /usr/bin/python3 tests/ref/make_import_ref.py big PATH   # a ViT-S/16-224-shaped random
                                                              # timm file (not committed)
     /usr/bin/python3 tests/ref/make_import_ref.py big-bert DIR  # a BERT-base-shaped HF folder
+    /usr/bin/python3 tests/ref/make_import_ref.py shards     # hf_bert_sharded/ from hf_bert/
 
 Models (weights random, fixed seed; every reference computed in float64 from the stored
 weights):
@@ -26,6 +27,11 @@ weights):
   HF ViT     the same sizes with ViTForImageClassification's keys (vit.embeddings.*,
              vit.encoder.layer.{l}.attention.attention.{query,key,value}.*, ...), split q/k/v,
              layer_norm_eps 1e-12, with config.json and preprocessor_config.json
+  HF BERT, sharded  hf_bert_sharded/: the same tensors as hf_bert/model.safetensors in two shards
+             (model-0000{1,2}-of-00002.safetensors: the embeddings and layer 0, then layer 1,
+             the pooler and the classifier) with transformers' model.safetensors.index.json
+             ({"metadata": {"total_size": bytes}, "weight_map": {name: shard}}), and the same
+             config.json, tokenizer_config.json and vocab.txt
 D is 32 rather than 64 and the MLP 2D rather than 4D so that all fixtures stay under 500 KiB
 (safetensors files are raw float32); the importer takes every size from the tensor shapes.
 
@@ -41,9 +47,10 @@ HYDRA_TORCH_DIR=DIR: a list of {"file": exported .safetensors, "format": "timm-v
 /type_ids}. Each file is
 loaded with load_state_dict(strict=True) into the stock-shaped module (per-layer head counts
 from __metadata__ "hydra.heads" for a sliced member) and its float64 logits must match hydra's
-within atol 1e-4 + rtol 1e-5. DIR/fused_{member,average}.safetensors (+ .name_map.json, and
-hydra's per-member probabilities in fused_*_probs.h5) are rebuilt by tests/ref/fused_reference.py,
-within 1e-5.
+within atol 1e-4 + rtol 1e-5. DIR/fused_{member,average}.safetensors (two timm ViT members) and
+DIR/fused_bert_{member,average}.safetensors (two members of the HF BERT, under HF names) (+
+.name_map.json, and hydra's per-member probabilities in fused_*_probs.h5) are rebuilt by
+tests/ref/fused_reference.py, within 1e-5.
 """
 import hashlib
 import json
@@ -489,6 +496,30 @@ def generate():
             total += os.path.getsize(os.path.join(root, fn))
     print("wrote %s (%d bytes)" % (OUT, total))
     print("timm F32 logits[0]:", res["F32"][0, :4].tolist())
+    shard_bert()
+
+
+def shard_bert():
+    """hf_bert/ as a sharded checkpoint in hf_bert_sharded/ (see the docstring)"""
+    src, dst = os.path.join(OUT, "hf_bert"), os.path.join(OUT, "hf_bert_sharded")
+    os.makedirs(dst, exist_ok=True)
+    sd, meta = st_read(os.path.join(src, "model.safetensors"))
+    first = lambda n: n.startswith("bert.embeddings.") or n.startswith("bert.encoder.layer.0.")
+    weight_map, total = {}, 0
+    for i, pick in enumerate((first, lambda n: not first(n))):
+        shard = "model-%05d-of-00002.safetensors" % (i + 1)
+        part = {n: t for n, t in sd.items() if pick(n)}
+        st_write(os.path.join(dst, shard), part, "F32", meta,
+                 {n: "I64" for n in part if n.endswith("position_ids")})
+        for n, t in part.items():
+            weight_map[n] = shard
+            total += t.numel() * (8 if n.endswith("position_ids") else 4)
+    write_json(os.path.join(dst, "model.safetensors.index.json"),
+               {"metadata": {"total_size": total}, "weight_map": weight_map})
+    for fn in ("config.json", "tokenizer_config.json", "vocab.txt"):
+        with open(os.path.join(src, fn), "rb") as f, open(os.path.join(dst, fn), "wb") as g:
+            g.write(f.read())
+    print("wrote", dst)
 
 
 # ===== torch checks of hydra's exports =====
@@ -557,12 +588,12 @@ def check(d):
               diff.max().item(), "ok" if ok else "FAIL"))
         bad += not ok
     import fused_reference   # tests/ref/fused_reference.py (torch only)
-    for mode in ("member", "average"):
-        st = os.path.join(d, "fused_%s.safetensors" % mode)
+    for name in ("fused_member", "fused_average", "fused_bert_member", "fused_bert_average"):
+        st = os.path.join(d, name + ".safetensors")
         if os.path.exists(st):
-            print("fused (ln/embed/head %s):" % mode, end=" ")
-            fused_reference.main(["", st, os.path.join(d, "fused_%s.name_map.json" % mode),
-                                  "--check", os.path.join(d, "fused_%s_probs.h5" % mode)])
+            print("%s (ln/embed/head %s):" % (name, name.split("_")[-1]), end=" ")
+            fused_reference.main(["", st, os.path.join(d, name + ".name_map.json"),
+                                  "--check", os.path.join(d, name + "_probs.h5")])
     if bad:
         raise SystemExit("%d export(s) do not reproduce hydra's logits" % bad)
 
@@ -610,6 +641,8 @@ if __name__ == "__main__":
         big(sys.argv[2])
     elif len(sys.argv) >= 3 and sys.argv[1] == "big-bert":
         big_bert(sys.argv[2])
+    elif len(sys.argv) == 2 and sys.argv[1] == "shards":
+        shard_bert()
     elif len(sys.argv) == 1:
         generate()
     else:

@@ -6,7 +6,8 @@
  *   f:info() -> { members, mlp, ln, embed, head, params, flops (at the full sequence length
  *     seq_len), seq_len, kept = { {k per layer}... } }
  *   f:flops(T) -> forward FLOPs of one sample at sequence length T (hy_fused_flops)
- *   f:forward({images = float32 [B,C,H,W]}) -> member logits [M,B,K]
+ *   f:forward(inputs) -> member logits [M,B,K]: inputs.images float32 [B,C,H,W], or inputs.ids,
+ *                        lengths (and type_ids) of a text model (as m:forward's)
  *   f:gates() -> float32 [M,L,H]   f:close()  (also __gc / __close; idempotent)
  *   core.fused_time(f, B, reps, seed) -> seconds per forward of a batch of B random images
  *     (after one warm-up), for the cost benchmark (core.model_time: l_xfmr.c). */
@@ -154,25 +155,17 @@ static int l_fused_gates(lua_State *L) {
 
 /* ===== timing (cost benchmark) ===== */
 
-/* f:forward({images = float32 [B,C,H,W]}) -> member logits float32 [M,B,K] (image models). */
+/* f:forward(inputs) -> member logits float32 [M,B,K]; inputs as m:forward's (l_checkinputs:
+ * images, or ids, lengths and type_ids). */
 static int l_fused_forward(lua_State *L) {
     hy_fused *f = check_fused(L, 1);
-    luaL_checktype(L, 2, LUA_TTABLE);
     const hy_xfmr_config *c = &f->cfg;
-    if (c->kind != HY_XFMR_VIT) return luaL_error(L, "fused: forward takes image models");
-    lua_getfield(L, 2, "images");
-    hy_tensor *img = l_checktensor(L, -1);
-    if (img->dtype != HY_F32 || img->ndim != 4 || img->shape[0] < 1 ||
-        img->shape[1] != (int64_t)c->channels || img->shape[2] != (int64_t)c->image_size ||
-        img->shape[3] != (int64_t)c->image_size)
-        return luaL_error(L, "fused: forward: inputs.images must be float32 [B,%d,%d,%d]",
-                          (int)c->channels, (int)c->image_size, (int)c->image_size);
-    size_t B = (size_t)img->shape[0];
+    hy_batch in;
+    size_t B = l_checkinputs(L, 2, c, "fused: forward", &in);
     int64_t shape[3] = {(int64_t)f->M, (int64_t)B, (int64_t)c->n_classes};
     hy_tensor *out = l_pushtensor(L);
     if (hy_tensor_alloc(out, HY_F32, 3, shape) != HY_OK) return l_raise(L);
-    if (f->B_cap < B && hy_fused_alloc_acts(f, B) != HY_OK) return l_raise(L);
-    hy_batch in = {.images = img->data};
+    if ((f->B_cap < B || !f->acts) && hy_fused_alloc_acts(f, B) != HY_OK) return l_raise(L);
     if (hy_fused_forward(f, &in, B, out->data) != HY_OK) return l_raise(L);
     return 1;
 }

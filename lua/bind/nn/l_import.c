@@ -258,7 +258,8 @@ static int l_tensor_scale_ranges(lua_State *L) {
 }
 
 /* The tensor at field `key` of the table at arg, of dtype dt (NULL when absent). */
-static hy_tensor *opt_field_tensor(lua_State *L, int arg, const char *key, hy_dtype dt) {
+static hy_tensor *opt_field_tensor(lua_State *L, int arg, const char *key, hy_dtype dt,
+                                   const char *who) {
     lua_getfield(L, arg, key);
     if (lua_isnil(L, -1)) {
         lua_pop(L, 1);
@@ -266,49 +267,53 @@ static hy_tensor *opt_field_tensor(lua_State *L, int arg, const char *key, hy_dt
     }
     hy_tensor *t = l_checktensor(L, -1);
     if (t->dtype != dt)
-        luaL_error(L, "model: forward: inputs.%s must be %s (got %s)", key, hy_dtype_name(dt),
+        luaL_error(L, "%s: inputs.%s must be %s (got %s)", who, key, hy_dtype_name(dt),
                    hy_dtype_name(t->dtype));
     lua_pop(L, 1);   /* the table at arg keeps it alive */
     return t;
 }
 
-static int l_model_forward(lua_State *L) {
-    hy_xfmr *m = l_checkmodel(L, 1);
-    luaL_checktype(L, 2, LUA_TTABLE);
-    const hy_xfmr_config *c = &m->cfg;
-    hy_batch in = {0};
+size_t l_checkinputs(lua_State *L, int arg, const hy_xfmr_config *c, const char *who,
+                     hy_batch *in) {
+    luaL_checktype(L, arg, LUA_TTABLE);
+    memset(in, 0, sizeof *in);
     size_t B;
     if (c->kind == HY_XFMR_VIT) {
-        hy_tensor *img = opt_field_tensor(L, 2, "images", HY_F32);
-        if (!img) return luaL_error(L, "model: forward: an image model needs inputs.images");
+        hy_tensor *img = opt_field_tensor(L, arg, "images", HY_F32, who);
+        if (!img) luaL_error(L, "%s: an image model needs inputs.images", who);
         if (img->ndim != 4 || img->shape[0] < 1 || img->shape[1] != (int64_t)c->channels ||
             img->shape[2] != (int64_t)c->image_size || img->shape[3] != (int64_t)c->image_size)
-            return luaL_error(L, "model: forward: inputs.images must be [B,%d,%d,%d]",
-                              (int)c->channels, (int)c->image_size, (int)c->image_size);
+            luaL_error(L, "%s: inputs.images must be [B,%d,%d,%d]", who, (int)c->channels,
+                       (int)c->image_size, (int)c->image_size);
         B = (size_t)img->shape[0];
-        in.images = img->data;
+        in->images = img->data;
     } else {
-        hy_tensor *ids = opt_field_tensor(L, 2, "ids", HY_I32);
-        hy_tensor *len = opt_field_tensor(L, 2, "lengths", HY_I32);
-        hy_tensor *tt = opt_field_tensor(L, 2, "type_ids", HY_I32);
+        hy_tensor *ids = opt_field_tensor(L, arg, "ids", HY_I32, who);
+        hy_tensor *len = opt_field_tensor(L, arg, "lengths", HY_I32, who);
+        hy_tensor *tt = opt_field_tensor(L, arg, "type_ids", HY_I32, who);
         if (!ids || !len)
-            return luaL_error(L, "model: forward: a text model needs inputs.ids and "
-                                 "inputs.lengths");
+            luaL_error(L, "%s: a text model needs inputs.ids and inputs.lengths", who);
         if (ids->ndim != 2 || ids->shape[0] < 1 || len->ndim != 1 ||
             len->shape[0] != ids->shape[0])
-            return luaL_error(L, "model: forward: inputs.ids must be [B,len] and "
-                                 "inputs.lengths [B]");
+            luaL_error(L, "%s: inputs.ids must be [B,len] and inputs.lengths [B]", who);
         if (tt && (tt->ndim != 2 || tt->shape[0] != ids->shape[0] ||
                    tt->shape[1] != ids->shape[1]))
-            return luaL_error(L, "model: forward: inputs.type_ids must have the shape of "
-                                 "inputs.ids");
+            luaL_error(L, "%s: inputs.type_ids must have the shape of inputs.ids", who);
         B = (size_t)ids->shape[0];
-        in.ids = ids->data;
-        in.type_ids = tt ? tt->data : NULL;
-        in.lengths = len->data;
-        in.len = (size_t)ids->shape[1];
+        in->ids = ids->data;
+        in->type_ids = tt ? tt->data : NULL;
+        in->lengths = len->data;
+        in->len = (size_t)ids->shape[1];
     }
-    if (hy_xfmr_check_inputs(c, &in, B, "model: forward") != HY_OK) return l_raise(L);
+    if (hy_xfmr_check_inputs(c, in, B, who) != HY_OK) l_raise(L);
+    return B;
+}
+
+static int l_model_forward(lua_State *L) {
+    hy_xfmr *m = l_checkmodel(L, 1);
+    const hy_xfmr_config *c = &m->cfg;
+    hy_batch in;
+    size_t B = l_checkinputs(L, 2, c, "model: forward", &in);
     int64_t shape[2] = {(int64_t)(B * hy_xfmr_members(m)), (int64_t)c->n_classes};
     hy_tensor *out = l_pushtensor(L);
     if (hy_tensor_alloc(out, HY_F32, 2, shape) != HY_OK) return l_raise(L);

@@ -22,7 +22,14 @@ unmodified timm / transformers code reproduces hydra's gated logits. --slice rem
 heads instead (q/k/v rows and projection columns; a layer may keep 0 heads) and records the
 per-layer head counts in __metadata__ hydra.head_counts. __metadata__ also holds hydra.heads (the
 kept heads per layer), hydra.head_dim, hydra.ln_eps, hydra.act and hydra.source (the origin's
-sha256), so `hydra import` of the file needs no --heads and restores the member exactly.]],
+sha256), so `hydra import` of the file needs no --heads and restores the member exactly.
+
+A fused Hydra model (from `hydra fuse`) is written as "members.{m}.<name>" (each member's
+tensors, attention packed to its kept heads) and "shared.<name>" (what the fusion averaged),
+plus FILE.name_map.json, where each tensor sits in the members' full-size tensors. A fused ViT
+uses hydra's timm names; a fused BERT-family model Hugging Face names (query / key / value of
+the kept heads apart). tests/ref/fused_reference.py rebuilds the members in PyTorch from the two
+files.]],
   run = function(args)
     local opts = argparse.parse(args, {
       command = "export", usage = USAGE,

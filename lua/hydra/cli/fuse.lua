@@ -13,8 +13,10 @@ return {
 fused model (DESIGN §3.5): each member keeps its residual stream and its kept heads' Q/K/V/O
 slices; --mlp average (default) merges fc1/fc2 into their mean, applied to every stream as one
 GEMM; --ln, --embed, --head (default member) average the LayerNorms (norm1, norm2, final norm),
-the embeddings (cls, pos, patch/token; the first layer's input is then computed once) and the
-classifier head. Defaults come from the fuse section of configs/defaults.yaml. FUSED.h5 holds
+the embeddings (cls, pos, patch/token, a BERT's token types and embedding LayerNorm; the first
+layer's input is then computed once) and the classifier head (with a BERT's pooler). The
+members' encoder options (post-LN blocks, gelu_tanh, the tanh pooler, BERT's embedding) are the
+fused model's. Defaults come from the fuse section of configs/defaults.yaml. FUSED.h5 holds
 /config, /fuse (mlp, ln, embed, head, members), /members/{m}/... (m 0-based),
 /members/{m}/head_gates, /shared/... and /meta (data_mean, data_std, members). `hydra predict`
 accepts it and writes /member_probs. Members of different prunings are refused unless

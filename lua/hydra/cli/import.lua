@@ -17,6 +17,11 @@ ViTForImageClassification, q/k/v concatenated into attn.qkv; hf-bert:
 BertForSequenceClassification) and writes CKPT.h5, an ordinary checkpoint that predict, prune,
 finetune, fuse and exp accept. DIR stands for DIR/model.safetensors with DIR's config.json,
 preprocessor_config.json, vocab.txt and tokenizer_config.json when present (options override).
+A sharded checkpoint (DIR/model.safetensors.index.json, whose weight_map names the shard file
+of every tensor, and the shards) is read shard by shard and imported as one file; the index
+must name exactly the tensors the shards hold (a tensor missing from its shard, in another
+shard or in two, a shard file of DIR not listed, a shard path leaving DIR: errors naming the
+file and tensor). FILE may also be such an index file.
 
 Sizes come from the tensor shapes. What shapes cannot tell comes from --heads, --arch (a timm
 name such as vit_small_patch16_224: heads and preprocessing), --config (an HF config.json:
@@ -54,8 +59,13 @@ tokenizer, do_lower_case, max_len, vocab); `hydra info CKPT.h5` shows them.]],
     local found = {}
     if core.stat(src) == "dir" then
       file = src .. "/model.safetensors"
+      if core.stat(file) ~= "file" then   -- a sharded checkpoint (lua/hydra/shards.lua)
+        file = src .. "/" .. require("hydra.shards").INDEX
+        found[#found + 1] = require("hydra.shards").INDEX
+      end
       if core.stat(file) ~= "file" then
-        err.fail("hydra import: folder '%s' has no model.safetensors", src)
+        err.fail("hydra import: folder '%s' has no model.safetensors (nor %s)", src,
+          require("hydra.shards").INDEX)
       end
       for key, name in pairs({ config = "config.json", preprocessor = "preprocessor_config.json",
                                vocab = "vocab.txt", ["tokenizer-config"] = "tokenizer_config.json" }) do
