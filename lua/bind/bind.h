@@ -23,6 +23,7 @@ typedef struct hy_dataset hy_dataset;
 typedef struct hy_augment hy_augment;
 typedef struct hy_xfmr hy_xfmr;
 typedef struct hy_xfmr_config hy_xfmr_config;
+typedef struct hy_batch hy_batch;
 
 #define L_TENSOR "hydra.Tensor"
 #define L_MODEL "hydra.Model"
