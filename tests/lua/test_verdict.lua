@@ -47,6 +47,12 @@ function T.rule_needs_both_tests()
   eq(verdict.rule(against, { lo = -0.09, hi = -0.01 }, "higher"), "fails", "both against")
   eq(verdict.rule(against, { lo = -0.09, hi = -0.01 }, "lower"), "holds", "lower is better")
   eq(verdict.rule(beyond, { lo = -0.01, hi = 0.09 }, "higher"), "within noise", "CI keeps 0")
+  eq(select(2, verdict.rule(beyond, { lo = -0.01, hi = 0.09 }, "higher")),
+    "only the seed test is beyond noise", "CI keeps 0: reason")
+  eq(select(2, verdict.rule(noisy, { lo = 0.01, hi = 0.09 }, "higher")),
+    "only the sample test is beyond noise", "p >= alpha: reason")
+  eq(select(2, verdict.rule(noisy, { lo = -0.01, hi = 0.09 }, "higher")),
+    "neither test is beyond noise", "neither: reason")
   eq(verdict.rule(noisy, { lo = 0.01, hi = 0.09 }, "higher"), "within noise", "p >= alpha")
   eq(verdict.rule(beyond, { lo = -0.09, hi = -0.01 }, "higher"), "within noise", "disagree")
   eq(verdict.rule({ n = 1, mean = 0.3 }, { lo = 0.2, hi = 0.4 }, "higher"), "within noise",
