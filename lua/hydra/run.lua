@@ -4,7 +4,9 @@
 --
 --   local run = require("hydra").run
 --   run.id(cfg)       -> run-id: the first 12 hex digits of hydra.config.hash of cfg with the keys
---                        that cannot change a result removed (results_dir, threads, sweep.*).
+--                        that cannot change a result removed (results_dir, threads, sweep.*);
+--                        when cfg.methods names a method of run.METHOD_REVISION, hashed once
+--                        more with those methods' revisions.
 --   run.dir(cfg [, id]) -> "<results_dir>/<experiment>/<run-id>" (id: run.id(cfg) when known)
 --   run.status(cfg [, dir]) -> "complete" | "damaged" | "partial" | "absent", dir [, why]
 --                        complete  = dir/result.h5 opens and holds the completion mark (its
@@ -100,8 +102,24 @@ local function shallow_without(cfg, keys)
   return c
 end
 
+-- Methods whose results changed by design for an unchanged config, with the revision of that
+-- change: a run that has one of them gets another run-id, so a run folder written before the
+-- change is recomputed (from the cached stages that still apply), never reused. A run without
+-- them keeps its run-id. deep_ensemble 2: member i of seed s is base seed M*s + i - 1 (disjoint
+-- members across seeds; revision 1 shared them: seed + i - 1).
+M.METHOD_REVISION = { deep_ensemble = 2, deep_ensemble_scratch = 2 }
+
 function M.id(cfg)
-  return config.hash(shallow_without(cfg, M.ID_EXCLUDE)):sub(1, 12)
+  local h = config.hash(shallow_without(cfg, M.ID_EXCLUDE))
+  local rev = {}
+  for _, m in ipairs(type(cfg.methods) == "table" and cfg.methods or {}) do
+    if M.METHOD_REVISION[m] then rev[#rev + 1] = m .. "=" .. M.METHOD_REVISION[m] end
+  end
+  if #rev > 0 then
+    table.sort(rev)
+    h = core.hash64(h .. "\nmethod_revision " .. table.concat(rev, ","))
+  end
+  return h:sub(1, 12)
 end
 
 -- id: run.id(cfg) when the caller has it (hashing the config is the cost of a sweep's --list)

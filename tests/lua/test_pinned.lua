@@ -53,9 +53,10 @@ local function attrs_text(a, skip)
   return table.concat(out, ";")
 end
 
--- digest of a file: every dataset's bytes under its path; with attrs(path) -> skip function or
--- nil, also the attributes of the groups and datasets it returns a function for
-local function file_digest(path, attrs)
+-- digest of a file: every dataset's bytes under its path (but those skip_data(path) is true
+-- for); with attrs(path) -> skip function or nil, also the attributes of the groups and datasets
+-- it returns a function for
+local function file_digest(path, attrs, skip_data)
   local f <close> = hydra.h5.open(path)
   local lines = {}
   local function walk(group)
@@ -66,7 +67,7 @@ local function file_digest(path, attrs)
     for _, e in ipairs(f:list(group)) do
       if e.kind == "group" then
         walk(e.path)
-      else
+      elseif not (skip_data and skip_data(e.path)) then
         local bytes
         if e.dtype == "string" then bytes = table.concat(f:read_strings(e.path), "\0")
         else bytes = tensor_bytes(f:read(e.path)) end
@@ -94,8 +95,9 @@ local function stages_digest(cache, names)
   return sha(table.concat(ds, "\n")), #ds
 end
 
--- the metrics of a run: every dataset of result.h5 (per-sample arrays) and the attributes of its
--- metrics and cost groups (timings left out; with skip_flops also the cost's flops)
+-- the metrics of a run: every dataset of result.h5 (per-sample arrays, learning curves) and the
+-- attributes of its metrics and cost groups (timings left out; with skip_flops also the cost's
+-- flops)
 local TIMING = { infer_ms_per_batch = true, infer_ms = true, seconds = true }
 local function metrics_digest(result, skip_flops)
   local function attrs(group)
@@ -112,7 +114,9 @@ local function metrics_digest(result, skip_flops)
   local f <close> = hydra.h5.open(result)
   local names = {}
   for _, e in ipairs(f:list("/methods")) do names[#names + 1] = e.name end
-  return file_digest(result, attrs), table.concat(names, ",")
+  -- the learning curves' wall-clock column (/curves/<stage>/seconds) is a timing too
+  local function timing(path) return path:match("^/curves/.*/seconds$") ~= nil end
+  return file_digest(result, attrs, timing), table.concat(names, ",")
 end
 
 -- ===== the tiny worlds =====
@@ -212,29 +216,29 @@ end
 -- are recorded per kernel set: OpenBLAS's core (core.blas_info().corename: its GEMM
 -- micro-kernels round differently on another CPU family) and the vector unit the build targets
 -- (attention's lanes).
-local ID = { image = "f4c75b0e74cb", text = "c4bad2aeb939" }
+local ID = { image = "7da1a4967dbf", text = "9b1f9340b59e" }
 local IMAGE_AVX = {   -- the image run rounds the same with AVX2 and AVX-512 builds
-  params = "4c330b19310e918f3da62a59ba48caa70aefdf32b9cb5a0814d25e0dba835d83",
-  preds = "b739a50cf26c64015388c43e9a1770504a8c11b3396086ecec904699fdb3ef71",
-  metrics = "6080289c8bd5e654171f8eea01d58b28dfdf8f7280ea2d3c18b47dada42168c9",
+  params = "93d86973f62f532c3aafe3c1d321f9da157debcd9c9e987bf6da473601566377",
+  preds = "0cbbbd5c763537a0a6b83a675f8ac07bdf21edc18edd4c6e8695e534ebcbf11f",
+  metrics = "ac6626a6e9ed703c3ef2fcb9991072013981754eec564bfb9f6c968009b013ee",
 }
 local TEXT_AVX2 = {
-  params = "eede310b4a28236f690d554ee45559a9a5d697ad3c096ba708da8ded189a7183",
-  preds = "fcc9a28ca6b449b177dbcef33f0134e733bef7e72ba6d9040e3d2bd9f3c0b946",
-  metrics = "eb62a4934483fd0fddd6bef165470ed80a68ef3bebf6e9096a49feee943e272b",
+  params = "1d766e0afe348cd8908833c3ff7858fa218f885c4383de14293fcba96bf91e65",
+  preds = "0741afd319fd7772bcf91d436ab395b8331422f26042ba583049e13d42e3a340",
+  metrics = "8301da22dba1bfe4e18bb461b778fbbaf5a2e53b5859ac96f9ca9bbc75b44de4",
 }
 local PIN = {
   -- OpenBLAS's own choice on AVX-512 Zen 4/5 (OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset)
   ["Cooperlake/avx512"] = {
     image = {
-      params = "03115a1205923daea01c23ef024829e31e0c8b97dda68d8821341c09de6ae211",
-      preds = "0e21bfa404fa7b33a49d48eb3d98d5cdc0416e4b1bda66593c7b15dc5fc95c66",
-      metrics = "7c5392453b17a87d48642c180c3dcce55a5d74997b2f9fe0a5403db251e9c82e",
+      params = "7b1d13f07547df209c7f32bb298a8f51d635cdebd3dab842973e0635c0c0d862",
+      preds = "0883ff7a4edc6086a2be4a4b5b554263ab59036fd22069170246692e5316981e",
+      metrics = "88ba1d2161838bb7f6c9f2f48336b74d3bd82abe2694422e1c0bf398d3f421c4",
     },
     text = {
-      params = "9c0a793b8a249960cd2fb75e82cef888aa2df1336870e49dc90f3480e22827f5",
-      preds = "13bfedc89023ad6b2792f0599d09728fa96f97039d747d9259851a8c3a22e5d1",
-      metrics = "49d7e5a6c0cbb3032e7a4648172ec9c9cfb2286d4dce69b855197309e10f6518",
+      params = "830f544befb95768723585134e93015ececab1de0e65e43fc09f981991b3ba52",
+      preds = "02aef2a4fef9417e05e93a2c15a4e981444292faaaecb9df19a81be688408890",
+      metrics = "18319d1a014c76a6e9bab6e4ece68ceb7422d25ca08016a00cb9cca89a2911f2",
     },
   },
   ["Zen/avx2"] = { image = IMAGE_AVX, text = TEXT_AVX2 },
@@ -242,9 +246,9 @@ local PIN = {
   ["Haswell/avx512"] = {
     image = IMAGE_AVX,
     text = {
-      params = "5570f566635aa2b0b886995c0119bf374fe2c317910bb4f2ff29aab72a668c29",
-      preds = "d4c2b0fd02aa484551ac0839c785801733b8d1000c3a51b5e7a934fe16d83a20",
-      metrics = "f84dfa1bde2a5d72b911f4fe2a191882a720596c820937077555c199a77741cb",
+      params = "e236974de77ba73f856062441f4d8ddd0ea8922e23df573b2b5ecb17aada77ae",
+      preds = "1895872d85012b73e6d822be009d2aa6b788d4266f01498581d280134a6e3aca",
+      metrics = "5833714a7daad215caf5bdb4c34f50999f3f36c9c688c5f9b29acc452b0d952d",
     },
   },
 }
@@ -272,7 +276,8 @@ local function compare(name, d)
   end
   eq(d.methods, "circavg,deep_ensemble,hydra_circ,hydra_taylor,mc_dropout,single,taylor",
     name .. " every method ran")
-  eq(d.n_params_files, 13, name .. " stage files with parameters or gates (3 distinct members)")
+  -- seed 3: the Single's base 3 and Deep Ensembles' bases 6 and 7 (M*seed .. M*seed+M-1)
+  eq(d.n_params_files, 14, name .. " stage files with parameters or gates (3 distinct members)")
   eq(d.n_preds, 21, name .. " prediction files (ID test, OOD set, ID val split per method)")
   if not p and not core.debug then
     io.stderr:write(("%s: params %s\n  preds %s\n  metrics %s\n"):format(name, d.params, d.preds,
