@@ -9,6 +9,8 @@
 --                                        ix = { id = rows, ood = { [set] = rows } })
 --   verdict.bootstrap(pairs, key [, opts]) -> { diff, lo, hi, B, seed } of the mean over seeds of
 --                                        metric(a) - metric(b), resampling the test samples
+--   verdict.bootstrap_many(rows, comps [, opts]) -> the same for several comparisons on the
+--                                        same resamples
 --   verdict.rule(t, boot, better)     -> "holds" | "within noise" | "fails", reason
 --   verdict.text(t, boot, better, scale) -> the cell text: difference, p, CI and the verdict
 --
@@ -277,7 +279,7 @@ local function stream(seed)
   end
 end
 
-local function rows(draw, n)
+local function rows_of(draw, n)
   local t = {}
   for i = 1, n do t[i] = draw(n) end
   return core.from_table("int64", t)
@@ -292,56 +294,109 @@ local function quantile(sorted, q)
   return lo + f * (sorted[i + 2] - lo)
 end
 
--- prs = { { a = samples, b = samples }, ... } (one pair per seed, verdict.samples). Returns
--- { diff = mean over seeds of metric(a) - metric(b) on every sample, lo, hi = the percentile
--- interval (ALPHA) of that mean over B resamples, B, seed }. Each resample draws the ID rows
--- and then each OOD set's rows (in the first pair's set order) with replacement from one
--- splitmix64 stream seeded with opts.seed (default M.SEED); every pair and both methods use
--- those rows, so the test sets must be the same samples (same sizes) in every result.
-function M.bootstrap(prs, key, opts)
+-- rows = { [name] = { [seed] = samples } } (verdict.samples of one method per seed), comps = {
+-- { a = name, b = name, key = metric }... }. For each comparison: { diff = the mean over the
+-- seeds both rows have of metric(a) - metric(b) on every sample, lo, hi = the percentile
+-- interval (ALPHA) of that mean over B resamples, B, seed, n = those seeds }. Each resample
+-- draws the ID rows and then each OOD set's rows (in the set order of the first comparison's
+-- first result) with replacement from one splitmix64 stream seeded with opts.seed (default
+-- M.SEED); every comparison, row and seed uses those rows (a paired bootstrap), so every
+-- result must hold the same test samples (same set sizes). A metric is computed once per row,
+-- seed and resample.
+function M.bootstrap_many(rows, comps, opts)
   opts = opts or {}
   local B, seed = opts.B or M.B, opts.seed or M.SEED
-  if #prs == 0 then err.fail("verdict.bootstrap: no results to compare") end
-  local first = prs[1].a
-  local p = parse(key)
-  if not p then err.fail("verdict.bootstrap: metric '%s' has no per-sample form", key) end
+  if #comps == 0 then return {} end
+  local function seeds_of(name)
+    local r = rows[name]
+    if not r then err.fail("verdict.bootstrap: no results for '%s'", tostring(name)) end
+    local out = {}
+    for s in pairs(r) do out[#out + 1] = s end
+    table.sort(out)
+    return out
+  end
+  local common = {}
+  for i, c in ipairs(comps) do
+    if not parse(c.key) then
+      err.fail("verdict.bootstrap: metric '%s' has no per-sample form", tostring(c.key))
+    end
+    local inb = {}
+    for _, s in ipairs(seeds_of(c.b)) do inb[s] = true end
+    common[i] = {}
+    for _, s in ipairs(seeds_of(c.a)) do if inb[s] then common[i][#common[i] + 1] = s end end
+    if #common[i] == 0 then
+      err.fail("verdict.bootstrap: '%s' and '%s' have no seed in common", c.a, c.b)
+    end
+  end
+  local first = rows[comps[1].a][common[1][1]]
   local n_id = need(first.id.correct, "id/correct", first):numel()
   local sizes = {}
   for _, name in ipairs(first.sets) do
     sizes[name] = need(first.ood[name].scores[first.score], "ood/" .. name .. "/scores", first)
       :numel()
   end
-  for _, pr in ipairs(prs) do
-    for _, s in ipairs({ pr.a, pr.b }) do
-      if need(s.id.correct, "id/correct", s):numel() ~= n_id then
-        err.fail("verdict.bootstrap: the ID test sets differ in size (%d and %d samples): a "
-          .. "paired bootstrap needs the same test samples", n_id, s.id.correct:numel())
-      end
-      for name, n in pairs(sizes) do
-        local o = s.ood[name]
-        local sc = o and o.scores[s.score]
-        if not sc or sc:numel() ~= n then
-          err.fail("verdict.bootstrap: OOD set '%s' differs between the results (%d samples "
-            .. "in the first, %s here)", name, n, sc and tostring(sc:numel()) or "none")
+  for _, c in ipairs(comps) do
+    for _, name in ipairs({ c.a, c.b }) do
+      for _, s in pairs(rows[name]) do
+        if need(s.id.correct, "id/correct", s):numel() ~= n_id then
+          err.fail("verdict.bootstrap: the ID test sets differ in size (%d and %d samples): a "
+            .. "paired bootstrap needs the same test samples", n_id, s.id.correct:numel())
+        end
+        for set, n in pairs(sizes) do
+          local o = s.ood[set]
+          local sc = o and o.scores[s.score]
+          if not sc or sc:numel() ~= n then
+            err.fail("verdict.bootstrap: OOD set '%s' differs between the results (%d samples "
+              .. "in the first, %s here)", set, n, sc and tostring(sc:numel()) or "none")
+          end
         end
       end
     end
   end
-  local function stat(ix)
-    local sum = 0
-    for _, pr in ipairs(prs) do sum = sum + M.metric(pr.a, key, ix) - M.metric(pr.b, key, ix) end
-    return sum / #prs
+  local memo
+  local function value(name, s, key, ix)
+    local k = name .. "\0" .. s .. "\0" .. key
+    local v = memo[k]
+    if v == nil then v = M.metric(rows[name][s], key, ix); memo[k] = v end
+    return v
+  end
+  local function stats(ix)
+    memo = {}
+    local out = {}
+    for i, c in ipairs(comps) do
+      local sum = 0
+      for _, s in ipairs(common[i]) do
+        sum = sum + value(c.a, s, c.key, ix) - value(c.b, s, c.key, ix)
+      end
+      out[i] = sum / #common[i]
+    end
+    return out
   end
   local draw = stream(seed)
   local vals = {}
+  for i = 1, #comps do vals[i] = {} end
   for r = 1, B do
-    local ix = { id = rows(draw, n_id), ood = {} }
-    for _, name in ipairs(first.sets) do ix.ood[name] = rows(draw, sizes[name]) end
-    vals[r] = stat(ix)
+    local ix = { id = rows_of(draw, n_id), ood = {} }
+    for _, name in ipairs(first.sets) do ix.ood[name] = rows_of(draw, sizes[name]) end
+    for i, v in ipairs(stats(ix)) do vals[i][r] = v end
   end
-  table.sort(vals)
-  return { diff = stat(nil), lo = quantile(vals, M.ALPHA / 2), hi = quantile(vals, 1 - M.ALPHA / 2),
-           B = B, seed = seed }
+  local observed = stats(nil)
+  local out = {}
+  for i = 1, #comps do
+    table.sort(vals[i])
+    out[i] = { diff = observed[i], lo = quantile(vals[i], M.ALPHA / 2),
+               hi = quantile(vals[i], 1 - M.ALPHA / 2), B = B, seed = seed, n = #common[i] }
+  end
+  return out
+end
+
+-- prs = { { a = samples, b = samples }, ... } (one pair per seed): bootstrap_many of one
+-- comparison.
+function M.bootstrap(prs, key, opts)
+  if #prs == 0 then err.fail("verdict.bootstrap: no results to compare") end
+  local rows = { a = {}, b = {} }
+  for i, pr in ipairs(prs) do rows.a[i], rows.b[i] = pr.a, pr.b end
+  return M.bootstrap_many(rows, { { a = "a", b = "b", key = key } }, opts)[1]
 end
 
 -- ===== the rule =====
