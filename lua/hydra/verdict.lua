@@ -428,6 +428,12 @@ function M.rule(t, boot, better)
   return "within noise", "neither test is beyond noise"
 end
 
+-- "p 0.074", "p < 0.001"
+function M.p_text(p)
+  if p < 0.001 then return "p < 0.001" end
+  return ("p %.3f"):format(p)
+end
+
 -- The text of a verdict cell: "−3.98 (p 0.210; CI −4.52, −3.41): within noise", differences
 -- scaled by `scale` (100: percentage points) with `fmt` (default "%.2f").
 function M.text(t, boot, better, scale, fmt)
@@ -439,7 +445,7 @@ function M.text(t, boot, better, scale, fmt)
   end
   local v = M.rule(t, boot, better)
   local parts = {}
-  parts[#parts + 1] = t.p and ("p %.3f"):format(t.p) or ("n = %d"):format(t.n)
+  parts[#parts + 1] = t.p and M.p_text(t.p) or ("n = %d"):format(t.n)
   if boot then parts[#parts + 1] = ("CI %s, %s"):format(num(boot.lo), num(boot.hi)) end
   return ("%s (%s): %s"):format(t.mean and signed(t.mean) or "–", table.concat(parts, "; "), v)
 end

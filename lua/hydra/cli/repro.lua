@@ -4,7 +4,8 @@ local core = require("hydra.core")
 local err = require("hydra.err")
 
 local USAGE = "hydra repro NAME|all [--profile quick|paper] [--jobs N] [--seeds K] "
-  .. "[--shard i/n|auto] [--threads T] [key=value ...]"
+  .. "[--shard i/n|auto] [--threads T] [key=value ...]\n"
+  .. "       hydra repro --write|--check [--doc FILE] [--summaries DIR] [--resamples B]"
 
 -- `all`, in this order (quickstart is the demo, not a table of the paper)
 local ALL = { "table_image", "table_text", "ablation_pruning", "ablation_members",
@@ -33,16 +34,40 @@ minutes) or paper (configs/experiments/paper.yaml: vit-fm on the full data, hour
 paper_repro.md). Sweep experiments run their points with --jobs worker processes; complete runs
 and cached stages are reused, so an interrupted repro resumes where it stopped. --seeds K runs
 K seeds (mean ± std in the tables). key=value overrides apply to every run. `make demo` is
-`hydra repro quickstart`, `make repro` is `hydra repro all --profile paper`.]],
+`hydra repro quickstart`, `make repro` is `hydra repro all --profile paper` then
+`hydra repro --write`.
+
+--write regenerates the tables of paper_repro.md (--doc) between `<!-- hydra:table NAME -->`
+and `<!-- /hydra:table -->` (lua/hydra/paper.lua: one spec per NAME); the prose is never touched.
+It first writes the result summary of every experiment whose paper-profile runs are all
+complete (results/paper/<experiment>/values.csv and bootstrap.csv, --summaries; --resamples:
+bootstrap resamples, default 1000), then the tables from the summaries; it changes nothing when
+a summary is missing. --check compares the committed tables with what the summaries give (and
+the summaries with the run folders, where every run is present), names every stale cell (file,
+table, row, column, committed and computed text) or missing summary, and exits 1 if any.]],
   run = function(args)
     local opts = argparse.parse(args, {
       command = "repro",
       usage = USAGE,
       options = { profile = "string", jobs = "integer", seeds = "integer", shard = "string",
-                  threads = "integer" },
-      positional = { min = 1, max = 1, names = { "NAME|all" } },
+                  threads = "integer", write = "flag", check = "flag", doc = "string",
+                  summaries = "string", resamples = "integer" },
+      positional = { min = 0, max = 1, names = { "NAME|all" } },
       overrides = true,
     })
+    if opts.write or opts.check then
+      if opts.write and opts.check then
+        err.usage("hydra repro: --write or --check, not both")
+      end
+      if opts.positional[1] then
+        err.usage("hydra repro: --%s takes no experiment name (got '%s')",
+          opts.write and "write" or "check", opts.positional[1])
+      end
+      return require("hydra.repro_paper").run(opts)
+    end
+    if not opts.positional[1] then
+      err.usage("hydra repro: expected NAME|all, --write or --check")
+    end
     local profile = opts.profile or "quick"
     if profile ~= "quick" and profile ~= "paper" then
       err.usage("hydra repro: --profile must be quick or paper, got '%s'", profile)
