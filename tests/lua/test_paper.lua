@@ -61,7 +61,8 @@ function T.summaries_hold_the_runs_numbers()
   for _, run in ipairs(w.runs) do
     local seed = math.tointeger(tonumber(run.flat.seed))
     for _, res in ipairs(run.loaded.results) do
-      for _, k in ipairs({ "acc", "calibration/nll", "ood_avg_auroc_msp", "ood_avg_fpr95_id_maxlogit",
+      for _, k in ipairs({ "acc", "calibration/nll", "ood_avg_auroc_msp",
+                           "ood_avg_fpr95_id_maxlogit",
                            "misclf_auroc_maxlogit" }) do
         eq(s.values[res.name][k][seed], hydra.report.metric_of(res, k), res.name .. " " .. k)
       end

@@ -118,7 +118,8 @@ function T.bootstrap_is_paired_and_deterministic()
   local a = samples(80, 0.3, 11, 12)
   -- the same samples on both sides: every resample's difference is exactly 0 (an unpaired
   -- resampling would spread it)
-  local same = verdict.bootstrap({ { a = a, b = a }, { a = a, b = a } }, "ood_avg_auroc", { B = 50 })
+  local same = verdict.bootstrap({ { a = a, b = a }, { a = a, b = a } }, "ood_avg_auroc",
+    { B = 50 })
   eq(same.diff, 0.0, "diff")
   eq(same.lo, 0.0, "lo")
   eq(same.hi, 0.0, "hi")
