@@ -360,7 +360,7 @@ local function execute_locked(cfg, opts, summary)
     local cache = stages.new({ dir = opts.cache_dir, log = function(line) log("  %s", line) end })
     output.mkdir_p(dir .. "/methods", "run")
     output.mkdir_p(dir .. "/plots", "run")
-    local files, costs, stage_lines, used = {}, {}, {}, {}
+    local files, costs, stage_lines, used, diags = {}, {}, {}, {}, {}
     local B = cfg.train.eval_batch_size
     for i, mod in ipairs(mods) do
       local name = methods[i]
@@ -388,6 +388,11 @@ local function execute_locked(cfg, opts, summary)
       res.method = mod.label
       files[i] = dir .. "/methods/" .. name .. ".h5"
       eval.write(res, files[i])
+      if pred.diagnose then   -- e.g. Hydra (Circ)'s circuit diagnostics (hydra.diagnostics)
+        local td = core.now()
+        diags[i] = pred.diagnose(files[i], sets)
+        log("  %s: diagnostics (%.1f s)", mod.label, core.now() - td)
+      end
       local ms, nb = pred:time_batch(sets[1], B, 5)
       local cost = pred:cost_on(sets[1])   -- FLOPs at the ID test set's token lengths (text)
       costs[i] = { params = cost.params, flops = cost.flops, flops_padded = cost.flops_padded,
@@ -496,6 +501,18 @@ local function execute_locked(cfg, opts, summary)
         copy_tree(src, f, "/methods/" .. name)
         f:set_attr("/methods/" .. name, "method_name", name)
         for k, v in pairs(costs[i]) do f:set_attr("/methods/" .. name .. "/cost", k, v) end
+        local d = diags[i]
+        if d then   -- /methods/<name>/diagnostics (results/README.md, "Circuit diagnostics")
+          local g = "/methods/" .. name .. "/diagnostics"
+          for p, t in pairs(d.data) do f:write(g .. "/" .. p, t) end
+          for rel, a in pairs(d.attrs) do
+            for k, v in pairs(a) do f:set_attr(rel == "" and g or (g .. "/" .. rel), k, v) end
+          end
+          local have, present = {}, {}
+          for _, c in ipairs(curve_sets) do have["/curves/" .. c.id] = true end
+          for _, c in ipairs(d.curves or {}) do if have[c] then present[#present + 1] = c end end
+          f:set_attr(g, "curves", table.concat(present, ","))
+        end
       end
       f:commit()
     end)

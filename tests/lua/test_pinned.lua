@@ -220,12 +220,12 @@ local ID = { image = "7da1a4967dbf", text = "9b1f9340b59e" }
 local IMAGE_AVX = {   -- the image run rounds the same with AVX2 and AVX-512 builds
   params = "93d86973f62f532c3aafe3c1d321f9da157debcd9c9e987bf6da473601566377",
   preds = "0cbbbd5c763537a0a6b83a675f8ac07bdf21edc18edd4c6e8695e534ebcbf11f",
-  metrics = "ac6626a6e9ed703c3ef2fcb9991072013981754eec564bfb9f6c968009b013ee",
+  metrics = "bab879a81d4f2c1e9515666c04874a6af438cca9c0a2dd3dd7175fea67f4a8ba",
 }
 local TEXT_AVX2 = {
   params = "1d766e0afe348cd8908833c3ff7858fa218f885c4383de14293fcba96bf91e65",
   preds = "0741afd319fd7772bcf91d436ab395b8331422f26042ba583049e13d42e3a340",
-  metrics = "8301da22dba1bfe4e18bb461b778fbbaf5a2e53b5859ac96f9ca9bbc75b44de4",
+  metrics = "938751ab4653cb0589c73f84e7adbcd552bc456bd8b29f46ce1a8d8f8ba4b2f8",
 }
 local PIN = {
   -- OpenBLAS's own choice on AVX-512 Zen 4/5 (OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset)
@@ -233,12 +233,12 @@ local PIN = {
     image = {
       params = "7b1d13f07547df209c7f32bb298a8f51d635cdebd3dab842973e0635c0c0d862",
       preds = "0883ff7a4edc6086a2be4a4b5b554263ab59036fd22069170246692e5316981e",
-      metrics = "88ba1d2161838bb7f6c9f2f48336b74d3bd82abe2694422e1c0bf398d3f421c4",
+      metrics = "47c1725a81f517d822bd94741873967736dc1c6ac2a90bd90dc4b5c56a291742",
     },
     text = {
       params = "830f544befb95768723585134e93015ececab1de0e65e43fc09f981991b3ba52",
       preds = "02aef2a4fef9417e05e93a2c15a4e981444292faaaecb9df19a81be688408890",
-      metrics = "18319d1a014c76a6e9bab6e4ece68ceb7422d25ca08016a00cb9cca89a2911f2",
+      metrics = "55e2d78d0a1c4eeb9839e0588f0bbf372b332ed965c7e18fe801c22690e54516",
     },
   },
   ["Zen/avx2"] = { image = IMAGE_AVX, text = TEXT_AVX2 },
@@ -248,7 +248,7 @@ local PIN = {
     text = {
       params = "e236974de77ba73f856062441f4d8ddd0ea8922e23df573b2b5ecb17aada77ae",
       preds = "1895872d85012b73e6d822be009d2aa6b788d4266f01498581d280134a6e3aca",
-      metrics = "5833714a7daad215caf5bdb4c34f50999f3f36c9c688c5f9b29acc452b0d952d",
+      metrics = "ba10f6fe076afea66cb5be21597671b505959c8d6c85f56644bee5b13cde3267",
     },
   },
 }

@@ -610,16 +610,28 @@ end
 
 -- The whole pruned pipeline: base model -> gates (variant) -> fine-tuned members -> fused model
 -- -> predictor.
+-- The predictor's .pruned keeps what the pipeline used (base_path, base_key, gates_path,
+-- gates_key, gates [M,L,H], objectives (the circuit search's, per member), member_paths,
+-- member_keys) for the method's diagnostics (hydra.diagnostics).
 function C.pruned_method(ctx, name, variant)
   local cfg = ctx.cfg
   local base_path, base_key = C.base_model(ctx, cfg.seed, cfg.model.dropout)
-  local _, gates_key, gates = C.gates(ctx, base_path, base_key, variant)
+  local gates_path, gates_key, gates = C.gates(ctx, base_path, base_key, variant)
   local paths, keys = {}, {}
   for m = 1, gates:size(1) do
     paths[m], keys[m] = C.member(ctx, base_path, base_key, gates_key, gates, m)
   end
   local fpath, fkey = C.fused(ctx, paths, keys)
-  return C.fused_predictor(ctx, fpath, fkey, { name = name, seeds = { cfg.seed } })
+  local pred = C.fused_predictor(ctx, fpath, fkey, { name = name, seeds = { cfg.seed } })
+  local objectives
+  do
+    local f <close> = h5.open(gates_path)
+    objectives = require("hydra.fs").split_list(f:attrs("/").objectives)
+  end
+  pred.pruned = { base_path = base_path, base_key = base_key, gates_path = gates_path,
+                  gates_key = gates_key, gates = gates, objectives = objectives,
+                  member_paths = paths, member_keys = keys }
+  return pred
 end
 
 -- The method table (see THE METHOD INTERFACE) of a pruned method: `variant` as in C.gates_cfg;
