@@ -7,6 +7,9 @@
 --                                      dir/bootstrap.csv (the paired bootstrap of every
 --                                      comparison); runs = hydra.report_sweep.collect's list
 --   paper.values_text(experiment, runs) -> the text values.csv would get (no bootstrap)
+--   paper.values_csv(experiment, rows, keys) / paper.bootstrap_csv(experiment, comps, res)
+--                                      the two files' texts (an experiment script that computes
+--                                      its own rows, experiments/b2_circuit_knockout.lua)
 --   paper.read_summary(dir) -> summary (nil, missing file when absent)
 --   paper.render(spec, summary, where) -> the lines of one generated block
 --   paper.blocks(text, path) -> the marked blocks of a document
@@ -271,18 +274,18 @@ local function header(experiment, what)
     :format(M.FORMAT, experiment, what)
 end
 
-function M.values_text(experiment, runs)
-  local rows = resolve_rows(experiment, runs)
-  local keys = keys_of(experiment)
+-- The text of values.csv: rows = { { id, label, values = { [seed] = { [key] = value } } } } in
+-- row order, keys in column order (missing values are left out).
+function M.values_csv(experiment, rows, keys)
   local lines = { header(experiment, "the per-seed metrics of every row"),
                   "row,label,seed,key,value\n" }
   for _, row in ipairs(rows) do
     local seeds = {}
-    for s in pairs(row.by_seed) do seeds[#seeds + 1] = s end
+    for s in pairs(row.values) do seeds[#seeds + 1] = s end
     table.sort(seeds)
     for _, s in ipairs(seeds) do
       for _, k in ipairs(keys) do
-        local v = report.metric_of(row.by_seed[s].res, k)
+        local v = row.values[s][k]
         if type(v) == "number" then
           lines[#lines + 1] = table.concat({ csv_field(row.id), csv_field(row.label), tostring(s),
             k, num(v) }, ",") .. "\n"
@@ -290,7 +293,32 @@ function M.values_text(experiment, runs)
       end
     end
   end
-  return table.concat(lines), rows
+  return table.concat(lines)
+end
+
+-- The text of bootstrap.csv: comps = { { a, b, key } }, res = verdict.bootstrap_many's results.
+function M.bootstrap_csv(experiment, comps, res)
+  local lines = { header(experiment, "paired bootstrap over the test samples of every comparison"),
+                  "a,b,key,resamples,boot_seed,seeds,diff,lo,hi\n" }
+  for i, c in ipairs(comps) do
+    local r = res[i]
+    lines[#lines + 1] = table.concat({ csv_field(c.a), csv_field(c.b), c.key, tostring(r.B),
+      tostring(r.seed), tostring(r.n), num(r.diff), num(r.lo), num(r.hi) }, ",") .. "\n"
+  end
+  return table.concat(lines)
+end
+
+function M.values_text(experiment, runs)
+  local rows = resolve_rows(experiment, runs)
+  local keys = keys_of(experiment)
+  for _, row in ipairs(rows) do
+    row.values = {}
+    for s, e in pairs(row.by_seed) do
+      row.values[s] = {}
+      for _, k in ipairs(keys) do row.values[s][k] = report.metric_of(e.res, k) end
+    end
+  end
+  return M.values_csv(experiment, rows, keys), rows
 end
 
 -- Writes dir/values.csv and dir/bootstrap.csv of `experiment` from its runs (opts.B, opts.seed:
@@ -303,8 +331,6 @@ function M.summarize(experiment, runs, dir, opts)
   for _, r in ipairs(rows) do by_id[r.id] = r end
   local comps, seen = {}, {}
   for _, t in ipairs(tables_of(experiment)) do
-    local ids = {}
-    for _, r in ipairs(rows) do ids[#ids + 1] = r.id end
     for _, c in ipairs(comparisons(t, table_row_ids(t, rows))) do
       local k = c.a .. "\0" .. c.b .. "\0" .. c.key
       if not seen[k] and verdict.resamplable(c.key) and by_id[c.a] and by_id[c.b] then
@@ -330,16 +356,9 @@ function M.summarize(experiment, runs, dir, opts)
   local ok, res = pcall(verdict.bootstrap_many, samples, comps, { B = opts.B, seed = opts.seed })
   for _, f in pairs(files) do f:close() end
   if not ok then error(res, 0) end
-  local lines = { header(experiment, "paired bootstrap over the test samples of every comparison"),
-                  "a,b,key,resamples,boot_seed,seeds,diff,lo,hi\n" }
-  for i, c in ipairs(comps) do
-    local r = res[i]
-    lines[#lines + 1] = table.concat({ csv_field(c.a), csv_field(c.b), c.key, tostring(r.B),
-      tostring(r.seed), tostring(r.n), num(r.diff), num(r.lo), num(r.hi) }, ",") .. "\n"
-  end
   require("hydra.output").mkdir_p(dir, "paper")
   report.write_text(dir .. "/values.csv", vtext)
-  report.write_text(dir .. "/bootstrap.csv", table.concat(lines))
+  report.write_text(dir .. "/bootstrap.csv", M.bootstrap_csv(experiment, comps, res))
   return { values = dir .. "/values.csv", bootstrap = dir .. "/bootstrap.csv", rows = #rows,
            comparisons = #comps }
 end
