@@ -1,7 +1,8 @@
 -- lua/hydra/paper.lua: the generated tables of paper_repro.md (`hydra repro --write / --check`).
 --
 --   paper.TABLES, paper.table(name)    the table specs: name, experiment, kind ("metrics" or
---                                      "verdicts"), columns, rows, verdict / comparisons
+--                                      "verdicts"), columns, rows, verdict / comparisons; script
+--                                      = true: the experiment script writes the summary itself
 --   paper.summarize(experiment, runs, dir [, opts])  writes the experiment's result summary:
 --                                      dir/values.csv (the per-seed metrics of every row) and
 --                                      dir/bootstrap.csv (the paired bootstrap of every
@@ -51,7 +52,15 @@ for _, sc in ipairs({ "msp", "maxlogit" }) do
   M.COLUMNS["ood_" .. sc] = cols
 end
 
+M.COLUMNS.b2 = { pct("acc", "Acc ↑"), pct("ood_avg_auroc_msp", "OOD avg AUROC ↑"),
+                 pct("ood_near_auroc_msp", "Near AUROC ↑"),
+                 pct("ood_far_auroc_msp", "Far AUROC ↑"),
+                 pct("ood_avg_fpr95_msp", "OOD avg FPR95 ↓") }
+
 local CAPTIONS = {
+  b2 = "The base model with no gradient step, heads knocked out (gate 0) in every layer; Acc on "
+    .. "the ID test set; OOD positive, score MSP, OOD avg = unweighted mean over every OOD set, "
+    .. "Near / Far = over the near / far group, FPR95 = ID flagged at 95 %% OOD recall",
   id = "Acc, ECE (15 equal-width bins) and NLL on the ID test set, +TS after temperature "
     .. "scaling fitted on the ID validation split; Misclf AUROC = misclassification detection "
     .. "(misclassified positive) with the MSP and max-logit scores",
@@ -135,6 +144,22 @@ do
         columns = "ood_msp", rows = rows,
         verdict = { key = "ood_avg_auroc_msp", better = "higher",
                     what = "the same method with the merged MLP" } })
+end
+
+do
+  local comps = {}
+  for _, b in ipairs({ "random", "low_importance", "none" }) do
+    comps[#comps + 1] = { a = "circuit", b = b, key = "ood_avg_auroc_msp", better = "lower" }
+  end
+  local rows = {}
+  for _, r in ipairs({ "none", "circuit", "low_importance", "random" }) do
+    rows[#rows + 1] = { method = r }
+  end
+  -- summaries written by experiments/b2_circuit_knockout.lua itself (no run folders)
+  add({ name = "b2_circuit_knockout.knockout", experiment = "b2_circuit_knockout",
+        columns = "b2", rows = rows, script = true })
+  add({ name = "b2_circuit_knockout.verdicts", experiment = "b2_circuit_knockout",
+        kind = "verdicts", comparisons = comps, script = true })
 end
 
 function M.table(name) return by_name[name] end
@@ -528,9 +553,9 @@ function M.render(t, summary, where)
       .. "interval of the mean difference%s.*"):format(where, seeds_text(seed_list(summary, ids,
       keys)), boot_b and (", %d resamples"):format(boot_b) or "")
     lines[#lines + 1] = ""
-    lines[#lines + 1] = md_row({ "A", "B", "Metric", "A (mean ± std)", "B (mean ± std)",
-      "Difference", "Seed test", "Sample test (CI)", "Verdict" })
-    lines[#lines + 1] = "|---|---|---|---:|---:|---:|---|---|---|"
+    lines[#lines + 1] = md_row({ "A", "B", "Metric", "Claim", "A (mean ± std)",
+      "B (mean ± std)", "Difference", "Seed test", "Sample test (CI)", "Verdict" })
+    lines[#lines + 1] = "|---|---|---|---|---:|---:|---:|---|---|---|"
     for _, c in ipairs(t.comparisons) do
       local title, col = key_title(c.key)
       local tt, boot, seeds = compared(summary, c)
@@ -542,7 +567,8 @@ function M.render(t, summary, where)
       local bt = boot and ("%s, %s"):format(signed(boot.lo), signed(boot.hi)) or "none"
       lines[#lines + 1] = md_row({ report.md_escape(label_of(summary, c.a)),
         report.md_escape(label_of(summary, c.b)), title,
-        cell(summary, c.a, col, #seeds), cell(summary, c.b, col, #seeds),
+        c.better == "higher" and "A > B" or "A < B", cell(summary, c.a, col, #seeds),
+        cell(summary, c.b, col, #seeds),
         tt.mean and signed(tt.mean) or "–", st, bt, (verdict.rule(tt, boot, c.better)) })
     end
     return lines
@@ -555,7 +581,7 @@ function M.render(t, summary, where)
   local keys = {}
   for i, c in ipairs(cols) do keys[i] = c.key end
   local seeds = seed_list(summary, ids, keys)
-  local cap = t.columns == "id" and CAPTIONS.id
+  local cap = CAPTIONS[t.columns] and CAPTIONS[t.columns]:format()
     or CAPTIONS.ood:format(M.SCORE_TITLES[t.columns:match("^ood_(.*)$")])
   local vtext = ""
   if t.verdict then

@@ -51,9 +51,15 @@ function M.run(opts)
     err.usage("hydra repro: --resamples must be >= 2")
   end
   local exps = experiments_of(doc)
+  -- experiments whose script writes its summary (paper.TABLES' script = true) have no runs
+  local function by_script(e)
+    for _, t in ipairs(paper.tables_of(e)) do if not t.script then return false end end
+    return true
+  end
   if opts.write then
     for _, e in ipairs(exps) do
-      local runs, why = paper_runs(e, overrides)
+      local runs, why = nil, ("its summary is written by experiments/%s.lua"):format(e)
+      if not by_script(e) then runs, why = paper_runs(e, overrides) end
       if runs then
         local t0 = core.now()
         local r = paper.summarize(e, runs, sumdir .. "/" .. e, { B = opts.resamples })
@@ -69,7 +75,7 @@ function M.run(opts)
   end
   local problems = paper.check(doc, sumdir)
   for _, e in ipairs(exps) do
-    local runs = paper_runs(e, overrides)
+    local runs = not by_script(e) and paper_runs(e, overrides)
     local committed = require("hydra.fs").read_file(sumdir .. "/" .. e .. "/values.csv")
     if runs and committed then
       local want = paper.values_text(e, runs)

@@ -123,19 +123,19 @@ function T.fixture_tables_are_generated_exactly()
   ok(committed:find("| Taylor | 73.00 ± 1.00 |", 1, true) ~= nil, "mean ± sample std")
   for _, want in ipairs({
     -- d = 1, 2, 3 points: t = 3.46, p 0.074; the CI excludes 0 but the seed test does not
-    "| CircAvg | Taylor | OOD avg AUROC (MSP) | 75.00 ± 2.00 | 73.00 ± 1.00 | +2.00 | "
+    "| CircAvg | Taylor | OOD avg AUROC (MSP) | A > B | 75.00 ± 2.00 | 73.00 ± 1.00 | +2.00 | "
       .. "t(2) = 3.46, p 0.074 | +1.10, +2.90 | within noise |",
     -- d = 1.9, 2.0, 2.1: t = 34.64, p = 0.00083, CI above 0
-    "| Hydra (Taylor) | Taylor | OOD avg AUROC (MSP) | 75.00 ± 1.10 | 73.00 ± 1.00 | +2.00 | "
-      .. "t(2) = 34.64, p < 0.001 | +1.50, +2.50 | holds |",
+    "| Hydra (Taylor) | Taylor | OOD avg AUROC (MSP) | A > B | 75.00 ± 1.10 | 73.00 ± 1.00 | "
+      .. "+2.00 | t(2) = 34.64, p < 0.001 | +1.50, +2.50 | holds |",
     -- d = 2.2, 3.0, 3.8: t = 6.50, p 0.023, but the CI keeps 0
-    "| Hydra (Circ) | Hydra (Taylor) | OOD avg AUROC (MSP) | 78.00 ± 1.90 | 75.00 ± 1.10 | "
-      .. "+3.00 | t(2) = 6.50, p 0.023 | −0.50, +6.50 | within noise |",
+    "| Hydra (Circ) | Hydra (Taylor) | OOD avg AUROC (MSP) | A > B | 78.00 ± 1.90 | "
+      .. "75.00 ± 1.10 | +3.00 | t(2) = 6.50, p 0.023 | −0.50, +6.50 | within noise |",
     -- d = −5.1, −5.0, −4.9: t = −86.60, CI below 0
-    "| Hydra (Circ) | Deep Ensembles | OOD avg AUROC (MSP) | 78.00 ± 1.90 | 83.00 ± 1.80 | "
-      .. "−5.00 | t(2) = −86.60, p < 0.001 | −5.40, −4.60 | fails |",
+    "| Hydra (Circ) | Deep Ensembles | OOD avg AUROC (MSP) | A > B | 78.00 ± 1.90 | "
+      .. "83.00 ± 1.80 | −5.00 | t(2) = −86.60, p < 0.001 | −5.40, −4.60 | fails |",
     -- accuracy d = −2, −1.5, −1: t = −5.20, p 0.035
-    "| Hydra (Circ) | Deep Ensembles | Acc | 87.00 ± 1.00 | 88.50 ± 0.50 | −1.50 | "
+    "| Hydra (Circ) | Deep Ensembles | Acc | A > B | 87.00 ± 1.00 | 88.50 ± 0.50 | −1.50 | "
       .. "t(2) = −5.20, p 0.035 | −2.10, −0.90 | fails |",
   }) do
     ok(committed:find(want, 1, true) ~= nil, "hand-checked row: " .. want)

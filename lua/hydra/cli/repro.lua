@@ -10,7 +10,7 @@ local USAGE = "hydra repro NAME|all [--profile quick|paper] [--jobs N] [--seeds 
 -- `all`, in this order (quickstart is the demo, not a table of the paper)
 local ALL = { "table_image", "table_text", "ablation_pruning", "ablation_members",
               "ablation_mlp_merge", "ablation_heads", "ablation_diversity", "prop1",
-              "ablation_condition", "cost", "table_training_free" }
+              "ablation_condition", "cost", "table_training_free", "b2_circuit_knockout" }
 
 local function home() return rawget(_G, "HYDRA_HOME") or "." end
 
@@ -28,7 +28,8 @@ return {
   usage = USAGE,
   help = [[Runs experiments/NAME.lua (or every table and ablation with `all`: table_image,
 table_text, ablation_pruning, ablation_members, ablation_mlp_merge, ablation_heads,
-ablation_diversity, prop1, ablation_condition, cost, table_training_free) on the profile's
+ablation_diversity, prop1, ablation_condition, cost, table_training_free,
+b2_circuit_knockout) on the profile's
 sizes: quick (configs/experiments/quick.yaml: the tiny ViT on a subset,
 minutes) or paper (configs/experiments/paper.yaml: vit-fm on the full data, hours; see
 paper_repro.md). Sweep experiments run their points with --jobs worker processes; complete runs

@@ -1,0 +1,55 @@
+#!/bin/sh
+# tests/e2e/b2_quick.sh: experiments/b2_circuit_knockout.lua (the paper's Appendix B.2 test,
+# training-free after the base) on the quick profile end to end, 3 seeds, on synthetic stand-ins
+# for the prepared files it reads (fashion-mnist, the quick profile's OOD sets glyphs and
+# opencv-digits, ood-val-image, under their real names in a temporary data.dir): the summary
+# holds 4 knockout settings x 3 seeds, the bootstrap the two comparisons (circuit against random
+# and against lowest-Taylor knockout), and the report their verdicts; the knockout of nothing
+# is the base model (its accuracy is the Single's on the same rows).
+set -u
+HYDRA=${HYDRA:-./hydra}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/hydra-e2e-XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+mkdir -p "$tmp/data"
+
+cat > "$tmp/mk.lua" <<'LUA'
+local hydra = require("hydra")
+local d = arg[1]
+hydra.model.write_synthetic(d .. "/fashion-mnist.h5", { train = 96, val = 32, test = 40, seed = 3 })
+for i, n in ipairs({ "glyphs", "opencv-digits" }) do
+  hydra.model.write_synthetic(d .. "/" .. n .. ".h5", { train = 8, val = 8, test = 24,
+                                                         seed = 10 + i, classes = 3 })
+end
+hydra.model.write_synthetic(d .. "/ood-val-image.h5", { train = 8, val = 24, test = 8, seed = 9,
+                                                         classes = 4 })
+LUA
+"$HYDRA" run "$tmp/mk.lua" "$tmp/data" || exit 1
+
+HYDRA_CACHE_DIR="$tmp/cache" "$HYDRA" repro b2_circuit_knockout --profile quick \
+    data.dir="$tmp/data" model.depth=2 prune.calib_size=32 prune.val_size=24 \
+    train.batch_size=32 train.eval_batch_size=32 results_dir="$tmp/results" \
+    >"$tmp/out.txt" 2>&1 || { cat "$tmp/out.txt"; exit 1; }
+fail=0
+rep="$tmp/results/b2_circuit_knockout/report"
+for f in values.csv bootstrap.csv table.md; do
+    [ -s "$rep/$f" ] || { echo "no $f"; fail=1; }
+done
+# 4 settings x 3 seeds x 5 keys
+n=$(grep -c '^[a-z_]*,[^,]*,[0-2],' "$rep/values.csv")
+[ "$n" -eq 60 ] || { echo "values.csv: $n values, expected 60"; fail=1; }
+for r in none circuit low_importance random; do
+    [ "$(grep -c "^$r,.*,ood_avg_auroc_msp," "$rep/values.csv")" -eq 3 ] \
+        || { echo "values.csv: not 3 seeds of '$r'"; fail=1; }
+done
+grep -q '^circuit,random,ood_avg_auroc_msp,1000,0,3,' "$rep/bootstrap.csv" \
+    || { echo "bootstrap.csv: no circuit vs random comparison"; fail=1; }
+grep -q '^circuit,low_importance,ood_avg_auroc_msp,1000,0,3,' "$rep/bootstrap.csv" \
+    || { echo "bootstrap.csv: no circuit vs low-importance comparison"; fail=1; }
+n=$(grep -cE '^\| Circuit heads knocked out \| .* \| (holds|within noise|fails) \|$' "$rep/table.md")
+[ "$n" -ge 2 ] || { echo "table.md: $n verdict rows, expected 2 or more"; fail=1; }
+grep -q 'Seeds 0, 1, 2' "$rep/table.md" || { echo "table.md: seeds not stated"; fail=1; }
+# no training beyond the base models: one base stage per seed, no member or fused stage
+[ "$(ls "$tmp/cache/base" | grep -c '\.h5$')" -eq 3 ] || { echo "expected 3 base models"; fail=1; }
+[ ! -d "$tmp/cache/member" ] || { echo "a member was fine-tuned"; fail=1; }
+[ $fail -eq 0 ] || { cat "$tmp/out.txt"; cat "$rep/table.md"; exit 1; }
+echo "b2_circuit_knockout quick: 3 seeds, 4 knockout settings, verdicts in $rep/table.md"
