@@ -5,7 +5,9 @@
 # opencv-digits, ood-val-image, under their real names in a temporary data.dir): the summary
 # holds 4 knockout settings x 3 seeds, the bootstrap the two comparisons (circuit against random
 # and against lowest-Taylor knockout), and the report their verdicts; the knockout of nothing
-# is the base model (its accuracy is the Single's on the same rows).
+# is the base model (its accuracy is the Single's on the same rows). Then `hydra repro` on a list
+# of experiments prints the budget first and records each section's wall time, and --budget
+# runs nothing.
 set -u
 HYDRA=${HYDRA:-./hydra}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/hydra-e2e-XXXXXX")
@@ -51,5 +53,24 @@ grep -q 'Seeds 0, 1, 2' "$rep/table.md" || { echo "table.md: seeds not stated"; 
 # no training beyond the base models: one base stage per seed, no member or fused stage
 [ "$(ls "$tmp/cache/base" | grep -c '\.h5$')" -eq 3 ] || { echo "expected 3 base models"; fail=1; }
 [ ! -d "$tmp/cache/member" ] || { echo "a member was fine-tuned"; fail=1; }
-[ $fail -eq 0 ] || { cat "$tmp/out.txt"; cat "$rep/table.md"; exit 1; }
+# make repro's bookkeeping on a list of experiments: the budget first (the seeds' base models
+# are cached now), then each section's wall time beside its estimate
+HYDRA_CACHE_DIR="$tmp/cache" "$HYDRA" repro b2_circuit_knockout,b2_circuit_knockout \
+    --profile quick data.dir="$tmp/data" model.depth=2 prune.calib_size=32 prune.val_size=24 \
+    train.batch_size=32 train.eval_batch_size=32 results_dir="$tmp/results" \
+    >"$tmp/out2.txt" 2>&1 || { cat "$tmp/out2.txt"; exit 1; }
+head -n 1 "$tmp/out2.txt" | grep -q '^budget (estimate before the run' \
+    || { echo "no budget before the run"; fail=1; }
+grep -Eq '^  b2_circuit_knockout +3 +0 +3 of 3 ' "$tmp/out2.txt" \
+    || { echo "budget: not 3 runs with 3 of 3 base models cached"; fail=1; }
+times="$tmp/results/repro/quick-times.csv"
+[ "$(head -n 1 "$times")" = "experiment,estimate_seconds,wall_seconds" ] \
+    || { echo "no times file $times"; fail=1; }
+[ "$(grep -c '^b2_circuit_knockout,[0-9.]*,[0-9.]*$' "$times")" -eq 2 ] \
+    || { echo "times: not one line per section"; fail=1; }
+HYDRA_CACHE_DIR="$tmp/cache" "$HYDRA" repro b2_circuit_knockout --profile quick --budget \
+    data.dir="$tmp/data" model.depth=2 results_dir="$tmp/results" >"$tmp/out3.txt" 2>&1 \
+    || { cat "$tmp/out3.txt"; exit 1; }
+grep -q '^== ' "$tmp/out3.txt" && { echo "--budget ran the experiment"; fail=1; }
+[ $fail -eq 0 ] || { cat "$tmp/out.txt"; cat "$tmp/out2.txt"; cat "$rep/table.md"; exit 1; }
 echo "b2_circuit_knockout quick: 3 seeds, 4 knockout settings, verdicts in $rep/table.md"
