@@ -47,7 +47,8 @@ grep -q '^circuit,random,ood_avg_auroc_msp,1000,0,3,' "$rep/bootstrap.csv" \
     || { echo "bootstrap.csv: no circuit vs random comparison"; fail=1; }
 grep -q '^circuit,low_importance,ood_avg_auroc_msp,1000,0,3,' "$rep/bootstrap.csv" \
     || { echo "bootstrap.csv: no circuit vs low-importance comparison"; fail=1; }
-n=$(grep -cE '^\| Circuit heads knocked out \| .* \| (holds|within noise|fails) \|$' "$rep/table.md")
+n=$(grep -cE '^\| Circuit heads knocked out \| .* \| (holds|within noise|fails) \|$' \
+    "$rep/table.md")
 [ "$n" -ge 2 ] || { echo "table.md: $n verdict rows, expected 2 or more"; fail=1; }
 grep -q 'Seeds 0, 1, 2' "$rep/table.md" || { echo "table.md: seeds not stated"; fail=1; }
 # no training beyond the base models: one base stage per seed, no member or fused stage

@@ -26,29 +26,27 @@ end
 return {
   summary = "reproduce the paper's tables and ablations (experiments/*.lua) on a profile",
   usage = USAGE,
-  help = [[Runs experiments/NAME.lua (several: NAME,NAME,...; or every table and ablation with `all`:
-table_image,
-table_text, ablation_pruning, ablation_members, ablation_mlp_merge, ablation_heads,
-ablation_diversity, prop1, ablation_condition, cost, table_training_free,
-b2_circuit_knockout) on the profile's
-sizes: quick (configs/experiments/quick.yaml: the tiny ViT on a subset,
-minutes) or paper (configs/experiments/paper.yaml: vit-fm on the full data, hours; see
-paper_repro.md). Sweep experiments run their points with --jobs worker processes; complete runs
-and cached stages are reused, so an interrupted repro resumes where it stopped. --seeds K runs
-K seeds (mean ± std in the tables). key=value overrides apply to every run. `make demo` is
-`hydra repro quickstart`, `make repro` is `hydra repro all --profile paper` then
-`hydra repro --write`. With several experiments (a list, `all`) it first prints a budget (runs still to
-do, base models not cached, estimated time: lua/hydra/budget.lua) and writes each section's
-wall time beside its estimate to <results_dir>/repro/<profile>-times.csv as it finishes;
---budget prints that budget (for NAME or all) and runs nothing.
+  help = [[Runs experiments/NAME.lua (several: NAME,NAME,...; or every table and ablation with
+`all`: table_image, table_text, ablation_pruning, ablation_members, ablation_mlp_merge,
+ablation_heads, ablation_diversity, prop1, ablation_condition, cost, table_training_free,
+b2_circuit_knockout) on the profile's sizes: quick (configs/experiments/quick.yaml: the tiny ViT
+on a subset, minutes) or paper (configs/experiments/paper.yaml: vit-fm on the full data, hours;
+see paper_repro.md). Sweep experiments run their points with --jobs worker processes; complete
+runs and cached stages are reused, so an interrupted repro resumes where it stopped. --seeds K
+runs K seeds (mean ± std in the tables). key=value overrides apply to every run. `make demo` is
+`hydra repro quickstart`, `make repro` is `hydra repro all --profile paper` then `hydra repro
+--write`. With several experiments (a list, `all`) it first prints a budget (runs still to do,
+base models not cached, estimated time: lua/hydra/budget.lua) and writes each section's wall
+time beside its estimate to <results_dir>/repro/<profile>-times.csv as it finishes; --budget
+prints that budget (for NAME or all) and runs nothing.
 
---write regenerates the tables of paper_repro.md (--doc) between `<!-- hydra:table NAME -->`
-and `<!-- /hydra:table -->` (lua/hydra/paper.lua: one spec per NAME); the prose is never touched.
-It first writes the result summary of every experiment whose paper-profile runs are all
-complete (results/paper/<experiment>/values.csv and bootstrap.csv, --summaries; --resamples:
-bootstrap resamples, default 1000), then the tables from the summaries; it changes nothing when
-a summary is missing. --check compares the committed tables with what the summaries give (and
-the summaries with the run folders, where every run is present), names every stale cell (file,
+--write regenerates the tables of paper_repro.md (--doc) between `<!-- hydra:table NAME -->` and
+`<!-- /hydra:table -->` (lua/hydra/paper.lua: one spec per NAME); the prose is never touched. It
+first writes the result summary of every experiment whose paper-profile runs are all complete
+(results/paper/<experiment>/values.csv and bootstrap.csv, --summaries; --resamples: bootstrap
+resamples, default 1000), then the tables from the summaries; it changes nothing when a summary
+is missing. --check compares the committed tables with what the summaries give (and the
+summaries with the run folders, where every run is present), names every stale cell (file,
 table, row, column, committed and computed text) or missing summary, and exits 1 if any.]],
   run = function(args)
     local opts = argparse.parse(args, {
