@@ -57,16 +57,22 @@ function M.circuit(ctx, pruned, result_file, sets)
     diag.attrs["sets/" .. name] = a
   end
   means("/id", "id")
+  -- one member's softmaxes [N,C] on a set (a one-member model's result has only /probs)
+  local function member_probs(prefix, m)
+    if f:exists(prefix .. "/member_probs") then
+      return f:read(prefix .. "/member_probs", "float32"):row(m)
+    end
+    return f:read(prefix .. "/probs", "float32")
+  end
   local member_id = {}
-  local mp_id = f:read("/id/member_probs", "float32")
-  for m = 1, Mm do member_id[m] = core.metrics_score("msp", mp_id:row(m)) end
+  for m = 1, Mm do member_id[m] = core.metrics_score("msp", member_probs("/id", m)) end
   local auroc = core.tensor("float64", Mm, math.max(#oods, 1))
   local member_avg = core.tensor("float64", Mm)
   for si, name in ipairs(oods) do
     means("/ood/" .. name, name)
-    local mp = f:read("/ood/" .. name .. "/member_probs", "float32")
     for m = 1, Mm do
-      auroc:set(m, si, core.metrics_ood(member_id[m], core.metrics_score("msp", mp:row(m))).auroc)
+      local sc = core.metrics_score("msp", member_probs("/ood/" .. name, m))
+      auroc:set(m, si, core.metrics_ood(member_id[m], sc).auroc)
     end
   end
   for m = 1, Mm do

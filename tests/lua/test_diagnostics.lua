@@ -8,7 +8,7 @@ local eq, ok, near = check.eq, check.ok, check.near
 
 local T = {}
 
-local function tiny_run(methods)
+local function tiny_run(methods, members)
   local root = check.tmpdir()
   local d = root .. "/data"
   core.mkdir_p(d)
@@ -26,7 +26,7 @@ local function tiny_run(methods)
     experiment = "diag", seed = "1", threads = "1", methods = methods,
     ["model.d_model"] = "16", ["model.n_heads"] = "4", ["model.depth"] = "2",
     ["model.d_mlp"] = "32", ["train.epochs"] = "1", ["train.batch_size"] = "32",
-    ["train.eval_batch_size"] = "32", ["hydra.keep_heads"] = "2", ["hydra.members"] = "3",
+    ["train.eval_batch_size"] = "32", ["hydra.keep_heads"] = "2", ["hydra.members"] = members or "3",
   })
   local s = hydra.run.execute(cfg, { quiet = true, cache_dir = root .. "/cache",
                                      progress = false })
@@ -102,6 +102,18 @@ function T.hydra_circ_writes_its_circuit_diagnostics()
   local cs = hydra.fs.split_list(a.curves)
   eq(#cs, 3, "a curve per member")
   for _, c in ipairs(cs) do ok(f:exists(c .. "/loss"), c) end
+end
+
+-- one member: the result has no /member_probs (the fused model's /probs is the member's)
+function T.one_member_has_its_diagnostics()
+  local s = tiny_run("[hydra_circ]", "1")
+  local f <close> = hydra.h5.open(s.result)
+  local g = "/methods/hydra_circ/diagnostics"
+  check.same(f:read(g .. "/gates"):shape(), { 1, 2, 4 }, "one circuit")
+  local sid = core.metrics_score("msp", f:read("/methods/hydra_circ/id/probs"))
+  local so = core.metrics_score("msp", f:read("/methods/hydra_circ/ood/tinyood/probs"))
+  eq(f:read(g .. "/member_ood_auroc"):get(1, 1), core.metrics_ood(sid, so).auroc,
+    "the member's AUROC = the model's")
 end
 
 return T
