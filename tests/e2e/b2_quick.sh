@@ -1,36 +1,29 @@
 #!/bin/sh
 # tests/e2e/b2_quick.sh: experiments/b2_circuit_knockout.lua (the paper's Appendix B.2 test,
 # training-free after the base) on the quick profile end to end, 3 seeds, on synthetic stand-ins
-# for the prepared files it reads (fashion-mnist, the quick profile's OOD sets glyphs and
-# opencv-digits, ood-val-image, under their real names in a temporary data.dir): the summary
-# holds 4 knockout settings x 3 seeds, the bootstrap the two comparisons (circuit against random
-# and against lowest-Taylor knockout), and the report their verdicts; the knockout of nothing
-# is the base model (its accuracy is the Single's on the same rows). Then `hydra repro` on a list
+# (tiny.inc's ID and near OOD set, a far OOD set and an OOD validation set written here): the
+# summary holds 4 knockout settings x 3 seeds, the bootstrap the comparisons (circuit against
+# random, lowest-Taylor and no knockout), and the report their verdicts. Then `hydra repro` on a list
 # of experiments prints the budget first and records each section's wall time, and --budget
 # runs nothing.
 set -u
-HYDRA=${HYDRA:-./hydra}
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/hydra-e2e-XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-mkdir -p "$tmp/data"
-
-cat > "$tmp/mk.lua" <<'LUA'
+. "$(dirname "$0")/tiny.inc"
+tiny_setup b2_quick
+# a far OOD test set and the circuit search's OOD validation set beside tiny.inc's two files
+cat > "$tmp/mk2.lua" <<'LUA'
 local hydra = require("hydra")
-local d = arg[1]
-hydra.model.write_synthetic(d .. "/fashion-mnist.h5", { train = 96, val = 32, test = 40, seed = 3 })
-for i, n in ipairs({ "glyphs", "opencv-digits" }) do
-  hydra.model.write_synthetic(d .. "/" .. n .. ".h5", { train = 8, val = 8, test = 24,
-                                                         seed = 10 + i, classes = 3 })
-end
-hydra.model.write_synthetic(d .. "/ood-val-image.h5", { train = 8, val = 24, test = 8, seed = 9,
-                                                         classes = 4 })
+hydra.model.write_synthetic(arg[1] .. "/tinyfar.h5", { train = 8, val = 8, test = 48, seed = 11,
+                                                       classes = 3 })
+hydra.model.write_synthetic(arg[1] .. "/tinyval.h5", { train = 8, val = 32, test = 8, seed = 9,
+                                                       classes = 4 })
 LUA
-"$HYDRA" run "$tmp/mk.lua" "$tmp/data" || exit 1
+"$HYDRA" run "$tmp/mk2.lua" "$tmp/data" || fail "cannot write the synthetic data"
+set -- data.dir="$tmp/data" data.id=tiny "data.ood={near: [tinyood], far: [tinyfar]}" \
+    data.ood_val=tinyval data.train_subset=96 model.depth=2 prune.calib_size=32 \
+    prune.val_size=24 train.batch_size=32 train.eval_batch_size=32 results_dir="$tmp/results"
 
-HYDRA_CACHE_DIR="$tmp/cache" "$HYDRA" repro b2_circuit_knockout --profile quick \
-    data.dir="$tmp/data" model.depth=2 prune.calib_size=32 prune.val_size=24 \
-    train.batch_size=32 train.eval_batch_size=32 results_dir="$tmp/results" \
-    >"$tmp/out.txt" 2>&1 || { cat "$tmp/out.txt"; exit 1; }
+"$HYDRA" repro b2_circuit_knockout --profile quick "$@" >"$tmp/out.txt" 2>&1 \
+    || { cat "$tmp/out.txt"; exit 1; }
 fail=0
 rep="$tmp/results/b2_circuit_knockout/report"
 for f in values.csv bootstrap.csv table.md; do
@@ -56,9 +49,7 @@ grep -q 'Seeds 0, 1, 2' "$rep/table.md" || { echo "table.md: seeds not stated"; 
 [ ! -d "$tmp/cache/member" ] || { echo "a member was fine-tuned"; fail=1; }
 # make repro's bookkeeping on a list of experiments: the budget first (the seeds' base models
 # are cached now), then each section's wall time beside its estimate
-HYDRA_CACHE_DIR="$tmp/cache" "$HYDRA" repro b2_circuit_knockout,b2_circuit_knockout \
-    --profile quick data.dir="$tmp/data" model.depth=2 prune.calib_size=32 prune.val_size=24 \
-    train.batch_size=32 train.eval_batch_size=32 results_dir="$tmp/results" \
+"$HYDRA" repro b2_circuit_knockout,b2_circuit_knockout --profile quick "$@" \
     >"$tmp/out2.txt" 2>&1 || { cat "$tmp/out2.txt"; exit 1; }
 head -n 1 "$tmp/out2.txt" | grep -q '^budget (estimate before the run' \
     || { echo "no budget before the run"; fail=1; }
@@ -69,9 +60,10 @@ times="$tmp/results/repro/quick-times.csv"
     || { echo "no times file $times"; fail=1; }
 [ "$(grep -c '^b2_circuit_knockout,[0-9.]*,[0-9.]*$' "$times")" -eq 2 ] \
     || { echo "times: not one line per section"; fail=1; }
-HYDRA_CACHE_DIR="$tmp/cache" "$HYDRA" repro b2_circuit_knockout --profile quick --budget \
-    data.dir="$tmp/data" model.depth=2 results_dir="$tmp/results" >"$tmp/out3.txt" 2>&1 \
+"$HYDRA" repro b2_circuit_knockout --profile quick --budget "$@" >"$tmp/out3.txt" 2>&1 \
     || { cat "$tmp/out3.txt"; exit 1; }
+grep -Eq '^  b2_circuit_knockout +3 +0 +3 of 3 ' "$tmp/out3.txt" \
+    || { echo "--budget: not the cached base models"; fail=1; }
 grep -q '^== ' "$tmp/out3.txt" && { echo "--budget ran the experiment"; fail=1; }
 [ $fail -eq 0 ] || { cat "$tmp/out.txt"; cat "$tmp/out2.txt"; cat "$rep/table.md"; exit 1; }
 echo "b2_circuit_knockout quick: 3 seeds, 4 knockout settings, verdicts in $rep/table.md"

@@ -10,13 +10,8 @@ local eq, ok = check.eq, check.ok
 local T = {}
 
 function T.budget_counts_what_is_not_cached()
-  local root = check.tmpdir()
-  local d = root .. "/data"
-  core.mkdir_p(d)
+  local root, d = check.tiny_world()
   core.mkdir_p(root .. "/sweeps")
-  hydra.model.write_synthetic(d .. "/tiny.h5", { train = 96, val = 32, test = 40, seed = 2 })
-  hydra.model.write_synthetic(d .. "/tinyood.h5", { train = 8, val = 8, test = 24, seed = 5,
-                                                    classes = 3 })
   check.write_file(root .. "/base.yaml", ([[
 include: %s/configs/data/tiny.yaml
 experiment: tinyb

@@ -9,16 +9,10 @@ local eq, ok, near = check.eq, check.ok, check.near
 local T = {}
 
 local function tiny_run(methods, members)
-  local root = check.tmpdir()
-  local d = root .. "/data"
-  core.mkdir_p(d)
-  hydra.model.write_synthetic(d .. "/tiny.h5", { train = 96, val = 32, test = 40, seed = 2 })
-  hydra.model.write_synthetic(d .. "/tinyood.h5", { train = 8, val = 8, test = 24, seed = 5,
-                                                    classes = 3 })
-  hydra.model.write_synthetic(d .. "/tinyood2.h5", { train = 8, val = 8, test = 20, seed = 7,
-                                                     classes = 3 })
-  hydra.model.write_synthetic(d .. "/tinyoodval.h5", { train = 8, val = 24, test = 8, seed = 6,
-                                                       classes = 3 })
+  local root, d = check.tiny_world({
+    tinyood2 = { train = 8, val = 8, test = 20, seed = 7, classes = 3 },
+    tinyoodval = { train = 8, val = 24, test = 8, seed = 6, classes = 3 },
+  })
   local cfg = hydra.config.load("configs/data/tiny.yaml", {
     ["data.dir"] = d, ["data.test_subset"] = "0",
     ["data.ood"] = "{near: [tinyood], far: [tinyood2]}",

@@ -24,12 +24,7 @@ local runs_cache
 -- experiment table_image (so that its table specs apply)
 local function tiny_runs()
   if runs_cache then return runs_cache end
-  local root = check.tmpdir()
-  local d = root .. "/data"
-  core.mkdir_p(d)
-  hydra.model.write_synthetic(d .. "/tiny.h5", { train = 96, val = 32, test = 40, seed = 2 })
-  hydra.model.write_synthetic(d .. "/tinyood.h5", { train = 8, val = 8, test = 24, seed = 5,
-                                                    classes = 3 })
+  local root, d = check.tiny_world()
   for _, seed in ipairs({ "0", "1" }) do
     local cfg = hydra.config.load("configs/data/tiny.yaml", {
       ["data.dir"] = d, ["data.test_subset"] = "0", ["data.ood"] = "[tinyood]",
