@@ -102,6 +102,38 @@ for _, e in ipairs({ "table_image", "table_text" }) do
   end
 end
 
+-- the paper's claims on the main tables, one comparison each (claim: A better than B on key,
+-- better = the direction the claim says)
+local function claims(comps)
+  local out = {}
+  for i, c in ipairs(comps) do out[i] = { a = c[1], b = c[2], key = c[3], better = c[4] } end
+  return out
+end
+for _, e in ipairs({ "table_image", "table_text" }) do
+  add({ name = e .. ".verdicts", experiment = e, kind = "verdicts", comparisons = claims({
+    -- the headline: Hydra (Circ) >= Deep Ensembles on OOD detection, by group and by score
+    { "hydra_circ", "deep_ensemble", "ood_avg_auroc_msp", "higher" },
+    { "hydra_circ", "deep_ensemble", "ood_near_auroc_msp", "higher" },
+    { "hydra_circ", "deep_ensemble", "ood_far_auroc_msp", "higher" },
+    { "hydra_circ", "deep_ensemble", "ood_avg_fpr95_msp", "lower" },
+    { "hydra_circ", "deep_ensemble", "ood_avg_auroc_maxlogit", "higher" },
+    -- accuracy: Hydra (Circ) against the Single it is pruned from and against Deep Ensembles
+    { "hydra_circ", "single", "acc", "higher" },
+    { "hydra_circ", "deep_ensemble", "acc", "higher" },
+    -- Hydra improves on the model it is pruned from; ensembling pruned members beats one
+    { "hydra_circ", "single", "ood_avg_auroc_msp", "higher" },
+    { "hydra_circ", "circavg", "ood_avg_auroc_msp", "higher" },
+    { "hydra_taylor", "taylor", "ood_avg_auroc_msp", "higher" },
+    -- pruning harms calibration (ECE up), Hydra repairs it (ECE down against the pruned model)
+    { "taylor", "single", "ece", "higher" },
+    { "circavg", "single", "ece", "higher" },
+    { "hydra_circ", "circavg", "ece", "lower" },
+    -- MC Dropout between the Single and Deep Ensembles
+    { "mc_dropout", "single", "ood_avg_auroc_msp", "higher" },
+    { "mc_dropout", "deep_ensemble", "ood_avg_auroc_msp", "lower" },
+  }) })
+end
+
 local PRUNING_ROWS = { { method = "taylor" }, { method = "circavg" }, { method = "hydra_taylor" },
                        { method = "hydra_circ" }, { method = "deep_ensemble" } }
 add({ name = "ablation_pruning.id", experiment = "ablation_pruning", columns = "id",
@@ -201,7 +233,8 @@ end
 -- the runs, in their order).
 local function resolve_rows(experiment, runs)
   local out, seen = {}, {}
-  local function add_row(method, filter)
+  -- optional: a row only a comparison names (a run without that method leaves it out)
+  local function add_row(method, filter, optional)
     local id = row_id(method, filter)
     if seen[id] then return end
     local row = { id = id, method = method, filter = filter, by_seed = {} }
@@ -221,6 +254,7 @@ local function resolve_rows(experiment, runs)
         end
       end
     end
+    if not row.label and optional then return end
     if not row.label then
       err.fail("paper: no run of %s has method '%s'%s", experiment, method,
         filter and next(filter) and (" with " .. id:match("%[(.*)%]$")) or "")
@@ -239,7 +273,7 @@ local function resolve_rows(experiment, runs)
         for _, name in ipairs(r.loaded.methods or {}) do add_row(name, nil) end
       end
     end
-    for _, c in ipairs(t.comparisons or {}) do add_row(c.a, nil); add_row(c.b, nil) end
+    for _, c in ipairs(t.comparisons or {}) do add_row(c.a, nil, true); add_row(c.b, nil, true) end
   end
   return out
 end
@@ -557,6 +591,8 @@ function M.render(t, summary, where)
       "B (mean ± std)", "Difference", "Seed test", "Sample test (CI)", "Verdict" })
     lines[#lines + 1] = "|---|---|---|---|---:|---:|---:|---|---|---|"
     for _, c in ipairs(t.comparisons) do
+      -- a comparison of a row the runs do not have is left out
+      if not (summary.values[c.a] and summary.values[c.b]) then goto next end
       local title, col = key_title(c.key)
       local tt, boot, seeds = compared(summary, c)
       local function f(v) return (col.fmt:format(v * col.scale):gsub("^%-", "−")) end
@@ -570,6 +606,7 @@ function M.render(t, summary, where)
         c.better == "higher" and "A > B" or "A < B", cell(summary, c.a, col, #seeds),
         cell(summary, c.b, col, #seeds),
         tt.mean and signed(tt.mean) or "–", st, bt, (verdict.rule(tt, boot, c.better)) })
+      ::next::
     end
     return lines
   end

@@ -85,16 +85,20 @@ function T.write_then_check_on_real_runs()
   paper.summarize("table_image", w.runs, sum .. "/table_image", { B = 20 })
   local doc = w.root .. "/doc.md"
   check.write_file(doc, "# doc\n\nprose stays\n\n<!-- hydra:table table_image.ood_msp -->\n"
-    .. "old text\n<!-- /hydra:table -->\n\nmore prose\n")
-  check.same(paper.write(doc, sum), { "table_image.ood_msp" }, "written")
+    .. "old text\n<!-- /hydra:table -->\n\nmore prose\n\n"
+    .. "<!-- hydra:table table_image.verdicts -->\n<!-- /hydra:table -->\n")
+  check.same(paper.write(doc, sum), { "table_image.ood_msp", "table_image.verdicts" }, "written")
   local text = check.read_file(doc)
   ok(text:find("^# doc\n\nprose stays\n\n<!%-%- hydra:table table_image.ood_msp %-%->\n%*Generated")
     ~= nil, "prose kept, block regenerated")
-  ok(text:find("\n<!%-%- /hydra:table %-%->\n\nmore prose\n$") ~= nil, "tail kept")
+  ok(text:find("\n<!%-%- /hydra:table %-%->\n\nmore prose\n\n", 1) ~= nil, "prose between kept")
+  -- the claims whose rows the runs have, each with a verdict; the others left out
+  ok(text:find("\n| Taylor | Single | ECE | A > B | ", 1, true) ~= nil, "pruning vs calibration")
+  ok(text:find("| Hydra (Circ) |", 1, true) == nil, "no Hydra (Circ) row without its runs")
   ok(text:find("| Deep Ensembles |", 1, true) ~= nil, "a row per method")
   ok(text:find("Seeds 0, 1;", 1, true) ~= nil, "the caption states the seeds")
   eq(#paper.check(doc, sum), 0, "fresh tables pass")
-  eq(paper.write(doc, sum)[1], "table_image.ood_msp", "a second write")
+  eq(paper.write(doc, sum)[2], "table_image.verdicts", "a second write")
   eq(check.read_file(doc), text, "is a fixed point")
 end
 
