@@ -5,8 +5,12 @@
 --                                        over seeds (a[i], b[i] = the two methods on seed i)
 --   verdict.samples(f, group)         -> the per-sample arrays of one method's result (an open
 --                                        hydra.h5 file, group "/methods/<name>")
---   verdict.metric(s, key [, ix])     -> the metric `key` of samples s (on the resampled rows
---                                        ix = { id = rows, ood = { [set] = rows } })
+--   verdict.metric(s, key [, ix])     -> the metric `key` of samples s (on a resample ix = { id =
+--                                        rows, w_id = multiplicities, ood = { [set] = rows },
+--                                        w_ood = { [set] = multiplicities } }: AUROC, FPR95,
+--                                        FPR95-ID and the ID means from the multiplicities in
+--                                        one pass over a merged order sorted once, the rest by
+--                                        core.metrics_* on the gathered rows)
 --   verdict.bootstrap(pairs, key [, opts]) -> { diff, lo, hi, B, seed } of the mean over seeds of
 --                                        metric(a) - metric(b), resampling the test samples
 --   verdict.bootstrap_many(rows, comps [, opts]) -> the same for several comparisons on the
@@ -214,14 +218,116 @@ end
 -- true when metric `key` can be recomputed from per-sample arrays (and so bootstrapped)
 function M.resamplable(key) return parse(key) ~= nil end
 
+-- The ID and OOD scores of a set merged and sorted once (ascending; per samples, set and
+-- score): score, kind (0 ID, 1 OOD) and the sample's 1-based index at each position.
+local function merged_order(s, name, sc)
+  s.orders = s.orders or {}
+  local k = name .. "\0" .. sc
+  if s.orders[k] then return s.orders[k] end
+  local a = s.id.scores[sc]:totable()
+  local b = s.ood[name].scores[sc]:totable()
+  local all = {}
+  for i, v in ipairs(a) do all[#all + 1] = { v, 0, i } end
+  for i, v in ipairs(b) do all[#all + 1] = { v, 1, i } end
+  table.sort(all, function(x, y)
+    if x[1] ~= y[1] then return x[1] < y[1] end
+    if x[2] ~= y[2] then return x[2] < y[2] end
+    return x[3] < y[3]
+  end)
+  local o = { score = {}, kind = {}, idx = {}, n0 = #a, n1 = #b, ties = false }
+  for i, e in ipairs(all) do
+    o.score[i], o.kind[i], o.idx[i] = e[1], e[2], e[3]
+    if i > 1 and all[i - 1][1] == e[1] then o.ties = true end
+  end
+  s.orders[k] = o
+  return o
+end
+
+-- AUROC of a resample given as multiplicities w0 (ID) and w1 (OOD) of the samples: the
+-- Mann-Whitney count with ties counted half, in one walk over the merged order (no sort per
+-- resample); the same number core.metrics_ood gives on the gathered rows.
+local function weighted_auroc(o, w0, w1)
+  local score, kind, idx = o.score, o.kind, o.idx
+  local n = #score
+  local U, cum0, k = 0, 0, 1
+  if not o.ties then   -- every score distinct: no tie groups to collect
+    for j = 1, n do
+      if kind[j] == 0 then cum0 = cum0 + w0[idx[j]] else U = U + w1[idx[j]] * cum0 end
+    end
+    return U / (o.n0 * o.n1)
+  end
+  while k <= n do
+    local g0, g1, v, j = 0, 0, score[k], k
+    while j <= n and score[j] == v do
+      if kind[j] == 0 then g0 = g0 + w0[idx[j]] else g1 = g1 + w1[idx[j]] end
+      j = j + 1
+    end
+    U = U + g1 * (cum0 + g0 / 2)
+    cum0 = cum0 + g0
+    k = j
+  end
+  return U / (o.n0 * o.n1)
+end
+-- FPR95 (ID flagged at 95 % OOD recall: t = the k-th largest OOD score, k = ceil(0.95 n1), the
+-- fraction of ID with s >= t) and FPR95-ID (OOD accepted at 95 % ID recall: t = the k-th
+-- smallest ID score, k = ceil(0.95 n0), the fraction of OOD with s <= t) of a resample given as
+-- multiplicities (results/README.md; core.metrics_ood's numbers on the gathered rows).
+local function weighted_fpr95(o, w0, w1)
+  local score, kind, idx = o.score, o.kind, o.idx
+  local n = #score
+  local k = (95 * o.n1 + 99) // 100
+  local c0, c1, t = 0, 0, nil
+  for j = n, 1, -1 do
+    if t and score[j] < t then break end
+    if kind[j] == 0 then c0 = c0 + w0[idx[j]] else c1 = c1 + w1[idx[j]] end
+    if not t and c1 >= k then t = score[j] end
+  end
+  return c0 / o.n0
+end
+
+local function weighted_fpr95_id(o, w0, w1)
+  local score, kind, idx = o.score, o.kind, o.idx
+  local n = #score
+  local k = (95 * o.n0 + 99) // 100
+  local c0, c1, t = 0, 0, nil
+  for j = 1, n do
+    if t and score[j] > t then break end
+    if kind[j] == 0 then c0 = c0 + w0[idx[j]] else c1 = c1 + w1[idx[j]] end
+    if not t and c0 >= k then t = score[j] end
+  end
+  return c1 / o.n1
+end
+
+local WEIGHTED = { auroc = weighted_auroc, fpr95 = weighted_fpr95, fpr95_id = weighted_fpr95_id }
+M.WEIGHTED = WEIGHTED
+M.merged_order = merged_order
+
+-- every OOD metric of one set and score on rows ix (ix.memo, when given, keeps them per
+-- samples, set and score: the keys of one resample share them); AUROC and both FPR95 on a
+-- resample from its multiplicities (WEIGHTED: no sort per resample)
 local function ood_value(s, name, metric, score, ix)
   local sc = score or s.score
-  local a = gather(need(s.id.scores[sc], "id/scores/" .. sc, s), ix and ix.id)
-  local o = need(s.ood[name], "ood/" .. name, s)
-  local b = gather(need(o.scores[sc], "ood/" .. name .. "/scores/" .. sc, s),
-    ix and ix.ood[name])
-  return core.metrics_ood(a, b)[metric]
+  if WEIGHTED[metric] and ix and ix.w_id then
+    need(s.id.scores[sc], "id/scores/" .. sc, s)
+    need(need(s.ood[name], "ood/" .. name, s).scores[sc], "ood/" .. name .. "/scores/" .. sc, s)
+    return WEIGHTED[metric](merged_order(s, name, sc), ix.w_id, ix.w_ood[name])
+  end
+  local memo = ix and ix.memo
+  local mk = memo and (tostring(s) .. "\0" .. name .. "\0" .. sc)
+  local r = memo and memo[mk]
+  if not r then
+    local a = gather(need(s.id.scores[sc], "id/scores/" .. sc, s), ix and ix.id)
+    local o = need(s.ood[name], "ood/" .. name, s)
+    local b = gather(need(o.scores[sc], "ood/" .. name .. "/scores/" .. sc, s),
+      ix and ix.ood[name])
+    r = core.metrics_ood(a, b)
+    if memo then memo[mk] = r end
+  end
+  return r[metric]
 end
+
+-- ID metrics that are means of a per-sample array (a resample's: weighted by multiplicity)
+local MEANS = { acc = "correct", nll = "nll", brier = "brier" }
 
 -- The value of metric `key` (a result.h5 metric name, as hydra.report.value takes: "acc",
 -- "ece", "misclf_auroc", "ood_avg_auroc", "ood_near_fpr95_id_maxlogit", "ood/<set>/auroc", ...)
@@ -232,6 +338,18 @@ function M.metric(s, key, ix)
   if not p then err.fail("verdict: metric '%s' has no per-sample form", tostring(key)) end
   if p.kind == "id" then
     local id = s.id
+    local field = MEANS[p.metric]
+    if field and ix and ix.w_id then   -- a per-sample mean: weighted by the multiplicities
+      s.lists = s.lists or {}
+      local v = s.lists[field]
+      if not v then
+        v = need(id[field], "id/" .. field, s):totable()
+        s.lists[field] = v
+      end
+      local w, sum = ix.w_id, 0
+      for i = 1, #v do sum = sum + w[i] * v[i] end
+      return sum / #v
+    end
     local r = core.metrics_id(gather(need(id.conf, "id/conf", s), ix and ix.id),
       gather(need(id.correct, "id/correct", s), ix and ix.id),
       gather(need(id.nll, "id/nll", s), ix and ix.id),
@@ -279,10 +397,17 @@ local function stream(seed)
   end
 end
 
+-- n rows drawn with replacement: the rows (int64 tensor, 0-based) and how often each sample
+-- was drawn (a Lua list, 1-based)
 local function rows_of(draw, n)
-  local t = {}
-  for i = 1, n do t[i] = draw(n) end
-  return core.from_table("int64", t)
+  local t, w = {}, {}
+  for i = 1, n do w[i] = 0 end
+  for i = 1, n do
+    local r = draw(n)
+    t[i] = r
+    w[r + 1] = w[r + 1] + 1
+  end
+  return core.from_table("int64", t), w
 end
 
 local function quantile(sorted, q)
@@ -376,8 +501,11 @@ function M.bootstrap_many(rows, comps, opts)
   local vals = {}
   for i = 1, #comps do vals[i] = {} end
   for r = 1, B do
-    local ix = { id = rows_of(draw, n_id), ood = {} }
-    for _, name in ipairs(first.sets) do ix.ood[name] = rows_of(draw, sizes[name]) end
+    local ix = { ood = {}, w_ood = {}, memo = {} }
+    ix.id, ix.w_id = rows_of(draw, n_id)
+    for _, name in ipairs(first.sets) do
+      ix.ood[name], ix.w_ood[name] = rows_of(draw, sizes[name])
+    end
     for i, v in ipairs(stats(ix)) do vals[i][r] = v end
   end
   local observed = stats(nil)

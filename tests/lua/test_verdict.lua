@@ -138,6 +138,49 @@ function T.bootstrap_is_paired_and_deterministic()
     function() return verdict.bootstrap({ { a = a, b = short } }, "acc", { B = 5 }) end)
 end
 
+-- A resample's metrics from the multiplicities of its rows (verdict.WEIGHTED, the ID means)
+-- are the core's metrics on the gathered rows, ties included.
+function T.resample_metrics_match_the_gathered_rows()
+  local s = samples(90, 0.1, 13, 20)
+  -- ties: round every score to a 0.05 grid
+  local function rounded(t)
+    local v = t:totable()
+    for i, x in ipairs(v) do v[i] = math.floor(x * 20 + 0.5) / 20 end
+    return f64(v)
+  end
+  s.id.scores.msp = rounded(s.id.scores.msp)
+  for _, n in ipairs(s.sets) do s.ood[n].scores.msp = rounded(s.ood[n].scores.msp) end
+  local x = 5
+  local function rows(n)
+    local t, w = {}, {}
+    for i = 1, n do w[i] = 0 end
+    for i = 1, n do
+      x = (x * 1103515245 + 12345) % 2147483648
+      t[i] = x % n
+      w[t[i] + 1] = w[t[i] + 1] + 1
+    end
+    return core.from_table("int64", t), w
+  end
+  for _ = 1, 5 do
+    local ix = { ood = {}, w_ood = {} }
+    ix.id, ix.w_id = rows(90)
+    for _, n in ipairs(s.sets) do ix.ood[n], ix.w_ood[n] = rows(90) end
+    local gid = core.sample_gather(s.id.scores.msp, ix.id)
+    for _, n in ipairs(s.sets) do
+      local want = core.metrics_ood(gid, core.sample_gather(s.ood[n].scores.msp, ix.ood[n]))
+      for _, k in ipairs({ "auroc", "fpr95", "fpr95_id" }) do
+        eq(verdict.metric(s, "ood/" .. n .. "/" .. k, ix), want[k], n .. " " .. k)
+      end
+    end
+    local want = core.metrics_id(core.sample_gather(s.id.conf, ix.id),
+      core.sample_gather(s.id.correct, ix.id), core.sample_gather(s.id.nll, ix.id),
+      core.sample_gather(s.id.brier, ix.id))
+    for _, k in ipairs({ "acc", "nll", "brier", "ece" }) do
+      near(verdict.metric(s, k, ix), want[k], 1e-12, k)
+    end
+  end
+end
+
 -- Three seeds of constructed results whose verdict is known.
 function T.verdicts_of_constructed_comparisons()
   local function run(shift_a, shift_b, key, better)
