@@ -102,11 +102,11 @@ local function shallow_without(cfg, keys)
   return c
 end
 
--- Methods whose results changed by design for an unchanged config, with the revision of that
--- change: a run that has one of them gets another run-id, so a run folder written before the
--- change is recomputed (from the cached stages that still apply), never reused. A run without
--- them keeps its run-id. deep_ensemble 2: member i of seed s is base seed M*s + i - 1 (disjoint
--- members across seeds; revision 1 shared them: seed + i - 1).
+-- Methods whose definition has a revision number for the same config: a run that has one of
+-- them gets another run-id per revision, so a run folder of an older revision is recomputed
+-- (from the cached stages that still apply), never reused. A run without them keeps its
+-- run-id. deep_ensemble 2: member i of seed s is base seed M*s + i - 1 (disjoint members across
+-- seeds; revision 1 shared them: seed + i - 1).
 M.METHOD_REVISION = { deep_ensemble = 2, deep_ensemble_scratch = 2 }
 
 function M.id(cfg)

@@ -5,8 +5,8 @@
 -- member's. Member 1 of seed 0 is the seed-0 Single's stage. With train.init (a pretrained
 -- encoder) they are M fine-tunings of that one encoder with those seeds (the authors' text
 -- protocol; deep_ensemble_scratch is the row without it). Prediction: p̄ = mean of the members'
--- softmaxes; /member_probs keeps each member. The change from shared members (seed + i - 1)
--- is hydra.run.METHOD_REVISION's deep_ensemble 2.
+-- softmaxes; /member_probs keeps each member. hydra.run.METHOD_REVISION numbers this
+-- definition 2 (revision 1 shared members: seed + i - 1).
 -- Interface: lua/hydra/methods/common.lua.
 local common = require("hydra.methods.common")
 
