@@ -57,7 +57,12 @@ M.COLUMNS.b2 = { pct("acc", "Acc ↑"), pct("ood_avg_auroc_msp", "OOD avg AUROC 
                  pct("ood_far_auroc_msp", "Far AUROC ↑"),
                  pct("ood_avg_fpr95_msp", "OOD avg FPR95 ↓") }
 
+M.COLUMNS.acc_ood = M.COLUMNS.b2
+
 local CAPTIONS = {
+  acc_ood = "Acc on the ID test set; OOD positive, score MSP, OOD avg = unweighted mean over "
+    .. "every OOD set, Near / Far = over the near / far group, FPR95 = ID flagged at 95 %% OOD "
+    .. "recall",
   b2 = "The base model with no gradient step, heads knocked out (gate 0) in every layer; Acc on "
     .. "the ID test set; OOD positive, score MSP, OOD avg = unweighted mean over every OOD set, "
     .. "Near / Far = over the near / far group, FPR95 = ID flagged at 95 %% OOD recall",
@@ -84,6 +89,15 @@ local function key_title(key)
   return key, { key = key, scale = 1, fmt = "%.4f" }
 end
 M.key_title = key_title
+
+-- A row's id: its method and the config values that select its runs ("hydra_circ[hydra.members=3]")
+local function row_id(method, filter)
+  if not filter or next(filter) == nil then return method end
+  local parts = {}
+  for _, k in ipairs(yaml.sorted_keys(filter)) do parts[#parts + 1] = k .. "=" .. filter[k] end
+  return method .. "[" .. table.concat(parts, ",") .. "]"
+end
+M.row_id = row_id
 
 M.TABLES = {}
 local by_name = {}
@@ -154,10 +168,11 @@ end
 
 do
   local rows = {}
-  for _, m in ipairs({ "hydra_taylor", "hydra_circ" }) do
+  for _, m in ipairs({ { "hydra_taylor", "Hydra (Taylor)" }, { "hydra_circ", "Hydra (Circ)" } }) do
     for k = 1, 6 do
-      rows[#rows + 1] = { method = m, filter = { ["hydra.members"] = tostring(k) },
-                          vs = k > 1 and (m .. "[hydra.members=" .. (k - 1) .. "]") or nil }
+      rows[#rows + 1] = { method = m[1], filter = { ["hydra.members"] = tostring(k) },
+                          label = ("%s, M = %d"):format(m[2], k),
+                          vs = k > 1 and (m[1] .. "[hydra.members=" .. (k - 1) .. "]") or nil }
     end
   end
   add({ name = "ablation_members.ood_msp", experiment = "ablation_members",
@@ -167,10 +182,12 @@ end
 
 do
   local rows = {}
-  for _, m in ipairs({ "hydra_taylor", "hydra_circ" }) do
-    rows[#rows + 1] = { method = m, filter = { ["fuse.mlp"] = "average" } }
-    rows[#rows + 1] = { method = m, filter = { ["fuse.mlp"] = "member" },
-                        vs = m .. "[fuse.mlp=average]" }
+  for _, m in ipairs({ { "hydra_taylor", "Hydra (Taylor)" }, { "hydra_circ", "Hydra (Circ)" } }) do
+    rows[#rows + 1] = { method = m[1], filter = { ["fuse.mlp"] = "average" },
+                        label = m[2] .. ", merged MLP (fuse.mlp=average)" }
+    rows[#rows + 1] = { method = m[1], filter = { ["fuse.mlp"] = "member" },
+                        label = m[2] .. ", per-member MLP (fuse.mlp=member)",
+                        vs = m[1] .. "[fuse.mlp=average]" }
   end
   add({ name = "ablation_mlp_merge.ood_msp", experiment = "ablation_mlp_merge",
         columns = "ood_msp", rows = rows,
@@ -194,6 +211,40 @@ do
         kind = "verdicts", comparisons = comps, script = true })
 end
 
+do
+  local rows = {}
+  for k = 8, 1, -1 do
+    local f = { ["hydra.keep_heads"] = tostring(k) }
+    local kept = ("%d head%s kept"):format(k, k == 1 and "" or "s")
+    rows[#rows + 1] = { method = "taylor", filter = f, label = "Taylor, " .. kept }
+    rows[#rows + 1] = { method = "circavg", filter = f, vs = "taylor[hydra.keep_heads=" .. k .. "]",
+                        label = "CircAvg, " .. kept }
+  end
+  add({ name = "ablation_heads.acc_ood", experiment = "ablation_heads", columns = "acc_ood",
+        rows = rows, verdict = { key = "ood_avg_auroc_msp", better = "higher",
+                                 what = "Taylor at the same number of heads" } })
+end
+
+do
+  local function f(bootstrap, objectives, penalty)
+    return { ["hydra.diversity.bootstrap"] = bootstrap, ["hydra.diversity.objectives"] = objectives,
+             ["hydra.diversity.overlap_penalty"] = penalty }
+  end
+  local none = f("false", "[avg]", "0.0")
+  local ref = row_id("hydra_circ", none)
+  local rows = { { method = "hydra_circ", filter = none, label = "none" } }
+  for _, r in ipairs({ { "bootstrap", f("true", "[avg]", "0.0") },
+                       { "objectives", f("false", "[acc, ood, avg]", "0.0") },
+                       { "overlap", f("false", "[avg]", "0.5") },
+                       { "all", f("true", "[acc, ood, avg]", "0.5") } }) do
+    rows[#rows + 1] = { method = "hydra_circ", filter = r[2], label = r[1], vs = ref }
+  end
+  add({ name = "ablation_diversity.acc_ood", experiment = "ablation_diversity",
+        columns = "acc_ood", rows = rows,
+        verdict = { key = "ood_avg_auroc_msp", better = "higher",
+                    what = "no source of diversity (none)" } })
+end
+
 function M.table(name) return by_name[name] end
 
 local function tables_of(experiment)
@@ -213,13 +264,6 @@ end
 
 -- ===== rows =====
 
-local function row_id(method, filter)
-  if not filter or next(filter) == nil then return method end
-  local parts = {}
-  for _, k in ipairs(yaml.sorted_keys(filter)) do parts[#parts + 1] = k .. "=" .. filter[k] end
-  return method .. "[" .. table.concat(parts, ",") .. "]"
-end
-M.row_id = row_id
 
 local function matches(run, filter)
   for k, v in pairs(filter or {}) do
@@ -234,7 +278,7 @@ end
 local function resolve_rows(experiment, runs)
   local out, seen = {}, {}
   -- optional: a row only a comparison names (a run without that method leaves it out)
-  local function add_row(method, filter, optional)
+  local function add_row(method, filter, optional, label)
     local id = row_id(method, filter)
     if seen[id] then return end
     local row = { id = id, method = method, filter = filter, by_seed = {} }
@@ -259,7 +303,9 @@ local function resolve_rows(experiment, runs)
       err.fail("paper: no run of %s has method '%s'%s", experiment, method,
         filter and next(filter) and (" with " .. id:match("%[(.*)%]$")) or "")
     end
-    if filter and next(filter) then
+    if label then
+      row.label = label
+    elseif filter and next(filter) then
       row.label = row.label .. " (" .. id:match("%[(.*)%]$"):gsub(",", ", ") .. ")"
     end
     seen[id] = true
@@ -267,7 +313,7 @@ local function resolve_rows(experiment, runs)
   end
   for _, t in ipairs(tables_of(experiment)) do
     if t.rows then
-      for _, r in ipairs(t.rows) do add_row(r.method, r.filter) end
+      for _, r in ipairs(t.rows) do add_row(r.method, r.filter, false, r.label) end
     elseif t.kind == "metrics" then
       for _, r in ipairs(runs) do
         for _, name in ipairs(r.loaded.methods or {}) do add_row(name, nil) end

@@ -574,7 +574,7 @@ function M.text(t, boot, better, scale, fmt)
   local v = M.rule(t, boot, better)
   local parts = {}
   parts[#parts + 1] = t.p and M.p_text(t.p) or ("n = %d"):format(t.n)
-  if boot then parts[#parts + 1] = ("CI %s, %s"):format(num(boot.lo), num(boot.hi)) end
+  if boot then parts[#parts + 1] = ("CI %s, %s"):format(signed(boot.lo), signed(boot.hi)) end
   return ("%s (%s): %s"):format(t.mean and signed(t.mean) or "–", table.concat(parts, "; "), v)
 end
 
