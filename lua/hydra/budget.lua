@@ -14,8 +14,8 @@
 -- without result.h5): every base model the methods need (Deep Ensembles: M of them, MC Dropout
 -- its own dropout) unless its stage is cached (its key: methods/common.lua base_inputs; each
 -- counted once over the whole repro), each pruned member's fine-tuning and circuit search, the
--- efficient ensembles' own training (members x a base model's), and the predictions of every
--- method on every evaluation set. Stages whose keys are known only during the run (gates,
+-- efficient ensembles' own training (members x a base model's), the predictions of every
+-- method on every evaluation set and Hydra (Circ)'s diagnostics (hydra.diagnostics). Stages whose keys are known only during the run (gates,
 -- members) are looked up once the stages they depend on are cached (a member once its gates
 -- are), and count as not cached before. Experiments that are not sweeps (cost, quickstart) and
 -- prop1 (its own loop) count nothing. A complete run costs nothing: it is only re-read. The
@@ -139,6 +139,9 @@ local function run_seconds(cfg, thr, cache, seen, counts)
       end
     end
     s = s + n_eval * F * (d.members or 1) / thr
+    if name == "hydra_circ" then   -- its diagnostics: each circuit on the test and search data
+      s = s + d.members * (n_eval - n_val + 4 * cfg.prune.val_size) * F / thr
+    end
   end
   return s
 end
