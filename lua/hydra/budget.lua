@@ -15,9 +15,9 @@
 -- its own dropout) unless its stage is cached (its key: methods/common.lua base_inputs; each
 -- counted once over the whole repro), each pruned member's fine-tuning and circuit search, the
 -- efficient ensembles' own training (members x a base model's), the predictions of every
--- method on every evaluation set and Hydra (Circ)'s diagnostics (hydra.diagnostics). Stages whose keys are known only during the run (gates,
--- members) are looked up once the stages they depend on are cached (a member once its gates
--- are), and count as not cached before. Experiments that are not sweeps (cost, quickstart) and
+-- method on every evaluation set and Hydra (Circ)'s diagnostics (hydra.diagnostics). Gates
+-- are looked up by their key once their base is known, members once their gates are cached
+-- (their key holds the gate row); before that they count as not cached. Experiments that are not sweeps (cost, quickstart) and
 -- prop1 (its own loop) count nothing. A complete run costs nothing: it is only re-read. The
 -- throughput is measured at the machine's current load.
 local core = require("hydra.core")
