@@ -17,9 +17,9 @@
 -- efficient ensembles' own training (members x a base model's), the predictions of every
 -- method on every evaluation set and Hydra (Circ)'s diagnostics (hydra.diagnostics). Gates
 -- are looked up by their key once their base is known, members once their gates are cached
--- (their key holds the gate row); before that they count as not cached. Experiments that are not sweeps (cost, quickstart) and
--- prop1 (its own loop) count nothing. A complete run costs nothing: it is only re-read. The
--- throughput is measured at the machine's current load.
+-- (their key holds the gate row); before that they count as not cached. Experiments that are
+-- not sweeps (cost, quickstart) and prop1 (its own loop) count nothing. A complete run costs
+-- nothing: it is only re-read. The throughput is measured at the machine's current load.
 local core = require("hydra.core")
 local err = require("hydra.err")
 
