@@ -83,6 +83,7 @@ demo: all
 	./hydra repro quickstart
 repro: all
 	./hydra repro all --profile paper
+	./hydra repro --write
 # libFuzzer targets (tests/fuzz/fuzz_*.c, one per parser; not part of `make test`): the core is
 # rebuilt with clang-14 under ASan + UBSan with fuzzer coverage in build/fuzz, then each target
 # runs FUZZ_SECONDS from its seed corpus (tests/fuzz/run.sh); a crash, leak or timeout fails.

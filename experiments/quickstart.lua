@@ -8,7 +8,8 @@
 -- images (the sizes are the profile's: configs/experiments/quick.yaml by default).
 -- From that one base model we build
 --   * Single: the base model itself;
---   * Deep Ensembles: 3 independently trained models (seeds s, s+1, s+2; the first is Single's);
+--   * Deep Ensembles: 3 independently trained models (base seeds 3s, 3s+1, 3s+2; seed 0's first
+--     is Single's);
 --   * Hydra (Taylor): 3 members, each keeping the 4 of 8 heads per layer with the largest
 --     Taylor importance |dL/dg| on its own bootstrap resample of calibration rows of the
 --     training split;

@@ -8,9 +8,10 @@
 -- settings) and is shared by every seed through the stage cache; a kill resumes after the last
 -- finished epoch. 2. Fine-tuning: every method starts from that encoder (train.init; the
 -- classifier head from the run's seed): Single; Deep Ensembles = 3 fine-tunings with seeds
--- s..s+2 (the authors' protocol); Deep Ensembles (scratch) = 3 models trained without the
--- pretrained encoder; MC Dropout (8 samples); Taylor, CircAvg, Hydra (Taylor), Hydra (Circ) prune
--- the fine-tuned Single (circuit search on ood-val-text only). ID test: GLUE SST-2 dev (872).
+-- 3s..3s+2 (the authors' protocol; disjoint across seeds); Deep Ensembles (scratch) = 3 models
+-- trained without the pretrained encoder; MC Dropout (8 samples); Taylor, CircAvg, Hydra
+-- (Taylor), Hydra (Circ) prune the fine-tuned Single (circuit search on ood-val-text only).
+-- ID test: GLUE SST-2 dev (872).
 -- OOD: near = Yelp, Amazon, IMDB sentences; far = AG News, TREC, Multi30k (for WMT16-en),
 -- Reuters (for 20 Newsgroups), fortunes; MNLI-mismatched and RTE have no analog. Metrics as the
 -- image table (MSP score; near/far/all averages), cost at the real token lengths.

@@ -639,6 +639,9 @@ local function metric_of(res, key)
   return nil
 end
 
+-- (the same for one result: hydra.paper's per-seed summaries)
+M.metric_of = metric_of
+
 -- Every metric key some result has (for the message of a key no result has).
 local function metric_keys(runs)
   local set = {}

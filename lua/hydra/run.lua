@@ -4,7 +4,9 @@
 --
 --   local run = require("hydra").run
 --   run.id(cfg)       -> run-id: the first 12 hex digits of hydra.config.hash of cfg with the keys
---                        that cannot change a result removed (results_dir, threads, sweep.*).
+--                        that cannot change a result removed (results_dir, threads, sweep.*);
+--                        when cfg.methods names a method of run.METHOD_REVISION, hashed once
+--                        more with those methods' revisions.
 --   run.dir(cfg [, id]) -> "<results_dir>/<experiment>/<run-id>" (id: run.id(cfg) when known)
 --   run.status(cfg [, dir]) -> "complete" | "damaged" | "partial" | "absent", dir [, why]
 --                        complete  = dir/result.h5 opens and holds the completion mark (its
@@ -100,8 +102,24 @@ local function shallow_without(cfg, keys)
   return c
 end
 
+-- Methods whose definition has a revision number for the same config: a run that has one of
+-- them gets another run-id per revision, so a run folder of an older revision is recomputed
+-- (from the cached stages that still apply), never reused. A run without them keeps its
+-- run-id. deep_ensemble 2: member i of seed s is base seed M*s + i - 1 (disjoint members across
+-- seeds; revision 1 shared them: seed + i - 1).
+M.METHOD_REVISION = { deep_ensemble = 2, deep_ensemble_scratch = 2 }
+
 function M.id(cfg)
-  return config.hash(shallow_without(cfg, M.ID_EXCLUDE)):sub(1, 12)
+  local h = config.hash(shallow_without(cfg, M.ID_EXCLUDE))
+  local rev = {}
+  for _, m in ipairs(type(cfg.methods) == "table" and cfg.methods or {}) do
+    if M.METHOD_REVISION[m] then rev[#rev + 1] = m .. "=" .. M.METHOD_REVISION[m] end
+  end
+  if #rev > 0 then
+    table.sort(rev)
+    h = core.hash64(h .. "\nmethod_revision " .. table.concat(rev, ","))
+  end
+  return h:sub(1, 12)
 end
 
 -- id: run.id(cfg) when the caller has it (hashing the config is the cost of a sweep's --list)
@@ -342,7 +360,7 @@ local function execute_locked(cfg, opts, summary)
     local cache = stages.new({ dir = opts.cache_dir, log = function(line) log("  %s", line) end })
     output.mkdir_p(dir .. "/methods", "run")
     output.mkdir_p(dir .. "/plots", "run")
-    local files, costs, stage_lines, used = {}, {}, {}, {}
+    local files, costs, stage_lines, used, diags = {}, {}, {}, {}, {}
     local B = cfg.train.eval_batch_size
     for i, mod in ipairs(mods) do
       local name = methods[i]
@@ -370,6 +388,11 @@ local function execute_locked(cfg, opts, summary)
       res.method = mod.label
       files[i] = dir .. "/methods/" .. name .. ".h5"
       eval.write(res, files[i])
+      if pred.diagnose then   -- e.g. Hydra (Circ)'s circuit diagnostics (hydra.diagnostics)
+        local td = core.now()
+        diags[i] = pred.diagnose(files[i], sets)
+        log("  %s: diagnostics (%.1f s)", mod.label, core.now() - td)
+      end
       local ms, nb = pred:time_batch(sets[1], B, 5)
       local cost = pred:cost_on(sets[1])   -- FLOPs at the ID test set's token lengths (text)
       costs[i] = { params = cost.params, flops = cost.flops, flops_padded = cost.flops_padded,
@@ -478,6 +501,18 @@ local function execute_locked(cfg, opts, summary)
         copy_tree(src, f, "/methods/" .. name)
         f:set_attr("/methods/" .. name, "method_name", name)
         for k, v in pairs(costs[i]) do f:set_attr("/methods/" .. name .. "/cost", k, v) end
+        local d = diags[i]
+        if d then   -- /methods/<name>/diagnostics (results/README.md, "Circuit diagnostics")
+          local g = "/methods/" .. name .. "/diagnostics"
+          for p, t in pairs(d.data) do f:write(g .. "/" .. p, t) end
+          for rel, a in pairs(d.attrs) do
+            for k, v in pairs(a) do f:set_attr(rel == "" and g or (g .. "/" .. rel), k, v) end
+          end
+          local have, present = {}, {}
+          for _, c in ipairs(curve_sets) do have["/curves/" .. c.id] = true end
+          for _, c in ipairs(d.curves or {}) do if have[c] then present[#present + 1] = c end end
+          f:set_attr(g, "curves", table.concat(present, ","))
+        end
       end
       f:commit()
     end)

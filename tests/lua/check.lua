@@ -108,6 +108,26 @@ end
 
 M.read_file = require("hydra.fs").read_file
 
+-- The tiny image world of the run tests in a new folder: root/data/tiny.h5 (the ID set, 96 / 32
+-- / 40 rows) and root/data/tinyood.h5 (24 OOD test rows), plus `extra` = { name = options of
+-- hydra.model.write_synthetic }; returns root (a check.tmpdir) and the data folder.
+function M.tiny_world(extra)
+  local hydra = require("hydra")
+  local root = M.tmpdir()
+  local d = root .. "/data"
+  require("hydra.core").mkdir_p(d)
+  hydra.model.write_synthetic(d .. "/tiny.h5", { train = 96, val = 32, test = 40, seed = 2 })
+  hydra.model.write_synthetic(d .. "/tinyood.h5", { train = 8, val = 8, test = 24, seed = 5,
+                                                    classes = 3 })
+  local names = {}
+  for name in pairs(extra or {}) do names[#names + 1] = name end
+  table.sort(names)
+  for _, name in ipairs(names) do
+    hydra.model.write_synthetic(d .. "/" .. name .. ".h5", extra[name])
+  end
+  return root, d
+end
+
 -- A prepared-layout text data file at path (train, val, test splits of sizes[1..3] synthetic
 -- sequences from hy_synth_text, lengths in [6, 12], seeds seed + 1..3) with a 40-word vocabulary.
 function M.text_file(path, sizes, seed)

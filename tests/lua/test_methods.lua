@@ -76,7 +76,22 @@ function T.every_method_has_the_interface()
   end
   eq(require("hydra.methods.deep_ensemble").describe(cfg).members, 2, "DE members")
   check.same(require("hydra.methods.deep_ensemble").describe(tiny_cfg({ seed = "5" })).seeds,
-    { 5, 6 }, "DE seeds")
+    { 10, 11 }, "DE seeds: M*seed .. M*seed+M-1")
+  -- seeds 0..3 with M = 3: bases 0..11, each used once (disjoint members across seeds)
+  local used = {}
+  for s = 0, 3 do
+    for _, name in ipairs({ "deep_ensemble", "deep_ensemble_scratch" }) do
+      local d = require("hydra.methods." .. name).describe(
+        tiny_cfg({ seed = tostring(s), ["deep_ensemble.members"] = "3" }))
+      check.same(d.seeds, { 3 * s, 3 * s + 1, 3 * s + 2 }, name .. " seed " .. s)
+      if name == "deep_ensemble" then
+        for _, b in ipairs(d.seeds) do
+          ok(not used[b], "base " .. b .. " in one seed's ensemble only")
+          used[b] = true
+        end
+      end
+    end
+  end
   eq(require("hydra.methods.mc_dropout").describe(cfg).members, 3, "MC samples")
   eq(require("hydra.methods.hydra_circ").describe(cfg).members, 2, "Hydra members")
   eq(require("hydra.methods.hydra_circ").describe(cfg).needs.ood_val, true, "circ needs ood_val")
@@ -557,6 +572,23 @@ function T.run_id_ignores_where_results_go()
   local b = tiny_cfg({ results_dir = "/b", threads = "2", ["sweep.jobs"] = "3" })
   eq(run.id(a), run.id(b), "results_dir, threads, sweep.* do not change the id")
   ok(run.id(a) ~= run.id(tiny_cfg({ results_dir = "/a", seed = "1" })), "the seed does")
+end
+
+-- A method whose results changed for the same config (run.METHOD_REVISION: Deep Ensembles'
+-- disjoint members) changes the run-id of the runs that have it, and only of those.
+function T.run_id_follows_method_revisions()
+  local run = hydra.run
+  local without = tiny_cfg({ methods = "[single, taylor]" })
+  local with = tiny_cfg({ methods = "[single, deep_ensemble]" })
+  eq(run.METHOD_REVISION.deep_ensemble, 2, "deep_ensemble revision")
+  local id_without, id_with = run.id(without), run.id(with)
+  local saved = run.METHOD_REVISION
+  run.METHOD_REVISION = {}
+  local plain_without, plain_with = run.id(without), run.id(with)
+  run.METHOD_REVISION = saved
+  eq(id_without, plain_without, "a run without a revised method keeps its run-id")
+  ok(id_with ~= plain_with, "a run with Deep Ensembles gets another run-id (not reused)")
+  eq(#id_with, 12, "12 hex digits")
 end
 
 function T.run_rejects_bad_method_lists()

@@ -434,9 +434,9 @@ local function gates_check(gc, base_path, base_key)
   end
 end
 
--- Gates stage: returns the gates file path, its key and the gate tensor [M,L,H].
-function C.gates(ctx, base_path, base_key, variant)
-  local cfg = ctx.cfg
+-- The inputs that key the gates stage of a variant pruned from the base stage base_key (and
+-- the config the gates are computed with).
+function C.gates_inputs(cfg, base_key, variant)
   local gc = C.gates_cfg(cfg, variant)
   -- what scores the heads: Taylor the calibration rows of the train split (prune.calib_size,
   -- prune.batch_size), the circuit search the validation sets (prune.val_size, data.ood_val)
@@ -452,6 +452,13 @@ function C.gates(ctx, base_path, base_key, variant)
   else
     pc.val_size, pc.circuit_batch_size = nil, nil
   end
+  return inputs, gc
+end
+
+-- Gates stage: returns the gates file path, its key and the gate tensor [M,L,H].
+function C.gates(ctx, base_path, base_key, variant)
+  local cfg = ctx.cfg
+  local inputs, gc = C.gates_inputs(cfg, base_key, variant)
   local path, key = ctx.cache:get("gates", inputs, function(tmp, key)
     local prune = require("hydra.prune")
     local m = model.load(base_path)
@@ -494,19 +501,24 @@ end
 -- Member `m` (1-based) of the gates, fine-tuned from the base weights with its gates fixed
 -- (hydra.finetune.member, as `hydra finetune`); finetune.epochs 0 keeps the gated base
 -- weights. Returns the member checkpoint path and key.
--- The stage is keyed by the member's own gate row [L,H] (C.gate_row), not by the gates stage:
--- fine-tuning depends on the base, that row and the finetune/train/optim settings only (never
--- on the member's index or on how many members were searched), so every method and every M
--- whose search gives the same row shares one fine-tuned member (M = 1..6: 6 members, not 21).
+-- The stage is keyed by the member's own gate row [L,H] (C.gate_row; C.member_inputs), not by
+-- the gates stage: fine-tuning depends on the base, that row and the finetune/train/optim
+-- settings only (never on the member's index or on how many members were searched), so every
+-- method and every M whose search gives the same row shares one fine-tuned member (M = 1..6:
+-- 6 members, not 21).
 -- The checkpoint's /meta member and gates_stage name the search that built it first.
-function C.member(ctx, base_path, base_key, gates_key, gates, m)
-  local cfg = ctx.cfg
-  local inputs = {
+function C.member_inputs(cfg, base_key, gates, m)
+  return {
     base = base_key, gate_row = C.gate_row(gates, m), finetune = cfg.finetune,
     train = cfg.train, optim = cfg.optim, seed = cfg.seed,
     data = { id = stages.data_hash(C.data_file(cfg, cfg.data.id)),
              train_subset = cfg.data.train_subset, val_subset = cfg.data.test_subset },
   }
+end
+
+function C.member(ctx, base_path, base_key, gates_key, gates, m)
+  local cfg = ctx.cfg
+  local inputs = C.member_inputs(cfg, base_key, gates, m)
   return ctx.cache:get("member", inputs, function(tmp, key)
     local mod = model.load(base_path)
     if cfg.finetune.epochs > 0 then
@@ -610,22 +622,34 @@ end
 
 -- The whole pruned pipeline: base model -> gates (variant) -> fine-tuned members -> fused model
 -- -> predictor.
+-- The predictor's .pruned keeps what the pipeline used (base_path, base_key, gates_path,
+-- gates_key, gates [M,L,H], objectives (the circuit search's, per member), member_paths,
+-- member_keys) for the method's diagnostics (hydra.diagnostics).
 function C.pruned_method(ctx, name, variant)
   local cfg = ctx.cfg
   local base_path, base_key = C.base_model(ctx, cfg.seed, cfg.model.dropout)
-  local _, gates_key, gates = C.gates(ctx, base_path, base_key, variant)
+  local gates_path, gates_key, gates = C.gates(ctx, base_path, base_key, variant)
   local paths, keys = {}, {}
   for m = 1, gates:size(1) do
     paths[m], keys[m] = C.member(ctx, base_path, base_key, gates_key, gates, m)
   end
   local fpath, fkey = C.fused(ctx, paths, keys)
-  return C.fused_predictor(ctx, fpath, fkey, { name = name, seeds = { cfg.seed } })
+  local pred = C.fused_predictor(ctx, fpath, fkey, { name = name, seeds = { cfg.seed } })
+  local objectives
+  do
+    local f <close> = h5.open(gates_path)
+    objectives = require("hydra.fs").split_list(f:attrs("/").objectives)
+  end
+  pred.pruned = { base_path = base_path, base_key = base_key, gates_path = gates_path,
+                  gates_key = gates_key, gates = gates, objectives = objectives,
+                  member_paths = paths, member_keys = keys }
+  return pred
 end
 
 -- The method table (see THE METHOD INTERFACE) of a pruned method: `variant` as in C.gates_cfg;
 -- one member when variant.single, else hydra.members; a circuit search needs data.ood_val.
 function C.pruned_module(name, label, variant)
-  local M = { name = name, label = label }
+  local M = { name = name, label = label, variant = variant }
   function M.describe(cfg)
     return { name = name, label = label, members = variant.single and 1 or cfg.hydra.members,
              seeds = { cfg.seed }, needs = { ood_val = variant.method == "circuit" } }

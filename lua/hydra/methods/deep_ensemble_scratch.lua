@@ -1,5 +1,5 @@
 -- lua/hydra/methods/deep_ensemble_scratch.lua: "Deep Ensembles (scratch)" = deep_ensemble.members
--- base models trained from their seeds alone (seeds seed, seed+1, ...), ignoring train.init:
+-- base models trained from their seeds alone (seeds M*seed .. M*seed+M-1, as deep_ensemble), ignoring train.init:
 -- with a pretrained encoder (train.init) the plain Deep Ensembles row is M fine-tunings of that
 -- one encoder (the authors' protocol), and this row is the independently initialised ensemble
 -- beside it. Without train.init the two rows are the same models. Interface:

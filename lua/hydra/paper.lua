@@ -1,0 +1,897 @@
+-- lua/hydra/paper.lua: the generated tables of paper_repro.md (`hydra repro --write / --check`).
+--
+--   paper.TABLES, paper.table(name)    the table specs: name, experiment, kind ("metrics" or
+--                                      "verdicts"), columns, rows, verdict / comparisons; script
+--                                      = true: the experiment script writes the summary itself
+--   paper.summarize(experiment, runs, dir [, opts])  writes the experiment's result summary:
+--                                      dir/values.csv (the per-seed metrics of every row) and
+--                                      dir/bootstrap.csv (the paired bootstrap of every
+--                                      comparison); runs = hydra.report_sweep.collect's list
+--   paper.values_text(experiment, runs) -> the text values.csv would get (no bootstrap)
+--   paper.values_csv(experiment, rows, keys) / paper.bootstrap_csv(experiment, comps, res)
+--                                      the two files' texts (an experiment script that computes
+--                                      its own rows, experiments/b2_circuit_knockout.lua)
+--   paper.read_summary(dir) -> summary (nil, missing file when absent)
+--   paper.render(spec, summary, where) -> the lines of one generated block
+--   paper.blocks(text, path) -> the marked blocks of a document
+--   paper.write(doc, sumdir) -> names of the tables rewritten   (raises naming missing files)
+--   paper.check(doc, sumdir) -> problems (a list of one-line texts; empty when up to date)
+--
+-- A block is the lines between `<!-- hydra:table NAME -->` and `<!-- /hydra:table -->`; the rest
+-- of the document is never touched. Summaries live in <sumdir>/<experiment>/ (results/paper/ in
+-- the repository: results/README.md, "Paper summaries"). Verdicts: hydra.verdict.
+local err = require("hydra.err")
+local fs = require("hydra.fs")
+local report = require("hydra.report")
+local verdict = require("hydra.verdict")
+local yaml = require("hydra.yaml")
+
+local M = {}
+
+M.FORMAT = "hydra-paper-summary-1"
+
+-- ===== the specs =====
+
+local function pct(key, title) return { key = key, title = title, scale = 100, fmt = "%.2f" } end
+local function raw3(key, title) return { key = key, title = title, scale = 1, fmt = "%.3f" } end
+
+M.COLUMNS = {
+  id = { pct("acc", "Acc ↑"), pct("ece", "ECE ↓"), pct("calibration/ece", "ECE +TS ↓"),
+         raw3("nll", "NLL ↓"), raw3("calibration/nll", "NLL +TS ↓"),
+         pct("misclf_auroc_msp", "Misclf AUROC (MSP) ↑"),
+         pct("misclf_auroc_maxlogit", "Misclf AUROC (max-logit) ↑") },
+}
+M.SCORE_TITLES = { msp = "MSP", maxlogit = "max-logit" }
+for _, sc in ipairs({ "msp", "maxlogit" }) do
+  local cols = {}
+  for _, g in ipairs({ { "avg", "OOD avg" }, { "near", "Near" }, { "far", "Far" } }) do
+    cols[#cols + 1] = pct(("ood_%s_auroc_%s"):format(g[1], sc), g[2] .. " AUROC ↑")
+    cols[#cols + 1] = pct(("ood_%s_fpr95_%s"):format(g[1], sc), g[2] .. " FPR95 ↓")
+    cols[#cols + 1] = pct(("ood_%s_fpr95_id_%s"):format(g[1], sc), g[2] .. " FPR95-ID ↓")
+  end
+  M.COLUMNS["ood_" .. sc] = cols
+end
+
+M.COLUMNS.b2 = { pct("acc", "Acc ↑"), pct("ood_avg_auroc_msp", "OOD avg AUROC ↑"),
+                 pct("ood_near_auroc_msp", "Near AUROC ↑"),
+                 pct("ood_far_auroc_msp", "Far AUROC ↑"),
+                 pct("ood_avg_fpr95_msp", "OOD avg FPR95 ↓") }
+
+M.COLUMNS.acc_ood = M.COLUMNS.b2
+
+local CAPTIONS = {
+  acc_ood = "Acc on the ID test set; OOD positive, score MSP, OOD avg = unweighted mean over "
+    .. "every OOD set, Near / Far = over the near / far group, FPR95 = ID flagged at 95 %% OOD "
+    .. "recall",
+  b2 = "The base model with no gradient step, heads knocked out (gate 0) in every layer; Acc on "
+    .. "the ID test set; OOD positive, score MSP, OOD avg = unweighted mean over every OOD set, "
+    .. "Near / Far = over the near / far group, FPR95 = ID flagged at 95 %% OOD recall",
+  id = "Acc, ECE (15 equal-width bins) and NLL on the ID test set, +TS after temperature "
+    .. "scaling fitted on the ID validation split; Misclf AUROC = misclassification detection "
+    .. "(misclassified positive) with the MSP and max-logit scores",
+  ood = "OOD positive, score %s; OOD avg = unweighted mean over every OOD set, Near / Far = "
+    .. "over the near / far group; FPR95 = ID flagged at 95 %% OOD recall (ours and the "
+    .. "authors'), FPR95-ID = OOD accepted at 95 %% ID recall",
+}
+
+-- metric titles for verdict texts (the column titles without their arrows)
+local function key_title(key)
+  for _, cols in pairs(M.COLUMNS) do
+    for _, c in ipairs(cols) do
+      if c.key == key then
+        local sc = key:match("_(maxlogit)$") or key:match("_(msp)$")
+        local t = c.title:gsub(" ↑$", ""):gsub(" ↓$", "")
+        if sc and not t:find("(", 1, true) then t = t .. " (" .. M.SCORE_TITLES[sc] .. ")" end
+        return t, c
+      end
+    end
+  end
+  return key, { key = key, scale = 1, fmt = "%.4f" }
+end
+M.key_title = key_title
+
+-- A row's id: its method and the config values that select its runs ("hydra_circ[hydra.members=3]")
+local function row_id(method, filter)
+  if not filter or next(filter) == nil then return method end
+  local parts = {}
+  for _, k in ipairs(yaml.sorted_keys(filter)) do parts[#parts + 1] = k .. "=" .. filter[k] end
+  return method .. "[" .. table.concat(parts, ",") .. "]"
+end
+M.row_id = row_id
+
+M.TABLES = {}
+local by_name = {}
+local function add(t)
+  t.kind = t.kind or "metrics"
+  M.TABLES[#M.TABLES + 1] = t
+  by_name[t.name] = t
+end
+
+for _, e in ipairs({ "table_image", "table_text" }) do
+  add({ name = e .. ".id", experiment = e, columns = "id",
+        verdict = { ref = "deep_ensemble", key = "acc", better = "higher" } })
+  for _, sc in ipairs({ "msp", "maxlogit" }) do
+    add({ name = e .. ".ood_" .. sc, experiment = e, columns = "ood_" .. sc,
+          verdict = { ref = "deep_ensemble", key = "ood_avg_auroc_" .. sc, better = "higher" } })
+  end
+end
+
+-- the paper's claims on the main tables, one comparison each (claim: A better than B on key,
+-- better = the direction the claim says)
+local function claims(comps)
+  local out = {}
+  for i, c in ipairs(comps) do out[i] = { a = c[1], b = c[2], key = c[3], better = c[4] } end
+  return out
+end
+for _, e in ipairs({ "table_image", "table_text" }) do
+  add({ name = e .. ".verdicts", experiment = e, kind = "verdicts", comparisons = claims({
+    -- the headline: Hydra (Circ) >= Deep Ensembles on OOD detection, by group and by score
+    { "hydra_circ", "deep_ensemble", "ood_avg_auroc_msp", "higher" },
+    { "hydra_circ", "deep_ensemble", "ood_near_auroc_msp", "higher" },
+    { "hydra_circ", "deep_ensemble", "ood_far_auroc_msp", "higher" },
+    { "hydra_circ", "deep_ensemble", "ood_avg_fpr95_msp", "lower" },
+    { "hydra_circ", "deep_ensemble", "ood_avg_auroc_maxlogit", "higher" },
+    -- accuracy: Hydra (Circ) against the Single it is pruned from and against Deep Ensembles
+    { "hydra_circ", "single", "acc", "higher" },
+    { "hydra_circ", "deep_ensemble", "acc", "higher" },
+    -- Hydra improves on the model it is pruned from; ensembling pruned members beats one
+    { "hydra_circ", "single", "ood_avg_auroc_msp", "higher" },
+    { "hydra_circ", "circavg", "ood_avg_auroc_msp", "higher" },
+    { "hydra_taylor", "taylor", "ood_avg_auroc_msp", "higher" },
+    -- pruning harms calibration (ECE up), Hydra repairs it (ECE down against the pruned model)
+    { "taylor", "single", "ece", "higher" },
+    { "circavg", "single", "ece", "higher" },
+    { "hydra_circ", "circavg", "ece", "lower" },
+    -- MC Dropout between the Single and Deep Ensembles
+    { "mc_dropout", "single", "ood_avg_auroc_msp", "higher" },
+    { "mc_dropout", "deep_ensemble", "ood_avg_auroc_msp", "lower" },
+  }) })
+end
+
+local PRUNING_ROWS = { { method = "taylor" }, { method = "circavg" }, { method = "hydra_taylor" },
+                       { method = "hydra_circ" }, { method = "deep_ensemble" } }
+add({ name = "ablation_pruning.id", experiment = "ablation_pruning", columns = "id",
+      rows = PRUNING_ROWS })
+add({ name = "ablation_pruning.ood_msp", experiment = "ablation_pruning", columns = "ood_msp",
+      rows = PRUNING_ROWS })
+do
+  local comps = {}
+  for _, c in ipairs({ { "circavg", "taylor" }, { "hydra_taylor", "taylor" },
+                       { "hydra_circ", "circavg" }, { "hydra_circ", "hydra_taylor" },
+                       { "hydra_circ", "deep_ensemble" } }) do
+    comps[#comps + 1] = { a = c[1], b = c[2], key = "ood_avg_auroc_msp", better = "higher" }
+  end
+  comps[#comps + 1] = { a = "hydra_circ", b = "deep_ensemble", key = "acc", better = "higher" }
+  add({ name = "ablation_pruning.verdicts", experiment = "ablation_pruning", kind = "verdicts",
+        comparisons = comps })
+end
+
+do
+  local rows = {}
+  for _, m in ipairs({ { "hydra_taylor", "Hydra (Taylor)" }, { "hydra_circ", "Hydra (Circ)" } }) do
+    for k = 1, 6 do
+      rows[#rows + 1] = { method = m[1], filter = { ["hydra.members"] = tostring(k) },
+                          label = ("%s, M = %d"):format(m[2], k),
+                          vs = k > 1 and (m[1] .. "[hydra.members=" .. (k - 1) .. "]") or nil }
+    end
+  end
+  add({ name = "ablation_members.ood_msp", experiment = "ablation_members",
+        columns = "ood_msp", rows = rows,
+        verdict = { key = "ood_avg_auroc_msp", better = "higher", what = "the row with M - 1" } })
+end
+
+do
+  local rows = {}
+  for _, m in ipairs({ { "hydra_taylor", "Hydra (Taylor)" }, { "hydra_circ", "Hydra (Circ)" } }) do
+    rows[#rows + 1] = { method = m[1], filter = { ["fuse.mlp"] = "average" },
+                        label = m[2] .. ", merged MLP (fuse.mlp=average)" }
+    rows[#rows + 1] = { method = m[1], filter = { ["fuse.mlp"] = "member" },
+                        label = m[2] .. ", per-member MLP (fuse.mlp=member)",
+                        vs = m[1] .. "[fuse.mlp=average]" }
+  end
+  add({ name = "ablation_mlp_merge.ood_msp", experiment = "ablation_mlp_merge",
+        columns = "ood_msp", rows = rows,
+        verdict = { key = "ood_avg_auroc_msp", better = "higher",
+                    what = "the same method with the merged MLP" } })
+end
+
+do
+  local comps = {}
+  for _, b in ipairs({ "random", "low_importance", "none" }) do
+    comps[#comps + 1] = { a = "circuit", b = b, key = "ood_avg_auroc_msp", better = "lower" }
+  end
+  local rows = {}
+  for _, r in ipairs({ "none", "circuit", "low_importance", "random" }) do
+    rows[#rows + 1] = { method = r }
+  end
+  -- summaries written by experiments/b2_circuit_knockout.lua itself (no run folders)
+  add({ name = "b2_circuit_knockout.knockout", experiment = "b2_circuit_knockout",
+        columns = "b2", rows = rows, script = true })
+  add({ name = "b2_circuit_knockout.verdicts", experiment = "b2_circuit_knockout",
+        kind = "verdicts", comparisons = comps, script = true })
+end
+
+do
+  local rows = {}
+  for k = 8, 1, -1 do
+    local f = { ["hydra.keep_heads"] = tostring(k) }
+    local kept = ("%d head%s kept"):format(k, k == 1 and "" or "s")
+    rows[#rows + 1] = { method = "taylor", filter = f, label = "Taylor, " .. kept }
+    rows[#rows + 1] = { method = "circavg", filter = f, vs = "taylor[hydra.keep_heads=" .. k .. "]",
+                        label = "CircAvg, " .. kept }
+  end
+  add({ name = "ablation_heads.acc_ood", experiment = "ablation_heads", columns = "acc_ood",
+        rows = rows, verdict = { key = "ood_avg_auroc_msp", better = "higher",
+                                 what = "Taylor at the same number of heads" } })
+end
+
+do
+  local function f(bootstrap, objectives, penalty)
+    return { ["hydra.diversity.bootstrap"] = bootstrap, ["hydra.diversity.objectives"] = objectives,
+             ["hydra.diversity.overlap_penalty"] = penalty }
+  end
+  local none = f("false", "[avg]", "0.0")
+  local ref = row_id("hydra_circ", none)
+  local rows = { { method = "hydra_circ", filter = none, label = "none" } }
+  for _, r in ipairs({ { "bootstrap", f("true", "[avg]", "0.0") },
+                       { "objectives", f("false", "[acc, ood, avg]", "0.0") },
+                       { "overlap", f("false", "[avg]", "0.5") },
+                       { "all", f("true", "[acc, ood, avg]", "0.5") } }) do
+    rows[#rows + 1] = { method = "hydra_circ", filter = r[2], label = r[1], vs = ref }
+  end
+  add({ name = "ablation_diversity.acc_ood", experiment = "ablation_diversity",
+        columns = "acc_ood", rows = rows,
+        verdict = { key = "ood_avg_auroc_msp", better = "higher",
+                    what = "no source of diversity (none)" } })
+end
+
+function M.table(name) return by_name[name] end
+
+local function tables_of(experiment)
+  local out = {}
+  for _, t in ipairs(M.TABLES) do if t.experiment == experiment then out[#out + 1] = t end end
+  return out
+end
+M.tables_of = tables_of
+
+function M.experiments()
+  local out, seen = {}, {}
+  for _, t in ipairs(M.TABLES) do
+    if not seen[t.experiment] then seen[t.experiment] = true; out[#out + 1] = t.experiment end
+  end
+  return out
+end
+
+-- ===== rows =====
+
+
+local function matches(run, filter)
+  for k, v in pairs(filter or {}) do
+    if run.flat[k] ~= v then return false end
+  end
+  return true
+end
+
+-- The rows of the experiment's tables, resolved against its runs: { id, method, filter, label,
+-- by_seed = { [seed] = { run, res } } }, in table order (a table without rows: every method of
+-- the runs, in their order).
+local function resolve_rows(experiment, runs)
+  local out, seen = {}, {}
+  -- optional: a row only a comparison names (a run without that method leaves it out)
+  local function add_row(method, filter, optional, label)
+    local id = row_id(method, filter)
+    if seen[id] then return end
+    local row = { id = id, method = method, filter = filter, by_seed = {} }
+    for _, r in ipairs(runs) do
+      if matches(r, filter) then
+        for _, res in ipairs(r.loaded.results or {}) do
+          if res.name == method then
+            local seed = math.tointeger(tonumber(r.flat.seed))
+            if row.by_seed[seed] then
+              err.fail("paper: row '%s' of %s matches two runs of seed %d (%s, %s): name the "
+                .. "config key that tells them apart in the row's filter", id, experiment, seed,
+                row.by_seed[seed].run.dir, r.dir)
+            end
+            row.by_seed[seed] = { run = r, res = res }
+            row.label = row.label or res.method
+          end
+        end
+      end
+    end
+    if not row.label and optional then return end
+    if not row.label then
+      err.fail("paper: no run of %s has method '%s'%s", experiment, method,
+        filter and next(filter) and (" with " .. id:match("%[(.*)%]$")) or "")
+    end
+    if label then
+      row.label = label
+    elseif filter and next(filter) then
+      row.label = row.label .. " (" .. id:match("%[(.*)%]$"):gsub(",", ", ") .. ")"
+    end
+    seen[id] = true
+    out[#out + 1] = row
+  end
+  for _, t in ipairs(tables_of(experiment)) do
+    if t.rows then
+      for _, r in ipairs(t.rows) do add_row(r.method, r.filter, false, r.label) end
+    elseif t.kind == "metrics" then
+      for _, r in ipairs(runs) do
+        for _, name in ipairs(r.loaded.methods or {}) do add_row(name, nil) end
+      end
+    end
+    for _, c in ipairs(t.comparisons or {}) do add_row(c.a, nil, true); add_row(c.b, nil, true) end
+  end
+  return out
+end
+
+-- the comparisons of a table: { a = row id, b = row id, key, better }
+local function comparisons(t, row_ids)
+  if t.kind == "verdicts" then return t.comparisons end
+  local out = {}
+  if not t.verdict then return out end
+  for _, id in ipairs(row_ids) do
+    local ref = t.verdict.ref
+    if t.rows then
+      for _, r in ipairs(t.rows) do
+        if row_id(r.method, r.filter) == id then ref = r.vs or ref end
+      end
+    end
+    if ref and ref ~= id then
+      out[#out + 1] = { a = id, b = ref, key = t.verdict.key, better = t.verdict.better }
+    end
+  end
+  return out
+end
+
+local function table_row_ids(t, summary_rows)
+  if t.kind == "verdicts" then return {} end
+  local ids = {}
+  if t.rows then
+    for i, r in ipairs(t.rows) do ids[i] = row_id(r.method, r.filter) end
+  else
+    for _, r in ipairs(summary_rows) do
+      if not r.id:find("[", 1, true) then ids[#ids + 1] = r.id end
+    end
+  end
+  return ids
+end
+
+-- ===== summaries =====
+
+local csv_field = report.csv_field
+
+local function num(v) return ("%.17g"):format(v) end
+
+-- Every key a table of the experiment shows or compares.
+local function keys_of(experiment)
+  local keys, seen = {}, {}
+  local function add_key(k) if not seen[k] then seen[k] = true; keys[#keys + 1] = k end end
+  for _, t in ipairs(tables_of(experiment)) do
+    for _, c in ipairs(M.COLUMNS[t.columns] or {}) do add_key(c.key) end
+    if t.verdict then add_key(t.verdict.key) end
+    for _, c in ipairs(t.comparisons or {}) do add_key(c.key) end
+  end
+  return keys
+end
+
+local function header(experiment, what)
+  return ("# %s %s: %s (hydra repro --write; results/README.md, \"Paper summaries\")\n")
+    :format(M.FORMAT, experiment, what)
+end
+
+-- The text of values.csv: rows = { { id, label, values = { [seed] = { [key] = value } } } } in
+-- row order, keys in column order (missing values are left out).
+function M.values_csv(experiment, rows, keys)
+  local lines = { header(experiment, "the per-seed metrics of every row"),
+                  "row,label,seed,key,value\n" }
+  for _, row in ipairs(rows) do
+    local seeds = {}
+    for s in pairs(row.values) do seeds[#seeds + 1] = s end
+    table.sort(seeds)
+    for _, s in ipairs(seeds) do
+      for _, k in ipairs(keys) do
+        local v = row.values[s][k]
+        if type(v) == "number" then
+          lines[#lines + 1] = table.concat({ csv_field(row.id), csv_field(row.label), tostring(s),
+            k, num(v) }, ",") .. "\n"
+        end
+      end
+    end
+  end
+  return table.concat(lines)
+end
+
+-- The text of bootstrap.csv: comps = { { a, b, key } }, res = verdict.bootstrap_many's results.
+function M.bootstrap_csv(experiment, comps, res)
+  local lines = { header(experiment, "paired bootstrap over the test samples of every comparison"),
+                  "a,b,key,resamples,boot_seed,seeds,diff,lo,hi\n" }
+  for i, c in ipairs(comps) do
+    local r = res[i]
+    lines[#lines + 1] = table.concat({ csv_field(c.a), csv_field(c.b), c.key, tostring(r.B),
+      tostring(r.seed), tostring(r.n), num(r.diff), num(r.lo), num(r.hi) }, ",") .. "\n"
+  end
+  return table.concat(lines)
+end
+
+function M.values_text(experiment, runs)
+  local rows = resolve_rows(experiment, runs)
+  local keys = keys_of(experiment)
+  for _, row in ipairs(rows) do
+    row.values = {}
+    for s, e in pairs(row.by_seed) do
+      row.values[s] = {}
+      for _, k in ipairs(keys) do row.values[s][k] = report.metric_of(e.res, k) end
+    end
+  end
+  return M.values_csv(experiment, rows, keys), rows
+end
+
+-- Writes dir/values.csv and dir/bootstrap.csv of `experiment` from its runs (opts.B, opts.seed:
+-- the bootstrap's resamples and seed).
+function M.summarize(experiment, runs, dir, opts)
+  opts = opts or {}
+  local h5 = require("hydra.h5")
+  local vtext, rows = M.values_text(experiment, runs)
+  local by_id = {}
+  for _, r in ipairs(rows) do by_id[r.id] = r end
+  local comps, seen = {}, {}
+  for _, t in ipairs(tables_of(experiment)) do
+    for _, c in ipairs(comparisons(t, table_row_ids(t, rows))) do
+      local k = c.a .. "\0" .. c.b .. "\0" .. c.key
+      if not seen[k] and verdict.resamplable(c.key) and by_id[c.a] and by_id[c.b] then
+        seen[k] = true
+        comps[#comps + 1] = { a = c.a, b = c.b, key = c.key }
+      end
+    end
+  end
+  -- the per-sample arrays of every compared row (files stay open until the bootstrap is done)
+  local files, samples = {}, {}
+  for _, c in ipairs(comps) do
+    for _, id in ipairs({ c.a, c.b }) do
+      if not samples[id] then
+        samples[id] = {}
+        for s, e in pairs(by_id[id].by_seed) do
+          local path = e.run.dir .. "/result.h5"
+          files[path] = files[path] or h5.open(path)
+          samples[id][s] = verdict.samples(files[path], e.res.group)
+        end
+      end
+    end
+  end
+  local ok, res = pcall(verdict.bootstrap_many, samples, comps, { B = opts.B, seed = opts.seed })
+  for _, f in pairs(files) do f:close() end
+  if not ok then error(res, 0) end
+  require("hydra.output").mkdir_p(dir, "paper")
+  report.write_text(dir .. "/values.csv", vtext)
+  report.write_text(dir .. "/bootstrap.csv", M.bootstrap_csv(experiment, comps, res))
+  return { values = dir .. "/values.csv", bootstrap = dir .. "/bootstrap.csv", rows = #rows,
+           comparisons = #comps }
+end
+
+-- one CSV line (RFC 4180 quoting, as report.csv_field writes) -> fields
+local function csv_split(line, path, n)
+  local out, i = {}, 1
+  while i <= #line + 1 do
+    if line:sub(i, i) == '"' then
+      local j, buf = i + 1, {}
+      while true do
+        local q = line:find('"', j, true)
+        if not q then err.fail("paper: %s:%d: unterminated quoted field", path, n) end
+        buf[#buf + 1] = line:sub(j, q - 1)
+        if line:sub(q + 1, q + 1) == '"' then buf[#buf + 1] = '"'; j = q + 2
+        else i = q + 1; break end
+      end
+      out[#out + 1] = table.concat(buf)
+      if i <= #line and line:sub(i, i) ~= "," then
+        err.fail("paper: %s:%d: expected ',' after a quoted field", path, n)
+      end
+      i = i + 1
+    else
+      local c = line:find(",", i, true) or (#line + 1)
+      out[#out + 1] = line:sub(i, c - 1)
+      i = c + 1
+    end
+  end
+  return out
+end
+
+local function read_csv(path, want_header)
+  local text = fs.read_file(path)
+  if not text then return nil end
+  local rows, n, saw = {}, 0, false
+  for line in text:gmatch("([^\n]*)\n?") do
+    n = n + 1
+    if line ~= "" and line:sub(1, 1) ~= "#" then
+      if not saw then
+        if line ~= want_header then
+          err.fail("paper: %s:%d: expected the header '%s'", path, n, want_header)
+        end
+        saw = true
+      else
+        rows[#rows + 1] = { fields = csv_split(line, path, n), line = n }
+      end
+    end
+  end
+  if not saw then err.fail("paper: %s: no header line ('%s')", path, want_header) end
+  return rows
+end
+
+local function number(s, path, line, what)
+  local v = tonumber(s)
+  if not v then err.fail("paper: %s:%d: %s '%s' is not a number", path, line, what, s) end
+  return v
+end
+
+-- The summary in dir: { rows = { {id, label} } (file order), values[id][key][seed], seeds
+-- (sorted), boot[a \0 b \0 key] = { diff, lo, hi, B, seed, n }, dir }; nil, path when a file is
+-- missing.
+function M.read_summary(dir)
+  local vpath, bpath = dir .. "/values.csv", dir .. "/bootstrap.csv"
+  local vrows = read_csv(vpath, "row,label,seed,key,value")
+  if not vrows then return nil, vpath end
+  local brows = read_csv(bpath, "a,b,key,resamples,boot_seed,seeds,diff,lo,hi")
+  if not brows then return nil, bpath end
+  local s = { rows = {}, values = {}, seeds = {}, boot = {}, dir = dir }
+  local seen_seed = {}
+  for _, r in ipairs(vrows) do
+    local f = r.fields
+    if #f ~= 5 then err.fail("paper: %s:%d: expected 5 fields, got %d", vpath, r.line, #f) end
+    local seed = math.tointeger(number(f[3], vpath, r.line, "seed"))
+    if not s.values[f[1]] then
+      s.values[f[1]] = {}
+      s.rows[#s.rows + 1] = { id = f[1], label = f[2] }
+    end
+    local kv = s.values[f[1]]
+    kv[f[4]] = kv[f[4]] or {}
+    kv[f[4]][seed] = number(f[5], vpath, r.line, "value")
+    if not seen_seed[seed] then seen_seed[seed] = true; s.seeds[#s.seeds + 1] = seed end
+  end
+  table.sort(s.seeds)
+  for _, r in ipairs(brows) do
+    local f = r.fields
+    if #f ~= 9 then err.fail("paper: %s:%d: expected 9 fields, got %d", bpath, r.line, #f) end
+    s.boot[f[1] .. "\0" .. f[2] .. "\0" .. f[3]] = {
+      B = number(f[4], bpath, r.line, "resamples"), seed = number(f[5], bpath, r.line, "boot_seed"),
+      n = number(f[6], bpath, r.line, "seeds"), diff = number(f[7], bpath, r.line, "diff"),
+      lo = number(f[8], bpath, r.line, "lo"), hi = number(f[9], bpath, r.line, "hi") }
+  end
+  return s
+end
+
+-- ===== rendering =====
+
+local function label_of(summary, id)
+  for _, r in ipairs(summary.rows) do if r.id == id then return r.label end end
+  return id
+end
+
+local function seed_list(summary, ids, keys)
+  local set = {}
+  for _, id in ipairs(ids) do
+    for _, k in ipairs(keys) do
+      for s in pairs((summary.values[id] or {})[k] or {}) do set[s] = true end
+    end
+  end
+  local out = {}
+  for s in pairs(set) do out[#out + 1] = s end
+  table.sort(out)
+  return out
+end
+
+local function cell(summary, id, col, n_all)
+  local by_seed = (summary.values[id] or {})[col.key] or {}
+  local vals, seeds = {}, {}
+  for s in pairs(by_seed) do seeds[#seeds + 1] = s end
+  table.sort(seeds)
+  for i, s in ipairs(seeds) do vals[i] = by_seed[s] * col.scale end
+  local mean, std = report.mean_std(vals)
+  if mean == nil then return "–" end
+  local text = col.fmt:format(mean)
+  if std then text = text .. " ± " .. col.fmt:format(std) end
+  if #vals ~= n_all then text = text .. (" (n=%d)"):format(#vals) end
+  return (text:gsub("^%-", "−"):gsub(" %-", " −"))
+end
+
+-- the paired per-seed values of a comparison and its stored bootstrap
+local function compared(summary, c)
+  local va, vb = (summary.values[c.a] or {})[c.key] or {}, (summary.values[c.b] or {})[c.key] or {}
+  local seeds = {}
+  for s in pairs(va) do if vb[s] then seeds[#seeds + 1] = s end end
+  table.sort(seeds)
+  local a, b = {}, {}
+  for i, s in ipairs(seeds) do a[i], b[i] = va[s], vb[s] end
+  local t = verdict.paired_t(a, b)
+  local boot = summary.boot[c.a .. "\0" .. c.b .. "\0" .. c.key]
+  return t, boot, seeds
+end
+
+local function seeds_text(seeds)
+  local s = {}
+  for i, v in ipairs(seeds) do s[i] = tostring(v) end
+  return #s == 0 and "none" or table.concat(s, ", ")
+end
+
+local function md_row(cells) return "| " .. table.concat(cells, " | ") .. " |" end
+
+local RULE = "by the rule of results/README.md (\"Verdicts\": a paired t-test over seeds and a "
+  .. "paired bootstrap over the test samples, both at 5 %%)"
+
+-- The lines of the generated block of table spec t from a summary; where = the summary's
+-- folder as the caption names it.
+function M.render(t, summary, where)
+  local lines = {}
+  local boot_b
+  for _, b in pairs(summary.boot) do boot_b = b.B end
+  if t.kind == "verdicts" then
+    local keys = {}
+    for _, c in ipairs(t.comparisons) do keys[#keys + 1] = c.key end
+    local ids = {}
+    for _, c in ipairs(t.comparisons) do ids[#ids + 1] = c.a; ids[#ids + 1] = c.b end
+    lines[#lines + 1] = ("*Generated by `hydra repro --write` from `%s` (`hydra repro --check` "
+      .. "compares). Seeds %s. Each verdict " .. RULE .. "; difference = A − B, mean over "
+      .. "seeds, in points; t-test: t, degrees of freedom and p; bootstrap: 95 %% percentile "
+      .. "interval of the mean difference%s.*"):format(where, seeds_text(seed_list(summary, ids,
+      keys)), boot_b and (", %d resamples"):format(boot_b) or "")
+    lines[#lines + 1] = ""
+    lines[#lines + 1] = md_row({ "A", "B", "Metric", "Claim", "A (mean ± std)",
+      "B (mean ± std)", "Difference", "Seed test", "Sample test (CI)", "Verdict" })
+    lines[#lines + 1] = "|---|---|---|---|---:|---:|---:|---|---|---|"
+    for _, c in ipairs(t.comparisons) do
+      -- a comparison of a row the runs do not have is left out
+      if not (summary.values[c.a] and summary.values[c.b]) then goto next end
+      local title, col = key_title(c.key)
+      local tt, boot, seeds = compared(summary, c)
+      local function f(v) return (col.fmt:format(v * col.scale):gsub("^%-", "−")) end
+      local function signed(v) return (v >= 0 and "+" or "") .. f(v) end
+      local st = tt.p and ("t(%d) = %s, %s"):format(tt.df,
+        (("%.2f"):format(tt.t):gsub("^%-", "−")), verdict.p_text(tt.p))
+        or ("n = %d: none"):format(#seeds)
+      local bt = boot and ("%s, %s"):format(signed(boot.lo), signed(boot.hi)) or "none"
+      lines[#lines + 1] = md_row({ report.md_escape(label_of(summary, c.a)),
+        report.md_escape(label_of(summary, c.b)), title,
+        c.better == "higher" and "A > B" or "A < B", cell(summary, c.a, col, #seeds),
+        cell(summary, c.b, col, #seeds),
+        tt.mean and signed(tt.mean) or "–", st, bt, (verdict.rule(tt, boot, c.better)) })
+      ::next::
+    end
+    return lines
+  end
+  local cols = M.COLUMNS[t.columns]
+  if not cols then
+    err.fail("paper: table %s: unknown columns '%s'", t.name, tostring(t.columns))
+  end
+  local ids = table_row_ids(t, summary.rows)
+  local keys = {}
+  for i, c in ipairs(cols) do keys[i] = c.key end
+  local seeds = seed_list(summary, ids, keys)
+  local cap = CAPTIONS[t.columns] and CAPTIONS[t.columns]:format()
+    or CAPTIONS.ood:format(M.SCORE_TITLES[t.columns:match("^ood_(.*)$")])
+  local vtext = ""
+  if t.verdict then
+    local title = key_title(t.verdict.key)
+    local against = t.verdict.what or (t.verdict.ref and label_of(summary, t.verdict.ref))
+    vtext = (" Verdict: the row against %s on %s, " .. RULE .. "; difference in points, "
+      .. "p = paired t-test over seeds, CI = 95 %% paired bootstrap interval over the test "
+      .. "samples%s."):format(against, title, boot_b and (" (%d resamples)"):format(boot_b) or "")
+  end
+  lines[#lines + 1] = ("*Generated by `hydra repro --write` from `%s` (`hydra repro --check` "
+    .. "compares). Seeds %s; mean ± std over seeds (sample std; (n=k): a cell with fewer "
+    .. "seeds); percent, NLL raw. %s.%s*"):format(where, seeds_text(seeds), cap, vtext)
+  lines[#lines + 1] = ""
+  local head, rule = { "Method" }, { "---" }
+  for i, c in ipairs(cols) do head[i + 1] = c.title; rule[i + 1] = "---:" end
+  if t.verdict then head[#head + 1] = "Verdict"; rule[#rule + 1] = "---" end
+  lines[#lines + 1] = md_row(head)
+  lines[#lines + 1] = "|" .. table.concat(rule, "|") .. "|"
+  local comps = {}
+  for _, c in ipairs(comparisons(t, ids)) do comps[c.a] = c end
+  for _, id in ipairs(ids) do
+    local cells = { report.md_escape(label_of(summary, id)) }
+    for _, c in ipairs(cols) do cells[#cells + 1] = cell(summary, id, c, #seeds) end
+    if t.verdict then
+      local c = comps[id]
+      if c then
+        local tt, boot = compared(summary, c)
+        local _, col = key_title(c.key)
+        local txt = verdict.text(tt, boot, c.better, col.scale, col.fmt)
+        if t.verdict.what then txt = report.md_escape(label_of(summary, c.b)) .. ": " .. txt end
+        cells[#cells + 1] = txt
+      else
+        cells[#cells + 1] = "reference"
+      end
+    end
+    lines[#lines + 1] = md_row(cells)
+  end
+  return lines
+end
+
+-- ===== documents =====
+
+local OPEN = "^<!%-%- hydra:table ([%w_%.%-]+) %-%->$"
+local CLOSE = "^<!%-%- /hydra:table %-%->$"
+
+-- The lines of text and its blocks: { name, open = line, close = line, body = { lines } }.
+function M.blocks(text, path)
+  local lines = {}
+  for line in (text .. (text:sub(-1) == "\n" and "" or "\n")):gmatch("([^\n]*)\n") do
+    lines[#lines + 1] = line
+  end
+  local blocks, cur = {}, nil
+  for i, line in ipairs(lines) do
+    local name = line:match(OPEN)
+    if name then
+      if cur then err.fail("paper: %s:%d: a table marker inside table '%s' (opened at line %d)",
+        path, i, cur.name, cur.open) end
+      if not by_name[name] then
+        local names = {}
+        for _, t in ipairs(M.TABLES) do names[#names + 1] = t.name end
+        err.fail("paper: %s:%d: unknown table '%s' (tables: %s)", path, i, name,
+          table.concat(names, ", "))
+      end
+      cur = { name = name, open = i, body = {} }
+    elseif line:match(CLOSE) then
+      if not cur then err.fail("paper: %s:%d: '<!-- /hydra:table -->' without an opening marker",
+        path, i) end
+      cur.close = i
+      blocks[#blocks + 1] = cur
+      cur = nil
+    elseif cur then
+      cur.body[#cur.body + 1] = line
+    end
+  end
+  if cur then err.fail("paper: %s:%d: table '%s' is not closed ('<!-- /hydra:table -->')", path,
+    cur.open, cur.name) end
+  return blocks, lines
+end
+
+-- the summaries of the blocks' experiments: summaries[experiment], missing = { paths }
+local function summaries_for(blocks, sumdir)
+  local out, missing, seen = {}, {}, {}
+  for _, b in ipairs(blocks) do
+    local e = by_name[b.name].experiment
+    if not seen[e] then
+      seen[e] = true
+      local s, path = M.read_summary(sumdir .. "/" .. e)
+      if s then out[e] = s else missing[#missing + 1] = { path = path, table = b.name, exp = e } end
+    end
+  end
+  return out, missing
+end
+
+local function missing_text(m)
+  return ("missing result summary %s (table %s): run `hydra repro %s --profile paper`, then "
+    .. "`hydra repro --write`"):format(m.path, m.table, m.exp)
+end
+
+-- Rewrites every marked block of the document at `doc` from the summaries in sumdir. Nothing
+-- is written when a summary is missing (the error lists each). Returns the tables' names.
+function M.write(doc, sumdir)
+  local text = fs.read_file(doc)
+  if not text then err.fail("paper: cannot read '%s'", doc) end
+  local blocks, lines = M.blocks(text, doc)
+  local sums, missing = summaries_for(blocks, sumdir)
+  if #missing > 0 then
+    local t = {}
+    for _, m in ipairs(missing) do t[#t + 1] = missing_text(m) end
+    err.fail("paper: %s unchanged: %s", doc, table.concat(t, "; "))
+  end
+  local out, names, bi = {}, {}, 1
+  local i = 1
+  while i <= #lines do
+    local b = blocks[bi]
+    if b and i == b.open then
+      out[#out + 1] = lines[i]
+      local t = by_name[b.name]
+      for _, l in ipairs(M.render(t, sums[t.experiment], sumdir .. "/" .. t.experiment .. "/")) do
+        out[#out + 1] = l
+      end
+      out[#out + 1] = lines[b.close]
+      names[#names + 1] = b.name
+      i = b.close + 1
+      bi = bi + 1
+    else
+      out[#out + 1] = lines[i]
+      i = i + 1
+    end
+  end
+  local new = table.concat(out, "\n") .. "\n"
+  if new ~= text then report.write_text(doc, new) end
+  return names
+end
+
+-- the cells of a Markdown table line ('\|' stays inside a cell)
+local function cells_of(line)
+  local body = line:match("^|(.*)|%s*$")
+  if not body then return nil end
+  local out, cur, i = {}, {}, 1
+  while i <= #body do
+    local ch = body:sub(i, i)
+    if ch == "\\" and i < #body then cur[#cur + 1] = body:sub(i, i + 1); i = i + 2
+    elseif ch == "|" then
+      out[#out + 1] = table.concat(cur):match("^%s*(.-)%s*$")
+      cur = {}
+      i = i + 1
+    else cur[#cur + 1] = ch; i = i + 1 end
+  end
+  out[#out + 1] = table.concat(cur):match("^%s*(.-)%s*$")
+  return out
+end
+
+-- caption (the non-table lines) and table rows of a block's lines
+local function parse_block(body)
+  local caption, rows = {}, {}
+  for _, l in ipairs(body) do
+    local c = l:match("^|") and cells_of(l)
+    if c then
+      if not (c[1] or ""):match("^%-%-%-") then rows[#rows + 1] = c end
+    elseif l ~= "" then
+      caption[#caption + 1] = l
+    end
+  end
+  return table.concat(caption, "\n"), rows
+end
+
+-- Compares every marked block of `doc` with what the summaries in sumdir give; returns the
+-- problems, one line each (stale cells by table, row and column; missing summaries).
+function M.check(doc, sumdir)
+  local text = fs.read_file(doc)
+  if not text then err.fail("paper: cannot read '%s'", doc) end
+  local blocks = M.blocks(text, doc)
+  local sums, missing = summaries_for(blocks, sumdir)
+  local problems = {}
+  local function say(fmt, ...) problems[#problems + 1] = fmt:format(...) end
+  for _, m in ipairs(missing) do say("%s", missing_text(m)) end
+  if #blocks == 0 then say("%s: no marked table ('<!-- hydra:table NAME -->')", doc) end
+  for _, b in ipairs(blocks) do
+    local t = by_name[b.name]
+    local s = sums[t.experiment]
+    if s then
+      local where = sumdir .. "/" .. t.experiment .. "/"
+      local want = M.render(t, s, where)
+      local wcap, wrows = parse_block(want)
+      local gcap, grows = parse_block(b.body)
+      local src = where .. "values.csv"
+      if gcap ~= wcap then
+        say("%s:%d: table %s, caption: committed '%s', computed '%s'", doc, b.open + 1, b.name,
+          gcap, wcap)
+      end
+      local head = wrows[1] or {}
+      local ghead = grows[1] or {}
+      if table.concat(ghead, "|") ~= table.concat(head, "|") then
+        say("%s:%d: table %s, header: committed '%s', computed '%s'", doc, b.open, b.name,
+          table.concat(ghead, " | "), table.concat(head, " | "))
+      else
+        -- a row is named by its method (a comparison: by A, B and the metric)
+        local nkey = t.kind == "verdicts" and 3 or 1
+        local function name(r) return table.concat(r, " / ", 1, math.min(nkey, #r)) end
+        local committed = {}
+        for i = 2, #grows do committed[name(grows[i])] = grows[i] end
+        local seen = {}
+        for i = 2, #wrows do
+          local w = wrows[i]
+          local g = committed[name(w)]
+          seen[name(w)] = true
+          if not g then
+            say("%s: table %s, row '%s': missing (computed from %s)", doc, b.name, name(w), src)
+          else
+            for j = nkey + 1, #head do
+              if g[j] ~= w[j] then
+                say("%s: table %s, row '%s', column '%s': committed '%s', computed '%s' (%s)",
+                  doc, b.name, name(w), head[j], tostring(g[j]), w[j], src)
+              end
+            end
+          end
+        end
+        for i = 2, #grows do
+          if not seen[name(grows[i])] then
+            say("%s: table %s, row '%s': not in the results (%s)", doc, b.name, name(grows[i]),
+              src)
+          end
+        end
+      end
+    end
+  end
+  return problems
+end
+
+return M

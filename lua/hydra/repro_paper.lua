@@ -1,0 +1,105 @@
+-- lua/hydra/repro_paper.lua: `hydra repro --write` and `hydra repro --check` (lua/hydra/cli/
+-- repro.lua), the document side of hydra.paper:
+--   run(opts) -> exit status   opts: write | check, doc, summaries, resamples, override_list
+-- The runs of an experiment are the points of its sweep (configs/sweeps/<experiment>.yaml) on
+-- the paper profile; its summary is written only when every one of them is complete.
+local core = require("hydra.core")
+local err = require("hydra.err")
+local paper = require("hydra.paper")
+
+local M = {}
+
+local function home() return rawget(_G, "HYDRA_HOME") or "." end
+
+-- the paper-profile runs of an experiment: runs (report_sweep.collect), or nil, why
+local function paper_runs(experiment, overrides)
+  local sweep, rs = require("hydra.sweep"), require("hydra.report_sweep")
+  local sw = sweep.load(("%s/configs/sweeps/%s.yaml"):format(home(), experiment),
+    { profile = "paper", overrides = overrides })
+  local missing = {}
+  for _, pt in ipairs(sw.points) do
+    if core.stat(pt.dir .. "/result.h5") ~= "file" then missing[#missing + 1] = pt.dir end
+  end
+  if #missing > 0 then
+    return nil, ("%d of %d paper runs missing (first: %s)"):format(#missing, #sw.points,
+      missing[1])
+  end
+  return rs.collect(sw.results_dir .. "/" .. sw.experiment, { ids = rs.ids_of(sw) })
+end
+
+-- the experiments the document's marked tables draw on
+local function experiments_of(doc)
+  local text = require("hydra.fs").read_file(doc)
+  if not text then err.fail("hydra repro: cannot read '%s'", doc) end
+  local out, seen = {}, {}
+  for _, b in ipairs(paper.blocks(text, doc)) do
+    local e = paper.table(b.name).experiment
+    if not seen[e] then seen[e] = true; out[#out + 1] = e end
+  end
+  return out
+end
+
+function M.run(opts)
+  local doc = opts.doc or (home() .. "/paper_repro.md")
+  local sumdir = opts.summaries
+    or (require("hydra.config").defaults().results_dir .. "/paper")
+  local overrides = {}
+  for _, o in ipairs(opts.override_list or {}) do
+    overrides[#overrides + 1] = o.key .. "=" .. o.value
+  end
+  if opts.resamples and opts.resamples < 2 then
+    err.usage("hydra repro: --resamples must be >= 2")
+  end
+  local exps = experiments_of(doc)
+  -- experiments whose script writes its summary (paper.TABLES' script = true) have no runs
+  local function by_script(e)
+    for _, t in ipairs(paper.tables_of(e)) do if not t.script then return false end end
+    return true
+  end
+  if opts.write then
+    for _, e in ipairs(exps) do
+      local runs, why = nil, ("its summary is written by experiments/%s.lua"):format(e)
+      if not by_script(e) then runs, why = paper_runs(e, overrides) end
+      if runs then
+        local t0 = core.now()
+        local r = paper.summarize(e, runs, sumdir .. "/" .. e, { B = opts.resamples })
+        print(("%s: wrote %s and %s (%d rows, %d comparisons, %.1f s)"):format(e, r.values,
+          r.bootstrap, r.rows, r.comparisons, core.now() - t0))
+      else
+        print(("%s: summary kept as it is (%s)"):format(e, why))
+      end
+    end
+    local names = paper.write(doc, sumdir)
+    print(("%s: %d table(s) generated (%s)"):format(doc, #names, table.concat(names, ", ")))
+    return 0
+  end
+  local problems = paper.check(doc, sumdir)
+  for _, e in ipairs(exps) do
+    local runs = not by_script(e) and paper_runs(e, overrides)
+    local committed = require("hydra.fs").read_file(sumdir .. "/" .. e .. "/values.csv")
+    if runs and committed then
+      local want = paper.values_text(e, runs)
+      if want ~= committed then
+        local wl, cl, n = {}, {}, 0
+        for l in want:gmatch("[^\n]+") do wl[#wl + 1] = l end
+        for l in committed:gmatch("[^\n]+") do cl[#cl + 1] = l end
+        for i = 1, math.max(#wl, #cl) do
+          if wl[i] ~= cl[i] and n < 5 then
+            n = n + 1
+            problems[#problems + 1] = ("%s/%s/values.csv:%d: committed '%s', the runs give '%s'")
+              :format(sumdir, e, i, cl[i] or "(end of file)", wl[i] or "(end of file)")
+          end
+        end
+      end
+    end
+  end
+  if #problems > 0 then
+    for _, p in ipairs(problems) do io.stderr:write("hydra repro --check: ", p, "\n") end
+    io.stderr:write(("hydra repro --check: %d problem(s) in %s\n"):format(#problems, doc))
+    return 1
+  end
+  print(("%s: every generated table matches %s"):format(doc, sumdir))
+  return 0
+end
+
+return M

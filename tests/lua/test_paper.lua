@@ -1,0 +1,214 @@
+-- tests/lua/test_paper.lua: the generated tables of paper_repro.md (lua/hydra/paper.lua,
+-- `hydra repro --write / --check`): summaries from real run folders (a tiny two-seed run),
+-- exact generation from the committed fixture summaries (tests/ref/paper/), and --check
+-- naming a changed cell and a missing summary.
+local check = require("check")
+local hydra = require("hydra")
+local core = require("hydra.core")
+local paper = require("hydra.paper")
+local verdict = require("hydra.verdict")
+local eq, ok, near = check.eq, check.ok, check.near
+
+local T = {}
+
+local FIX = "tests/ref/paper"
+
+local function copy(src, dst)
+  check.write_file(dst, assert(check.read_file(src), src))
+end
+
+-- ===== summaries of real runs =====
+
+local runs_cache
+-- two seeds of Single, Deep Ensembles and Taylor on a tiny synthetic world, as the runs of
+-- experiment table_image (so that its table specs apply)
+local function tiny_runs()
+  if runs_cache then return runs_cache end
+  local root, d = check.tiny_world()
+  for _, seed in ipairs({ "0", "1" }) do
+    local cfg = hydra.config.load("configs/data/tiny.yaml", {
+      ["data.dir"] = d, ["data.test_subset"] = "0", ["data.ood"] = "[tinyood]",
+      ["data.shift"] = "[]", results_dir = root .. "/results", experiment = "table_image",
+      seed = seed, threads = "1", methods = "[single, deep_ensemble, taylor]",
+      ["model.d_model"] = "16", ["model.n_heads"] = "4", ["model.depth"] = "2",
+      ["model.d_mlp"] = "32", ["train.epochs"] = "1", ["train.batch_size"] = "32",
+      ["train.eval_batch_size"] = "32", ["prune.calib_size"] = "32", ["hydra.keep_heads"] = "2",
+      ["deep_ensemble.members"] = "2",
+    })
+    hydra.run.execute(cfg, { quiet = true, cache_dir = root .. "/cache", progress = false })
+  end
+  core.threads_init(0)
+  local runs = require("hydra.report_sweep").collect(root .. "/results/table_image")
+  runs_cache = { root = root, runs = runs }
+  return runs_cache
+end
+
+function T.summaries_hold_the_runs_numbers()
+  local w = tiny_runs()
+  local dir = w.root .. "/paper/table_image"
+  local r = paper.summarize("table_image", w.runs, dir, { B = 40 })
+  eq(r.rows, 3, "rows: every method")
+  local s = assert(paper.read_summary(dir))
+  check.same(s.seeds, { 0, 1 }, "seeds")
+  eq(s.rows[1].id, "single", "first row")
+  eq(s.rows[2].label, "Deep Ensembles", "label from the result")
+  -- every stored value is the run's metric, bit for bit (%.17g)
+  for _, run in ipairs(w.runs) do
+    local seed = math.tointeger(tonumber(run.flat.seed))
+    for _, res in ipairs(run.loaded.results) do
+      for _, k in ipairs({ "acc", "calibration/nll", "ood_avg_auroc_msp",
+                           "ood_avg_fpr95_id_maxlogit",
+                           "misclf_auroc_maxlogit" }) do
+        eq(s.values[res.name][k][seed], hydra.report.metric_of(res, k), res.name .. " " .. k)
+      end
+    end
+  end
+  -- the bootstrap's point estimate is the mean of the per-seed differences
+  local b = s.boot["single\0deep_ensemble\0ood_avg_auroc_msp"]
+  ok(b ~= nil, "Single vs Deep Ensembles bootstrapped")
+  eq(b.B, 40, "resamples")
+  eq(b.n, 2, "seeds")
+  local v = s.values
+  near(b.diff, ((v.single.ood_avg_auroc_msp[0] - v.deep_ensemble.ood_avg_auroc_msp[0])
+    + (v.single.ood_avg_auroc_msp[1] - v.deep_ensemble.ood_avg_auroc_msp[1])) / 2, 1e-12,
+    "bootstrap point = mean difference")
+  ok(b.lo <= b.diff and b.diff <= b.hi, "interval around it")
+  eq(s.boot["deep_ensemble\0deep_ensemble\0acc"], nil, "the reference row is not compared")
+  -- values_text is what --check compares with the runs: the same text as the file
+  eq(paper.values_text("table_image", w.runs), check.read_file(dir .. "/values.csv"),
+    "values.csv = values_text")
+end
+
+function T.write_then_check_on_real_runs()
+  local w = tiny_runs()
+  local sum = w.root .. "/paper2"
+  paper.summarize("table_image", w.runs, sum .. "/table_image", { B = 20 })
+  local doc = w.root .. "/doc.md"
+  check.write_file(doc, "# doc\n\nprose stays\n\n<!-- hydra:table table_image.ood_msp -->\n"
+    .. "old text\n<!-- /hydra:table -->\n\nmore prose\n\n"
+    .. "<!-- hydra:table table_image.verdicts -->\n<!-- /hydra:table -->\n")
+  check.same(paper.write(doc, sum), { "table_image.ood_msp", "table_image.verdicts" }, "written")
+  local text = check.read_file(doc)
+  ok(text:find("^# doc\n\nprose stays\n\n<!%-%- hydra:table table_image.ood_msp %-%->\n%*Generated")
+    ~= nil, "prose kept, block regenerated")
+  ok(text:find("\n<!%-%- /hydra:table %-%->\n\nmore prose\n\n", 1) ~= nil, "prose between kept")
+  -- the claims whose rows the runs have, each with a verdict; the others left out
+  ok(text:find("\n| Taylor | Single | ECE | A > B | ", 1, true) ~= nil, "pruning vs calibration")
+  ok(text:find("| Hydra (Circ) |", 1, true) == nil, "no Hydra (Circ) row without its runs")
+  ok(text:find("| Deep Ensembles |", 1, true) ~= nil, "a row per method")
+  ok(text:find("Seeds 0, 1;", 1, true) ~= nil, "the caption states the seeds")
+  eq(#paper.check(doc, sum), 0, "fresh tables pass")
+  eq(paper.write(doc, sum)[2], "table_image.verdicts", "a second write")
+  eq(check.read_file(doc), text, "is a fixed point")
+end
+
+-- ===== exact generation from the committed fixture summaries =====
+
+-- The committed document with every block emptied.
+local function emptied(text)
+  return (text:gsub("(<!%-%- hydra:table [%w_.%-]+ %-%->\n).-(<!%-%- /hydra:table %-%->)",
+    "%1%2"))
+end
+
+function T.fixture_tables_are_generated_exactly()
+  local dir = check.tmpdir()
+  local committed = check.read_file(FIX .. "/doc.md")
+  check.write_file(dir .. "/doc.md", emptied(committed))
+  ok(emptied(committed) ~= committed, "the fixture has generated blocks")
+  paper.write(dir .. "/doc.md", FIX .. "/summaries")
+  eq(check.read_file(dir .. "/doc.md"), committed, "generated = committed")
+  -- cells checked by hand (tests/ref/paper/make_fixture.py chose the values; t and p of
+  -- df 2 in closed form: t = mean / (sd / sqrt 3), p = 1 - |t| / sqrt(t^2 + 2))
+  ok(committed:find("| Taylor | 73.00 ± 1.00 |", 1, true) ~= nil, "mean ± sample std")
+  for _, want in ipairs({
+    -- d = 1, 2, 3 points: t = 3.46, p 0.074; the CI excludes 0 but the seed test does not
+    "| CircAvg | Taylor | OOD avg AUROC (MSP) | A > B | 75.00 ± 2.00 | 73.00 ± 1.00 | +2.00 | "
+      .. "t(2) = 3.46, p 0.074 | +1.10, +2.90 | within noise |",
+    -- d = 1.9, 2.0, 2.1: t = 34.64, p = 0.00083, CI above 0
+    "| Hydra (Taylor) | Taylor | OOD avg AUROC (MSP) | A > B | 75.00 ± 1.10 | 73.00 ± 1.00 | "
+      .. "+2.00 | t(2) = 34.64, p < 0.001 | +1.50, +2.50 | holds |",
+    -- d = 2.2, 3.0, 3.8: t = 6.50, p 0.023, but the CI keeps 0
+    "| Hydra (Circ) | Hydra (Taylor) | OOD avg AUROC (MSP) | A > B | 78.00 ± 1.90 | "
+      .. "75.00 ± 1.10 | +3.00 | t(2) = 6.50, p 0.023 | −0.50, +6.50 | within noise |",
+    -- d = −5.1, −5.0, −4.9: t = −86.60, CI below 0
+    "| Hydra (Circ) | Deep Ensembles | OOD avg AUROC (MSP) | A > B | 78.00 ± 1.90 | "
+      .. "83.00 ± 1.80 | −5.00 | t(2) = −86.60, p < 0.001 | −5.40, −4.60 | fails |",
+    -- accuracy d = −2, −1.5, −1: t = −5.20, p 0.035
+    "| Hydra (Circ) | Deep Ensembles | Acc | A > B | 87.00 ± 1.00 | 88.50 ± 0.50 | −1.50 | "
+      .. "t(2) = −5.20, p 0.035 | −2.10, −0.90 | fails |",
+  }) do
+    ok(committed:find(want, 1, true) ~= nil, "hand-checked row: " .. want)
+  end
+  eq(#paper.check(FIX .. "/doc.md", FIX .. "/summaries"), 0, "the committed fixture passes")
+end
+
+function T.check_names_a_changed_cell()
+  local dir = check.tmpdir()
+  local text = check.read_file(FIX .. "/doc.md")
+  local changed, n = text:gsub("| Taylor | 73.00 ± 1.00 |", "| Taylor | 73.01 ± 1.00 |", 1)
+  eq(n, 1, "one cell changed")
+  check.write_file(dir .. "/doc.md", changed)
+  local p = paper.check(dir .. "/doc.md", FIX .. "/summaries")
+  eq(#p, 1, "one problem")
+  eq(p[1], dir .. "/doc.md: table ablation_pruning.ood_msp, row 'Taylor', column 'OOD avg AUROC "
+    .. "↑': committed '73.01 ± 1.00', computed '73.00 ± 1.00' (" .. FIX
+    .. "/summaries/ablation_pruning/values.csv)", "file, table, row, column, both texts")
+  -- the command exits 1 and names the cell; with the summaries absent it names what is missing
+  local code, _, e = check.hydra(("repro --check --doc %s --summaries %s"):format(dir .. "/doc.md",
+    FIX .. "/summaries"))
+  eq(code, 1, "exit status")
+  ok(e:find("row 'Taylor', column 'OOD avg AUROC ↑': committed '73.01 ± 1.00'", 1, true) ~= nil,
+    "message: " .. e)
+  code, _, e = check.hydra(("repro --check --doc %s --summaries %s"):format(dir .. "/doc.md",
+    dir .. "/none"))
+  eq(code, 1, "missing summaries: exit status")
+  ok(e:find("missing result summary " .. dir .. "/none/ablation_pruning/values.csv (table "
+    .. "ablation_pruning.id): run `hydra repro ablation_pruning --profile paper`, then "
+    .. "`hydra repro --write`", 1, true) ~= nil, "missing: " .. e)
+  code = check.hydra(("repro --check --doc %s --summaries %s"):format(FIX .. "/doc.md",
+    FIX .. "/summaries"))
+  eq(code, 0, "the committed fixture: exit 0")
+  -- --write changes nothing when a summary is missing
+  code, _, e = check.hydra(("repro --write --doc %s --summaries %s"):format(dir .. "/doc.md",
+    dir .. "/none"))
+  ok(code ~= 0 and e:find("unchanged", 1, true) ~= nil, "write refuses: " .. e)
+  eq(check.read_file(dir .. "/doc.md"), changed, "document untouched")
+end
+
+function T.bad_documents_and_summaries()
+  local dir = check.tmpdir()
+  local function doc(text)
+    check.write_file(dir .. "/d.md", text)
+    return dir .. "/d.md"
+  end
+  check.raises_has("d.md:2: unknown table 'nope' (tables: table_image.id,", function()
+    return paper.check(doc("x\n<!-- hydra:table nope -->\n<!-- /hydra:table -->\n"), dir)
+  end)
+  check.raises_has("d.md:1: table 'table_image.id' is not closed", function()
+    return paper.check(doc("<!-- hydra:table table_image.id -->\n| a |\n"), dir)
+  end)
+  check.raises_has("d.md:3: '<!-- /hydra:table -->' without an opening marker", function()
+    return paper.check(doc("a\nb\n<!-- /hydra:table -->\n"), dir)
+  end)
+  core.mkdir_p(dir .. "/s/x")
+  check.write_file(dir .. "/s/x/values.csv", "row,label,seed,key,value\nsingle,Single,zero,acc,1\n")
+  check.write_file(dir .. "/s/x/bootstrap.csv", "a,b,key,resamples,boot_seed,seeds,diff,lo,hi\n")
+  check.raises_has("values.csv:2: seed 'zero' is not a number",
+    function() return paper.read_summary(dir .. "/s/x") end)
+  check.write_file(dir .. "/s/x/values.csv", "row,seed\n")
+  check.raises_has("values.csv:1: expected the header 'row,label,seed,key,value'",
+    function() return paper.read_summary(dir .. "/s/x") end)
+  eq(select(2, paper.read_summary(dir .. "/s/none")), dir .. "/s/none/values.csv", "absent")
+end
+
+-- the rule the tables apply is hydra.verdict's (no second copy)
+function T.tables_use_the_verdict_rule()
+  local s = assert(paper.read_summary(FIX .. "/summaries/ablation_pruning"))
+  local t = verdict.paired_t({ s.values.circavg.ood_avg_auroc_msp[0],
+    s.values.circavg.ood_avg_auroc_msp[1], s.values.circavg.ood_avg_auroc_msp[2] },
+    { s.values.taylor.ood_avg_auroc_msp[0], s.values.taylor.ood_avg_auroc_msp[1],
+      s.values.taylor.ood_avg_auroc_msp[2] })
+  near(t.p, 1 - t.t / math.sqrt(t.t ^ 2 + 2), 1e-9, "p of the fixture's CircAvg - Taylor")
+end
+
+return T
