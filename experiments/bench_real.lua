@@ -23,10 +23,11 @@
 -- in a fresh process (hydra: this file run standalone, `hydra run experiments/bench_real.lua
 -- rss`; PyTorch: bench_torch.py with a training-only spec).
 -- Batch sizes and counts keep the section to a few minutes on 2 idle cores (about 9 GFLOPs a
--- ViT-S image and 22 GFLOPs a BERT sequence forward): 3 rounds by default (HYDRA_BENCH_ROUNDS
--- sets them; 1 for a quick check of the plumbing), FUSED_B from HYDRA_BENCH_REAL_FUSED_B
--- (default 32: 6304 token rows, beyond where the GEMMs saturate; 256 is the literal figure of
--- the small model and takes ~40 s a pass).
+-- ViT-S image and 22 GFLOPs a BERT sequence forward; training ViT-S at 8, BERT at 4; inference
+-- at 16 and 8: 1576 to 3152 token rows a product, where the GEMMs run near their peak): 3 rounds
+-- by default (HYDRA_BENCH_ROUNDS sets them; 1 for a quick check of the plumbing), FUSED_B from
+-- HYDRA_BENCH_REAL_FUSED_B (default 16: 3152 token rows; 256 is the literal figure of the small
+-- model and takes ~40 s a pass).
 --   local real = dofile("experiments/bench_real.lua")(ctx)   -- experiments/bench.lua
 local hydra = require("hydra")
 local core = require("hydra.core")
@@ -39,12 +40,12 @@ local MODELS = {
   { key = "vit-s16-224", torch_name = "vit_s16",
     model = { kind = "vit", image_size = 224, channels = 3, patch = 16, d_model = 384,
       n_heads = 6, depth = 12, d_mlp = 1536, n_classes = 1000, dropout = 0 },
-    train_b = 16, infer_b = 32, lat_n = 5 },
+    train_b = 8, infer_b = 16, lat_n = 3 },
   { key = "bert-base-128", torch_name = "bert_base",
     model = { kind = "text", vocab_size = 30522, max_len = 128, d_model = 768, n_heads = 12,
       depth = 12, d_mlp = 3072, n_classes = 2, dropout = 0, norm = "post", pooler = "tanh",
       text_embed = "bert", type_vocab = 2, ln_eps = 1e-12 },
-    train_b = 8, infer_b = 16, lat_n = 5 },
+    train_b = 4, infer_b = 8, lat_n = 3 },
 }
 -- targets of issue 39 (> 1 = hydra faster; fractions of the sgemm peak; RSS hydra / PyTorch)
 local TARGET = { train = 2, infer_fast = 1.3, latency_fast = 2, gemm_peak_infer = 0.85,
@@ -121,7 +122,7 @@ end
 return function(ctx)
   local rounds = ctx.rounds
   local nth = ctx.threads
-  local FUSED_B = math.tointeger(tonumber(os.getenv("HYDRA_BENCH_REAL_FUSED_B") or "")) or 32
+  local FUSED_B = math.tointeger(tonumber(os.getenv("HYDRA_BENCH_REAL_FUSED_B") or "")) or 16
   if FUSED_B < 2 then error("bench: HYDRA_BENCH_REAL_FUSED_B must be an integer >= 2", 0) end
   local fuse_cfg = hydra.config.defaults().fuse
   -- hydra side, built once
@@ -140,7 +141,7 @@ return function(ctx)
       local singles = {}
       for m = 1, #mem do singles[m] = hydra.fuse.build({ mem[m] }, fuse_cfg) end
       return { fused = hydra.fuse.build(mem, fuse_cfg), singles = singles,
-        large_ds = dataset(c, FUSED_B), b1_ds = dataset(c, 3) }
+        large_ds = dataset(c, FUSED_B), b1_ds = dataset(c, 2) }
     end)
     if ok then s.fused = f else s.fused_skipped = hydra.err.message(f) end
     -- warm-up (allocations, first touch)
@@ -221,12 +222,15 @@ return function(ctx)
   end
 
   for round = 1, rounds do
-    local function h() raw.hydra[round] = hydra_round(round) end
+    local th, tt = 0, 0
+    local function h() th = seconds(function() raw.hydra[round] = hydra_round(round) end) end
     local function t()
-      if not ctx.torch.skipped then raw.torch[round] = ctx.torch.run(torch_models) end
+      if ctx.torch.skipped then return end
+      tt = seconds(function() raw.torch[round] = ctx.torch.run(torch_models) end)
     end
     if round % 2 == 1 then h() t() else t() h() end
-    io.stderr:write(("bench: real sizes, round %d of %d done\n"):format(round, rounds))
+    io.stderr:write(("bench: real sizes, round %d of %d done (hydra %.0f s, PyTorch %.0f s)\n")
+      :format(round, rounds, th, tt))
   end
 
   -- peak RSS of BERT-base training at batch RSS_B, each side in its own process

@@ -252,7 +252,9 @@ CHECK_TOL = 1e-5   # max |path - eager| <= CHECK_TOL * max(1, max |eager|) on th
 
 def inference_model(name, path, model, c, checks, out):
     """the model of path (model in eval mode), its logits checked against eager's on checks
-    [(input, mask)]; the fast path is also checked to be taken in every layer"""
+    [(input, mask, eager's logits)]; the fast path is also checked to be taken in every layer
+    (frozen TorchScript is traced on the first check input: the others, of other batch sizes
+    and lengths, check that the trace does not depend on its shapes)"""
     if path == "eager":
         return model
     fast_calls = [0]
@@ -265,15 +267,14 @@ def inference_model(name, path, model, c, checks, out):
             return orig(*a, **k)
         torch._transformer_encoder_layer_fwd = counting
     else:
-        x, m = checks[0]
+        x, m, _ = checks[0]
         with torch.no_grad():
             traced = torch.jit.trace(model, (x,) if m is None else (x, m), check_trace=False)
         imodel = torch.jit.optimize_for_inference(torch.jit.freeze(traced))
     err = 0.0
     try:
         with torch.inference_mode():
-            for x, m in checks:
-                a = call(model, x, m)
+            for x, m, a in checks:
                 b = call(imodel, x, m)
                 e = float((a - b).abs().max()) / max(1.0, float(a.abs().max()))
                 err = max(err, e)
@@ -290,28 +291,34 @@ def inference_model(name, path, model, c, checks, out):
     return imodel
 
 
-def model_inputs(c, s, gen):
+def model_inputs(c, s, gen, figures):
     """(train batches [(input, mask, labels)], inference batches [(input, mask)], latency samples
-    [(input, mask)]) of section s: random images, or random words at the spec's exact lengths"""
+    [(input, mask)]) of section s: random images, or random words at the spec's exact lengths;
+    only those the figures need (the others empty)"""
     K = c["n_classes"]
+    train, infer, lat = [], [], []
+    want_i = "infer" in figures or "latency" in figures   # the checks read both
     if c["kind"] == "vit":
         hw, ch = c["image_size"], c["channels"]
-        B, steps = s["train_batch"], s["train_steps"]
-        train = [(torch.randn(B, ch, hw, hw, generator=gen), None,
-                  torch.randint(0, K, (B,), generator=gen)) for _ in range(steps)]
-        n, Bi = s["infer_n"], s["infer_batch"]
-        images = torch.randn(n, ch, hw, hw, generator=gen)
-        infer = [(images[i:i + Bi], None) for i in range(0, n, Bi)]
-        lat = [(images[i % n:i % n + 1], None) for i in range(s["latency_n"])]
+        if "train" in figures:
+            B = s["train_batch"]
+            train = [(torch.randn(B, ch, hw, hw, generator=gen), None,
+                      torch.randint(0, K, (B,), generator=gen)) for _ in range(s["train_steps"])]
+        if want_i:
+            n, Bi = s["infer_n"], s["infer_batch"]
+            images = torch.randn(n, ch, hw, hw, generator=gen)
+            infer = [(images[i:i + Bi], None) for i in range(0, n, Bi)]
+            lat = [(images[i % n:i % n + 1], None) for i in range(s["latency_n"])]
         return train, infer, lat
     V, cls = c["vocab_size"], c.get("text_embed", "hydra") != "bert"
-    train = []
-    for lens in s["train_batches"]:
-        ids, mask = text_batch(lens, V, gen, cls)
-        train.append((ids, mask, torch.randint(0, K, (len(lens),), generator=gen)))
-    lens, Bi = s["infer_lengths"], s["infer_batch"]
-    infer = [text_batch(lens[i:i + Bi], V, gen, cls) for i in range(0, len(lens), Bi)]
-    lat = [text_batch([n], V, gen, cls) for n in s["latency_lengths"]]
+    if "train" in figures:
+        for lens in s["train_batches"]:
+            ids, mask = text_batch(lens, V, gen, cls)
+            train.append((ids, mask, torch.randint(0, K, (len(lens),), generator=gen)))
+    if want_i:
+        lens, Bi = s["infer_lengths"], s["infer_batch"]
+        infer = [text_batch(lens[i:i + Bi], V, gen, cls) for i in range(0, len(lens), Bi)]
+        lat = [text_batch([n], V, gen, cls) for n in s["latency_lengths"]]
     return train, infer, lat
 
 
@@ -322,7 +329,7 @@ def bench_model(name, s, gen, out):
     model = Encoder(c)
     out[name + ".params"] = check_params(name, model, s["params"])
     figures = s.get("figures", ["train", "infer", "latency"])
-    train, infer, lat = model_inputs(c, s, gen)
+    train, infer, lat = model_inputs(c, s, gen, figures)
     if "train" in figures:
         opt = optimizer(model, s["optim"])
         out[name + ".train_samples_per_s"] = train_rate(model, opt, train, s["warmup_steps"],
@@ -331,12 +338,19 @@ def bench_model(name, s, gen, out):
     if "infer" not in figures and "latency" not in figures:
         return
     model.eval()
+    # the check inputs: the first two samples of the first and last inference batch (their
+    # lengths), the first and last latency sample, with eager's logits
+    checks = []
+    for x, m in (infer[0], infer[-1]):
+        checks.append((x[:2], None if m is None else m[:2]))
+    checks += [lat[0], lat[-1]]
+    with torch.inference_mode():
+        checks = [(x, m, model(x, m)) for x, m in checks]
     for path in s.get("paths", ["eager"]):
         if path not in PATHS:
             sys.exit("bench_torch: %s: unknown path '%s' (expected one of %s)"
                      % (name, path, ", ".join(PATHS)))
-        imodel = inference_model(name, path, model, c, [infer[0], lat[0], infer[-1], lat[-1]],
-                                 out)
+        imodel = inference_model(name, path, model, c, checks, out)
         key = name if path == "eager" else name + "." + path
         if "infer" in figures:
             out[key + ".infer_samples_per_s"] = infer_rate(imodel, infer)
