@@ -70,6 +70,15 @@ local function seconds(fn)
   return core.now() - t0
 end
 
+-- the per-kernel timers (core/tensor/prof.h) around fn(): { classes = core.prof_read(), ms }
+local function profiled(fn)
+  core.prof_reset()
+  core.prof_enable(true)
+  local dt = seconds(fn)
+  core.prof_enable(false)
+  return { classes = core.prof_read(), ms = dt * 1e3 }
+end
+
 local function read_file(path)
   local f = io.open(path, "r")
   if not f then return nil end
@@ -347,13 +356,6 @@ local function small_section(r)
   -- class's median over the rounds and the median of the rounds' shares outside GEMMs (one
   -- round on a noisy host moves a single profile by a third). Written under "breakdown".
   local PROF_STEPS = 8
-  local function profiled(fn)
-    core.prof_reset()
-    core.prof_enable(true)
-    local dt = seconds(fn)
-    core.prof_enable(false)
-    return { classes = core.prof_read(), ms = dt * 1e3 }
-  end
   local prof = { train = {}, infer = {} }
 
   -- one hydra round: every figure once (train after one warm-up step of its trainer)
@@ -659,7 +661,7 @@ end
 local small_summary = SIZE ~= "real" and small_section(r) or nil
 if SIZE ~= "small" then
   local real = dofile("experiments/bench_real.lua")({ rounds = REAL_ROUNDS, threads = threads,
-    peak = peak, breakdown = breakdown, torch = { skipped = torch.skipped, run = torch_run,
+    peak = peak, seconds = seconds, profiled = profiled, breakdown = breakdown, torch = { skipped = torch.skipped, run = torch_run,
     figures = torch_figures, ratios = torch_ratios } })
   r.real_rounds = REAL_ROUNDS
   for k, v in pairs(real) do r[k] = v end

@@ -52,12 +52,6 @@ local TARGET = { train = 2, infer_fast = 1.3, latency_fast = 2, gemm_peak_infer 
   gemm_peak_train = 0.75, outside_gemm_infer = 0.10, split_efficiency_b1 = 0.85,
   vs_members_large = 0.95, peak_rss = 1.3 }
 
-local function seconds(fn)
-  local t0 = core.now()
-  fn()
-  return core.now() - t0
-end
-
 -- a dataset of n samples of model section c: zero images (speed does not depend on content)
 -- or random word ids at full length
 local function dataset(c, n)
@@ -116,10 +110,12 @@ local function members_of(c, M)
   return out
 end
 
--- ctx (from bench.lua): rounds, threads, peak (sgemm GFLOP/s), breakdown(rounds, units, what,
+-- ctx (from bench.lua): rounds, threads, peak (sgemm GFLOP/s), seconds(fn) (wall seconds),
+-- profiled(fn) (the per-kernel timers around fn), breakdown(rounds, units, what,
 -- unit, batch) (bench.lua's per-kernel table), torch = { skipped, version, run(models [, keys])
 -- -> the flat table of one PyTorch process over the spec models }
 return function(ctx)
+  local seconds, profiled = ctx.seconds, ctx.profiled
   local rounds = ctx.rounds
   local nth = ctx.threads
   local FUSED_B = math.tointeger(tonumber(os.getenv("HYDRA_BENCH_REAL_FUSED_B") or "")) or 16
@@ -168,14 +164,6 @@ return function(ctx)
     r.members_one_thread_b1_s = w / n1
     r.fused_large_s = seconds(function() f.fused.ud:predict(f.large_ds, FUSED_B) end)
     r.members_large_s = members(f.large_ds, FUSED_B)
-  end
-
-  local function profiled(fn)
-    core.prof_reset()
-    core.prof_enable(true)
-    local dt = seconds(fn)
-    core.prof_enable(false)
-    return { classes = core.prof_read(), ms = dt * 1e3 }
   end
 
   local raw = { hydra = {}, torch = {} }
