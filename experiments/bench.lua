@@ -698,7 +698,7 @@ else
 end
 if SIZE ~= "small" then
   print(("real sizes (targets: train >= 2x eager, infer >= 1.3x and latency >= 2x the fastest "
-    .. "path, GEMM >= 85%% / 75%% of peak in inference / training, outside GEMMs <= 10%%, split "
+    .. "path, GEMM >= 85% / 75% of peak in inference / training, outside GEMMs <= 10%, split "
     .. "efficiency >= 0.85, fused vs members >= 0.95, peak RSS <= 1.3x)"))
   for _, key in ipairs({ "vit-s16-224", "bert-base-128" }) do
     local o = r[key]
