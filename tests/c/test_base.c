@@ -287,6 +287,23 @@ static void test_team_waits(void) {
               r, seen[0][r], seen[1][r]);
     CHECK(sig_seen == 42, "the signal's waiter saw %d", sig_seen);
     CHECK(atomic_load(&tm.sleepers) == 0, "sleepers left: %u", atomic_load(&tm.sleepers));
+    CHECK(atomic_load(&tm.slept) > 0, "no thread slept through a partner 3 ms late");
+}
+
+/* a team pass in which a thread slept sends the next HY_TEAM_SOLO_PASSES small passes to one
+ * thread, then the team probes again; a pass without sleeps changes nothing */
+static void test_team_solo(void) {
+    hy_team t;
+    hy_team_init(&t);
+    hy_team_done(&t);
+    CHECK(hy_team_wanted(), "a team pass after a team pass without sleeps");
+    atomic_store(&t.slept, 1);
+    hy_team_done(&t);
+    unsigned solo = 0;
+    while (!hy_team_wanted() && solo < 1000) solo++;
+    CHECK(solo == HY_TEAM_SOLO_PASSES, "%u solo passes after a pass that slept (want %u)", solo,
+          HY_TEAM_SOLO_PASSES);
+    CHECK(hy_team_wanted(), "the team again after the solo passes");
 }
 
 int main(void) {
@@ -302,5 +319,6 @@ int main(void) {
     RUN(test_threads_limit);
     RUN(test_threads_slurm_cpus_per_task);
     RUN(test_team_waits);
+    RUN(test_team_solo);
     return check_exit("test_base");
 }
