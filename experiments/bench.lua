@@ -44,11 +44,13 @@ local model = hydra.model
 local SIZE = os.getenv("HYDRA_BENCH_SIZE") or "small"
 if SIZE == "" then SIZE = "small" end
 if SIZE ~= "small" and SIZE ~= "real" and SIZE ~= "all" then
-  error(("bench: SIZE must be small, real or all (got '%s')"):format(SIZE), 0)
+  hydra.err.fail("bench: SIZE must be small, real or all (got '%s')", SIZE)
 end
 local rounds_env = os.getenv("HYDRA_BENCH_ROUNDS")
 local ROUNDS = math.tointeger(tonumber(rounds_env or "5"))
-if not ROUNDS or ROUNDS < 1 then error("bench: HYDRA_BENCH_ROUNDS must be an integer >= 1", 0) end
+if not ROUNDS or ROUNDS < 1 then
+  hydra.err.fail("bench: HYDRA_BENCH_ROUNDS must be an integer >= 1 (got '%s')", rounds_env)
+end
 local REAL_ROUNDS = rounds_env and ROUNDS or 3
 local PYTHON = os.getenv("HYDRA_BENCH_PYTHON") or "/usr/bin/python3"
 local TORCH_SCRIPT = "tests/ref/bench_torch.py"
@@ -140,8 +142,8 @@ local function torch_run(models)
   local ok, how, code = p:close()
   os.remove(spec_path)
   if not ok then
-    error(("bench: %s failed (%s %s): %s"):format(TORCH_SCRIPT, tostring(how), tostring(code),
-      out), 0)
+    hydra.err.fail("bench: %s failed (%s %s): %s", TORCH_SCRIPT, tostring(how), tostring(code),
+      out)
   end
   local r = {}
   for k, v in out:gmatch('"([%w_%.]+)":%s*(%-?[%d%.eE+%-]+)') do r[k] = tonumber(v) end
@@ -157,7 +159,7 @@ local function torch_run(models)
     end
   end
   for _, k in ipairs(want) do
-    if not r[k] then error(("bench: %s printed no %s: %s"):format(TORCH_SCRIPT, k, out), 0) end
+    if not r[k] then hydra.err.fail("bench: %s printed no %s: %s", TORCH_SCRIPT, k, out) end
   end
   return r
 end
@@ -297,7 +299,8 @@ local function small_section(r)
       text.m = model.new(tcfg, 1)
       text.m_train = model.new(tcfg, 1)
       text.cfg = text.m:config()
-      local ids, lens, labs = f:read("/train/ids"), f:read("/train/lengths"), f:read("/train/labels")
+      local ids, lens = f:read("/train/ids"), f:read("/train/lengths")
+      local labs = f:read("/train/labels")
       local perm = core.sample_permutation(lens:numel(), SEED)
       text.trainers, text.train_batches = {}, {}
       for b = 1, TEXT_BATCHES do
@@ -308,7 +311,8 @@ local function small_section(r)
         text.trainers[b] = trainer(text.m_train, bds)
         text.train_batches[b] = bl:totable()
       end
-      local dids, dlens, dlabs = f:read("/test/ids"), f:read("/test/lengths"), f:read("/test/labels")
+      local dids, dlens = f:read("/test/ids"), f:read("/test/lengths")
+      local dlabs = f:read("/test/labels")
       text.dev = core.dataset_from_text(dids, dlens, dlabs)
       text.lat = core.dataset_from_text(dids, dlens, dlabs, TEXT_LATENCY)
       text.infer_lengths = dlens:totable()
@@ -346,11 +350,10 @@ local function small_section(r)
     text.m.ud:predict(text.lat, 1)
   end
 
-
   -- ===== per-kernel breakdown =====
-  -- (core.prof_*, the timers of core/tensor/prof.h inside the real kernels): the time of each kernel
-  -- class (GEMM, attention, GELU, LayerNorm, dropout, residual, bias, embed, copies, loss, optim)
-  -- over PROF_STEPS training steps at batch 128 and over one inference pass at batch 256, run with
+  -- (core.prof_*, the timers of core/tensor/prof.h inside the real kernels): the time of each
+  -- kernel class (GEMM, attention, GELU, LayerNorm, dropout, residual, bias, embed, copies,
+  -- loss, optim) over PROF_STEPS training steps at batch 128 and over one inference pass at batch 256, run with
   -- the timers on in every round, after that round's timed figures; "other" is the measured wall
   -- time minus the classes (loader batch assembly, Lua, untimed glue). The table gives each
   -- class's median over the rounds and the median of the rounds' shares outside GEMMs (one
@@ -661,8 +664,9 @@ end
 local small_summary = SIZE ~= "real" and small_section(r) or nil
 if SIZE ~= "small" then
   local real = dofile("experiments/bench_real.lua")({ rounds = REAL_ROUNDS, threads = threads,
-    peak = peak, seconds = seconds, profiled = profiled, breakdown = breakdown, torch = { skipped = torch.skipped, run = torch_run,
-    figures = torch_figures, ratios = torch_ratios } })
+    peak = peak, seconds = seconds, profiled = profiled, breakdown = breakdown,
+    torch = { skipped = torch.skipped, run = torch_run, figures = torch_figures,
+      ratios = torch_ratios } })
   r.real_rounds = REAL_ROUNDS
   for k, v in pairs(real) do r[k] = v end
   if torch.skipped then r.torch_skipped = torch.skipped end

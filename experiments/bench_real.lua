@@ -81,7 +81,7 @@ end
 local standalone = type(arg) == "table" and type(arg[0]) == "string"
   and arg[0]:match("bench_real%.lua$")
 if standalone then
-  if arg[1] ~= "rss" then error("usage: hydra run experiments/bench_real.lua rss", 0) end
+  if arg[1] ~= "rss" then hydra.err.usage("usage: hydra run experiments/bench_real.lua rss") end
   core.threads_init(0)
   local c = MODELS[2].model
   local tr = bt.new(model_of(c), dataset(c, RSS_B), RSS_B, SEED)
@@ -118,8 +118,11 @@ return function(ctx)
   local seconds, profiled = ctx.seconds, ctx.profiled
   local rounds = ctx.rounds
   local nth = ctx.threads
-  local FUSED_B = math.tointeger(tonumber(os.getenv("HYDRA_BENCH_REAL_FUSED_B") or "")) or 16
-  if FUSED_B < 2 then error("bench: HYDRA_BENCH_REAL_FUSED_B must be an integer >= 2", 0) end
+  local fb_env = os.getenv("HYDRA_BENCH_REAL_FUSED_B")
+  local FUSED_B = math.tointeger(tonumber(fb_env or "16"))
+  if not FUSED_B or FUSED_B < 2 then
+    hydra.err.fail("bench: HYDRA_BENCH_REAL_FUSED_B must be an integer >= 2 (got '%s')", fb_env)
+  end
   local fuse_cfg = hydra.config.defaults().fuse
   -- hydra side, built once
   local S = {}
@@ -229,7 +232,9 @@ return function(ctx)
     local out = p:read("a")
     p:close()
     rss.hydra = tonumber(out:match("peak_rss_mb%s+([%d.]+)"))
-    if not rss.hydra then error("bench: the hydra RSS run printed no peak_rss_mb: " .. out, 0) end
+    if not rss.hydra then
+      hydra.err.fail("bench: the hydra RSS run printed no peak_rss_mb: %s", out)
+    end
     if not ctx.torch.skipped then
       local c = MODELS[2].model
       local l = {}
