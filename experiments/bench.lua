@@ -355,9 +355,10 @@ local function small_section(r)
   -- kernel class (GEMM, attention, GELU, LayerNorm, dropout, residual, bias, embed, copies,
   -- loss, optim) over PROF_STEPS training steps at batch 128 and over one inference pass at
   -- batch 256, run with the timers on in every round, after that round's timed figures; "other"
-  -- is the measured wall time minus the classes (loader batch assembly, Lua, untimed glue). The table gives each
-  -- class's median over the rounds and the median of the rounds' shares outside GEMMs (one
-  -- round on a noisy host moves a single profile by a third). Written under "breakdown".
+  -- is the measured wall time minus the classes (loader batch assembly, Lua, untimed glue). The
+  -- table gives each class's median over the rounds and the median of the rounds' shares
+  -- outside GEMMs (one round on a noisy host moves a single profile by a third). Written under
+  -- "breakdown".
   local PROF_STEPS = 8
   local prof = { train = {}, infer = {} }
 
