@@ -1,29 +1,38 @@
 #!/usr/bin/python3
 """tests/ref/bench_torch.py: the PyTorch side of `make bench` (experiments/bench.lua).
 
-Run by experiments/bench.lua once per round, only when Debian's python3-torch is installed
-(never by `make test`):
+Run by experiments/bench.lua (and bench_real.lua) once per round, only when Debian's
+python3-torch is installed (never by `make test`):
     OMP_WAIT_POLICY=passive /usr/bin/python3 tests/ref/bench_torch.py SPEC.json
-SPEC.json is written by bench.lua: the thread count, hydra's model sections (vit-fm and
-text-sst with its resolved vocab_size), hydra's parameter counts, the optimiser settings, the
-batch sizes and step counts, and for the text model the exact SST-2 token lengths hydra runs
-(training batches of 128 from the train split; the dev split in file order for inference and
-batch-1 latency). Prints one JSON object (flat keys "vit.<figure>", "text.<figure>") on stdout.
+SPEC.json is written by bench.lua: the thread count, the seed and `models`, name -> section:
+hydra's model section (vit-fm, text-sst with its resolved vocab_size, ViT-S/16, BERT-base),
+hydra's parameter count, the optimiser settings, the batch sizes and step counts, for text
+models the exact token lengths hydra runs (SST-2: training batches of 128 from the train split,
+the dev split in file order for inference and batch-1 latency), and optionally `figures` (a
+subset of train, infer, latency), `paths` (eager, fast, jit; default eager) and
+`latency_warmup`. Prints one JSON object on stdout: flat keys "<name>.<figure>" (eager),
+"<name>.<path>.<figure>" and "<name>.<path>.check_rel_err" for the other paths, and
+"peak_rss_mb" (the process's VmHWM).
 
 The models are DESIGN.md §2 as tests/ref/make_ref.py writes them (the fixtures hydra is checked
 against), here as float32 nn.Modules: pre-LN encoder, LayerNorm eps 1e-6 (HY_XFMR_LN_EPS),
 exact-erf GELU, x = [cls; embed] + pos_embed[:, :T], qkv Linear + per-head softmax(q k^T /
-sqrt(HS)) v + proj, logits = head(LN_f(x[:, 0])); vit: Conv2d patch embedding (patch 7, 16
-patches + CLS); text: token embedding, key-padding mask (keys at positions >= length masked,
-CLS never), each batch padded to its longest sequence (as hydra's loader cuts it). No dropout
-(vit-fm and text-sst have model.dropout 0). The parameter counts must equal hydra's (checked:
+sqrt(HS)) v + proj, logits = head(LN_f(x[:, 0])); vit: Conv2d patch embedding (patch p, CLS
+first); text: token embedding, key-padding mask (keys at positions >= length masked, CLS
+never), each batch padded to its longest sequence (as hydra's loader cuts it). The options of
+xfmr.h that BERT-base uses: norm post, text_embed bert (ids hold [CLS]: embed_norm(tok + pos +
+type_embed[0]), no cls_token, no mask when nothing is padded), pooler tanh, ln_eps. No dropout
+(the bench's models have model.dropout 0). The parameter counts must equal hydra's (checked:
 exit 1 otherwise).
 
-Figures, each measured after a warm-up: training samples/s (forward, cross-entropy, backward,
-clip_grad_norm_ to grad_clip, AdamW with weight decay on the weight matrices only, as hydra),
-inference samples/s (eval mode, inference_mode, logits + softmax, batches of infer_batch) and
-batch-1 latency in ms (mean over latency_n single-sample calls). Inputs are built before the
-clock starts (hydra's figures include its loader's batch assembly: this favours PyTorch).
+Figures, each measured after a warm-up: training samples/s (eager: forward, cross-entropy,
+backward, clip_grad_norm_ to grad_clip, AdamW with weight decay on the weight matrices only, as
+hydra), inference samples/s (eval mode, inference_mode, logits + softmax, batches of
+infer_batch) and batch-1 latency in ms (mean over latency_n single-sample calls), the last two
+for each path: eager, fast (FastEncoder: nn.TransformerEncoderLayer's fused fast path, checked
+to run in every layer) and jit (torch.jit.trace + freeze + optimize_for_inference), each first
+checked equal to eager on the logits (CHECK_TOL). Inputs are built before the clock starts
+(hydra's figures include its loader's batch assembly: this favours PyTorch).
 """
 import json
 import math
