@@ -1,8 +1,11 @@
 #!/bin/sh
 # tests/e2e/bench_torch.sh: the PyTorch side of `make bench` (tests/ref/bench_torch.py) on a
-# small spec written by hydra: a small vit and a small text model (key-padding mask, ragged
-# lengths), hydra's own parameter counts. Checks that the script accepts them (its models have
-# exactly hydra's parameter count), prints every figure as a positive number, and refuses a
+# small spec written by hydra: a small vit, a small text model (key-padding mask, ragged
+# lengths) and a small BERT-like one (norm post, text_embed bert, pooler tanh), hydra's own
+# parameter counts, every inference path (eager, the TransformerEncoderLayer fast path, frozen
+# TorchScript: each checked equal to eager by the script). Checks that the script accepts them
+# (its models have exactly hydra's parameter count), prints every figure as a positive number
+# (and its peak RSS), and refuses a
 # spec whose count differs (exit 1, message naming both counts). Skips (77) when
 # /usr/bin/python3 cannot import torch (Debian's python3-torch): never a requirement.
 set -eu
