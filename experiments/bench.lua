@@ -713,6 +713,12 @@ if SIZE ~= "small" then
     print(("  %-14s GEMM %.0f%% of peak in training, %.0f%% in inference; outside GEMMs %.1f%% "
       .. "of inference; %s"):format(key, 100 * (o.gemm_peak_frac.train or 0),
       100 * (o.gemm_peak_frac.infer or 0), 100 * o.outside_gemm_frac.infer, fz))
+    local fp = o.frac_peak
+    local function pc(x) return x and ("%.0f%%"):format(100 * x) or "-" end
+    print(("  %-14s of the sgemm peak, hydra / PyTorch: training %s / %s, inference %s / %s "
+      .. "(fastest path), batch 1 %s / %s (fastest path)"):format(key, pc(fp.hydra.train),
+      pc(fp.torch and fp.torch.train), pc(fp.hydra.infer), pc(fp.torch and fp.torch.infer_fastest),
+      pc(fp.hydra.latency), pc(fp.torch and fp.torch.latency_fastest)))
     local rss = o.peak_rss_mb
     if rss then
       print(("  %-14s peak RSS, training at batch %d: hydra %.0f MiB, PyTorch %s MiB%s")

@@ -142,7 +142,8 @@ return function(ctx)
       return { fused = hydra.fuse.build(mem, fuse_cfg), singles = singles,
         large_ds = dataset(c, FUSED_B), b1_ds = dataset(c, 2) }
     end)
-    if ok then s.fused = f else s.fused_skipped = hydra.err.message(f) end
+    if ok then s.fused = f
+    else s.fused_skipped = (hydra.err.message(f):gsub("^[^%s:]+%.lua:%d+: ", "")) end
     -- warm-up (allocations, first touch)
     s.tr:start_epoch(1)
     s.tr:run(1)
@@ -306,6 +307,17 @@ return function(ctx)
         latency_fast = o.ratio_fast.latency >= TARGET.latency_fast }
     else
       o.torch_skipped = ctx.torch.skipped
+    end
+    -- each side's whole-call GFLOP/s as a fraction of the sgemm peak (training = 3x forward):
+    -- what bounds a ratio (two sides near the peak cannot be far apart)
+    local function frac(sps, mult) return sps and sps * mult * s.flops / 1e9 / ctx.peak or nil end
+    o.frac_peak = { hydra = { train = frac(o.train_samples_per_s, 3),
+      infer = frac(o.infer_samples_per_s, 1), latency = frac(1e3 / o.latency_ms, 1) } }
+    if o.torch then
+      local t = o.torch
+      o.frac_peak.torch = { train = frac(t.train_samples_per_s, 3),
+        infer_fastest = frac(t[t.fastest.infer].infer_samples_per_s, 1),
+        latency_fastest = frac(1e3 / t[t.fastest.latency].latency_ms, 1) }
     end
     o.target = TARGET
     o.raw = { hydra = {}, torch = raw.torch }
