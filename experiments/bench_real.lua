@@ -225,8 +225,8 @@ return function(ctx)
       :format(round, rounds, th, tt))
   end
 
-  -- the models' memory (~10 GB: BERT-base keeps every layer's activations) goes back before
-  -- the RSS pair, whose fresh processes then have the machine's memory to themselves
+  -- the models' memory (several GB: the plain path of BERT-base keeps every layer's activations)
+  -- goes back before the RSS pair, whose fresh processes then have the memory to themselves
   for _, s in ipairs(S) do
     s.has_fused = s.fused ~= nil
     s.m, s.tr, s.fused, s.infer_ds, s.lat_ds = nil, nil, nil, nil, nil
