@@ -76,9 +76,12 @@ test: all
 	@$(TEST_ENV) sh tests/run.sh $(B)
 asan:
 	$(MAKE) MODE=asan test
+# SIZE: small (vit-fm, text-sst, the loaded vit-fm; default), real (ViT-S/16 at 224, BERT-base
+# at 128; a few minutes) or all (experiments/bench.lua).
+SIZE ?= small
 bench:
 	$(MAKE) MODE=bench all
-	OMP_WAIT_POLICY=passive build/bench/bin/hydra run experiments/bench.lua
+	HYDRA_BENCH_SIZE=$(SIZE) OMP_WAIT_POLICY=passive build/bench/bin/hydra run experiments/bench.lua
 demo: all
 	./hydra repro quickstart
 repro: all

@@ -1348,7 +1348,7 @@ static hy_status forward(hy_xfmr *m, const hy_batch *in, size_t B, float *logits
     if (nth > TEAM_MAX) nth = TEAM_MAX;
     bool plain = hy_xfmr_plain_blocks(c);
     bool team = nth > 1 && !drop && !m->ext && !hy_prof_on && !plain &&
-                BT * D * (DM > 3 * D ? DM : 3 * D) < HY_GEMM_PAR_MIN_WORK;
+                BT * D * (DM > 3 * D ? DM : 3 * D) < HY_GEMM_PAR_MIN_WORK && hy_team_wanted();
     if (plain) {
         layers_fwd_plain(m, B, T, drop, drop ? &fwd_rng : NULL);
     } else if (team) {
@@ -1360,6 +1360,7 @@ static hy_status forward(hy_xfmr *m, const hy_batch *in, size_t B, float *logits
             hy_team_join(&tm, (unsigned)sh.parts);
             layers_fwd(m, B, T, keep, false, NULL, &sh);
         }
+        hy_team_done(&tm);
     } else {
         layers_fwd(m, B, T, keep, drop, drop ? &fwd_rng : NULL, NULL);
     }

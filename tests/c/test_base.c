@@ -1,7 +1,9 @@
 /* test_base.c: error messages, allocation, the arena, the RNG (reproducibility across machines:
- * the first outputs of a fixed seed are pinned), tensors. */
-#define _POSIX_C_SOURCE 200809L    /* setenv */
+ * the first outputs of a fixed seed are pinned), tensors, the team's barrier and signal. */
+#define _POSIX_C_SOURCE 200809L    /* setenv, nanosleep */
 #include <math.h>
+#include <omp.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,6 +11,7 @@
 #include "tensor/base.h"
 #include "check.h"
 #include "tensor/rng.h"
+#include "tensor/team.h"
 #include "tensor/tensor.h"
 
 static void test_fail_and_prefix(void) {
@@ -240,6 +243,69 @@ static void test_threads_slurm_cpus_per_task(void) {
     CHECK_OK(hy_threads_init(before));
 }
 
+static void nap_us(long us) {
+    struct timespec ts = {0, us * 1000L};
+    nanosleep(&ts, NULL);
+}
+
+/* the team's barrier and signal, with waits short (spinning) and long (a thread arriving
+ * milliseconds late, beyond the spin budget: its partner sleeps in the kernel and must be
+ * woken): what one thread writes before a barrier or a post, the other reads after it */
+static void test_team_waits(void) {
+    enum { ROUNDS = 40 };
+    int seen[2][ROUNDS] = {{0}}, sig_seen = 0, payload = 0;
+    hy_team tm;
+    hy_team_init(&tm);
+    atomic_uint sig;
+    atomic_init(&sig, 0);
+    int shared[2] = {0, 0}, team = 1;
+#pragma omp parallel num_threads(2)
+    {
+        int me = omp_get_thread_num(), n = omp_get_num_threads();
+        if (me == 0) team = n;
+        hy_team_join(&tm, (unsigned)n);
+        for (int r = 0; r < ROUNDS && n == 2; r++) {
+            /* every 4th round one thread (alternating) comes 3 ms late */
+            if (r % 4 == 3 && (r / 4) % 2 == me) nap_us(3000);
+            shared[me] = r + 1;
+            hy_team_barrier(&tm);
+            seen[me][r] = shared[1 - me];
+            hy_team_barrier(&tm);   /* nobody writes shared[] before both have read it */
+        }
+        if (n == 2 && me == 0) {
+            nap_us(3000);   /* the waiter sleeps before the post */
+            payload = 42;
+            hy_signal_post(&sig);
+        } else if (n == 2) {
+            hy_signal_wait(&sig);
+            sig_seen = payload;
+        }
+    }
+    CHECK(team == 2, "the team has %d threads", team);
+    for (int r = 0; r < ROUNDS; r++)
+        CHECK(seen[0][r] == r + 1 && seen[1][r] == r + 1, "round %d: thread 0 saw %d, 1 saw %d",
+              r, seen[0][r], seen[1][r]);
+    CHECK(sig_seen == 42, "the signal's waiter saw %d", sig_seen);
+    CHECK(atomic_load(&tm.sleepers) == 0, "sleepers left: %u", atomic_load(&tm.sleepers));
+    CHECK(atomic_load(&tm.slept) > 0, "no thread slept through a partner 3 ms late");
+}
+
+/* a team pass in which a thread slept sends the next HY_TEAM_SOLO_PASSES small passes to one
+ * thread, then the team probes again; a pass without sleeps changes nothing */
+static void test_team_solo(void) {
+    hy_team t;
+    hy_team_init(&t);
+    hy_team_done(&t);
+    CHECK(hy_team_wanted(), "a team pass after a team pass without sleeps");
+    atomic_store(&t.slept, 1);
+    hy_team_done(&t);
+    unsigned solo = 0;
+    while (!hy_team_wanted() && solo < 1000) solo++;
+    CHECK(solo == HY_TEAM_SOLO_PASSES, "%u solo passes after a pass that slept (want %u)", solo,
+          HY_TEAM_SOLO_PASSES);
+    CHECK(hy_team_wanted(), "the team again after the solo passes");
+}
+
 int main(void) {
     RUN(test_fail_and_prefix);
     RUN(test_alloc_aligned);
@@ -252,5 +318,7 @@ int main(void) {
     RUN(test_tensor);
     RUN(test_threads_limit);
     RUN(test_threads_slurm_cpus_per_task);
+    RUN(test_team_waits);
+    RUN(test_team_solo);
     return check_exit("test_base");
 }
