@@ -6,7 +6,7 @@ PKGS := lua5.4 yaml-0.1 hdf5 openblas zlib freetype2 libpng jansson libjpeg
 DEB_PKGS := build-essential pkg-config liblua5.4-dev libopenblas-dev libhdf5-dev hdf5-tools \
             libyaml-dev zlib1g-dev libfreetype-dev libpng-dev libjansson-dev libjpeg62-turbo-dev gnuplot-nox fonts-dejavu-core \
             fonts-freefont-ttf fonts-liberation dataset-fashion-mnist fortunes fortunes-min \
-            clang-14 libclang-rt-14-dev libomp-14-dev chromium
+            clang-14 libclang-rt-14-dev libomp-14-dev chromium unicode-data
 # Packages needed for a single file: the file is extracted from the downloaded .deb.
 DEB_EXTRACT := opencv-doc weka wordnet-base
 
