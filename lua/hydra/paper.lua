@@ -107,7 +107,7 @@ local function add(t)
   by_name[t.name] = t
 end
 
-for _, e in ipairs({ "table_image", "table_text" }) do
+for _, e in ipairs({ "table_image", "table_text", "table_mnist" }) do
   add({ name = e .. ".id", experiment = e, columns = "id",
         verdict = { ref = "deep_ensemble", key = "acc", better = "higher" } })
   for _, sc in ipairs({ "msp", "maxlogit" }) do
@@ -123,7 +123,7 @@ local function claims(comps)
   for i, c in ipairs(comps) do out[i] = { a = c[1], b = c[2], key = c[3], better = c[4] } end
   return out
 end
-for _, e in ipairs({ "table_image", "table_text" }) do
+for _, e in ipairs({ "table_image", "table_text", "table_mnist" }) do
   add({ name = e .. ".verdicts", experiment = e, kind = "verdicts", comparisons = claims({
     -- the headline: Hydra (Circ) >= Deep Ensembles on OOD detection, by group and by score
     { "hydra_circ", "deep_ensemble", "ood_avg_auroc_msp", "higher" },

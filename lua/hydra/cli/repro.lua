@@ -8,7 +8,7 @@ local USAGE = "hydra repro NAME[,NAME...]|all [--profile quick|paper] [--jobs N]
   .. "       hydra repro --write|--check [--doc FILE] [--summaries DIR] [--resamples B]"
 
 -- `all`, in this order (quickstart is the demo, not a table of the paper)
-local ALL = { "table_image", "table_text", "ablation_pruning", "ablation_members",
+local ALL = { "table_image", "table_text", "table_mnist", "ablation_pruning", "ablation_members",
               "ablation_mlp_merge", "ablation_heads", "ablation_diversity", "prop1",
               "ablation_condition", "cost", "table_training_free", "b2_circuit_knockout" }
 
@@ -27,9 +27,9 @@ return {
   summary = "reproduce the paper's tables and ablations (experiments/*.lua) on a profile",
   usage = USAGE,
   help = [[Runs experiments/NAME.lua (several: NAME,NAME,...; or every table and ablation with
-`all`: table_image, table_text, ablation_pruning, ablation_members, ablation_mlp_merge,
-ablation_heads, ablation_diversity, prop1, ablation_condition, cost, table_training_free,
-b2_circuit_knockout) on the profile's sizes: quick (configs/experiments/quick.yaml: the tiny ViT
+`all`: table_image, table_text, table_mnist, ablation_pruning, ablation_members,
+ablation_mlp_merge, ablation_heads, ablation_diversity, prop1, ablation_condition, cost,
+table_training_free, b2_circuit_knockout) on the profile's sizes: quick (configs/experiments/quick.yaml: the tiny ViT
 on a subset, minutes) or paper (configs/experiments/paper.yaml: vit-fm on the full data, hours;
 see paper_repro.md). Sweep experiments run their points with --jobs worker processes; complete
 runs and cached stages are reused, so an interrupted repro resumes where it stopped. --seeds K
