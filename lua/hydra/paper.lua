@@ -59,6 +59,16 @@ M.COLUMNS.b2 = { pct("acc", "Acc ↑"), pct("ood_avg_auroc_msp", "OOD avg AUROC 
 
 M.COLUMNS.acc_ood = M.COLUMNS.b2
 
+-- Fashion-MNIST-C (the shift set of table_image): accuracy and ECE at each severity, every
+-- corruption of that severity pooled (the run's shift sets fashion-mnist-c-s1 .. -s5)
+M.COLUMNS.shift_fmnistc = {}
+for _, k in ipairs({ { "acc", "Acc ↑" }, { "ece", "ECE ↓" } }) do
+  for sev = 1, 5 do
+    table.insert(M.COLUMNS.shift_fmnistc, pct(("shift/fashion-mnist-c-s%d/%s"):format(sev, k[1]),
+      ("s%d %s"):format(sev, k[2])))
+  end
+end
+
 local CAPTIONS = {
   acc_ood = "Acc on the ID test set; OOD positive, score MSP, OOD avg = unweighted mean over "
     .. "every OOD set, Near / Far = over the near / far group, FPR95 = ID flagged at 95 %% OOD "
@@ -66,6 +76,10 @@ local CAPTIONS = {
   b2 = "The base model with no gradient step, heads knocked out (gate 0) in every layer; Acc on "
     .. "the ID test set; OOD positive, score MSP, OOD avg = unweighted mean over every OOD set, "
     .. "Near / Far = over the near / far group, FPR95 = ID flagged at 95 %% OOD recall",
+  shift_fmnistc = "Fashion-MNIST-C: s1 .. s5 = severity 1 .. 5, the 11 corruptions of that "
+    .. "severity pooled; Acc and ECE (15 equal-width bins) without temperature scaling; no "
+    .. "verdict column: the bootstrap of results/README.md resamples ID and OOD test samples, "
+    .. "not shift samples",
   id = "Acc, ECE (15 equal-width bins) and NLL on the ID test set, +TS after temperature "
     .. "scaling fitted on the ID validation split; Misclf AUROC = misclassification detection "
     .. "(misclassified positive) with the MSP and max-logit scores",
@@ -115,6 +129,8 @@ for _, e in ipairs({ "table_image", "table_text", "table_mnist" }) do
           verdict = { ref = "deep_ensemble", key = "ood_avg_auroc_" .. sc, better = "higher" } })
   end
 end
+
+add({ name = "table_image.shift", experiment = "table_image", columns = "shift_fmnistc" })
 
 -- the paper's claims on the main tables, one comparison each (claim: A better than B on key,
 -- better = the direction the claim says)
@@ -243,6 +259,38 @@ do
         columns = "acc_ood", rows = rows,
         verdict = { key = "ood_avg_auroc_msp", better = "higher",
                     what = "no source of diversity (none)" } })
+end
+
+-- ablation_condition: Hydra (Circ) against Deep Ensembles at each point of its sweep (the
+-- filters name the key each point changes; the reference has the paper_condition profile's
+-- values of all of them)
+do
+  local ref = { ["model.n_heads"] = "8", ["model.d_model"] = "64", ["train.epochs"] = "3",
+                ["train.augment.random_crop"] = "false", ["data.ood_val"] = "ood-val-image",
+                ["hydra.members"] = "3" }
+  local points = { { ref, "reference" },
+                   { { ["model.n_heads"] = "16" }, "16 heads per layer (8 kept)" },
+                   { { ["model.d_model"] = "128" }, "width 128" },
+                   { { ["train.epochs"] = "12" }, "12 base epochs" },
+                   { { ["train.augment.random_crop"] = "true" }, "augmentation" } }
+  for _, x in ipairs({ "mnist", "opencv-digits", "notmnist", "glyphs" }) do
+    points[#points + 1] = { { ["data.ood_val"] = "ood-val-" .. x },
+                            ("search on ood-val-%s, %s not tested"):format(x, x) }
+  end
+  for _, m in ipairs({ 1, 2, 4, 5, 6 }) do
+    points[#points + 1] = { { ["hydra.members"] = tostring(m) }, ("M = %d"):format(m) }
+  end
+  local rows = {}
+  for _, p in ipairs(points) do
+    rows[#rows + 1] = { method = "deep_ensemble", filter = p[1],
+                        label = "Deep Ensembles, " .. p[2] }
+    rows[#rows + 1] = { method = "hydra_circ", filter = p[1], label = "Hydra (Circ), " .. p[2],
+                        vs = row_id("deep_ensemble", p[1]) }
+  end
+  add({ name = "ablation_condition.acc_ood", experiment = "ablation_condition",
+        columns = "acc_ood", rows = rows,
+        verdict = { key = "ood_avg_auroc_msp", better = "higher",
+                    what = "Deep Ensembles at the same setting" } })
 end
 
 function M.table(name) return by_name[name] end

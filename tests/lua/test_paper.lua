@@ -175,6 +175,40 @@ function T.check_names_a_changed_cell()
   eq(check.read_file(dir .. "/doc.md"), changed, "document untouched")
 end
 
+-- The shift columns of table_image and the condition ablation's table: hand-checked cells of
+-- the committed fixture (tests/ref/paper/make_fixture.py), and a changed cell of each is named.
+function T.fixture_shift_and_condition_tables()
+  local committed = check.read_file(FIX .. "/doc.md")
+  for _, want in ipairs({
+    -- s5 Acc 0.56, 0.575, 0.59: mean 57.50, sample std 1.50
+    "| Single | 90.10 ± 0.10 | 85.10 ± 0.10 | 80.10 ± 0.10 | 75.10 ± 0.10 | 57.50 ± 1.50 |",
+    -- d = −7, −6, −5 points: t = −10.39, p = 1 − 10.39 / sqrt(10.39^2 + 2) = 0.009
+    "| Hydra (Circ), reference | 70.70 ± 0.20 | 78.00 ± 2.00 | 72.70 ± 0.20 | 73.70 ± 0.20 | "
+      .. "74.70 ± 0.20 | Deep Ensembles, reference: −6.00 (p 0.009; CI −7.50, −4.50): fails |",
+    -- d = 3, 3.5, 4: t = 12.12, p 0.007, CI above 0
+    "| Hydra (Circ), search on ood-val-mnist, mnist not tested | 75.70 ± 0.20 | 84.50 ± 1.50 |",
+    "Deep Ensembles, search on ood-val-mnist, mnist not tested: +3.50 (p 0.007; CI +2.00, "
+      .. "+5.00): holds |",
+  }) do
+    ok(committed:find(want, 1, true) ~= nil, "hand-checked cell: " .. want)
+  end
+  local dir = check.tmpdir()
+  for _, c in ipairs({
+    { "| 57.50 ± 1.50 |", "| 57.49 ± 1.50 |", "table table_image.shift, row 'Single', column "
+      .. "'s5 Acc ↑': committed '57.49 ± 1.50', computed '57.50 ± 1.50'" },
+    { "| Deep Ensembles, M = 4 | 81.20 ± 0.20 |", "| Deep Ensembles, M = 4 | 81.30 ± 0.20 |",
+      "table ablation_condition.acc_ood, row 'Deep Ensembles, M = 4', column 'Acc ↑': "
+      .. "committed '81.30 ± 0.20', computed '81.20 ± 0.20'" },
+  }) do
+    local changed, n = committed:gsub(c[1]:gsub("%p", "%%%0"), (c[2]:gsub("%%", "%%%%")), 1)
+    eq(n, 1, "one cell changed: " .. c[1])
+    check.write_file(dir .. "/doc.md", changed)
+    local p = paper.check(dir .. "/doc.md", FIX .. "/summaries")
+    eq(#p, 1, "one problem")
+    ok(p[1]:find(c[3], 1, true) ~= nil, "named: " .. p[1])
+  end
+end
+
 function T.bad_documents_and_summaries()
   local dir = check.tmpdir()
   local function doc(text)
