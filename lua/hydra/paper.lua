@@ -164,6 +164,20 @@ for _, e in ipairs({ "table_image", "table_text", "table_mnist" }) do
   }) })
 end
 
+-- the remedy row (table_image_remedy, 5 seeds): Hydra (Circ, restarts) against the recipe's
+-- Hydra (Circ) and against Deep Ensembles
+add({ name = "table_image_remedy.ood_msp", experiment = "table_image_remedy", columns = "ood_msp",
+      verdict = { ref = "hydra_circ", key = "ood_avg_auroc_msp", better = "higher" } })
+add({ name = "table_image_remedy.verdicts", experiment = "table_image_remedy", kind = "verdicts",
+      comparisons = claims({
+        { "hydra_circ_restarts", "hydra_circ", "ood_avg_auroc_msp", "higher" },
+        { "hydra_circ_restarts", "hydra_circ", "ood_near_auroc_msp", "higher" },
+        { "hydra_circ_restarts", "hydra_circ", "ood_far_auroc_msp", "higher" },
+        { "hydra_circ_restarts", "hydra_circ", "acc", "higher" },
+        { "hydra_circ_restarts", "deep_ensemble", "ood_avg_auroc_msp", "higher" },
+        { "hydra_circ", "deep_ensemble", "ood_avg_auroc_msp", "higher" },
+      }) })
+
 local PRUNING_ROWS = { { method = "taylor" }, { method = "circavg" }, { method = "hydra_taylor" },
                        { method = "hydra_circ" }, { method = "deep_ensemble" } }
 add({ name = "ablation_pruning.id", experiment = "ablation_pruning", columns = "id",
