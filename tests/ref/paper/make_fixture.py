@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """tests/ref/paper/make_fixture.py: writes the constructed result summary of the paper-table
-test (tests/lua/test_paper.lua): summaries/ablation_pruning/{values,bootstrap}.csv. The values
+test (tests/lua/test_paper.lua): summaries/{ablation_pruning,table_image,ablation_condition}/
+{values,bootstrap}.csv. The values
 are chosen so that the table cells and verdicts can be checked by hand (README.md); run by
 hand, never by `make test`."""
 import os
@@ -31,35 +32,6 @@ BOOT = [("circavg", "taylor", "ood_avg_auroc_msp", 0.02, 0.011, 0.029),
 def g(v):
     return repr(float(v)) if False else "%.17g" % v
 
-out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "summaries", "ablation_pruning")
-os.makedirs(out, exist_ok=True)
-head = ("# hydra-paper-summary-1 ablation_pruning: %s (hydra repro --write; results/README.md, "
-        "\"Paper summaries\")\n")
-with open(os.path.join(out, "values.csv"), "w") as f:
-    f.write(head % "the per-seed metrics of every row")
-    f.write("row,label,seed,key,value\n")
-    for i, (row, label) in enumerate(ROWS):
-        for seed in range(3):
-            for j, key in enumerate(KEYS):
-                v = SET.get((row, key))
-                if v is not None:
-                    v = v[seed]
-                elif key.endswith("nll"):
-                    v = 0.3 + 0.01 * i + 0.001 * j + 0.002 * seed
-                else:
-                    v = 0.5 + 0.01 * i + 0.001 * j + 0.002 * seed
-                lab = '"%s"' % label if "," in label else label
-                f.write("%s,%s,%d,%s,%s\n" % (row, lab, seed, key, g(v)))
-with open(os.path.join(out, "bootstrap.csv"), "w") as f:
-    f.write(head % "paired bootstrap over the test samples of every comparison")
-    f.write("a,b,key,resamples,boot_seed,seeds,diff,lo,hi\n")
-    for a, b, key, d, lo, hi in BOOT:
-        f.write("%s,%s,%s,1000,0,3,%s,%s,%s\n" % (a, b, key, g(d), g(lo), g(hi)))
-
-
-# ----- table_image.shift and ablation_condition.acc_ood (tests/lua/test_paper.lua,
-# fixture_shift_and_condition_tables) -----
-
 def write_summary(exp, rows, keys, value, boot):
     """rows: (id, label); value(i, row_id, seed, j, key) -> fraction; boot: (a, b, key, d, lo, hi)"""
     d = os.path.join(os.path.dirname(os.path.abspath(__file__)), "summaries", exp)
@@ -80,6 +52,18 @@ def write_summary(exp, rows, keys, value, boot):
         f.write("a,b,key,resamples,boot_seed,seeds,diff,lo,hi\n")
         for a, b, key, dd, lo, hi in boot:
             f.write("%s,%s,%s,1000,0,3,%s,%s,%s\n" % (q(a), q(b), key, g(dd), g(lo), g(hi)))
+
+def pruning_value(i, row, seed, j, key):
+    v = SET.get((row, key))
+    if v is not None:
+        return v[seed]
+    return (0.3 if key.endswith("nll") else 0.5) + 0.01 * i + 0.001 * j + 0.002 * seed
+
+write_summary("ablation_pruning", ROWS, KEYS, pruning_value, BOOT)
+
+
+# ----- table_image.shift and ablation_condition.acc_ood (tests/lua/test_paper.lua,
+# fixture_shift_and_condition_tables) -----
 
 # table_image: the shift columns (Fashion-MNIST-C severities 1..5, Acc and ECE)
 SHIFT_KEYS = ["shift/fashion-mnist-c-s%d/%s" % (s, k) for k in ("acc", "ece") for s in range(1, 6)]
