@@ -2,7 +2,10 @@
 --
 --   paper.TABLES, paper.table(name)    the table specs: name, experiment, kind ("metrics" or
 --                                      "verdicts"), columns, rows, verdict / comparisons; script
---                                      = true: the experiment script writes the summary itself
+--                                      = true: the experiment script writes the summary itself;
+--                                      script_name: the script that runs the experiment's sweep
+--                                      when it is not experiments/<experiment>.lua; a row's
+--                                      filter may name a score (its "{score}" in column keys)
 --   paper.summarize(experiment, runs, dir [, opts])  writes the experiment's result summary:
 --                                      dir/values.csv (the per-seed metrics of every row) and
 --                                      dir/bootstrap.csv (the paired bootstrap of every
@@ -59,6 +62,15 @@ M.COLUMNS.b2 = { pct("acc", "Acc ↑"), pct("ood_avg_auroc_msp", "OOD avg AUROC 
 
 M.COLUMNS.acc_ood = M.COLUMNS.b2
 
+-- the training-free tables: "{score}" = each row's score (a row filter's `score`)
+M.COLUMNS.training_free_fail = { pct("acc", "Acc ↑"), pct("ece", "ECE ↓"),
+  pct("misclf_auroc_{score}", "Fail AUROC ↑"), pct("misclf_fpr95_{score}", "Fail FPR95 ↓"),
+  pct("misclf_aupr_{score}", "Fail AUPR ↑") }
+M.COLUMNS.training_free_ood = { pct("ood_near_auroc_{score}", "OOD near AUROC ↑"),
+  pct("ood_far_auroc_{score}", "OOD far AUROC ↑"), pct("ood_avg_auroc_{score}", "OOD all AUROC ↑"),
+  pct("ood_avg_fpr95_{score}", "OOD all FPR95 ↓"),
+  pct("ood_avg_aupr_out_{score}", "OOD all AUPR-Out ↑") }
+
 -- Fashion-MNIST-C (the shift set of table_image): accuracy and ECE at each severity, every
 -- corruption of that severity pooled (the run's shift sets fashion-mnist-c-s1 .. -s5)
 M.COLUMNS.shift_fmnistc = {}
@@ -76,6 +88,13 @@ local CAPTIONS = {
   b2 = "The base model with no gradient step, heads knocked out (gate 0) in every layer; Acc on "
     .. "the ID test set; OOD positive, score MSP, OOD avg = unweighted mean over every OOD set, "
     .. "Near / Far = over the near / far group, FPR95 = ID flagged at 95 %% OOD recall",
+  training_free_fail = "Each row's score in its label (the learned heads: their output); Acc "
+    .. "and ECE (15 bins) on the ID test set; Fail = failure prediction on the ID test set "
+    .. "(misclassified positive): AUROC, FPR95 = correct samples flagged when 95 %% of the errors "
+    .. "are caught, AUPR = average precision of the errors",
+  training_free_ood = "Each row's score in its label (the learned heads: their output); OOD "
+    .. "positive; near / far = mean over the near / far group, all = over every OOD set; FPR95 "
+    .. "= ID flagged at 95 %% OOD recall; AUPR-Out = average precision of the OOD samples",
   shift_fmnistc = "Fashion-MNIST-C: s1 .. s5 = severity 1 .. 5, the 11 corruptions of that "
     .. "severity pooled; Acc and ECE (15 equal-width bins) without temperature scaling; no "
     .. "verdict column: the bootstrap of results/README.md resamples ID and OOD test samples, "
@@ -275,6 +294,37 @@ do
                     what = "no source of diversity (none)" } })
 end
 
+-- the training-free tables (experiments/table_training_free.lua: the image and the text
+-- backbone), every row against the trained ViLU-style head; the paper's claim is the row
+-- "Hydra (Circ), no fine-tuning (MSP)"
+do
+  local rows = {}
+  for _, r in ipairs({
+    { "single", "msp", "Single (MSP)" }, { "single", "maxlogit", "Single (max-logit)" },
+    { "single", "energy", "Single (energy)" },
+    { "taylor", "msp", "Taylor, no fine-tuning (MSP)" },
+    { "circavg", "msp", "CircAvg, no fine-tuning (MSP)" },
+    { "hydra_taylor", "msp", "Hydra (Taylor), no fine-tuning (MSP)" },
+    { "hydra_circ", "msp", "Hydra (Circ), no fine-tuning (MSP)" },
+    { "hydra_circ", "energy", "Hydra (Circ), no fine-tuning (energy)" },
+    { "vilu", "learned", "ViLU-style head, trained (its output)" },
+    { "confidnet", "learned", "ConfidNet-style head, trained (its output)" } }) do
+    rows[#rows + 1] = { method = r[1], filter = { score = r[2] }, label = r[3],
+                        vs = r[1] ~= "vilu" and "vilu[score=learned]" or nil }
+  end
+  -- script_name: the experiment script that runs both sweeps (named by a missing summary)
+  for _, e in ipairs({ "table_training_free", "table_training_free_text" }) do
+    add({ name = e .. ".failure", experiment = e, columns = "training_free_fail", rows = rows,
+          script_name = "table_training_free",
+          verdict = { key = "misclf_auroc_{score}", better = "higher",
+                      what = "the ViLU-style head" } })
+    add({ name = e .. ".ood", experiment = e, columns = "training_free_ood", rows = rows,
+          script_name = "table_training_free",
+          verdict = { key = "ood_avg_auroc_{score}", better = "higher",
+                      what = "the ViLU-style head" } })
+  end
+end
+
 -- ablation_condition: Hydra (Circ) against Deep Ensembles at each point of its sweep (the
 -- filters name the key each point changes; the reference has the paper_condition profile's
 -- values of all of them)
@@ -327,11 +377,20 @@ end
 -- ===== rows =====
 
 
+-- A row's filter may hold `score` (not a config key): the OOD / failure score of its metrics,
+-- put in place of "{score}" in the column keys (the training-free tables: one run, several
+-- scores of one method).
 local function matches(run, filter)
   for k, v in pairs(filter or {}) do
-    if run.flat[k] ~= v then return false end
+    if k ~= "score" and run.flat[k] ~= v then return false end
   end
   return true
+end
+
+-- the metric key of `key` (a column key, "{score}" for the row's score) for a row
+local function key_for(key, row)
+  local sc = row.filter and row.filter.score
+  return sc and (key:gsub("{score}", sc)) or key
 end
 
 -- The rows of the experiment's tables, resolved against its runs: { id, method, filter, label,
@@ -482,7 +541,7 @@ function M.values_text(experiment, runs)
     row.values = {}
     for s, e in pairs(row.by_seed) do
       row.values[s] = {}
-      for _, k in ipairs(keys) do row.values[s][k] = report.metric_of(e.res, k) end
+      for _, k in ipairs(keys) do row.values[s][k] = report.metric_of(e.res, key_for(k, row)) end
     end
   end
   return M.values_csv(experiment, rows, keys), rows
@@ -500,9 +559,11 @@ function M.summarize(experiment, runs, dir, opts)
   for _, t in ipairs(tables_of(experiment)) do
     for _, c in ipairs(comparisons(t, table_row_ids(t, rows))) do
       local k = c.a .. "\0" .. c.b .. "\0" .. c.key
-      if not seen[k] and verdict.resamplable(c.key) and by_id[c.a] and by_id[c.b] then
+      local ka = by_id[c.a] and key_for(c.key, by_id[c.a])
+      local kb = by_id[c.b] and key_for(c.key, by_id[c.b])
+      if not seen[k] and ka and kb and verdict.resamplable(ka) and verdict.resamplable(kb) then
         seen[k] = true
-        comps[#comps + 1] = { a = c.a, b = c.b, key = c.key }
+        comps[#comps + 1] = { a = c.a, b = c.b, key = c.key, key_a = ka, key_b = kb }
       end
     end
   end
@@ -814,7 +875,10 @@ local function summaries_for(blocks, sumdir)
     if not seen[e] then
       seen[e] = true
       local s, path = M.read_summary(sumdir .. "/" .. e)
-      if s then out[e] = s else missing[#missing + 1] = { path = path, table = b.name, exp = e } end
+      if s then out[e] = s else
+        missing[#missing + 1] = { path = path, table = b.name,
+                                  exp = by_name[b.name].script_name or e }
+      end
     end
   end
   return out, missing
