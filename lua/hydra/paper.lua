@@ -297,18 +297,22 @@ end
 -- the training-free tables (experiments/table_training_free.lua: the image and the text
 -- backbone), every row against the trained ViLU-style head; the paper's claim is the row
 -- "Hydra (Circ), no fine-tuning (MSP)"
+-- the rows of experiments/table_training_free.lua's tables: method, score, label
+M.TRAINING_FREE_ROWS = {
+  { "single", "msp", "Single (MSP)" },
+  { "single", "maxlogit", "Single (max-logit)" },
+  { "single", "energy", "Single (energy)" },
+  { "taylor", "msp", "Taylor, no fine-tuning (MSP)" },
+  { "circavg", "msp", "CircAvg, no fine-tuning (MSP)" },
+  { "hydra_taylor", "msp", "Hydra (Taylor), no fine-tuning (MSP)" },
+  { "hydra_circ", "msp", "Hydra (Circ), no fine-tuning (MSP)" },
+  { "hydra_circ", "energy", "Hydra (Circ), no fine-tuning (energy)" },
+  { "vilu", "learned", "ViLU-style head, trained (its output)" },
+  { "confidnet", "learned", "ConfidNet-style head, trained (its output)" },
+}
 do
   local rows = {}
-  for _, r in ipairs({
-    { "single", "msp", "Single (MSP)" }, { "single", "maxlogit", "Single (max-logit)" },
-    { "single", "energy", "Single (energy)" },
-    { "taylor", "msp", "Taylor, no fine-tuning (MSP)" },
-    { "circavg", "msp", "CircAvg, no fine-tuning (MSP)" },
-    { "hydra_taylor", "msp", "Hydra (Taylor), no fine-tuning (MSP)" },
-    { "hydra_circ", "msp", "Hydra (Circ), no fine-tuning (MSP)" },
-    { "hydra_circ", "energy", "Hydra (Circ), no fine-tuning (energy)" },
-    { "vilu", "learned", "ViLU-style head, trained (its output)" },
-    { "confidnet", "learned", "ConfidNet-style head, trained (its output)" } }) do
+  for _, r in ipairs(M.TRAINING_FREE_ROWS) do
     rows[#rows + 1] = { method = r[1], filter = { score = r[2] }, label = r[3],
                         vs = r[1] ~= "vilu" and "vilu[score=learned]" or nil }
   end
