@@ -13,31 +13,4 @@
 -- MSP score, and the cost of each method (parameters, FLOPs, measured ms per batch).
 local hydra = require("hydra")
 
-local opts = hydra.experiment.script_options(...)
-local e = hydra.experiment.run("table_image", opts)
-if e.partial then return 0 end  -- a shard: the report comes when every point is done
-
-print("")
-io.write(assert(io.open(e.report.markdown, "rb")):read("a"))
-print("")
-
--- The paper's claim: Hydra (Circ) matches or beats Deep Ensembles on OOD detection at about
--- the cost of a single model.
-local function get(method, key) return hydra.report.value(e.runs, { method = method }, key) end
-local hc, hc_sd = get("hydra_circ", "ood_avg_auroc")
-local de, de_sd = get("deep_ensemble", "ood_avg_auroc")
-if hc and de then
-  -- in AUROC points; a single-seed gap under one point is within noise (hydra.report.difference)
-  local pt = function(v) return v and 100 * v end
-  local diff, noise = hydra.report.difference(pt(hc), pt(de), pt(hc_sd), pt(de_sd))
-  print(("OOD avg AUROC: Hydra (Circ) %.2f vs Deep Ensembles %.2f: %s (%s)"):format(100 * hc,
-    100 * de, diff, noise and "no ranking can be read from this"
-    or hc >= de and "Hydra (Circ) is at least as good, as in the paper"
-    or "Deep Ensembles are better here, unlike the paper"))
-end
-local hacc, dacc = get("hydra_circ", "acc"), get("deep_ensemble", "acc")
-if hacc and dacc then
-  print(("accuracy: Hydra (Circ) %.2f vs Deep Ensembles %.2f"):format(100 * hacc, 100 * dacc))
-end
-print("report: " .. e.report.markdown)
-return 0
+return hydra.experiment.main_table("table_image", hydra.experiment.script_options(...))

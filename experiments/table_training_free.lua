@@ -26,19 +26,8 @@ local hydra = require("hydra")
 
 local opts = hydra.experiment.script_options(...)
 
--- rows: method, score, label
-local ROWS = {
-  { "single", "msp", "Single (MSP)" },
-  { "single", "maxlogit", "Single (max-logit)" },
-  { "single", "energy", "Single (energy)" },
-  { "taylor", "msp", "Taylor, no fine-tuning (MSP)" },
-  { "circavg", "msp", "CircAvg, no fine-tuning (MSP)" },
-  { "hydra_taylor", "msp", "Hydra (Taylor), no fine-tuning (MSP)" },
-  { "hydra_circ", "msp", "Hydra (Circ), no fine-tuning (MSP)" },
-  { "hydra_circ", "energy", "Hydra (Circ), no fine-tuning (energy)" },
-  { "vilu", "learned", "ViLU-style head, trained (its output)" },
-  { "confidnet", "learned", "ConfidNet-style head, trained (its output)" },
-}
+-- rows: method, score, label (the rows of the generated tables too: hydra.paper)
+local ROWS = require("hydra.paper").TRAINING_FREE_ROWS
 local TRAINED = { vilu = true, confidnet = true }
 
 -- columns: title, key (a result.h5 metric; %s = the row's score), percent

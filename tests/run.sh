@@ -43,13 +43,15 @@ for t in "$B"/bin/test_*; do
 done
 
 # The prepared sets of the text tests (the corpus-overlap check, table_text_quick.sh,
-# training_free_quick.sh): with HYDRA_DATA_DIR (SST-2 and the sentence sets are raw data files)
+# training_free_quick.sh) and of the MNIST setting (table_mnist_quick.sh): with HYDRA_DATA_DIR
+# (SST-2, the sentence sets, MNIST and notMNIST are raw data files)
 # they are prepared here first (each in seconds, up-to-date files are kept), so a fresh clone
 # runs them too; without it, or when a source is missing, those tests skip and say which file.
 if [ -n "${HYDRA_DATA_DIR:-}" ]; then
     if ! "$HYDRA" data prepare sst2 pretrain-text yelp-sentences amazon-sentences imdb-sentences \
             agnews trec multi30k reuters fortunes ood-val-text fashion-mnist glyphs opencv-digits \
-            ood-val-image fashion-mnist-c >"$log" 2>&1; then
+            ood-val-image fashion-mnist-c mnist-id notmnist fashion-mnist-ood ood-val-mnist-id \
+            >"$log" 2>&1; then
         tail -n 3 "$log"
         echo "tests/run.sh: not every data set could be prepared; the tests that need one skip"
     fi

@@ -61,7 +61,8 @@ function M.throughput(cfg)
 end
 
 local BASE_METHODS = { single = true, taylor = true, circavg = true, hydra_taylor = true,
-                       hydra_circ = true, lora_ensemble = true, vilu = true, confidnet = true }
+                       hydra_circ = true, hydra_circ_restarts = true, lora_ensemble = true,
+                       vilu = true, confidnet = true }
 local OWN_TRAINING = { batch_ensemble = true, packed_ensemble = true, mimo = true }
 -- sweeps whose script measures its points itself instead of running their methods
 M.NOT_ESTIMATED = { prop1 = "its own measurement loop (paper_repro.md section 10 has its time)" }
@@ -121,8 +122,10 @@ local function run_seconds(cfg, thr, cache, seen, counts)
       local v = mod.variant
       if v then   -- a pruned method: its search, then its fine-tuned members
         local ok, inputs, gc = pcall(common.gates_inputs, cfg, bkey, v)
+        local rs = common.restarts(cfg, v)   -- restarts: R searches + held-out scoring
         local search = v.method == "circuit"
-          and d.members * mc.depth * (mc.n_heads + 1) * 2 * cfg.prune.val_size * F / thr or 0
+          and d.members * mc.depth * (mc.n_heads + 1) * 2 * cfg.prune.val_size * F / thr
+          * (rs and rs.n * (1 + 1 / (mc.depth * (mc.n_heads + 1))) or 1) or 0
         local gkey = stage("gates", ok and bkey and function() return inputs end or nil, search)
         local gates
         if cached("gates", gkey) then
@@ -139,7 +142,8 @@ local function run_seconds(cfg, thr, cache, seen, counts)
       end
     end
     s = s + n_eval * F * (d.members or 1) / thr
-    if name == "hydra_circ" then   -- its diagnostics: each circuit on the test and search data
+    if name == "hydra_circ" or name == "hydra_circ_restarts" then   -- its diagnostics: each
+                                   -- circuit on the test and search data
       s = s + d.members * (n_eval - n_val + 4 * cfg.prune.val_size) * F / thr
     end
   end

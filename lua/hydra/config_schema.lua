@@ -108,6 +108,8 @@ return {
   ["fuse.head"] = { enum = { "average", "member" } },
 
   ["deep_ensemble.members"] = { ge = 1 },
+  ["hydra_circ_restarts.restarts"] = { ge = 1, le = 1000, id_neutral = true },
+  ["hydra_circ_restarts.holdout"] = { gt = 0, lt = 1, id_neutral = true },
   ["mc_dropout.samples"] = { ge = 1 },
   ["mc_dropout.rate"] = { ge = 0, lt = 1 },
   ["packed_ensemble.members"] = { ge = 1, le = 64, id_neutral = true },   -- the fused bound

@@ -2,7 +2,10 @@
 --
 --   paper.TABLES, paper.table(name)    the table specs: name, experiment, kind ("metrics" or
 --                                      "verdicts"), columns, rows, verdict / comparisons; script
---                                      = true: the experiment script writes the summary itself
+--                                      = true: the experiment script writes the summary itself;
+--                                      script_name: the script that runs the experiment's sweep
+--                                      when it is not experiments/<experiment>.lua; a row's
+--                                      filter may name a score (its "{score}" in column keys)
 --   paper.summarize(experiment, runs, dir [, opts])  writes the experiment's result summary:
 --                                      dir/values.csv (the per-seed metrics of every row) and
 --                                      dir/bootstrap.csv (the paired bootstrap of every
@@ -59,6 +62,25 @@ M.COLUMNS.b2 = { pct("acc", "Acc ↑"), pct("ood_avg_auroc_msp", "OOD avg AUROC 
 
 M.COLUMNS.acc_ood = M.COLUMNS.b2
 
+-- the training-free tables: "{score}" = each row's score (a row filter's `score`)
+M.COLUMNS.training_free_fail = { pct("acc", "Acc ↑"), pct("ece", "ECE ↓"),
+  pct("misclf_auroc_{score}", "Fail AUROC ↑"), pct("misclf_fpr95_{score}", "Fail FPR95 ↓"),
+  pct("misclf_aupr_{score}", "Fail AUPR ↑") }
+M.COLUMNS.training_free_ood = { pct("ood_near_auroc_{score}", "OOD near AUROC ↑"),
+  pct("ood_far_auroc_{score}", "OOD far AUROC ↑"), pct("ood_avg_auroc_{score}", "OOD all AUROC ↑"),
+  pct("ood_avg_fpr95_{score}", "OOD all FPR95 ↓"),
+  pct("ood_avg_aupr_out_{score}", "OOD all AUPR-Out ↑") }
+
+-- Fashion-MNIST-C (the shift set of table_image): accuracy and ECE at each severity, every
+-- corruption of that severity pooled (the run's shift sets fashion-mnist-c-s1 .. -s5)
+M.COLUMNS.shift_fmnistc = {}
+for _, k in ipairs({ { "acc", "Acc ↑" }, { "ece", "ECE ↓" } }) do
+  for sev = 1, 5 do
+    table.insert(M.COLUMNS.shift_fmnistc, pct(("shift/fashion-mnist-c-s%d/%s"):format(sev, k[1]),
+      ("s%d %s"):format(sev, k[2])))
+  end
+end
+
 local CAPTIONS = {
   acc_ood = "Acc on the ID test set; OOD positive, score MSP, OOD avg = unweighted mean over "
     .. "every OOD set, Near / Far = over the near / far group, FPR95 = ID flagged at 95 %% OOD "
@@ -66,6 +88,17 @@ local CAPTIONS = {
   b2 = "The base model with no gradient step, heads knocked out (gate 0) in every layer; Acc on "
     .. "the ID test set; OOD positive, score MSP, OOD avg = unweighted mean over every OOD set, "
     .. "Near / Far = over the near / far group, FPR95 = ID flagged at 95 %% OOD recall",
+  training_free_fail = "Each row's score in its label (the learned heads: their output); Acc "
+    .. "and ECE (15 bins) on the ID test set; Fail = failure prediction on the ID test set "
+    .. "(misclassified positive): AUROC, FPR95 = correct samples flagged when 95 %% of the errors "
+    .. "are caught, AUPR = average precision of the errors",
+  training_free_ood = "Each row's score in its label (the learned heads: their output); OOD "
+    .. "positive; near / far = mean over the near / far group, all = over every OOD set; FPR95 "
+    .. "= ID flagged at 95 %% OOD recall; AUPR-Out = average precision of the OOD samples",
+  shift_fmnistc = "Fashion-MNIST-C: s1 .. s5 = severity 1 .. 5, the 11 corruptions of that "
+    .. "severity pooled; Acc and ECE (15 equal-width bins) without temperature scaling; no "
+    .. "verdict column: the bootstrap of results/README.md resamples ID and OOD test samples, "
+    .. "not shift samples",
   id = "Acc, ECE (15 equal-width bins) and NLL on the ID test set, +TS after temperature "
     .. "scaling fitted on the ID validation split; Misclf AUROC = misclassification detection "
     .. "(misclassified positive) with the MSP and max-logit scores",
@@ -107,7 +140,7 @@ local function add(t)
   by_name[t.name] = t
 end
 
-for _, e in ipairs({ "table_image", "table_text" }) do
+for _, e in ipairs({ "table_image", "table_text", "table_mnist" }) do
   add({ name = e .. ".id", experiment = e, columns = "id",
         verdict = { ref = "deep_ensemble", key = "acc", better = "higher" } })
   for _, sc in ipairs({ "msp", "maxlogit" }) do
@@ -116,6 +149,8 @@ for _, e in ipairs({ "table_image", "table_text" }) do
   end
 end
 
+add({ name = "table_image.shift", experiment = "table_image", columns = "shift_fmnistc" })
+
 -- the paper's claims on the main tables, one comparison each (claim: A better than B on key,
 -- better = the direction the claim says)
 local function claims(comps)
@@ -123,7 +158,7 @@ local function claims(comps)
   for i, c in ipairs(comps) do out[i] = { a = c[1], b = c[2], key = c[3], better = c[4] } end
   return out
 end
-for _, e in ipairs({ "table_image", "table_text" }) do
+for _, e in ipairs({ "table_image", "table_text", "table_mnist" }) do
   add({ name = e .. ".verdicts", experiment = e, kind = "verdicts", comparisons = claims({
     -- the headline: Hydra (Circ) >= Deep Ensembles on OOD detection, by group and by score
     { "hydra_circ", "deep_ensemble", "ood_avg_auroc_msp", "higher" },
@@ -147,6 +182,20 @@ for _, e in ipairs({ "table_image", "table_text" }) do
     { "mc_dropout", "deep_ensemble", "ood_avg_auroc_msp", "lower" },
   }) })
 end
+
+-- the remedy row (table_image_remedy, 5 seeds): Hydra (Circ, restarts) against the recipe's
+-- Hydra (Circ) and against Deep Ensembles
+add({ name = "table_image_remedy.ood_msp", experiment = "table_image_remedy", columns = "ood_msp",
+      verdict = { ref = "hydra_circ", key = "ood_avg_auroc_msp", better = "higher" } })
+add({ name = "table_image_remedy.verdicts", experiment = "table_image_remedy", kind = "verdicts",
+      comparisons = claims({
+        { "hydra_circ_restarts", "hydra_circ", "ood_avg_auroc_msp", "higher" },
+        { "hydra_circ_restarts", "hydra_circ", "ood_near_auroc_msp", "higher" },
+        { "hydra_circ_restarts", "hydra_circ", "ood_far_auroc_msp", "higher" },
+        { "hydra_circ_restarts", "hydra_circ", "acc", "higher" },
+        { "hydra_circ_restarts", "deep_ensemble", "ood_avg_auroc_msp", "higher" },
+        { "hydra_circ", "deep_ensemble", "ood_avg_auroc_msp", "higher" },
+      }) })
 
 local PRUNING_ROWS = { { method = "taylor" }, { method = "circavg" }, { method = "hydra_taylor" },
                        { method = "hydra_circ" }, { method = "deep_ensemble" } }
@@ -245,6 +294,73 @@ do
                     what = "no source of diversity (none)" } })
 end
 
+-- the training-free tables (experiments/table_training_free.lua: the image and the text
+-- backbone), every row against the trained ViLU-style head; the paper's claim is the row
+-- "Hydra (Circ), no fine-tuning (MSP)"
+-- the rows of experiments/table_training_free.lua's tables: method, score, label
+M.TRAINING_FREE_ROWS = {
+  { "single", "msp", "Single (MSP)" },
+  { "single", "maxlogit", "Single (max-logit)" },
+  { "single", "energy", "Single (energy)" },
+  { "taylor", "msp", "Taylor, no fine-tuning (MSP)" },
+  { "circavg", "msp", "CircAvg, no fine-tuning (MSP)" },
+  { "hydra_taylor", "msp", "Hydra (Taylor), no fine-tuning (MSP)" },
+  { "hydra_circ", "msp", "Hydra (Circ), no fine-tuning (MSP)" },
+  { "hydra_circ", "energy", "Hydra (Circ), no fine-tuning (energy)" },
+  { "vilu", "learned", "ViLU-style head, trained (its output)" },
+  { "confidnet", "learned", "ConfidNet-style head, trained (its output)" },
+}
+do
+  local rows = {}
+  for _, r in ipairs(M.TRAINING_FREE_ROWS) do
+    rows[#rows + 1] = { method = r[1], filter = { score = r[2] }, label = r[3],
+                        vs = r[1] ~= "vilu" and "vilu[score=learned]" or nil }
+  end
+  -- script_name: the experiment script that runs both sweeps (named by a missing summary)
+  for _, e in ipairs({ "table_training_free", "table_training_free_text" }) do
+    add({ name = e .. ".failure", experiment = e, columns = "training_free_fail", rows = rows,
+          script_name = "table_training_free",
+          verdict = { key = "misclf_auroc_{score}", better = "higher",
+                      what = "the ViLU-style head" } })
+    add({ name = e .. ".ood", experiment = e, columns = "training_free_ood", rows = rows,
+          script_name = "table_training_free",
+          verdict = { key = "ood_avg_auroc_{score}", better = "higher",
+                      what = "the ViLU-style head" } })
+  end
+end
+
+-- ablation_condition: Hydra (Circ) against Deep Ensembles at each point of its sweep (the
+-- filters name the key each point changes; the reference has the paper_condition profile's
+-- values of all of them)
+do
+  local ref = { ["model.n_heads"] = "8", ["model.d_model"] = "64", ["train.epochs"] = "3",
+                ["train.augment.random_crop"] = "false", ["data.ood_val"] = "ood-val-image",
+                ["hydra.members"] = "3" }
+  local points = { { ref, "reference" },
+                   { { ["model.n_heads"] = "16" }, "16 heads per layer (8 kept)" },
+                   { { ["model.d_model"] = "128" }, "width 128" },
+                   { { ["train.epochs"] = "12" }, "12 base epochs" },
+                   { { ["train.augment.random_crop"] = "true" }, "augmentation" } }
+  for _, x in ipairs({ "mnist", "opencv-digits", "notmnist", "glyphs" }) do
+    points[#points + 1] = { { ["data.ood_val"] = "ood-val-" .. x },
+                            ("search on ood-val-%s, %s not tested"):format(x, x) }
+  end
+  for _, m in ipairs({ 1, 2, 4, 5, 6 }) do
+    points[#points + 1] = { { ["hydra.members"] = tostring(m) }, ("M = %d"):format(m) }
+  end
+  local rows = {}
+  for _, p in ipairs(points) do
+    rows[#rows + 1] = { method = "deep_ensemble", filter = p[1],
+                        label = "Deep Ensembles, " .. p[2] }
+    rows[#rows + 1] = { method = "hydra_circ", filter = p[1], label = "Hydra (Circ), " .. p[2],
+                        vs = row_id("deep_ensemble", p[1]) }
+  end
+  add({ name = "ablation_condition.acc_ood", experiment = "ablation_condition",
+        columns = "acc_ood", rows = rows,
+        verdict = { key = "ood_avg_auroc_msp", better = "higher",
+                    what = "Deep Ensembles at the same setting" } })
+end
+
 function M.table(name) return by_name[name] end
 
 local function tables_of(experiment)
@@ -265,11 +381,20 @@ end
 -- ===== rows =====
 
 
+-- A row's filter may hold `score` (not a config key): the OOD / failure score of its metrics,
+-- put in place of "{score}" in the column keys (the training-free tables: one run, several
+-- scores of one method).
 local function matches(run, filter)
   for k, v in pairs(filter or {}) do
-    if run.flat[k] ~= v then return false end
+    if k ~= "score" and run.flat[k] ~= v then return false end
   end
   return true
+end
+
+-- the metric key of `key` (a column key, "{score}" for the row's score) for a row
+local function key_for(key, row)
+  local sc = row.filter and row.filter.score
+  return sc and (key:gsub("{score}", sc)) or key
 end
 
 -- The rows of the experiment's tables, resolved against its runs: { id, method, filter, label,
@@ -420,7 +545,7 @@ function M.values_text(experiment, runs)
     row.values = {}
     for s, e in pairs(row.by_seed) do
       row.values[s] = {}
-      for _, k in ipairs(keys) do row.values[s][k] = report.metric_of(e.res, k) end
+      for _, k in ipairs(keys) do row.values[s][k] = report.metric_of(e.res, key_for(k, row)) end
     end
   end
   return M.values_csv(experiment, rows, keys), rows
@@ -438,9 +563,11 @@ function M.summarize(experiment, runs, dir, opts)
   for _, t in ipairs(tables_of(experiment)) do
     for _, c in ipairs(comparisons(t, table_row_ids(t, rows))) do
       local k = c.a .. "\0" .. c.b .. "\0" .. c.key
-      if not seen[k] and verdict.resamplable(c.key) and by_id[c.a] and by_id[c.b] then
+      local ka = by_id[c.a] and key_for(c.key, by_id[c.a])
+      local kb = by_id[c.b] and key_for(c.key, by_id[c.b])
+      if not seen[k] and ka and kb and verdict.resamplable(ka) and verdict.resamplable(kb) then
         seen[k] = true
-        comps[#comps + 1] = { a = c.a, b = c.b, key = c.key }
+        comps[#comps + 1] = { a = c.a, b = c.b, key = c.key, key_a = ka, key_b = kb }
       end
     end
   end
@@ -752,7 +879,10 @@ local function summaries_for(blocks, sumdir)
     if not seen[e] then
       seen[e] = true
       local s, path = M.read_summary(sumdir .. "/" .. e)
-      if s then out[e] = s else missing[#missing + 1] = { path = path, table = b.name, exp = e } end
+      if s then out[e] = s else
+        missing[#missing + 1] = { path = path, table = b.name,
+                                  exp = by_name[b.name].script_name or e }
+      end
     end
   end
   return out, missing

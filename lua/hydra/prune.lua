@@ -16,6 +16,18 @@
 -- than `val`, or an OOD set listed in data.ood (the OOD test sets), is refused.
 -- Resamples: with hydra.diversity.bootstrap each member scores a bootstrap resample of those
 -- sets; member m uses hy_rng_split(seed, m). Overlap penalty: hydra.diversity.overlap_penalty.
+--
+-- Restarts (opts.restarts = { n = R, holdout = f }: the method hydra_circ_restarts, knobs
+-- hydra_circ_restarts.restarts and .holdout): those validation rows of each set (ID val, OOD
+-- val) are split once by a seeded permutation (seed cfg.seed * 7919 + 29) into held-out rows (a
+-- fraction f, at least 1) and search rows (the rest); restart r = 1..R runs the member search on
+-- the search rows only, with seed cfg.seed * R + r - 1 (its own bootstrap resamples, so
+-- hydra.diversity.bootstrap must be on), and the restart kept is the one whose members (the
+-- base weights with their gates, no fine-tuning), their softmaxes averaged, give the highest
+-- MSP AUROC of the held-out OOD rows against the held-out ID rows (ties: the earlier restart).
+-- res.restarts = { auroc = { per restart }, chosen = r, seeds = {...}, rows = { id = { search,
+-- held }, ood = { search, held } } (0-based rows of the first prune.val_size) }. Image settings
+-- only (a text validation set has no image rows to split).
 local core = require("hydra.core")
 
 local M = {}
@@ -138,7 +150,10 @@ function M.members(model, cfg, opts)
   local keep = M.keep_table(cfg, L, H)
   local objs = opts.objective and {} or M.objectives(cfg, n)
   if opts.objective then for m = 1, n do objs[m] = opts.objective end end
-  local args = { keep = keep, objectives = objs, seed = math.tointeger(cfg.seed),
+  if opts.restarts and method == "circuit" and not opts.id then
+    return M.restart_search(model, cfg, opts)
+  end
+  local args = { keep = keep, objectives = objs, seed = opts.seed or math.tointeger(cfg.seed),
                  progress = opts.progress }
   if method == "taylor" then
     if opts.calib then args.calib, args.calib_rows = opts.calib, opts.calib_rows
@@ -150,6 +165,85 @@ function M.members(model, cfg, opts)
   local gates, scores, overlap = core.prune_members(model.ud, pc, cfg.hydra, args)
   return { gates = gates, scores = scores, overlap = overlap, method = method,
            objectives = objs, keep = keep, seed = args.seed }
+end
+
+-- Image rows of the first prune.val_size rows of a validation split: images, labels.
+local function val_images(path, what)
+  local h5 = require("hydra.h5")
+  local f <close> = h5.open(path)
+  if not f:exists("/val/images") then
+    error(("prune: circuit-search restarts need image validation sets; %s '%s' has no "
+      .. "/val/images"):format(what, path), 0)
+  end
+  return f:read("/val/images"), f:read("/val/labels")
+end
+
+-- {search, held} 0-based rows of n rows: a fraction `holdout` held out (at least 1, at most n-1)
+local function split_rows(n, holdout, seed)
+  if n < 2 then error(("prune: restarts need at least 2 validation rows per set (got %d)"):format(n), 0) end
+  local nh = math.min(n - 1, math.max(1, math.floor(n * holdout + 0.5)))
+  local perm = core.sample_permutation(n, seed)
+  return { search = core.sample_slice(perm, nh + 1, n - nh), held = core.sample_slice(perm, 1, nh) }
+end
+
+-- MSP AUROC (OOD positive) of the members of `gates` [M,L,H] averaged, on the base weights of
+-- model: held-out ID rows `id` against held-out OOD rows `ood`. The model's gates are restored.
+function M.heldout_auroc(model, gates, id, ood, B)
+  local saved = model:gates():clone()
+  local K = model:config().n_classes
+  local function msp(ds)
+    local n = ds:size()
+    local logits = core.tensor("float32", gates:size(1), n, K)
+    local probs = core.tensor("float32", gates:size(1), n, K)
+    for m = 1, gates:size(1) do
+      model:set_gates(gates:row(m))
+      model.ud:predict(ds, B, logits:row(m), probs:row(m))
+    end
+    return core.metrics_score("msp", core.mean_first(probs))
+  end
+  local ok, a = pcall(function() return core.metrics_ood(msp(id), msp(ood)).auroc end)
+  model:set_gates(saved)
+  if not ok then error(a, 0) end
+  return a
+end
+
+-- The restarted circuit search (see the file header); returns members()'s result plus .restarts.
+function M.restart_search(model, cfg, opts)
+  local R, holdout = opts.restarts.n, opts.restarts.holdout
+  if R > 1 and not cfg.hydra.diversity.bootstrap then
+    error("prune: restarts > 1 need hydra.diversity.bootstrap: true (without resamples every "
+      .. "restart finds the same circuits)", 0)
+  end
+  local vid = M.validation(model, cfg, opts)   -- its checks: validation data only
+  local mean, std = table.unpack(model.norm or { vid:mean_std() })
+  local parts, rows = {}, {}
+  local seed = math.tointeger(cfg.seed)
+  for i, set in ipairs({ { "id", opts.data or path_of(cfg, cfg.data.id), "ID set" },
+                         { "ood", opts.ood_path or path_of(cfg, opts.ood or cfg.data.ood_val),
+                           "OOD validation set" } }) do
+    local im, lb = val_images(set[2], set[3])
+    local n = im:size(1)
+    if cfg.prune.val_size > 0 then n = math.min(n, cfg.prune.val_size) end
+    local sp = split_rows(n, holdout, seed * 7919 + 29 + i)
+    rows[set[1]] = sp
+    parts[set[1]] = {}
+    for _, k in ipairs({ "search", "held" }) do
+      parts[set[1]][k] = core.dataset_from_images(core.sample_gather(im, sp[k]),
+        core.sample_gather(lb, sp[k]), mean, std)
+    end
+  end
+  local B = cfg.train.eval_batch_size
+  local best, aurocs, seeds = nil, {}, {}
+  for r = 1, R do
+    seeds[r] = seed * R + r - 1
+    local res = M.members(model, cfg, { method = "circuit", objective = opts.objective,
+      id = parts.id.search, ood_ds = parts.ood.search, seed = seeds[r],
+      progress = opts.progress })
+    aurocs[r] = M.heldout_auroc(model, res.gates, parts.id.held, parts.ood.held, B)
+    if not best or aurocs[r] > aurocs[best.r] then best = { r = r, res = res } end
+  end
+  best.res.restarts = { auroc = aurocs, chosen = best.r, seeds = seeds, rows = rows }
+  return best.res
 end
 
 local function join(list)
@@ -174,6 +268,11 @@ function M.write_gates(path, res, attrs)
   f:set_attr("/", "keep", table.concat(keeps, ";"))
   f:set_attr("/", "seed", res.seed)
   f:set_attr("/", "members", #res.keep)
+  if res.restarts then
+    f:set_attr("/", "restart_heldout_auroc", join(res.restarts.auroc))
+    f:set_attr("/", "restart_chosen", res.restarts.chosen)
+    f:set_attr("/", "restart_seeds", join(res.restarts.seeds))
+  end
   for k, v in pairs(attrs or {}) do f:set_attr("/", k, v) end
   f:commit()
 end

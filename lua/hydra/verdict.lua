@@ -420,8 +420,9 @@ local function quantile(sorted, q)
 end
 
 -- rows = { [name] = { [seed] = samples } } (verdict.samples of one method per seed), comps = {
--- { a = name, b = name, key = metric }... }. For each comparison: { diff = the mean over the
--- seeds both rows have of metric(a) - metric(b) on every sample, lo, hi = the percentile
+-- { a = name, b = name, key = metric [, key_a =, key_b = the metric of each side when they
+-- differ, e.g. one score against another] }... }. For each comparison: { diff = the mean over
+-- the seeds both rows have of metric(a) - metric(b) on every sample, lo, hi = the percentile
 -- interval (ALPHA) of that mean over B resamples, B, seed, n = those seeds }. Each resample
 -- draws the ID rows and then each OOD set's rows (in the set order of the first comparison's
 -- first result) with replacement from one splitmix64 stream seeded with opts.seed (default
@@ -442,8 +443,10 @@ function M.bootstrap_many(rows, comps, opts)
   end
   local common = {}
   for i, c in ipairs(comps) do
-    if not parse(c.key) then
-      err.fail("verdict.bootstrap: metric '%s' has no per-sample form", tostring(c.key))
+    for _, k in ipairs({ c.key_a or c.key, c.key_b or c.key }) do
+      if not parse(k) then
+        err.fail("verdict.bootstrap: metric '%s' has no per-sample form", tostring(k))
+      end
     end
     local inb = {}
     for _, s in ipairs(seeds_of(c.b)) do inb[s] = true end
@@ -491,7 +494,7 @@ function M.bootstrap_many(rows, comps, opts)
     for i, c in ipairs(comps) do
       local sum = 0
       for _, s in ipairs(common[i]) do
-        sum = sum + value(c.a, s, c.key, ix) - value(c.b, s, c.key, ix)
+        sum = sum + value(c.a, s, c.key_a or c.key, ix) - value(c.b, s, c.key_b or c.key, ix)
       end
       out[i] = sum / #common[i]
     end

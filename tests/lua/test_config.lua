@@ -73,7 +73,7 @@ function T.unknown_key_with_suggestion()
   -- four sections have a learning_rate: too many to suggest, the top-level keys are listed
   load_fails("learning_rate: 0.1\n", "%s:1:1: unknown key 'learning_rate' (known: seed, "
     .. "threads, profile, experiment, results_dir, model, data, train, pretrain, "
-    .. "optim, prune, hydra, finetune, fuse, methods, deep_ensemble, mc_dropout, vilu, "
+    .. "optim, prune, hydra, finetune, fuse, methods, deep_ensemble, hydra_circ_restarts, mc_dropout, vilu, "
     .. "packed_ensemble, mimo, batch_ensemble, lora_ensemble, eval, prop1, sweep)")
   load_fails("train:\n  include: x.yaml\n",
     "%s:2:3: unknown key 'include' in 'train' (known: epochs, batch_size, eval_batch_size, "
@@ -302,7 +302,7 @@ function T.cli_overrides()
     .. "(did you mean 'learning_rate'?)", { "optim.lerning_rate=0.1" })
   fails("command line: epochs=3: unknown key 'epochs' (known: seed, threads, profile, "
     .. "experiment, results_dir, model, data, train, pretrain, "
-    .. "optim, prune, hydra, finetune, fuse, methods, deep_ensemble, mc_dropout, vilu, "
+    .. "optim, prune, hydra, finetune, fuse, methods, deep_ensemble, hydra_circ_restarts, mc_dropout, vilu, "
     .. "packed_ensemble, mimo, batch_ensemble, lora_ensemble, eval, prop1, sweep)",
     { "epochs=3" })
   fails("command line: optim.learning_rate=-0.1 must be > 0 (got -0.1)",
@@ -447,6 +447,7 @@ function T.hash_stability()
     :gsub("\npacked_ensemble:\n.-\n\n", "\n"):gsub("\nmimo:\n.-\n\n", "\n")
     :gsub("\nprop1:\n.-\n\n", "\n")   -- the same for prop1
     :gsub("\nbatch_ensemble:\n.-\n\n", "\n"):gsub("\nlora_ensemble:\n.-\n\n", "\n")
+    :gsub("\nhydra_circ_restarts:\n.-\n\n", "\n")
     :gsub("\npretrain:\n.-\n\n", "\n")   -- every pretrain.* key is id_neutral
   check.eq(config.hash(a), core.hash64(text), "hash of the canonical YAML")
   -- insertion order of a table does not matter

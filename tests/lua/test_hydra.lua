@@ -124,6 +124,89 @@ function T.circuit_refuses_test_data()
   ok(text:find("circuit search 20/20", 1, true), "last line: " .. text)
 end
 
+-- Circuit search with restarts (hydra_circ_restarts): the validation rows split into search and
+-- held-out rows; each restart searched on the search rows only, with its own seed; the restart
+-- kept is the one with the best held-out MSP AUROC, recomputed here by the test's own code
+-- from the held-out rows it reads from the files (not from prune.heldout_auroc).
+function T.restarts_keep_the_best_heldout_restart()
+  local m = model.load(base())
+  local cfg = cfg_with({ ["prune.val_size"] = 40, ["hydra.members"] = 2, ["hydra.keep_heads"] = 2,
+                         ["train.eval_batch_size"] = 16 })
+  local R = 4
+  local res = prune.members(m, cfg, { method = "circuit", restarts = { n = R, holdout = 0.5 } })
+  local rs = res.restarts
+  eq(#rs.auroc, R, "one held-out AUROC per restart")
+  -- rows: search and held-out disjoint, together the first 40 rows, 20 held out
+  local mean, std = table.unpack(m.norm)
+  local sets = {}
+  for _, s in ipairs({ { "id", dir() .. "/tiny.h5" }, { "ood", dir() .. "/ood-val-tiny.h5" } }) do
+    local seen = {}
+    for _, part in ipairs({ "search", "held" }) do
+      for _, r in ipairs(rs.rows[s[1]][part]:totable()) do
+        ok(r >= 0 and r < 40 and not seen[r], s[1] .. ": row " .. r .. " used once, in 0..39")
+        seen[r] = true
+      end
+    end
+    eq(rs.rows[s[1]].held:numel(), 20, s[1] .. ": held-out rows")
+    local f <close> = h5.open(s[2])
+    local im, lb = f:read("/val/images"), f:read("/val/labels")
+    sets[s[1]] = {}
+    for _, part in ipairs({ "search", "held" }) do
+      local rows = rs.rows[s[1]][part]
+      sets[s[1]][part] = core.dataset_from_images(core.sample_gather(im, rows),
+        core.sample_gather(lb, rows), mean, std)
+    end
+  end
+  -- each restart again, from its seed on the search rows; its held-out AUROC by hand
+  local open = m:gates():clone()   -- every head on: the state each search starts from
+  local function msp_of(gates, ds)
+    local p = {}
+    for mm = 1, gates:size(1) do
+      m:set_gates(gates:row(mm))
+      p[mm] = m:predict(ds, nil, { batch_size = 16 }).probs:totable()
+    end
+    local s = core.tensor("float64", #p[1])
+    for i = 1, #p[1] do
+      local best = -1
+      for c = 1, #p[1][i] do
+        local v = 0
+        for mm = 1, #p do v = v + p[mm][i][c] end
+        best = math.max(best, v / #p)
+      end
+      s:set(i, -best)
+    end
+    m:set_gates(open)
+    return s
+  end
+  local best, scores = 1, {}
+  for r = 1, R do
+    local g = prune.members(m, cfg, { method = "circuit", id = sets.id.search,
+      ood_ds = sets.ood.search, seed = rs.seeds[r] }).gates
+    -- AUROC by pairs: P(OOD score > ID score) + ties / 2
+    local a, b = msp_of(g, sets.id.held):totable(), msp_of(g, sets.ood.held):totable()
+    local wins = 0
+    for _, x in ipairs(a) do
+      for _, y in ipairs(b) do wins = wins + (y > x and 1 or (y == x and 0.5 or 0)) end
+    end
+    scores[r] = wins / (#a * #b)
+    check.near(rs.auroc[r], scores[r], 1e-6, "restart " .. r .. ": held-out AUROC")
+    if scores[r] > scores[best] then best = r end
+  end
+  eq(rs.chosen, best, "the restart with the best held-out AUROC is kept")
+  -- the fixture is one where the best restart is not the first, so a selection that ignores the
+  -- held-out scores (keeping restart 1) fails here
+  ok(best ~= 1, "fixture: the best held-out restart is not the first (" ..
+    table.concat(scores, ", ") .. ")")
+  local again = prune.members(m, cfg, { method = "circuit", id = sets.id.search,
+    ood_ds = sets.ood.search, seed = rs.seeds[best] })
+  check.same(res.gates:totable(), again.gates:totable(), "the kept gates are that restart's")
+  -- without resamples every restart is the same search: refused
+  check.raises_has("prune: restarts > 1 need hydra.diversity.bootstrap: true", function()
+    return prune.members(m, cfg_with({ ["hydra.diversity.bootstrap"] = false }),
+      { method = "circuit", restarts = { n = 2, holdout = 0.5 } })
+  end)
+end
+
 function T.finetune_member_lua()
   local g = core.tensor("float32", 2, 4, 8)
   for l = 1, 4 do for h = 1, 8 do g:set(1, l, h, h <= 4 and 1 or 0); g:set(2, l, h, 1) end end

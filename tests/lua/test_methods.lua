@@ -10,7 +10,7 @@ local eq, ok, near, raises = check.eq, check.ok, check.near, check.raises
 local T = {}
 
 local METHODS = { "single", "deep_ensemble", "mc_dropout", "taylor", "circavg", "hydra_taylor",
-                  "hydra_circ" }
+                  "hydra_circ", "hydra_circ_restarts" }
 
 -- A data folder: tiny (ID), tinyood (OOD test), tinyoodval (OOD validation), tinyshift (two
 -- corruptions x two severities of tiny's test images).
@@ -417,6 +417,33 @@ function T.members_are_keyed_by_their_gate_row()
   check.same(row, { "1011", "0010" }, "gate row key")
   check.same(common.gate_row(core.from_table("float32", { { { 1, 0.5 } } }), 1), { "1,0.5" },
     "a non-binary gate")
+end
+
+-- hydra_circ_restarts: its own gates stage (keyed by its restarts and holdout), which records
+-- every restart's held-out AUROC and the one kept; hydra_circ's gates inputs have no restarts,
+-- so the recipe row's stage keys stay as they were.
+function T.restart_gates_are_their_own_stage()
+  local cache = check.tmpdir()
+  local function gates_record(method, extra)
+    local ov = { ["hydra_circ_restarts.restarts"] = "2" }
+    for k, v in pairs(extra or {}) do ov[k] = v end
+    local ctx = quiet_ctx(tiny_cfg(ov), cache)
+    require("hydra.methods." .. method).build(ctx)
+    for _, r in ipairs(ctx.cache.records) do if r.name == "gates" then return r, ctx.cfg end end
+  end
+  local plain, cfg = gates_record("hydra_circ")
+  local variant = require("hydra.methods.hydra_circ").variant
+  eq(common.gates_inputs(cfg, "b", variant).restarts, nil, "hydra_circ: no restarts input")
+  local rs = gates_record("hydra_circ_restarts")
+  ok(rs.key ~= plain.key, "another gates stage than hydra_circ's")
+  eq(rs.status, "built", "built, not taken from hydra_circ's")
+  local f <close> = hydra.h5.open(rs.path)
+  local a = f:attrs("/")
+  eq(a.restart_chosen >= 1 and a.restart_chosen <= 2, true, "the kept restart")
+  eq(#tostring(a.restart_heldout_auroc):gsub("[^,]", ""), 1, "two held-out AUROCs")
+  local other = gates_record("hydra_circ_restarts", { ["hydra_circ_restarts.holdout"] = "0.25" })
+  ok(other.key ~= rs.key, "another holdout, another stage")
+  eq(gates_record("hydra_circ_restarts").status, "hit", "the same settings: cached")
 end
 
 function T.run_writes_a_complete_folder_and_reuses_it()

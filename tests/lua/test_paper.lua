@@ -102,6 +102,25 @@ function T.write_then_check_on_real_runs()
   eq(check.read_file(doc), text, "is a fixed point")
 end
 
+-- A comparison of two scores (the training-free tables: each row its own score): key_a and
+-- key_b are each side's metric, so the observed difference is that of the two metrics.
+function T.bootstrap_of_two_scores()
+  local w = tiny_runs()
+  local r = w.runs[1]
+  local res
+  for _, x in ipairs(r.loaded.results) do if x.name == "taylor" then res = x end end
+  local f <close> = hydra.h5.open(r.dir .. "/result.h5")
+  local s = verdict.samples(f, res.group)
+  local out = verdict.bootstrap_many({ a = { [0] = s }, b = { [0] = s } }, { { a = "a", b = "b",
+    key = "ood_avg_auroc_{score}", key_a = "ood_avg_auroc_msp",
+    key_b = "ood_avg_auroc_maxlogit" } }, { B = 20 })
+  local want = hydra.report.metric_of(res, "ood_avg_auroc_msp")
+    - hydra.report.metric_of(res, "ood_avg_auroc_maxlogit")
+  ok(want ~= 0, "the two scores differ on this run")
+  check.near(out[1].diff, want, 1e-9, "MSP minus max-logit AUROC")
+  ok(out[1].lo <= out[1].diff and out[1].diff <= out[1].hi, "interval around it")
+end
+
 -- ===== exact generation from the committed fixture summaries =====
 
 -- The committed document with every block emptied.
@@ -173,6 +192,48 @@ function T.check_names_a_changed_cell()
     dir .. "/none"))
   ok(code ~= 0 and e:find("unchanged", 1, true) ~= nil, "write refuses: " .. e)
   eq(check.read_file(dir .. "/doc.md"), changed, "document untouched")
+end
+
+-- The shift columns of table_image, the condition ablation's table and the training-free
+-- tables (each row its own score): hand-checked cells of the committed fixture (tests/ref/paper/make_fixture.py), and a changed cell of each is named.
+function T.fixture_shift_condition_and_training_free_tables()
+  local committed = check.read_file(FIX .. "/doc.md")
+  for _, want in ipairs({
+    -- s5 Acc 0.56, 0.575, 0.59: mean 57.50, sample std 1.50
+    "| Single | 90.10 ± 0.10 | 85.10 ± 0.10 | 80.10 ± 0.10 | 75.10 ± 0.10 | 57.50 ± 1.50 |",
+    -- d = −7, −6, −5 points: t = −10.39, p = 1 − 10.39 / sqrt(10.39^2 + 2) = 0.009
+    "| Hydra (Circ), reference | 70.70 ± 0.20 | 78.00 ± 2.00 | 72.70 ± 0.20 | 73.70 ± 0.20 | "
+      .. "74.70 ± 0.20 | Deep Ensembles, reference: −6.00 (p 0.009; CI −7.50, −4.50): fails |",
+    -- d = 3, 3.5, 4: t = 12.12, p 0.007, CI above 0
+    "| Hydra (Circ), search on ood-val-mnist, mnist not tested | 75.70 ± 0.20 | 84.50 ± 1.50 |",
+    "Deep Ensembles, search on ood-val-mnist, mnist not tested: +3.50 (p 0.007; CI +2.00, "
+      .. "+5.00): holds |",
+    -- OOD all AUROC (MSP) 77, 78, 79 against the head's (its output) 75, 75.5, 76: d = 2, 2.5,
+    -- 3, t = 8.66, p = 1 − 8.66 / sqrt(8.66^2 + 2) = 0.013
+    "| Hydra (Circ), no fine-tuning (MSP) | 68.70 ± 0.20 | 69.20 ± 0.20 | 78.00 ± 1.00 | "
+      .. "70.20 ± 0.20 | 70.70 ± 0.20 | ViLU-style head, trained (its output): +2.50 (p 0.013; "
+      .. "CI +1.00, +4.00): holds |",
+  }) do
+    ok(committed:find(want, 1, true) ~= nil, "hand-checked cell: " .. want)
+  end
+  local dir = check.tmpdir()
+  for _, c in ipairs({
+    { "| 57.50 ± 1.50 |", "| 57.49 ± 1.50 |", "table table_image.shift, row 'Single', column "
+      .. "'s5 Acc ↑': committed '57.49 ± 1.50', computed '57.50 ± 1.50'" },
+    { "| Deep Ensembles, M = 4 | 81.20 ± 0.20 |", "| Deep Ensembles, M = 4 | 81.30 ± 0.20 |",
+      "table ablation_condition.acc_ood, row 'Deep Ensembles, M = 4', column 'Acc ↑': "
+      .. "committed '81.30 ± 0.20', computed '81.20 ± 0.20'" },
+    { "| 78.00 ± 1.00 | 70.20 ± 0.20 |", "| 78.00 ± 1.00 | 70.30 ± 0.20 |",
+      "table table_training_free.ood, row 'Hydra (Circ), no fine-tuning (MSP)', column 'OOD all "
+      .. "FPR95 ↓': committed '70.30 ± 0.20', computed '70.20 ± 0.20'" },
+  }) do
+    local changed, n = committed:gsub(c[1]:gsub("%p", "%%%0"), (c[2]:gsub("%%", "%%%%")), 1)
+    eq(n, 1, "one cell changed: " .. c[1])
+    check.write_file(dir .. "/doc.md", changed)
+    local p = paper.check(dir .. "/doc.md", FIX .. "/summaries")
+    eq(#p, 1, "one problem")
+    ok(p[1]:find(c[3], 1, true) ~= nil, "named: " .. p[1])
+  end
 end
 
 function T.bad_documents_and_summaries()

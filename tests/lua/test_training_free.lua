@@ -220,6 +220,7 @@ function T.the_vilu_section_leaves_run_ids_alone_at_its_defaults()
     :gsub("\npacked_ensemble:\n.-\n\n", "\n"):gsub("\nmimo:\n.-\n\n", "\n")   -- also neutral
     :gsub("\nprop1:\n.-\n\n", "\n")   -- another section of id_neutral keys only
     :gsub("\nbatch_ensemble:\n.-\n\n", "\n"):gsub("\nlora_ensemble:\n.-\n\n", "\n")
+    :gsub("\nhydra_circ_restarts:\n.-\n\n", "\n")   -- id_neutral keys only
     :gsub("\n  init: ~\n", "\n"):gsub("\npretrain:\n.-\n\n", "\n")   -- train.init, pretrain.*
     :gsub("\n  ln_eps: 1e%-06\n", "\n"):gsub("\n  norm: pre\n", "\n")   -- model.* encoder options
     :gsub("\n  act: gelu\n", "\n"):gsub("\n  pooler: none\n", "\n")

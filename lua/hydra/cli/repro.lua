@@ -8,9 +8,10 @@ local USAGE = "hydra repro NAME[,NAME...]|all [--profile quick|paper] [--jobs N]
   .. "       hydra repro --write|--check [--doc FILE] [--summaries DIR] [--resamples B]"
 
 -- `all`, in this order (quickstart is the demo, not a table of the paper)
-local ALL = { "table_image", "table_text", "ablation_pruning", "ablation_members",
-              "ablation_mlp_merge", "ablation_heads", "ablation_diversity", "prop1",
-              "ablation_condition", "cost", "table_training_free", "b2_circuit_knockout" }
+local ALL = { "table_image", "table_image_remedy", "table_text", "table_mnist",
+              "ablation_pruning", "ablation_members", "ablation_mlp_merge", "ablation_heads",
+              "ablation_diversity", "prop1", "ablation_condition", "cost", "table_training_free",
+              "b2_circuit_knockout" }
 
 local function home() return rawget(_G, "HYDRA_HOME") or "." end
 
@@ -27,14 +28,15 @@ return {
   summary = "reproduce the paper's tables and ablations (experiments/*.lua) on a profile",
   usage = USAGE,
   help = [[Runs experiments/NAME.lua (several: NAME,NAME,...; or every table and ablation with
-`all`: table_image, table_text, ablation_pruning, ablation_members, ablation_mlp_merge,
-ablation_heads, ablation_diversity, prop1, ablation_condition, cost, table_training_free,
-b2_circuit_knockout) on the profile's sizes: quick (configs/experiments/quick.yaml: the tiny ViT
-on a subset, minutes) or paper (configs/experiments/paper.yaml: vit-fm on the full data, hours;
-see paper_repro.md). Sweep experiments run their points with --jobs worker processes; complete
-runs and cached stages are reused, so an interrupted repro resumes where it stopped. --seeds K
-runs K seeds (mean ± std in the tables). key=value overrides apply to every run. `make demo` is
-`hydra repro quickstart`, `make repro` is `hydra repro all --profile paper` then `hydra repro
+`all`: table_image, table_image_remedy, table_text, table_mnist, ablation_pruning,
+ablation_members, ablation_mlp_merge, ablation_heads, ablation_diversity, prop1,
+ablation_condition, cost, table_training_free, b2_circuit_knockout) on the profile's sizes:
+quick (configs/experiments/quick.yaml: the tiny ViT on a subset, minutes) or paper
+(configs/experiments/paper.yaml: vit-fm on the full data, hours; see paper_repro.md). Sweep
+experiments run their points with --jobs worker processes; complete runs and cached stages
+are reused, so an interrupted repro resumes where it stopped. --seeds K runs K seeds (mean ±
+std in the tables). key=value overrides apply to every run. `make demo` is `hydra repro
+quickstart`, `make repro` is `hydra repro all --profile paper` then `hydra repro
 --write`. With several experiments (a list, `all`) it first prints a budget (runs still to do,
 base models not cached, estimated time: lua/hydra/budget.lua) and writes each section's wall
 time beside its estimate to <results_dir>/repro/<profile>-times.csv as it finishes; --budget

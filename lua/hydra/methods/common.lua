@@ -449,10 +449,17 @@ function C.gates_inputs(cfg, base_key, variant)
   if variant.method == "circuit" then
     pc.calib_size, pc.batch_size = nil, nil
     inputs.data.ood_val = stages.data_hash(need_prepared(cfg, cfg.data.ood_val, "OOD validation"))
+    inputs.restarts = C.restarts(cfg, variant)
   else
     pc.val_size, pc.circuit_batch_size = nil, nil
   end
   return inputs, gc
+end
+
+-- The restarts of a variant's circuit search (variant.restarts: hydra_circ_restarts.*), or nil.
+function C.restarts(cfg, variant)
+  if not variant.restarts then return nil end
+  return { n = cfg.hydra_circ_restarts.restarts, holdout = cfg.hydra_circ_restarts.holdout }
 end
 
 -- Gates stage: returns the gates file path, its key and the gate tensor [M,L,H].
@@ -464,17 +471,19 @@ function C.gates(ctx, base_path, base_key, variant)
     local m = model.load(base_path)
     if variant.method == "circuit" then
       local mc = m:config()
+      local rs = C.restarts(cfg, variant)
       ctx.log("searching circuits (%s%d member(s); each %d layers x %d masked forward passes "
-        .. "over prune.val_size = %d ID + OOD validation rows) ...",
+        .. "over prune.val_size = %d ID + OOD validation rows%s) ...",
         variant.objective and ("objective " .. variant.objective .. ", ") or "",
-        gc.hydra.members, mc.depth, mc.n_heads + 1, gc.prune.val_size)
+        gc.hydra.members, mc.depth, mc.n_heads + 1, gc.prune.val_size, rs and
+        (", %d restarts, a fraction %g held out to choose one"):format(rs.n, rs.holdout) or "")
     else
       ctx.log("scoring heads (taylor, %d member(s), %d calibration rows) ...", gc.hydra.members,
         gc.prune.calib_size)
     end
     local show = variant.method == "circuit" and ctx.progress
     local okp, res = pcall(prune.members, m, gc, {
-      method = variant.method, objective = variant.objective,
+      method = variant.method, objective = variant.objective, restarts = C.restarts(cfg, variant),
       progress = show and require("hydra.progress").counter("  circuit search") or nil })
     if not okp then
       if err.is_error(res) then error(res, 0) end
@@ -484,6 +493,13 @@ function C.gates(ctx, base_path, base_key, variant)
     prune.write_gates(tmp, res, { base_stage = base_key, stage_key = key,
                                   checkpoint = base_path,
                                   checkpoint_sha256 = product_sha256(base_path) })
+    if res.restarts then
+      ctx.log("  restarts: held-out MSP AUROC %s; kept restart %d", table.concat((function()
+        local t = {}
+        for i, a in ipairs(res.restarts.auroc) do t[i] = ("%.2f"):format(100 * a) end
+        return t
+      end)(), ", "), res.restarts.chosen)
+    end
   end, { check = gates_check(gc, base_path, base_key) })
   local f <close> = h5.open(path)
   local gates = f:read("/gates", "float32")
