@@ -66,8 +66,11 @@ M.Model = Model
 
 -- ===== config and data helpers =====
 
--- Path of prepared dataset `name` under cfg.data.dir.
+-- Path of prepared dataset `name` under cfg.data.dir, or of the file a data.sources entry
+-- `name` was imported into (hydra.sources; run.execute imports them first).
 function M.data_path(cfg, name)
+  local src = cfg.data.sources and cfg.data.sources[name]
+  if src ~= nil then return require("hydra.sources").data_path(cfg, name) end
   return cfg.data.dir .. "/" .. name .. ".h5"
 end
 
@@ -212,6 +215,24 @@ function M.load(path)
   M.checked_norm(path, meta)
   local m = wrap(ud, meta)
   m.path = path
+  return m
+end
+
+-- The model of checkpoint `path` (weights, gates, /meta) with dropout rate `dropout` on the
+-- attention output and in the MLP (model.dropout's meaning): the checkpoint itself when its rate
+-- is that already, else a copy built with that rate. An imported model (rate 0) becomes the
+-- base of MC Dropout or a base fine-tuned with dropout this way (hydra.sources).
+function M.from_checkpoint(path, dropout)
+  local src = M.load(path)
+  local c = src:config()
+  if c.dropout == dropout then return src end
+  c.dropout = dropout
+  local ud = core.model_new(c)
+  ud:set_params(src.ud:get_params())
+  ud:set_gates(src.ud:gates())
+  local m = wrap(ud, src.meta)
+  m.path = path
+  src:close()
   return m
 end
 

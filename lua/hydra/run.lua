@@ -15,6 +15,8 @@
 --                                    complete, never overwritten without opts.force;
 --                        partial   = the folder exists without result.h5 (an interrupted run);
 --   run.execute(cfg, opts) -> summary      runs every method of cfg.methods (DESIGN §3), in order:
+--       0. imports model.from and data.sources (stages import, data; hydra.sources) and checks
+--          every data set against the imported model;
 --       1. checks the datasets (data.id, data.ood, data.shift, and data.ood_val when a circuit
 --          method runs) are prepared in data.dir; a missing one is a clean error naming the fix;
 --       2. builds each method from cached stages (hydra.stages: base model, gates, members,
@@ -29,6 +31,8 @@
 --          accept it);
 --       5. writes dir/table.md, dir/table.csv (methods x metrics; hydra.report), dir/plots/
 --          reliability.png, ood-hist.png, risk-coverage.png (+ .dat/.gp; methods overlaid);
+--       5b. with export.stages / export.format, links the stage products and their safetensors
+--          exports into dir (hydra.products);
 --       6. writes dir/result.h5 LAST, atomically (temp + rename): the run is complete.
 --     dir/config.resolved.yaml is written first; dir/log.txt receives every line printed
 --     (appended across attempts, each attempt headed by a "== run <id> ..." line).
@@ -41,6 +45,7 @@
 --       progress  false: no progress bars on stderr (default: only when stderr is a terminal)
 --       cache_dir the stage cache (default: hydra.stages.default_dir())
 --       force     true: recompute the run (cached stages are still reused)
+--       dir       the run folder (default run.dir(cfg)): `hydra hydraize --out DIR`
 --     summary = { id, dir, result = dir.."/result.h5", skipped = bool, seconds,
 --                 methods = { name... }, table_md, table_csv,
 --                 plots = { reliability =, ood_hist =, risk_coverage = },
@@ -325,6 +330,9 @@ local function execute_locked(cfg, opts, summary)
       descs[i] = d
       if d.needs and d.needs.ood_val then need_ood_val = true end
     end
+    local cache = stages.new({ dir = opts.cache_dir, log = function(line) log("  %s", line) end })
+    -- models and data sets from outside (model.from, data.sources): imported, then checked
+    require("hydra.sources").prepare(cfg, cache, log, { ood_val = need_ood_val })
     local sets = common.sets(cfg)
     local calibrate = cfg.eval.calibrate == "temperature"
     local val_set = calibrate and common.val_set(cfg) or nil
@@ -339,10 +347,9 @@ local function execute_locked(cfg, opts, summary)
     for _, s in ipairs(sets) do nsets[s.role] = nsets[s.role] + 1 end
     log("sets: ID %s, %d OOD, %d shift; methods: %s", sets[1].name, nsets.ood, nsets.shift,
       table.concat(methods, ", "))
-    local cache = stages.new({ dir = opts.cache_dir, log = function(line) log("  %s", line) end })
     output.mkdir_p(dir .. "/methods", "run")
     output.mkdir_p(dir .. "/plots", "run")
-    local files, costs, stage_lines, used = {}, {}, {}, {}
+    local files, costs, stage_lines, used, preds = {}, {}, {}, {}, {}
     local B = cfg.train.eval_batch_size
     for i, mod in ipairs(mods) do
       local name = methods[i]
@@ -353,6 +360,7 @@ local function execute_locked(cfg, opts, summary)
       local pred = mod.build(ctx)
       local paths = {}
       for _, s in ipairs(sets) do paths[s.name] = pred:predict(s) end
+      preds[name] = paths
       local calib = val_set and pred:predict(val_set) or nil
       local oods, shifts = {}, {}
       for _, s in ipairs(sets) do
@@ -378,7 +386,7 @@ local function execute_locked(cfg, opts, summary)
       for r = first + 1, #cache.records do
         local rec = cache.records[r]
         stage_lines[#stage_lines + 1] = ("%s %s %s %s"):format(name, rec.name, rec.key, rec.status)
-        used[#used + 1] = { method = name, stage = rec.name, key = rec.key }
+        used[#used + 1] = { method = name, stage = rec.name, key = rec.key, path = rec.path }
       end
       local m = res.metrics
       log("  %s: acc %.2f%%  ece %.2f%%  nll %.4f%s  | %.3g params, %.3g FLOPs/sample, "
@@ -435,6 +443,9 @@ local function execute_locked(cfg, opts, summary)
         summary.curves = dir .. "/curves.csv"
       end
     end
+    -- export.stages, export.format: the stage products and their safetensors exports
+    require("hydra.products").write(dir, cfg, cache, { used = used, preds = preds,
+                                                       methods = methods, log = log })
     -- result.h5, last
     local wall = core.now() - t0
     -- the core's I/O errors (e.g. "h5: cannot write '...': no space left on device") are raised
@@ -500,7 +511,7 @@ function M.execute(cfg, opts)
   opts = opts or {}
   if opts.progress == nil then opts.progress = core.isatty(2) end
   local id = M.id(cfg)
-  local dir = M.dir(cfg, id)
+  local dir = opts.dir or M.dir(cfg, id)
   local summary = { id = id, dir = dir, result = dir .. "/result.h5", skipped = false,
                     methods = cfg.methods, plots = {}, stages = { hits = 0, built = 0 } }
   if skip_complete(cfg, opts, summary) then

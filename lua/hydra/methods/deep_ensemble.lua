@@ -24,6 +24,23 @@ local function method(name, label, scratch)
     local cfg = ctx.cfg
     local paths, keys = {}, {}
     local ss = seeds(cfg)
+    if cfg.model.from ~= nil and not scratch then   -- imported models (hydra.sources)
+      local sources = require("hydra.sources")
+      local list = sources.ensemble(cfg)
+      if #list > 1 then   -- one member per source checkpoint, all with the run's seed
+        for i, src in ipairs(list) do
+          ctx.log("deep ensemble member %d/%d (%s)", i, #list, src)
+          paths[i], keys[i] = sources.base_model(ctx, src, cfg.seed, cfg.model.dropout,
+            i == 1 and "model.from" or ("deep_ensemble.from[%d]"):format(i - 1))
+        end
+        return common.model_predictor(ctx, paths, keys, { name = M.name, seeds = { cfg.seed } })
+      end
+      if cfg.train.epochs == 0 then
+        require("hydra.err").fail("deep_ensemble: with model.from, the members are the models "
+          .. "of deep_ensemble.from (--deep-ensemble SRC2,SRC3), or fine-tunings of model.from "
+          .. "with seeds seed, seed+1, ... (train.epochs > 0); neither is set")
+      end
+    end
     for i, seed in ipairs(ss) do
       ctx.log("%s member %d/%d (seed %d%s)", scratch and "deep ensemble (scratch)"
         or "deep ensemble", i, #ss, seed, scratch and ", no train.init" or "")
