@@ -7,7 +7,10 @@
 --   gates.h5              the gates of its members ([M,L,H]; `hydra info`)
 --   member_<m>.h5         member m (1-based), fine-tuned
 --   fused.h5              the fused Hydra model
---   preds/<method>/<set>.h5   every method's predictions of every set
+--   preds/<method>/<set>.h5   every method's predictions of every set (and of each member of
+--                         a Hydra method: preds/<method>/member_<m>/<set>.h5)
+--   result.md             the run's table (table.md) with a row for each member of each Hydra
+--                         method, evaluated like the method (members/<method>_member_<m>.h5)
 -- The Hydra method is each method named hydra_*; with several, their files get _<method>
 -- (gates_hydra_circ.h5); a run without one links the first method's base as base.h5.
 -- With export.format safetensors, export/ gets base.safetensors, member_<m>.safetensors
@@ -75,6 +78,63 @@ local function export_of(cache, rec, log, fused)
   end, { ext = ".safetensors" }))
 end
 
+-- Member m's predictions from a prediction file with /member_probs, written to dst.
+local function member_preds(src, m, dst)
+  local h5 = require("hydra.h5")
+  local f <close> = h5.open(src)
+  local o <close> = h5.create(dst)
+  o:write("/probs", f:read("/member_probs"):row(m))
+  o:write("/logits", f:read("/member_logits"):row(m))
+  o:write("/labels", f:read("/labels"))
+  o:commit()
+end
+
+-- result.md: the run's table (hydra.report) with a row for every member of each Hydra method
+-- after the method's own: the member's predictions (preds/<method>/member_<m>/<set>.h5)
+-- evaluated like the method (members/<method>_member_<m>.h5, a `hydra eval` result).
+function M.result_md(dir, r, hydras)
+  local eval, report, h5 = require("hydra.eval"), require("hydra.report"), require("hydra.h5")
+  local is_hydra = {}
+  for _, n in ipairs(hydras) do is_hydra[n] = true end
+  local files = {}
+  for _, name in ipairs(r.methods) do
+    files[#files + 1] = dir .. "/methods/" .. name .. ".h5"
+    local p = r.preds[name]
+    local nm = 0
+    if is_hydra[name] then
+      local f <close> = h5.open(p.spec.id)
+      nm = f:exists("/member_probs") and f:stat("/member_probs").shape[1] or 0
+    end
+    local set_of = {}
+    for set, path in pairs(p.sets) do set_of[path] = set end
+    for m = 1, nm do
+      local mdir = ("%s/preds/%s/member_%d"):format(dir, name, m)
+      output.mkdir_p(mdir, "run")
+      local function conv(path, set)
+        local d = mdir .. "/" .. (set or set_of[path]) .. ".h5"
+        member_preds(path, m, d)
+        return d
+      end
+      local spec = {}
+      for k, v in pairs(p.spec) do spec[k] = v end
+      spec.id = conv(p.spec.id)
+      spec.ood, spec.shift = {}, {}
+      for i, o in ipairs(p.spec.ood) do
+        spec.ood[i] = { name = o.name, group = o.group, path = conv(o.path) }
+      end
+      for i, o in ipairs(p.spec.shift) do spec.shift[i] = { name = o.name, path = conv(o.path) } end
+      if p.spec.calib then spec.calib = conv(p.spec.calib, "val") end
+      spec.command = p.spec.command .. (", member %d"):format(m)
+      local res = eval.evaluate(spec)
+      res.method = ("%s member %d"):format(p.label, m)
+      output.mkdir_p(dir .. "/members", "run")
+      files[#files + 1] = ("%s/members/%s_member_%d.h5"):format(dir, name, m)
+      eval.write(res, files[#files])
+    end
+  end
+  report.write_text(dir .. "/result.md", report.markdown(files))
+end
+
 function M.write(dir, cfg, cache, r)
   local ex = cfg.export
   if not ex or (not ex.stages and ex.format ~= "safetensors") then return end
@@ -106,9 +166,10 @@ function M.write(dir, cfg, cache, r)
     for _, name in ipairs(r.methods) do
       local pdir = dir .. "/preds/" .. name
       output.mkdir_p(pdir, "run")
-      for set, path in pairs(r.preds[name] or {}) do M.link(path, pdir .. "/" .. set .. ".h5") end
+      for set, path in pairs(r.preds[name].sets) do M.link(path, pdir .. "/" .. set .. ".h5") end
     end
     log("stage products linked into %s (base, gates, members, fused model, preds/)", dir)
+    M.result_md(dir, r, hydras)
   end
   if ex.format == "safetensors" then
     output.mkdir_p(dir .. "/export", "run")

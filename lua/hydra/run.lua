@@ -360,7 +360,6 @@ local function execute_locked(cfg, opts, summary)
       local pred = mod.build(ctx)
       local paths = {}
       for _, s in ipairs(sets) do paths[s.name] = pred:predict(s) end
-      preds[name] = paths
       local calib = val_set and pred:predict(val_set) or nil
       local oods, shifts = {}, {}
       for _, s in ipairs(sets) do
@@ -368,13 +367,15 @@ local function execute_locked(cfg, opts, summary)
           oods[#oods + 1] = { name = s.name, path = paths[s.name], group = s.group }
         elseif s.role == "shift" then shifts[#shifts + 1] = { name = s.name, path = paths[s.name] } end
       end
-      local res = eval.evaluate({
+      local spec = {
         id = paths[sets[1].name], ood = oods, shift = shifts, calib = calib,
         score = descs[i].score or score,   -- a learned head's own score (methods/common.lua)
         bootstrap = cfg.eval.bootstrap > 0 and cfg.eval.bootstrap or nil,
         seed = cfg.eval.bootstrap_seed or cfg.seed,
         command = ("hydra exp (run %s, method %s)"):format(summary.id, name),
-      })
+      }
+      preds[name] = { sets = paths, spec = spec, label = mod.label }
+      local res = eval.evaluate(spec)
       res.method = mod.label
       files[i] = dir .. "/methods/" .. name .. ".h5"
       eval.write(res, files[i])
