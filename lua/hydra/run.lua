@@ -332,6 +332,7 @@ local function execute_locked(cfg, opts, summary)
     end
     local cache = stages.new({ dir = opts.cache_dir, log = function(line) log("  %s", line) end })
     -- models and data sets from outside (model.from, data.sources): imported, then checked
+    -- (M.execute did it before the run folder existed; these are cache hits)
     require("hydra.sources").prepare(cfg, cache, log, { ood_val = need_ood_val })
     local sets = common.sets(cfg)
     local calibrate = cfg.eval.calibrate == "temperature"
@@ -521,6 +522,20 @@ function M.execute(cfg, opts)
   end
   -- the stage cache first: a cache that cannot be created leaves no run folder behind
   output.mkdir_p(opts.cache_dir or stages.default_dir(), "stages")
+  -- a model or data set from outside that is missing, unreadable or disagrees with the model
+  -- fails here, before the run folder exists
+  if cfg.model.from ~= nil or cfg.data.sources ~= nil then
+    local need = false
+    for _, name in ipairs(cfg.methods or {}) do
+      local d = method_module(name).describe(cfg)
+      need = need or (d.needs and d.needs.ood_val) or false
+    end
+    local say = opts.quiet and function() end or function(fmt, ...)
+      print(select("#", ...) > 0 and fmt:format(...) or fmt)
+    end
+    local cache = stages.new({ dir = opts.cache_dir, log = function(line) say("  %s", line) end })
+    require("hydra.sources").prepare(cfg, cache, say, { ood_val = need })
+  end
   output.mkdir_p(dir, "run")
   return stages.with_lock(dir .. "/.run.lock", function()
     return execute_locked(cfg, opts, summary)

@@ -106,18 +106,23 @@ function M.import(ctx, src, key)
   end)
 end
 
+-- A fresh classifier (import.classes other than the file's) is refused without fine-tuning.
+local function check_head(cfg, ipath, src)
+  if cfg.train.epochs > 0 then return end
+  local f <close> = h5.open(ipath)
+  if f:exists("/import") and f:attrs("/import").fresh_head == 1 then
+    err.fail("import.classes %d replaces the classifier of '%s' by a fresh one: fine-tune it "
+      .. "with train.epochs > 0 (--base-epochs E)", cfg.import.classes, src)
+  end
+end
+
 -- The base model of src for seed and dropout (see the header); path, key.
 function M.base_model(ctx, src, seed, dropout, key)
   local cfg = ctx.cfg
   local model = require("hydra.model")
   local ipath, ikey = M.import(ctx, src, key)
   if cfg.train.epochs == 0 then
-    local f <close> = h5.open(ipath)
-    if f:exists("/import") and f:attrs("/import").fresh_head == 1 then
-      err.fail("import.classes %d replaces the classifier of '%s' by a fresh one: fine-tune it "
-        .. "with train.epochs > 0 (--base-epochs E)", cfg.import.classes, src)
-    end
-    f:close()
+    check_head(cfg, ipath, src)
     if dropout == 0 then return ipath, ikey end
     return ctx.cache:get("base", { from = ikey, dropout = dropout }, function(tmp, k)
       ctx.log("the imported model with dropout %g ...", dropout)
@@ -293,8 +298,8 @@ local function as3(v)
 end
 
 -- Checks data set `name` (file path) against the model (mc = its config, pre = /preprocess).
-local function check_data(name, path, role, mc, pre, src)
-  local what = ("data '%s' ('%s')"):format(name, path)
+local function check_data(name, path, role, mc, pre, src, shown)
+  local what = ("data '%s' ('%s')"):format(name, shown or path)
   local f <close> = err.wrap(nil, h5.open, path)
   local splits = role == "id" and { "train", "val", "test" } or nil
   if splits then
@@ -384,6 +389,7 @@ function M.prepare(cfg, cache, log, opts)
   end
   local ctx = { cfg = cfg, cache = cache, log = log }
   local ipath = M.import(ctx, from)
+  check_head(cfg, ipath, from)
   local m = require("hydra.model").load(ipath)
   local mc = m:config()
   m:close()
@@ -392,11 +398,14 @@ function M.prepare(cfg, cache, log, opts)
   f:close()
   for _, u in ipairs(used_sets(cfg, opts)) do
     local name, role = u[1], u[2]
-    local path
+    local path, shown
     if srcs and srcs[name] ~= nil then
       local c = classify(name, srcs[name], role)
       if c.kind == "prepared" then path = c.path
-      else path = import_data(cache, cfg, name, c, role, ipath, log) end
+      else
+        path = import_data(cache, cfg, name, c, role, ipath, log)
+        shown = source_text(srcs[name]) .. "', imported as '" .. path
+      end
       resolved[resolved_key(cfg, name)] = path
     else
       path = require("hydra.model").data_path(cfg, name)
@@ -405,7 +414,7 @@ function M.prepare(cfg, cache, log, opts)
           .. "file to import: --data, --ood NAME=SET, or data.sources.%s)", name, path, name)
       end
     end
-    check_data(name, path, role, mc, pre, from)
+    check_data(name, path, role, mc, pre, from, shown)
   end
 end
 

@@ -173,7 +173,11 @@ local function run(args)
   end
   local quiet = o.quiet
   if not quiet then
-    print("hydra exp " .. home .. "/configs/experiments/hydraize.yaml " .. table.concat(ov, " "))
+    local words = { "hydra exp", home .. "/configs/experiments/hydraize.yaml" }
+    for _, kv in ipairs(ov) do   -- shell words: the line can be pasted
+      words[#words + 1] = kv:match("^[%w_.%-/=+,:]+$") and kv or require("hydra.fs").shell_quote(kv)
+    end
+    print(table.concat(words, " "))
   end
   local ropts = { dir = dir, force = o.force, cache_dir = o.cache, quiet = quiet,
                   overrides = ov, override_list = ov, command = "hydra hydraize " ..
