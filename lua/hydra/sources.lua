@@ -49,12 +49,25 @@ function M.resolve_model(src, icfg, key)
   local r = { format = icfg.format }
   if is_dir(src) then
     r.file = src .. "/model.safetensors"
-    if not is_file(r.file) then
-      if is_file(src .. "/model.safetensors.index.json") then
-        err.fail("%s '%s': sharded weights (model.safetensors.index.json): `hydra import` the "
-          .. "folder into one checkpoint first", key, src)
+    if not is_file(r.file) and is_file(src .. "/model.safetensors.index.json") then
+      -- a sharded checkpoint: `hydra import` reads the index and its shards (hydra.shards);
+      -- the stage key holds every .safetensors file of the folder
+      if not pcall(require, "hydra.shards") then
+        err.fail("%s '%s': sharded weights (model.safetensors.index.json) are not read by this "
+          .. "hydra: `hydra import` a single-file model", key, src)
       end
-      err.fail("%s '%s': the folder has no model.safetensors", key, src)
+      r.file = src .. "/model.safetensors.index.json"
+      r.shards = {}
+      for _, n in ipairs(core.listdir(src)) do
+        if n:match("%.safetensors$") and is_file(src .. "/" .. n) then
+          r.shards[#r.shards + 1] = src .. "/" .. n
+        end
+      end
+      table.sort(r.shards)
+    end
+    if not is_file(r.file) then
+      err.fail("%s '%s': the folder has no model.safetensors (nor model.safetensors.index.json)",
+        key, src)
     end
     for field, name in pairs({ config = "config.json", preprocessor = "preprocessor_config.json",
                                vocab = "vocab.txt", tokenizer_config = "tokenizer_config.json" }) do
@@ -92,6 +105,10 @@ function M.import(ctx, src, key)
   local files = {}
   for _, k in ipairs({ "file", "config", "preprocessor", "vocab", "tokenizer_config" }) do
     if r[k] then files[k] = sha(r[k]) end
+  end
+  if r.shards then
+    files.shards = {}
+    for i, p in ipairs(r.shards) do files.shards[i] = sha(p) end
   end
   local inputs = { files = files, format = r.format, arch = ic.arch, heads = ic.heads,
                    classes = ic.classes, max_len = ic.max_len, strict = ic.strict ~= false,

@@ -1,7 +1,10 @@
 -- lua/hydra/methods/deep_ensemble.lua: Deep Ensembles = deep_ensemble.members base models trained
 -- independently with seeds seed, seed+1, ... (member 1 is the Single model's stage); with
 -- train.init (a pretrained encoder) they are M fine-tunings of that one encoder with those seeds
--- (the authors' text protocol; deep_ensemble_scratch is the row without it). Prediction:
+-- (the authors' text protocol; deep_ensemble_scratch is the row without it). With model.from
+-- (an imported model, hydra.sources) the members are model.from and the checkpoints of
+-- deep_ensemble.from (each imported, fine-tuned when train.epochs > 0), or, without
+-- deep_ensemble.from, fine-tunings of model.from with those seeds. Prediction:
 -- p̄ = mean of the members' softmaxes; /member_probs keeps each member.
 -- Interface: lua/hydra/methods/common.lua.
 local common = require("hydra.methods.common")
