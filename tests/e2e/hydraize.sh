@@ -6,8 +6,8 @@
 # binary folder, all imported with the model's preprocessing. Checks: every file of the run
 # folder, result.md's metrics (numbers for every method and every member), the gates, the
 # exports (a member re-imports with its kept heads), a rerun (nothing to do; --force: every
-# stage a cache hit), the same run through `hydra exp configs/experiments/hydraize.yaml`, and
-# bad inputs (one-line errors, exit 1, no folder written).
+# stage a cache hit), the same run through `hydra exp configs/experiments/hydraize.yaml` (and a
+# -m sweep of it), and bad inputs (one-line errors, exit 1, no folder written).
 set -eu
 . tests/e2e/tiny.inc
 tiny_setup hydraize
@@ -128,6 +128,11 @@ line=$(grep "^hydra exp " "$tmp/run1.txt") || fail "hydraize did not print its h
 eval "\"\$HYDRA\" exp ${line#hydra exp } results_dir=\"\$tmp/res\" --no-progress" \
     >"$tmp/exp.txt" 2>&1 || { cat "$tmp/exp.txt"; fail "hydra exp of the same overrides failed"; }
 grep -q "run $id complete .*, 0 built)" "$tmp/exp.txt" || { tail -3 "$tmp/exp.txt"; fail "hydra exp is not the same run $id"; }
+# -m: a sweep of the same config (two MC Dropout sample counts: only those predictions are new)
+eval "\"\$HYDRA\" exp ${line#hydra exp } -m mc_dropout.samples=4,8 results_dir=\"\$tmp/res\"" \
+    >"$tmp/mr.txt" 2>&1 || { cat "$tmp/mr.txt"; fail "hydra exp -m failed"; }
+grep -q "2 of 2 points complete" "$tmp/mr.txt" || { cat "$tmp/mr.txt"; fail "the multirun did not complete"; }
+[ -s "$tmp/res/hydraize/report/table.md" ] || fail "the multirun wrote no report"
 
 # ===== bad inputs: one line on stderr naming the file or key, exit 1, no --out folder =====
 bad() {   # bad PATTERN ARGS...
