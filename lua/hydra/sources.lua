@@ -201,8 +201,11 @@ end
 
 local TEXT_EXT = { csv = true, tsv = true, jsonl = true }
 
--- sha256 of every file under dir (relative names and contents), sorted
+-- sha256 of every file under dir (relative names and contents), sorted; memoised per folder
+-- for the process (a run reads its sources twice: before and inside the run folder's lock)
+local tree_memo = {}
 local function tree_hash(dir)
+  if tree_memo[dir] then return tree_memo[dir] end
   local lines, stack = {}, { "" }
   while #stack > 0 do
     local rel = table.remove(stack)
@@ -215,7 +218,8 @@ local function tree_hash(dir)
     end
   end
   table.sort(lines)
-  return core.hash_string(table.concat(lines, "\n"), "sha256")
+  tree_memo[dir] = core.hash_string(table.concat(lines, "\n"), "sha256")
+  return tree_memo[dir]
 end
 
 -- What a data source is: { kind = "prepared" | "images" | "cifar10" | "cifar100" | "text",
@@ -318,14 +322,16 @@ end
 local function check_data(name, path, role, mc, pre, src, shown)
   local what = ("data '%s' ('%s')"):format(name, shown or path)
   local f <close> = err.wrap(nil, h5.open, path)
-  local splits = role == "id" and { "train", "val", "test" } or nil
-  if splits then
-    for _, s in ipairs(splits) do
+  if role == "id" then
+    for _, s in ipairs({ "train", "val", "test" }) do
       if not f:exists("/" .. s) then
         err.fail("%s has no '%s' split: the ID set needs train, val and test (an ImageFolder "
           .. "tree DIR/train, DIR/val, DIR/test; text files --data, --val, --test)", what, s)
       end
     end
+  elseif role == "ood_val" and not f:exists("/val") then
+    err.fail("%s has no 'val' split: the circuit search reads the OOD validation set's val "
+      .. "split (an ImageFolder tree DIR/val/<class>/, or a text file)", what)
   end
   local sample
   for _, e in ipairs(f:list("/")) do

@@ -36,6 +36,7 @@ local function tree(dir, K, seed, splits)
 end
 tree(root .. "/imgs", 10, 1, { { "train", 100 }, { "val", 40 }, { "test", 40 } })
 tree(root .. "/near", 3, 7, { { "test", 30 } })
+tree(root .. "/oodval", 3, 11, { { "val", 30 } })
 core.mkdir_p(root .. "/cifar")
 local function rec(label, r)
   local px = {}
@@ -134,6 +135,13 @@ eval "\"\$HYDRA\" exp ${line#hydra exp } -m mc_dropout.samples=4,8 results_dir=\
 grep -q "2 of 2 points complete" "$tmp/mr.txt" || { cat "$tmp/mr.txt"; fail "the multirun did not complete"; }
 [ -s "$tmp/res/hydraize/report/table.md" ] || fail "the multirun wrote no report"
 
+# ===== circuits: --method circuit with an OOD validation tree (its val split) =====
+"$HYDRA" hydraize "$tmp/timm" --data "$tmp/imgs" --ood cifar="$tmp/cifar" --members 2 --keep 2 \
+    --method circuit --ood-val "$tmp/oodval" --export none --out "$tmp/circ" --no-progress \
+    >"$tmp/circ.txt" 2>&1 || { tail -5 "$tmp/circ.txt"; fail "--method circuit failed"; }
+grep -q "^| Hydra (Circ) member 2 | [0-9]" "$tmp/circ/result.md" || fail "no Hydra (Circ) members in result.md"
+[ ! -e "$tmp/circ/export" ] || fail "--export none wrote export/"
+
 # ===== bad inputs: one line on stderr naming the file or key, exit 1, no --out folder =====
 bad() {   # bad PATTERN ARGS...
     pat=$1; shift
@@ -154,4 +162,5 @@ bad "import.classes 3 replaces the classifier .*--base-epochs" "$tmp/timm" --dat
 bad "data 'near' .*has no 'train' split" "$tmp/timm" --data "$tmp/near"
 bad "data.sources.nodata '$tmp/nodata': no such file or folder" "$tmp/timm" --data "$tmp/nodata"
 bad "data.ood_val is not set" "$tmp/timm" --data "$tmp/imgs" --method circuit
+bad "data 'near' .*has no 'val' split: the circuit search" "$tmp/timm" --data "$tmp/imgs" --method circuit --ood-val "$tmp/near"
 echo "hydraize: ok"
