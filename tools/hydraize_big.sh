@@ -23,20 +23,9 @@ TIME=/usr/bin/time
 [ -x "$TIME" ] || { echo "hydraize_big: /usr/bin/time is missing (apt-get install time)"; exit 1; }
 
 cat >"$DIR/mkdata.lua" <<'LUA'
-local core = require("hydra.core")
 local root, what = arg[1], arg[2]
 if what == "vit" then
-  local function tree(dir, K, seed, splits)
-    for i, sp in ipairs(splits) do
-      local images, labels = core.synth_images(sp[2], 32, K, seed * 16 + i)
-      local lab = labels:totable()
-      for j = 1, images:size(1) do
-        local d = ("%s/%s/c%d"):format(dir, sp[1], lab[j])
-        core.mkdir_p(d)
-        core.png_write(("%s/%04d.png"):format(d, j), images:row(j))
-      end
-    end
-  end
+  local tree = require("hydra.model").write_image_folder
   tree(root .. "/imgs", 10, 1, { { "train", 200 }, { "val", 50 }, { "test", 50 } })
   tree(root .. "/near", 3, 7, { { "test", 50 } })
   tree(root .. "/far", 5, 9, { { "test", 50 } })

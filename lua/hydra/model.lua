@@ -20,6 +20,8 @@
 --   m:cost([kept [, T]]) -> flops, params, parts   (hy_xfmr_cost: kept[l] heads per layer, all
 --                                            when nil; at sequence length T, tokens with CLS,
 --                                            default the full length m:config().seq_len)
+--   model.write_synthetic(path, opts), model.write_image_folder(dir, K, seed, splits): test data
+--   model.from_checkpoint(path, dropout) -> a checkpoint's model with another dropout rate
 --   m:flops(T) -> forward FLOPs of one sample at sequence length T (text: T = 1 + its tokens;
 --                 hy_xfmr_cost, or hy_ens_cost for an ensemble)
 --
@@ -137,6 +139,21 @@ function M.write_synthetic(path, opts)
   f:set_attr("/meta", "std", 0.35)
   f:set_attr("/meta", "seed", seed)
   f:commit()
+end
+
+-- Writes an ImageFolder tree of the same textures as grey 32x32 PNGs: dir/<split>/c<k>/<n>.png
+-- for splits = { {"train", N}, ... } (K classes, seeded by seed), the input `hydra data import
+-- images` and `hydra hydraize` read. For tests and timing runs.
+function M.write_image_folder(dir, K, seed, splits)
+  for i, sp in ipairs(splits) do
+    local images, labels = core.synth_images(sp[2], 32, K, seed * 16 + i)
+    local lab = labels:totable()
+    for j = 1, images:size(1) do
+      local d = ("%s/%s/c%d"):format(dir, sp[1], lab[j])
+      err.wrap("write_image_folder", core.mkdir_p, d)
+      core.png_write(("%s/%04d.png"):format(d, j), images:row(j))
+    end
+  end
 end
 
 -- ===== construction =====

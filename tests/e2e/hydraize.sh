@@ -23,17 +23,7 @@ cat >"$tmp/mkdata.lua" <<'LUA'
 -- and a CIFAR-10 binary folder of 20 test records.
 local core = require("hydra.core")
 local root = arg[1]
-local function tree(dir, K, seed, splits)
-  for i, sp in ipairs(splits) do
-    local images, labels = core.synth_images(sp[2], 32, K, seed * 16 + i)
-    local lab = labels:totable()
-    for j = 1, images:size(1) do
-      local d = ("%s/%s/c%d"):format(dir, sp[1], lab[j])
-      core.mkdir_p(d)
-      core.png_write(("%s/%04d.png"):format(d, j), images:row(j))
-    end
-  end
-end
+local tree = require("hydra.model").write_image_folder
 tree(root .. "/imgs", 10, 1, { { "train", 100 }, { "val", 40 }, { "test", 40 } })
 tree(root .. "/near", 3, 7, { { "test", 30 } })
 tree(root .. "/oodval", 3, 11, { { "val", 30 } })
