@@ -424,6 +424,11 @@ function M.prepare(cfg, cache, log, opts)
     local path, shown
     if srcs and srcs[name] ~= nil then
       local c = classify(name, srcs[name], role)
+      if c.kind ~= "prepared" and (c.kind == "text") ~= (mc.kind == "text") then
+        err.fail("data '%s' ('%s') is %s set, the model '%s' %s model", name,
+          source_text(srcs[name]), c.kind == "text" and "a text" or "an image", from,
+          mc.kind == "text" and "a text" or "an image")
+      end
       if c.kind == "prepared" then path = c.path
       else
         path = import_data(cache, cfg, name, c, role, ipath, log)
