@@ -173,22 +173,13 @@ function M.write(dir, cfg, cache, r)
   end
   if ex.format == "safetensors" then
     output.mkdir_p(dir .. "/export", "run")
-    local text
     for _, it in ipairs(items) do
       if it[3] ~= "gates" then
-        if it[3] == "fused" and text == nil then
-          text = require("hydra.model").load(items[1][2].path):config().kind == "text"
-        end
-        if it[3] == "fused" and text then
-          log("  export: the fused text model has no safetensors form yet; export/ holds the "
-            .. "base and the members")
-        else
-          local p = export_of(cache, it[2], log, it[3] == "fused")
-          M.link(p, dir .. "/export/" .. it[1] .. ".safetensors")
-          if it[3] == "fused" then
-            M.link(cache:path("export", p:match("([^/]+)%.safetensors$"), ".name_map.json"),
-              dir .. "/export/" .. it[1] .. ".name_map.json")
-          end
+        local p = export_of(cache, it[2], log, it[3] == "fused")
+        M.link(p, dir .. "/export/" .. it[1] .. ".safetensors")
+        if it[3] == "fused" then
+          M.link(cache:path("export", p:match("([^/]+)%.safetensors$"), ".name_map.json"),
+            dir .. "/export/" .. it[1] .. ".name_map.json")
         end
       end
     end
