@@ -15,7 +15,7 @@
 -- (gates_hydra_circ.h5); a run without one links the first method's base as base.h5.
 -- With export.format safetensors, export/ gets base.safetensors, member_<m>.safetensors
 -- (dense-masked: stock timm / HF code loads them) and fused.safetensors + fused.name_map.json
--- (ViTs; `hydra export`), each a stage "export" product.
+-- (`hydra export`), each a stage "export" product.
 -- Files are hard links into the stage cache (copies when it is on another file system), so a
 -- run folder costs no space; a file left by an interrupted attempt is replaced.
 local core = require("hydra.core")
