@@ -362,8 +362,9 @@ local function build_spec(v, p, path, schema, seen, leaf_paths, name)
                 or infer_types(v[k], sub, full, name),
         enum = sch.enum,
         gt = sch.gt, ge = sch.ge, lt = sch.lt, le = sch.le, name = sch.name,
-        id_neutral = sch.id_neutral, default = v[k] ~= NULL and v[k] or nil,
+        id_neutral = sch.id_neutral, default = nil,
       }
+      if v[k] ~= NULL then leaf.default = v[k] end   -- a false default stays false
       leaf.has_bounds = leaf.gt ~= nil or leaf.ge ~= nil or leaf.lt ~= nil or leaf.le ~= nil
       if leaf.enum then
         leaf.enum_set = {}

@@ -40,6 +40,20 @@ return {
   ["model.pooler"] = { enum = { "none", "tanh" }, id_neutral = true },
   ["model.text_embed"] = { enum = { "hydra", "bert" }, id_neutral = true },
   ["model.type_vocab"] = { ge = 0, id_neutral = true },
+  -- models and data from outside (lua/hydra/sources.lua) arrived after run-ids were published
+  ["model.from"] = { type = "string", id_neutral = true },
+  ["import.format"] = { type = "string", enum = { "timm-vit", "hf-vit", "hf-bert" }, id_neutral = true },
+  ["import.arch"] = { type = "string", id_neutral = true },
+  ["import.heads"] = { type = "integer", ge = 1, id_neutral = true },
+  ["import.classes"] = { type = "integer", ge = 2, id_neutral = true },
+  ["import.max_len"] = { type = "integer", ge = 2, id_neutral = true },
+  ["import.strict"] = { id_neutral = true },
+  ["data.sources"] = { type = "map", id_neutral = true },
+  ["data.text_column"] = { id_neutral = true },
+  ["data.label_column"] = { id_neutral = true },
+  ["deep_ensemble.from"] = { type = "list<string>", id_neutral = true },
+  ["export.stages"] = { id_neutral = true },
+  ["export.format"] = { enum = { "none", "safetensors" }, id_neutral = true },
 
   ["data.ood"] = { type = "list<string>|map" },   -- a list (= far) or {near: [...], far: [...]}
   ["data.train_subset"] = { ge = 0 },

@@ -20,6 +20,8 @@
 --   m:cost([kept [, T]]) -> flops, params, parts   (hy_xfmr_cost: kept[l] heads per layer, all
 --                                            when nil; at sequence length T, tokens with CLS,
 --                                            default the full length m:config().seq_len)
+--   model.write_synthetic(path, opts), model.write_image_folder(dir, K, seed, splits): test data
+--   model.from_checkpoint(path, dropout) -> a checkpoint's model with another dropout rate
 --   m:flops(T) -> forward FLOPs of one sample at sequence length T (text: T = 1 + its tokens;
 --                 hy_xfmr_cost, or hy_ens_cost for an ensemble)
 --
@@ -66,8 +68,11 @@ M.Model = Model
 
 -- ===== config and data helpers =====
 
--- Path of prepared dataset `name` under cfg.data.dir.
+-- Path of prepared dataset `name` under cfg.data.dir, or of the file a data.sources entry
+-- `name` was imported into (hydra.sources; run.execute imports them first).
 function M.data_path(cfg, name)
+  local src = cfg.data.sources and cfg.data.sources[name]
+  if src ~= nil then return require("hydra.sources").data_path(cfg, name) end
   return cfg.data.dir .. "/" .. name .. ".h5"
 end
 
@@ -134,6 +139,21 @@ function M.write_synthetic(path, opts)
   f:set_attr("/meta", "std", 0.35)
   f:set_attr("/meta", "seed", seed)
   f:commit()
+end
+
+-- Writes an ImageFolder tree of the same textures as grey 32x32 PNGs: dir/<split>/c<k>/<n>.png
+-- for splits = { {"train", N}, ... } (K classes, seeded by seed), the input `hydra data import
+-- images` and `hydra hydraize` read. For tests and timing runs.
+function M.write_image_folder(dir, K, seed, splits)
+  for i, sp in ipairs(splits) do
+    local images, labels = core.synth_images(sp[2], 32, K, seed * 16 + i)
+    local lab = labels:totable()
+    for j = 1, images:size(1) do
+      local d = ("%s/%s/c%d"):format(dir, sp[1], lab[j])
+      err.wrap("write_image_folder", core.mkdir_p, d)
+      core.png_write(("%s/%04d.png"):format(d, j), images:row(j))
+    end
+  end
 end
 
 -- ===== construction =====
@@ -212,6 +232,24 @@ function M.load(path)
   M.checked_norm(path, meta)
   local m = wrap(ud, meta)
   m.path = path
+  return m
+end
+
+-- The model of checkpoint `path` (weights, gates, /meta) with dropout rate `dropout` on the
+-- attention output and in the MLP (model.dropout's meaning): the checkpoint itself when its rate
+-- is that already, else a copy built with that rate. An imported model (rate 0) becomes the
+-- base of MC Dropout or a base fine-tuned with dropout this way (hydra.sources).
+function M.from_checkpoint(path, dropout)
+  local src = M.load(path)
+  local c = src:config()
+  if c.dropout == dropout then return src end
+  c.dropout = dropout
+  local ud = core.model_new(c)
+  ud:set_params(src.ud:get_params())
+  ud:set_gates(src.ud:gates())
+  local m = wrap(ud, src.meta)
+  m.path = path
+  src:close()
   return m
 end
 

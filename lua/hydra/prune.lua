@@ -33,7 +33,7 @@ local core = require("hydra.core")
 local M = {}
 
 local function path_of(cfg, name)
-  return cfg.data.dir .. "/" .. name .. ".h5"
+  return require("hydra.model").data_path(cfg, name)   -- prepared, or imported (data.sources)
 end
 
 local function need(path)

@@ -17,6 +17,8 @@
 --                                    complete, never overwritten without opts.force;
 --                        partial   = the folder exists without result.h5 (an interrupted run);
 --   run.execute(cfg, opts) -> summary      runs every method of cfg.methods (DESIGN §3), in order:
+--       0. imports model.from and data.sources (stages import, data; hydra.sources) and checks
+--          every data set against the imported model;
 --       1. checks the datasets (data.id, data.ood, data.shift, and data.ood_val when a circuit
 --          method runs) are prepared in data.dir; a missing one is a clean error naming the fix;
 --       2. builds each method from cached stages (hydra.stages: base model, gates, members,
@@ -31,6 +33,8 @@
 --          accept it);
 --       5. writes dir/table.md, dir/table.csv (methods x metrics; hydra.report), dir/plots/
 --          reliability.png, ood-hist.png, risk-coverage.png (+ .dat/.gp; methods overlaid);
+--       5b. with export.stages / export.format, links the stage products and their safetensors
+--          exports into dir (hydra.products);
 --       6. writes dir/result.h5 LAST, atomically (temp + rename): the run is complete.
 --     dir/config.resolved.yaml is written first; dir/log.txt receives every line printed
 --     (appended across attempts, each attempt headed by a "== run <id> ..." line).
@@ -43,6 +47,7 @@
 --       progress  false: no progress bars on stderr (default: only when stderr is a terminal)
 --       cache_dir the stage cache (default: hydra.stages.default_dir())
 --       force     true: recompute the run (cached stages are still reused)
+--       dir       the run folder (default run.dir(cfg)): `hydra hydraize --out DIR`
 --     summary = { id, dir, result = dir.."/result.h5", skipped = bool, seconds,
 --                 methods = { name... }, table_md, table_csv,
 --                 plots = { reliability =, ood_hist =, risk_coverage = },
@@ -343,6 +348,10 @@ local function execute_locked(cfg, opts, summary)
       descs[i] = d
       if d.needs and d.needs.ood_val then need_ood_val = true end
     end
+    local cache = stages.new({ dir = opts.cache_dir, log = function(line) log("  %s", line) end })
+    -- models and data sets from outside (model.from, data.sources): imported, then checked
+    -- (M.execute did it before the run folder existed; these are cache hits)
+    require("hydra.sources").prepare(cfg, cache, log, { ood_val = need_ood_val })
     local sets = common.sets(cfg)
     local calibrate = cfg.eval.calibrate == "temperature"
     local val_set = calibrate and common.val_set(cfg) or nil
@@ -357,10 +366,9 @@ local function execute_locked(cfg, opts, summary)
     for _, s in ipairs(sets) do nsets[s.role] = nsets[s.role] + 1 end
     log("sets: ID %s, %d OOD, %d shift; methods: %s", sets[1].name, nsets.ood, nsets.shift,
       table.concat(methods, ", "))
-    local cache = stages.new({ dir = opts.cache_dir, log = function(line) log("  %s", line) end })
     output.mkdir_p(dir .. "/methods", "run")
     output.mkdir_p(dir .. "/plots", "run")
-    local files, costs, stage_lines, used, diags = {}, {}, {}, {}, {}
+    local files, costs, stage_lines, used, diags, preds = {}, {}, {}, {}, {}, {}
     local B = cfg.train.eval_batch_size
     for i, mod in ipairs(mods) do
       local name = methods[i]
@@ -378,13 +386,15 @@ local function execute_locked(cfg, opts, summary)
           oods[#oods + 1] = { name = s.name, path = paths[s.name], group = s.group }
         elseif s.role == "shift" then shifts[#shifts + 1] = { name = s.name, path = paths[s.name] } end
       end
-      local res = eval.evaluate({
+      local spec = {
         id = paths[sets[1].name], ood = oods, shift = shifts, calib = calib,
         score = descs[i].score or score,   -- a learned head's own score (methods/common.lua)
         bootstrap = cfg.eval.bootstrap > 0 and cfg.eval.bootstrap or nil,
         seed = cfg.eval.bootstrap_seed or cfg.seed,
         command = ("hydra exp (run %s, method %s)"):format(summary.id, name),
-      })
+      }
+      preds[name] = { sets = paths, spec = spec, label = mod.label }
+      local res = eval.evaluate(spec)
       res.method = mod.label
       files[i] = dir .. "/methods/" .. name .. ".h5"
       eval.write(res, files[i])
@@ -401,7 +411,7 @@ local function execute_locked(cfg, opts, summary)
       for r = first + 1, #cache.records do
         local rec = cache.records[r]
         stage_lines[#stage_lines + 1] = ("%s %s %s %s"):format(name, rec.name, rec.key, rec.status)
-        used[#used + 1] = { method = name, stage = rec.name, key = rec.key }
+        used[#used + 1] = { method = name, stage = rec.name, key = rec.key, path = rec.path }
       end
       local m = res.metrics
       log("  %s: acc %.2f%%  ece %.2f%%  nll %.4f%s  | %.3g params, %.3g FLOPs/sample, "
@@ -458,6 +468,9 @@ local function execute_locked(cfg, opts, summary)
         summary.curves = dir .. "/curves.csv"
       end
     end
+    -- export.stages, export.format: the stage products and their safetensors exports
+    require("hydra.products").write(dir, cfg, cache, { used = used, preds = preds,
+                                                       methods = methods, log = log })
     -- result.h5, last
     local wall = core.now() - t0
     -- the core's I/O errors (e.g. "h5: cannot write '...': no space left on device") are raised
@@ -535,7 +548,7 @@ function M.execute(cfg, opts)
   opts = opts or {}
   if opts.progress == nil then opts.progress = core.isatty(2) end
   local id = M.id(cfg)
-  local dir = M.dir(cfg, id)
+  local dir = opts.dir or M.dir(cfg, id)
   local summary = { id = id, dir = dir, result = dir .. "/result.h5", skipped = false,
                     methods = cfg.methods, plots = {}, stages = { hits = 0, built = 0 } }
   if skip_complete(cfg, opts, summary) then
@@ -544,6 +557,20 @@ function M.execute(cfg, opts)
   end
   -- the stage cache first: a cache that cannot be created leaves no run folder behind
   output.mkdir_p(opts.cache_dir or stages.default_dir(), "stages")
+  -- a model or data set from outside that is missing, unreadable or disagrees with the model
+  -- fails here, before the run folder exists
+  if cfg.model.from ~= nil or cfg.data.sources ~= nil then
+    local need = false
+    for _, name in ipairs(cfg.methods or {}) do
+      local d = method_module(name).describe(cfg)
+      need = need or (d.needs and d.needs.ood_val) or false
+    end
+    local say = opts.quiet and function() end or function(fmt, ...)
+      print(select("#", ...) > 0 and fmt:format(...) or fmt)
+    end
+    local cache = stages.new({ dir = opts.cache_dir, log = function(line) say("  %s", line) end })
+    require("hydra.sources").prepare(cfg, cache, say, { ood_val = need })
+  end
   output.mkdir_p(dir, "run")
   return stages.with_lock(dir .. "/.run.lock", function()
     return execute_locked(cfg, opts, summary)

@@ -38,6 +38,10 @@ reject --mc-samples hydra train --mc
 expect --slurm-time hydra sweep --slurm-t
 expect train.epochs= hydra exp configs/experiments/quick.yaml train.ep
 expect hydra.members= hydra exp configs/experiments/quick.yaml hydra.mem
+expect --deep-ensemble hydra hydraize --deep
+expect --base-epochs hydra hydraize --base
+expect model.from= hydra exp configs/experiments/hydraize.yaml model.fr
+expect data.sources= hydra hydraize src data.sou
 expect configs/experiments/quick.yaml hydra exp configs/experiments/qu
 expect data.id=configs hydra exp x.yaml data.id=conf
 expect model=vit-fm hydra exp configs/experiments/quick.yaml model=vit

@@ -72,9 +72,10 @@ function T.unknown_key_with_suggestion()
   load_fails("ece_bins: 10\n", "%s:1:1: unknown key 'ece_bins' (did you mean 'eval.ece_bins'?)")
   -- four sections have a learning_rate: too many to suggest, the top-level keys are listed
   load_fails("learning_rate: 0.1\n", "%s:1:1: unknown key 'learning_rate' (known: seed, "
-    .. "threads, profile, experiment, results_dir, model, data, train, pretrain, "
-    .. "optim, prune, hydra, finetune, fuse, methods, deep_ensemble, hydra_circ_restarts, mc_dropout, vilu, "
-    .. "packed_ensemble, mimo, batch_ensemble, lora_ensemble, eval, prop1, sweep)")
+    .. "threads, profile, experiment, results_dir, model, import, data, train, pretrain, "
+    .. "optim, prune, hydra, finetune, fuse, methods, deep_ensemble, hydra_circ_restarts, "
+    .. "mc_dropout, vilu, packed_ensemble, mimo, batch_ensemble, lora_ensemble, eval, export, "
+    .. "prop1, sweep)")
   load_fails("train:\n  include: x.yaml\n",
     "%s:2:3: unknown key 'include' in 'train' (known: epochs, batch_size, eval_batch_size, "
     .. "warmup_epochs, grad_clip, label_smoothing, augment, select_best, init)")
@@ -301,9 +302,10 @@ function T.cli_overrides()
   fails("command line: optim.lerning_rate=0.1: unknown key 'lerning_rate' in 'optim' "
     .. "(did you mean 'learning_rate'?)", { "optim.lerning_rate=0.1" })
   fails("command line: epochs=3: unknown key 'epochs' (known: seed, threads, profile, "
-    .. "experiment, results_dir, model, data, train, pretrain, "
-    .. "optim, prune, hydra, finetune, fuse, methods, deep_ensemble, hydra_circ_restarts, mc_dropout, vilu, "
-    .. "packed_ensemble, mimo, batch_ensemble, lora_ensemble, eval, prop1, sweep)",
+    .. "experiment, results_dir, model, import, data, train, pretrain, "
+    .. "optim, prune, hydra, finetune, fuse, methods, deep_ensemble, hydra_circ_restarts, "
+    .. "mc_dropout, vilu, packed_ensemble, mimo, batch_ensemble, lora_ensemble, eval, export, "
+    .. "prop1, sweep)",
     { "epochs=3" })
   fails("command line: optim.learning_rate=-0.1 must be > 0 (got -0.1)",
     { "optim.learning_rate=-0.1" })
@@ -449,6 +451,10 @@ function T.hash_stability()
     :gsub("\nbatch_ensemble:\n.-\n\n", "\n"):gsub("\nlora_ensemble:\n.-\n\n", "\n")
     :gsub("\nhydra_circ_restarts:\n.-\n\n", "\n")
     :gsub("\npretrain:\n.-\n\n", "\n")   -- every pretrain.* key is id_neutral
+    -- models and data from outside (hydra.sources): model.from, deep_ensemble.from, data.*
+    :gsub("\n  from: ~\n", "\n"):gsub("\n  sources: ~\n", "\n")
+    :gsub("\n  text_column: text\n", "\n"):gsub("\n  label_column: label\n", "\n")
+    :gsub("\nimport:\n.-\n\n", "\n"):gsub("\nexport:\n.-\n\n", "\n")
   check.eq(config.hash(a), core.hash64(text), "hash of the canonical YAML")
   -- insertion order of a table does not matter
   local c = {}

@@ -10,6 +10,8 @@ here by hand, with the exact timm / Hugging Face state_dict key names):
     /usr/bin/python3 tests/ref/make_import_ref.py check DIR  # torch checks of hydra's exports
     /usr/bin/python3 tests/ref/make_import_ref.py big PATH   # a ViT-S/16-224-shaped random
                                                              # timm file (not committed)
+    /usr/bin/python3 tests/ref/make_import_ref.py big-timm DIR  # the same as a timm folder
+                                                                # (config.json: hydraize takes it)
     /usr/bin/python3 tests/ref/make_import_ref.py big-bert DIR  # a BERT-base-shaped HF folder
     /usr/bin/python3 tests/ref/make_import_ref.py shards     # hf_bert_sharded/ from hf_bert/
 
@@ -608,6 +610,18 @@ def big(path):
     print("wrote", path, os.path.getsize(path), "bytes")
 
 
+def big_timm(d):
+    """the ViT-S/16-224 of big() as a timm hub folder: model.safetensors and config.json
+    (architecture vit_small_patch16_224, timm's pretrained_cfg), what `hydra hydraize` takes"""
+    os.makedirs(d, exist_ok=True)
+    big(os.path.join(d, "model.safetensors"))
+    c = dict(img=224, patch=16, D=384, H=6, L=12, M=1536, K=1000)
+    cj = timm_config_json(c)
+    cj["architecture"] = "vit_small_patch16_224"
+    write_json(os.path.join(d, "config.json"), cj)
+    print("wrote", d)
+
+
 def big_bert(d):
     """BERT-base shapes (V 30522, D 768, 12 heads, 12 layers, I 3072, 512 positions, 2 labels),
     random F32, as an HF folder (model.safetensors, config.json, a vocab.txt of 30522 tokens)"""
@@ -639,6 +653,8 @@ if __name__ == "__main__":
         check(sys.argv[2])
     elif len(sys.argv) >= 3 and sys.argv[1] == "big":
         big(sys.argv[2])
+    elif len(sys.argv) >= 3 and sys.argv[1] == "big-timm":
+        big_timm(sys.argv[2])
     elif len(sys.argv) >= 3 and sys.argv[1] == "big-bert":
         big_bert(sys.argv[2])
     elif len(sys.argv) == 2 and sys.argv[1] == "shards":

@@ -14,20 +14,6 @@ local USAGE = "hydra completion bash|zsh"
 
 local function safe(w) return w:match("^[%w_%.%-][%w_%.%-=]*$") ~= nil end
 
--- Leaf paths of a nested config table, sorted.
-local function key_paths(t, prefix, out)
-  for k, v in pairs(t) do
-    if type(k) == "string" then
-      local p = prefix and (prefix .. "." .. k) or k
-      if type(v) == "table" and next(v) ~= nil and #v == 0 then
-        key_paths(v, p, out)
-      else
-        out[#out + 1] = p
-      end
-    end
-  end
-  return out
-end
 
 -- A command's options: those its parser declares (argparse.capture makes run() hand over its
 -- spec before doing anything), else those its usage line names ("--out", "--mc-samples", ...).
@@ -77,7 +63,9 @@ local function bash_script()
       lines[#lines + 1] = ("        %s) echo '%s' ;;"):format(name, words(options_of(mod)))
     end
   end
-  local keys = key_paths(require("hydra.config").defaults(), nil, {})
+  -- every key of configs/defaults.yaml, the optional (null) ones too
+  local keys = table.move(require("hydra.config")._state().leaf_paths, 1,
+    #require("hydra.config")._state().leaf_paths, 1, {})
   table.sort(keys)
   for i, k in ipairs(keys) do keys[i] = k .. "=" end
   for g in pairs(require("hydra.config").GROUPS) do keys[#keys + 1] = g .. "=" end

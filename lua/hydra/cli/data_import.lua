@@ -180,6 +180,7 @@ local function inputs_hash(files, root)
 end
 
 function M.images(o)
+  local say = o.log or print   -- o.log: a run's log (hydra.sources), else stdout
   local who = "data import images"
   local dir = o.positional[2]
   check_out(who, o)
@@ -237,19 +238,19 @@ function M.images(o)
     f:write("/" .. sp.name .. "/images", images)
     f:write("/" .. sp.name .. "/labels", core.from_table("int16", sp.labels))
     f:set_attr("/meta", "n_" .. sp.name, #sp.files)
-    print(("%s: %d images, %d classes -> /%s/images [%d,3,%d,%d]"):format(join(dir, sp.name),
+    say(("%s: %d images, %d classes -> /%s/images [%d,3,%d,%d]"):format(join(dir, sp.name),
       #sp.files, #classes, sp.name, #sp.files, p.size, p.size))
   end
   f:write_strings("/classes", classes)
   set_prep_meta(f, p, true)
-  f:set_attr("/meta", "name", (o.out:match("([^/]+)%.h5$") or o.out))
+  f:set_attr("/meta", "name", o.name or o.out:match("([^/]+)%.h5$") or o.out)
   f:set_attr("/meta", "source", "hydra data import images " .. dir)
   f:set_attr("/meta", "kind", "image")
   f:set_attr("/meta", "n_classes", #classes)
   f:set_attr("/meta", "label_names", table.concat(classes, " "))
   f:set_attr("/meta", "inputs_sha256", inputs_hash(all_files, dir))
   f:commit()
-  print(o.out)
+  say(o.out)
 end
 
 -- ===== CIFAR =====
@@ -264,6 +265,7 @@ local CIFAR = {
 }
 
 function M.cifar(o, kind)
+  local say = o.log or print   -- o.log: a run's log (hydra.sources), else stdout
   local who = "data import " .. kind
   local spec = CIFAR[kind]
   local dir = o.positional[2]
@@ -292,7 +294,7 @@ function M.cifar(o, kind)
     f:write("/" .. sp[1] .. "/labels", labels)
     if spec.label_bytes == 2 then f:write("/" .. sp[1] .. "/coarse_labels", coarse) end
     f:set_attr("/meta", "n_" .. sp[1], images:size(1))
-    print(("%s: %d images -> /%s/images [%d,3,%d,%d]"):format(kind, images:size(1), sp[1],
+    say(("%s: %d images -> /%s/images [%d,3,%d,%d]"):format(kind, images:size(1), sp[1],
       images:size(1), images:size(3), images:size(4)))
   end
   local ncls = spec.label_bytes == 1 and 10 or 100
@@ -309,14 +311,14 @@ function M.cifar(o, kind)
     end
   end
   set_prep_meta(f, p, geometry)
-  f:set_attr("/meta", "name", (o.out:match("([^/]+)%.h5$") or o.out))
+  f:set_attr("/meta", "name", o.name or o.out:match("([^/]+)%.h5$") or o.out)
   f:set_attr("/meta", "source", "hydra data import " .. kind .. " " .. dir ..
     " (https://www.cs.toronto.edu/~kriz/cifar.html)")
   f:set_attr("/meta", "kind", "image")
   f:set_attr("/meta", "n_classes", ncls)
   f:set_attr("/meta", "inputs_sha256", inputs_hash(files, dir))
   f:commit()
-  print(o.out)
+  say(o.out)
 end
 
 -- ===== text =====
@@ -348,6 +350,7 @@ local function text_splits(who, o)
 end
 
 function M.text(o)
+  local say = o.log or print   -- o.log: a run's log (hydra.sources), else stdout
   local who = "data import text"
   check_out(who, o)
   if not o["text-column"] then err.usage("%s: --text-column C is required", who) end
@@ -439,7 +442,7 @@ function M.text(o)
     f:set_attr("/meta", "n_" .. s.name, r.n)
     f:set_attr("/meta", "truncated_" .. s.name, st.truncated)
     f:set_attr("/meta", "unk_rate_" .. s.name, st.pieces > 0 and st.unk / st.pieces or 0)
-    print(("%s: %d records -> /%s (max_len %d, %d truncated, %d [UNK] of %d pieces)"):format(
+    say(("%s: %d records -> /%s (max_len %d, %d truncated, %d [UNK] of %d pieces)"):format(
       s.file, r.n, s.name, max_len, st.truncated, st.unk, st.pieces))
   end
   f:write_strings("/vocab", wp:tokens())
@@ -451,7 +454,7 @@ function M.text(o)
   end
   local files = {}
   for _, s in ipairs(splits) do files[#files + 1] = s.file end
-  f:set_attr("/meta", "name", (o.out:match("([^/]+)%.h5$") or o.out))
+  f:set_attr("/meta", "name", o.name or o.out:match("([^/]+)%.h5$") or o.out)
   f:set_attr("/meta", "kind", "text")
   f:set_attr("/meta", "source", "hydra data import text " .. table.concat(files, " "))
   f:set_attr("/meta", "tokenizer", "wordpiece")
@@ -477,7 +480,7 @@ function M.text(o)
   for _, s in ipairs(splits) do hl[#hl + 1] = wrap(core.hash_file, s.file) .. "  " .. s.file .. "\n" end
   f:set_attr("/meta", "inputs_sha256", core.hash_string(table.concat(hl)))
   f:commit()
-  print(o.out)
+  say(o.out)
 end
 
 -- ===== dispatch (from `hydra data import ...`) =====

@@ -79,11 +79,20 @@ end
 -- Trains (or finds) the base model for seed and dropout; returns checkpoint path, key. With
 -- train.init the base model is a fine-tuning of that pretrained encoder (every method's, as
 -- the authors'); scratch = true trains from the seed alone (the "Deep Ensembles (scratch)" row).
+-- With model.from (an imported model, hydra.sources) the base model is that import, fine-tuned
+-- with train.epochs > 0; scratch is refused then.
 function C.base_model(ctx, seed, dropout, scratch)
   local cfg = scratch and C.with_seed(ctx.cfg, ctx.cfg.seed, ctx.cfg.model.dropout, true)
     or ctx.cfg
   seed = seed or cfg.seed
   if dropout == nil then dropout = cfg.model.dropout end
+  if cfg.model.from ~= nil then
+    if scratch then
+      err.fail("run: a model trained from scratch does not apply with model.from (the imported "
+        .. "model is every method's base)")
+    end
+    return require("hydra.sources").base_model(ctx, cfg.model.from, seed, dropout)
+  end
   local inputs = C.base_inputs(cfg, seed, dropout)
   local path, key = ctx.cache:get("base", inputs, function(tmp, key)
     local c = C.with_seed(cfg, seed, dropout)

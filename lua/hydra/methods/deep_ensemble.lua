@@ -4,9 +4,12 @@
 -- of a table are independent ensembles and their spread is an ensemble's, not a shared
 -- member's. Member 1 of seed 0 is the seed-0 Single's stage. With train.init (a pretrained
 -- encoder) they are M fine-tunings of that one encoder with those seeds (the authors' text
--- protocol; deep_ensemble_scratch is the row without it). Prediction: p̄ = mean of the members'
--- softmaxes; /member_probs keeps each member. hydra.run.METHOD_REVISION numbers this
--- definition 2 (revision 1 shared members: seed + i - 1).
+-- protocol; deep_ensemble_scratch is the row without it). With model.from (an imported model,
+-- hydra.sources) the members are model.from and the checkpoints of deep_ensemble.from (each
+-- imported, fine-tuned when train.epochs > 0), or, without deep_ensemble.from, fine-tunings of
+-- model.from with those seeds. Prediction: p̄ = mean of the members' softmaxes; /member_probs
+-- keeps each member. hydra.run.METHOD_REVISION numbers this definition 2 (revision 1 shared
+-- members: seed + i - 1).
 -- Interface: lua/hydra/methods/common.lua.
 local common = require("hydra.methods.common")
 
@@ -28,6 +31,23 @@ local function method(name, label, scratch)
     local cfg = ctx.cfg
     local paths, keys = {}, {}
     local ss = seeds(cfg)
+    if cfg.model.from ~= nil and not scratch then   -- imported models (hydra.sources)
+      local sources = require("hydra.sources")
+      local list = sources.ensemble(cfg)
+      if #list > 1 then   -- one member per source checkpoint, all with the run's seed
+        for i, src in ipairs(list) do
+          ctx.log("deep ensemble member %d/%d (%s)", i, #list, src)
+          paths[i], keys[i] = sources.base_model(ctx, src, cfg.seed, cfg.model.dropout,
+            i == 1 and "model.from" or ("deep_ensemble.from[%d]"):format(i - 1))
+        end
+        return common.model_predictor(ctx, paths, keys, { name = M.name, seeds = { cfg.seed } })
+      end
+      if cfg.train.epochs == 0 then
+        require("hydra.err").fail("deep_ensemble: with model.from, the members are the models "
+          .. "of deep_ensemble.from (--deep-ensemble SRC2,SRC3), or fine-tunings of model.from "
+          .. "with base seeds M*seed .. M*seed+M-1 (train.epochs > 0); neither is set")
+      end
+    end
     for i, seed in ipairs(ss) do
       ctx.log("%s member %d/%d (seed %d%s)", scratch and "deep ensemble (scratch)"
         or "deep ensemble", i, #ss, seed, scratch and ", no train.init" or "")
