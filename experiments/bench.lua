@@ -708,8 +708,11 @@ if SIZE ~= "small" then
   for _, key in ipairs({ "vit-s16-224", "bert-base-128" }) do
     local o = r[key]
     local fz = o.fused.skipped and ("fused: skipped (" .. o.fused.skipped .. ")")
-      or ("fused: split efficiency B=1 %.2f, vs members B=%d %.2fx"):format(
-        o.fused.split_efficiency_b1, o.fused.batch_large, o.fused.vs_members_b256)
+      or ("fused: split efficiency B=1 %.2f, vs members B=%d %.2fx; time(Hydra)/time(Single) "
+        .. "B=1 %.2f, B=%d %.2f vs FLOPs %.2f"):format(
+        o.fused.split_efficiency_b1, o.fused.batch_large, o.fused.vs_members_b256,
+        o.fused.hydra_over_single_b1, o.fused.batch_large, o.fused.hydra_over_single_large,
+        o.fused.flops_ratio)
     print(("  %-14s GEMM %.0f%% of peak in training, %.0f%% in inference; outside GEMMs %.1f%% "
       .. "of inference; %s"):format(key, 100 * (o.gemm_peak_frac.train or 0),
       100 * (o.gemm_peak_frac.infer or 0), 100 * o.outside_gemm_frac.infer, fz))

@@ -15,10 +15,11 @@
 -- calls that are timed. PyTorch (tests/ref/bench_torch.py) measures training in eager mode and
 -- inference / latency on three paths: eager, the nn.TransformerEncoderLayer fast path and
 -- frozen TorchScript (each checked equal to eager on the logits first).
--- Also per round, ViT-S only (the fused model has no BERT options yet; the reason is recorded):
--- the fused Hydra model (M = 3 members keeping 3 of 6 heads a layer, as bench_cost.lua) at
+-- Also per round, for both models (a model the fused model cannot build records the reason):
+-- the fused Hydra model (M = 3 members keeping half of the heads of every layer) at
 -- batch 1 against its members one by one on the team and on one thread (split efficiency) and
--- at FUSED_B against the members one by one.
+-- at FUSED_B against the members one by one, and against the Single at batch 1 and FUSED_B
+-- (time(Hydra) / time(Single) beside FLOPs(Hydra) / FLOPs(Single)).
 -- Once, after the rounds: the peak RSS of BERT-base training at batch 32 (one step), each side
 -- in a fresh process (hydra: this file run standalone, `hydra run experiments/bench_real.lua
 -- rss`; PyTorch: bench_torch.py with a training-only spec).
@@ -139,7 +140,8 @@ return function(ctx)
       local mem = members_of(c, 3)
       local singles = {}
       for m = 1, #mem do singles[m] = hydra.fuse.build({ mem[m] }, fuse_cfg) end
-      return { fused = hydra.fuse.build(mem, fuse_cfg), singles = singles,
+      local fused = hydra.fuse.build(mem, fuse_cfg)
+      return { fused = fused, singles = singles, flops = fused:info().flops,
         large_ds = dataset(c, FUSED_B), b1_ds = dataset(c, 2) }
     end)
     if ok then s.fused = f
@@ -168,6 +170,9 @@ return function(ctx)
     r.members_one_thread_b1_s = w / n1
     r.fused_large_s = seconds(function() f.fused.ud:predict(f.large_ds, FUSED_B) end)
     r.members_large_s = members(f.large_ds, FUSED_B)
+    -- the Single (the unpruned model) on the same inputs: time(Hydra) / time(Single)
+    r.single_b1_s = seconds(function() s.m.ud:predict(f.b1_ds, 1) end) / n1
+    r.single_large_s = seconds(function() s.m.ud:predict(f.large_ds, FUSED_B) end)
   end
 
   local raw = { hydra = {}, torch = {} }
@@ -229,6 +234,7 @@ return function(ctx)
   -- goes back before the RSS pair, whose fresh processes then have the memory to themselves
   for _, s in ipairs(S) do
     s.has_fused = s.fused ~= nil
+    s.fused_flops = s.fused and s.fused.flops
     s.m, s.tr, s.fused, s.infer_ds, s.lat_ds = nil, nil, nil, nil, nil
   end
   collectgarbage("collect")
@@ -300,8 +306,15 @@ return function(ctx)
       fz.split_efficiency_b1 = fz.members_one_thread_b1_s / nth / fz.fused_b1_s
       fz.vs_members_b1 = fz.members_b1_s / fz.fused_b1_s
       fz.vs_members_b256 = fz.members_large_s / fz.fused_large_s
+      fz.single_b1_s = med("hydra", "single_b1_s")
+      fz.single_large_s = med("hydra", "single_large_s")
+      fz.flops_ratio = s.fused_flops / s.flops
+      fz.hydra_over_single_b1 = fz.fused_b1_s / fz.single_b1_s
+      fz.hydra_over_single_large = fz.fused_large_s / fz.single_large_s
       fz.met = { split_efficiency_b1 = fz.split_efficiency_b1 >= TARGET.split_efficiency_b1,
-        vs_members_b256 = fz.vs_members_b256 >= TARGET.vs_members_large }
+        vs_members_b256 = fz.vs_members_b256 >= TARGET.vs_members_large,
+        time_within_flops = fz.hydra_over_single_b1 <= fz.flops_ratio
+          and fz.hydra_over_single_large <= fz.flops_ratio }
       o.fused = fz
     else
       o.fused = { skipped = s.fused_skipped }

@@ -52,7 +52,7 @@ LUA
 timed() {   # timed NAME CMD...: runs CMD, prints wall time and peak RSS
     name=$1; shift
     $TIME -v "$@" >"$DIR/$name.log" 2>"$DIR/$name.time" || { tail -5 "$DIR/$name.log"; cat "$DIR/$name.time"; exit 1; }
-    wall=$(sed -n 's/.*Elapsed (wall clock) time[^:]*: //p' "$DIR/$name.time")
+    wall=$(sed -n 's/.*Elapsed (wall clock) time (h:mm:ss or m:ss): //p' "$DIR/$name.time")
     rss=$(sed -n 's/.*Maximum resident set size (kbytes): //p' "$DIR/$name.time")
     echo "$name: wall $wall, peak RSS $((rss / 1024)) MiB ($(grep -c 'cache hit' "$DIR/$name.log") stage hits; log $DIR/$name.log)"
 }
