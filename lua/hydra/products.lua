@@ -28,7 +28,7 @@ local M = {}
 -- dst becomes the file src: a hard link, else a copy (written beside dst, then renamed).
 function M.link(src, dst)
   os.remove(dst)
-  if os.execute(("ln %s %s 2>/dev/null"):format(fs.shell_quote(src), fs.shell_quote(dst))) then
+  if os.execute(("ln -- %s %s 2>/dev/null"):format(fs.shell_quote(src), fs.shell_quote(dst))) then
     return
   end
   local tmp = output.temp_name(dst)
