@@ -345,12 +345,13 @@ fi
 rm -rf "$OUT"/* "$OUT"/.[!.]*
 
 # a source column wider than 99 characters (string.format refuses such widths), with a long
-# HYDRA_DATA_DIR and without one
+# HYDRA_DATA_DIR and without one (in an empty prepared folder, so every data-dir set is listed as
+# unavailable even where the tree has them prepared)
 LONG="$T/$(printf 'd%.0s' $(seq 1 150))"
 expect "data: list with a long HYDRA_DATA_DIR" 0 "pretrain-text|unavailable (first missing input)" \
-    env HYDRA_DATA_DIR="$LONG" "$HYDRA" data list
+    env HYDRA_DATA_DIR="$LONG" HYDRA_PREPARED_DIR="$OUT" "$HYDRA" data list
 expect "data: list without HYDRA_DATA_DIR" 0 "pretrain-text|HYDRA_DATA_DIR is not set" \
-    env -u HYDRA_DATA_DIR "$HYDRA" data list
+    env -u HYDRA_DATA_DIR HYDRA_PREPARED_DIR="$OUT" "$HYDRA" data list
 
 # ===== 9. a lock whose pid was reused (pid 1 is alive, but started at another time) =====
 RUN=$(printf 'local r = require("hydra.run"); print(r.dir(require("hydra.config").load(arg[1], { "results_dir=%s" })))' "$OUT" >"$T/dir.lua"; "$HYDRA" run "$T/dir.lua" "$FX/cfg.yaml")
