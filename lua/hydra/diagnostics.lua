@@ -7,6 +7,11 @@
 --       `hydra eval` result (per-sample scores and member_probs); sets: common.sets(cfg).
 --       diag = { attrs = { [group] = { k = v } }, data = { [path] = Tensor }, curves = {...} },
 --       paths relative to /methods/<method>/diagnostics (hydra.run writes them).
+--   diagnostics.study(runs [, method]) -> rows, summary
+--       the diagnostics of every run (report_sweep.collect's runs) that holds `method`
+--       (default "hydra_circ") with diagnostics and the Single: one row per run, sorted by
+--       seed, and what links the ensemble's OOD AUROC to its base and its search (Pearson r).
+--   diagnostics.markdown(rows, summary, method) -> the text of report/circuits.md
 local core = require("hydra.core")
 local fs = require("hydra.fs")
 local h5 = require("hydra.h5")
@@ -121,6 +126,127 @@ function M.circuit(ctx, pruned, result_file, sets)
     top.val_rows = vid:size()
   end
   return diag
+end
+
+-- ===== the study over seeds (report/circuits.md) =====
+
+local function pearson(x, y)
+  local n = #x
+  if n < 3 then return nil end
+  local mx, my = mean_of(x), mean_of(y)
+  local sxy, sxx, syy = 0, 0, 0
+  for i = 1, n do
+    sxy = sxy + (x[i] - mx) * (y[i] - my)
+    sxx = sxx + (x[i] - mx) ^ 2
+    syy = syy + (y[i] - my) ^ 2
+  end
+  if sxx == 0 or syy == 0 then return nil end
+  return sxy / math.sqrt(sxx * syy)
+end
+M.pearson = pearson
+
+local function vec(f, path)
+  if not f:exists(path) then return nil end
+  local t, out = f:read(path, "float64"), {}
+  for i = 1, t:size(1) do out[i] = t:get(i) end
+  return out
+end
+
+-- the methods whose diagnostics report_sweep.write studies (report/circuits_<method>.md)
+M.STUDIED = { "hydra_circ", "hydra_circ_restarts" }
+
+function M.study(runs, method)
+  method = method or "hydra_circ"
+  local rows = {}
+  for _, r in ipairs(runs) do
+    local f <close> = h5.open(r.dir .. "/result.h5")
+    local g = "/methods/" .. method
+    if f:exists(g .. "/diagnostics") and f:exists("/methods/single/metrics") then
+      local top = f:attrs(g .. "/diagnostics")
+      local row = { seed = tonumber(r.flat and r.flat.seed) or 0, dir = r.dir,
+                    single = f:attrs("/methods/single/metrics").ood_avg_auroc,
+                    ensemble = f:attrs(g .. "/metrics").ood_avg_auroc,
+                    overlap = top.overlap_mean,
+                    objectives = fs.split_list(top.objectives or ""),
+                    search_val = vec(f, g .. "/diagnostics/search_val_auroc"),
+                    search_test = vec(f, g .. "/diagnostics/search_test_ood_avg_auroc"),
+                    member_val = vec(f, g .. "/diagnostics/member_val_auroc"),
+                    member_test = vec(f, g .. "/diagnostics/member_ood_avg_auroc") }
+      local oods = fs.split_list(top.ood_sets or "")
+      local function set_means(names)
+        local d, mi = {}, {}
+        for _, n in ipairs(names) do
+          local a = f:exists(g .. "/diagnostics/sets/" .. n) and f:attrs(g .. "/diagnostics/sets/" .. n) or {}
+          d[#d + 1], mi[#mi + 1] = a.disagreement, a.mi
+        end
+        return mean_of(d), mean_of(mi)
+      end
+      row.id_disagreement, row.id_mi = set_means({ "id" })
+      row.ood_disagreement, row.ood_mi = set_means(oods)
+      row.delta = row.ensemble - row.single
+      -- the search's largest optimism: validation AUROC minus test AUROC of a circuit
+      if row.search_val and row.search_test then
+        local gap = -math.huge
+        for m = 1, #row.search_val do gap = math.max(gap, row.search_val[m] - row.search_test[m]) end
+        row.max_gap = gap
+      end
+      rows[#rows + 1] = row
+    end
+  end
+  table.sort(rows, function(a, b) return a.seed < b.seed end)
+  local function col(k)
+    local out = {}
+    for _, row in ipairs(rows) do
+      if row[k] == nil then return {} end
+      out[#out + 1] = row[k]
+    end
+    return out
+  end
+  local summary = { n = #rows,
+    r_ensemble_single = pearson(col("single"), col("ensemble")),
+    r_delta_gap = pearson(col("max_gap"), col("delta")),
+    r_ensemble_gap = pearson(col("max_gap"), col("ensemble")),
+    r_ensemble_ood_disagreement = pearson(col("ood_disagreement"), col("ensemble")) }
+  return rows, summary
+end
+
+local function pts(v) return v == nil and "–" or ("%.2f"):format(100 * v) end
+local function list_pts(t)
+  if not t then return "–" end
+  local out = {}
+  for i, v in ipairs(t) do out[i] = pts(v) end
+  return table.concat(out, " / ")
+end
+local function r_text(r) return r and ("%.2f"):format(r) or "– (fewer than 3 seeds)" end
+
+function M.markdown(rows, summary, method)
+  method = method or "hydra_circ"
+  local L = { ("# Circuit diagnostics of `%s` over seeds"):format(method), "",
+    "*OOD avg AUROC (MSP, percent) of the Single and of the ensemble on the test sets; per "
+    .. "circuit (in the order of the objectives): the MSP AUROC on the search's validation rows "
+    .. "(ID val + `data.ood_val`, the rows the search scored) and on the test OOD sets (avg), "
+    .. "both of the base model with that circuit's gates before fine-tuning, then the same for "
+    .. "the fine-tuned member; gap = the largest validation − test difference of a circuit; "
+    .. "overlap = mean Jaccard of the kept heads over member pairs; disagreement / MI = mean over "
+    .. "the ID test set and over the OOD sets. Written by hydra.diagnostics.study from each "
+    .. "run's /methods/" .. method .. "/diagnostics.*", "",
+    "| seed | Single | ensemble | Δ | circuits (objectives) | search val | search test | "
+    .. "member val | member test | gap | overlap | disagr. ID / OOD | MI ID / OOD |",
+    "|---:|---:|---:|---:|---|---|---|---|---|---:|---:|---|---|" }
+  for _, r in ipairs(rows) do
+    L[#L + 1] = ("| %d | %s | %s | %+.2f | %s | %s | %s | %s | %s | %s | %.2f | %.3f / %.3f | %.3f / %.3f |")
+      :format(r.seed, pts(r.single), pts(r.ensemble), 100 * r.delta,
+        table.concat(r.objectives, ", "), list_pts(r.search_val), list_pts(r.search_test),
+        list_pts(r.member_val), list_pts(r.member_test), pts(r.max_gap), r.overlap or 0 / 0,
+        r.id_disagreement, r.ood_disagreement, r.id_mi, r.ood_mi)
+  end
+  L[#L + 1] = ""
+  L[#L + 1] = ("Over %d seeds, Pearson r: ensemble with its Single %s; Δ (ensemble − Single) "
+    .. "with the search gap %s; ensemble with the search gap %s; ensemble with OOD "
+    .. "disagreement %s."):format(summary.n, r_text(summary.r_ensemble_single),
+    r_text(summary.r_delta_gap), r_text(summary.r_ensemble_gap),
+    r_text(summary.r_ensemble_ood_disagreement))
+  return table.concat(L, "\n") .. "\n"
 end
 
 return M

@@ -20,8 +20,10 @@
 --                                         values, else the first varying key, categorical):
 --                                         mean ± std over seeds, one series per method (and
 --                                         per value of the other varying keys)
---   rs.write(dir [, opts])    -> { markdown, csv, plots = {...}, runs = n }
---                                         writes dir/report/table.md, table.csv, plots/
+--   rs.write(dir [, opts])    -> { markdown, csv, plots = {...}, runs = n, circuits = {...} }
+--                                         writes dir/report/table.md, table.csv, plots/ and,
+--                                         where runs carry Hydra (Circ) diagnostics,
+--                                         circuits_<method>.md (hydra.diagnostics.study)
 --                                         (opts.out: another folder; opts.ids; opts.x;
 --                                         opts.plots = false: no plots)
 --   rs.ids_of(sweep)          -> the run-ids of a loaded sweep's points
@@ -432,7 +434,17 @@ function M.write(dir, opts)
   report.write_text(csv, M.csv(runs))
   local plots = {}
   if opts.plots ~= false then plots = M.plots(runs, outdir .. "/plots", { x = opts.x }) end
-  return { markdown = md, csv = csv, plots = plots, runs = #runs }
+  -- the circuit study over seeds, where the runs carry Hydra (Circ) diagnostics
+  local diagnostics, circuits = require("hydra.diagnostics"), {}
+  for _, method in ipairs(diagnostics.STUDIED) do
+    local rows, summary = diagnostics.study(runs, method)
+    if #rows > 0 then
+      local path = ("%s/circuits_%s.md"):format(outdir, method)
+      report.write_text(path, diagnostics.markdown(rows, summary, method))
+      circuits[#circuits + 1] = path
+    end
+  end
+  return { markdown = md, csv = csv, plots = plots, runs = #runs, circuits = circuits }
 end
 
 function M.ids_of(sw)

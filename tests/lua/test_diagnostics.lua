@@ -8,16 +8,17 @@ local eq, ok, near = check.eq, check.ok, check.near
 
 local T = {}
 
-local function tiny_run(methods, members)
-  local root, d = check.tiny_world({
+local function tiny_run(methods, members, seed, world)
+  local root, d = world and world.root, world and world.d
+  if not root then root, d = check.tiny_world({
     tinyood2 = { train = 8, val = 8, test = 20, seed = 7, classes = 3 },
     tinyoodval = { train = 8, val = 24, test = 8, seed = 6, classes = 3 },
-  })
+  }) end
   local cfg = hydra.config.load("configs/data/tiny.yaml", {
     ["data.dir"] = d, ["data.test_subset"] = "0",
     ["data.ood"] = "{near: [tinyood], far: [tinyood2]}",
     ["data.ood_val"] = "tinyoodval", ["data.shift"] = "[]", results_dir = root .. "/results",
-    experiment = "diag", seed = "1", threads = "1", methods = methods,
+    experiment = "diag", seed = seed or "1", threads = "1", methods = methods,
     ["model.d_model"] = "16", ["model.n_heads"] = "4", ["model.depth"] = "2",
     ["model.d_mlp"] = "32", ["train.epochs"] = "1", ["train.batch_size"] = "32",
     ["train.eval_batch_size"] = "32", ["hydra.keep_heads"] = "2", ["hydra.members"] = members or "3",
@@ -108,6 +109,38 @@ function T.one_member_has_its_diagnostics()
   local so = core.metrics_score("msp", f:read("/methods/hydra_circ/ood/tinyood/probs"))
   eq(f:read(g .. "/member_ood_auroc"):get(1, 1), core.metrics_ood(sid, so).auroc,
     "the member's AUROC = the model's")
+end
+
+-- the study over seeds: report_sweep.write puts report/circuits_hydra_circ.md beside table.md,
+-- a row per seed whose numbers are the runs' own
+function T.study_over_seeds_is_written_with_the_report()
+  local s1, _, root = tiny_run("[single, hydra_circ]", "2", "1")
+  local world = { root = root, d = root .. "/data" }   -- the same data for every seed
+  ok(s1.result, "seed 1 ran")
+  for _, seed in ipairs({ "2", "3" }) do tiny_run("[single, hydra_circ]", "2", seed, world) end
+  local rs = require("hydra.report_sweep")
+  local out = rs.write(root .. "/results/diag", { plots = false })
+  eq(#out.circuits, 1, "one study: hydra_circ")
+  local text = assert(io.open(out.circuits[1], "rb")):read("a")
+  local runs = rs.collect(root .. "/results/diag")
+  local rows, summary = hydra.diagnostics.study(runs)
+  eq(#rows, 3, "a row per seed")
+  eq(summary.n, 3, "n")
+  for i, r in ipairs(rows) do
+    eq(r.seed, i, "sorted by seed")
+    local f <close> = hydra.h5.open(r.dir .. "/result.h5")
+    eq(r.single, f:attrs("/methods/single/metrics").ood_avg_auroc, "Single's OOD avg AUROC")
+    eq(r.ensemble, f:attrs("/methods/hydra_circ/metrics").ood_avg_auroc, "ensemble's")
+    local v = f:read("/methods/hydra_circ/diagnostics/search_val_auroc", "float64")
+    local t = f:read("/methods/hydra_circ/diagnostics/search_test_ood_avg_auroc", "float64")
+    eq(r.max_gap, math.max(v:get(1) - t:get(1), v:get(2) - t:get(2)), "largest val - test gap")
+    ok(text:find(("| %d | %.2f | %.2f |"):format(i, 100 * r.single, 100 * r.ensemble), 1, true),
+      "row " .. i .. " in circuits_hydra_circ.md")
+  end
+  -- Pearson r against a hand computation: x = 1, 2, 3, 4; y = 2, 4, 5, 9
+  -- (mx 2.5, my 5; sxy 11, sxx 5, syy 26: r = 11 / sqrt(130))
+  near(hydra.diagnostics.pearson({ 1, 2, 3, 4 }, { 2, 4, 5, 9 }), 11 / math.sqrt(130), 1e-15, "r")
+  eq(hydra.diagnostics.pearson({ 1, 2 }, { 1, 2 }), nil, "r needs 3 points")
 end
 
 return T

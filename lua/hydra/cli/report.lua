@@ -39,6 +39,7 @@ numeric varying key with the most values).
     print("  " .. out.markdown)
     print("  " .. out.csv)
     for _, p in ipairs(out.plots) do print("  " .. p) end
+    for _, p in ipairs(out.circuits) do print("  " .. p) end
     if opts.html then
       print("  " .. require("hydra.report_html").write(dir, { out = opts.out, x = opts.x,
         plots = not opts["no-plots"] }))
