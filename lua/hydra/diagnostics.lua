@@ -217,7 +217,13 @@ local function list_pts(t)
   for i, v in ipairs(t) do out[i] = pts(v) end
   return table.concat(out, " / ")
 end
-local function r_text(r) return r and ("%.2f"):format(r) or "– (fewer than 3 seeds)" end
+-- r with its two-sided p (t = r sqrt(n - 2) / sqrt(1 - r^2), n - 2 degrees of freedom)
+local function r_text(r, n)
+  if not r then return "– (fewer than 3 seeds)" end
+  local verdict = require("hydra.verdict")
+  local p = math.abs(r) < 1 and verdict.t_two_sided(r * math.sqrt(n - 2) / math.sqrt(1 - r * r), n - 2) or 0
+  return ("%.2f (%s)"):format(r, verdict.p_text(p))
+end
 
 function M.markdown(rows, summary, method)
   method = method or "hydra_circ"
@@ -243,9 +249,9 @@ function M.markdown(rows, summary, method)
   L[#L + 1] = ""
   L[#L + 1] = ("Over %d seeds, Pearson r: ensemble with its Single %s; Δ (ensemble − Single) "
     .. "with the search gap %s; ensemble with the search gap %s; ensemble with OOD "
-    .. "disagreement %s."):format(summary.n, r_text(summary.r_ensemble_single),
-    r_text(summary.r_delta_gap), r_text(summary.r_ensemble_gap),
-    r_text(summary.r_ensemble_ood_disagreement))
+    .. "disagreement %s."):format(summary.n, r_text(summary.r_ensemble_single, summary.n),
+    r_text(summary.r_delta_gap, summary.n), r_text(summary.r_ensemble_gap, summary.n),
+    r_text(summary.r_ensemble_ood_disagreement, summary.n))
   return table.concat(L, "\n") .. "\n"
 end
 

@@ -137,6 +137,10 @@ function T.study_over_seeds_is_written_with_the_report()
     ok(text:find(("| %d | %.2f | %.2f |"):format(i, 100 * r.single, 100 * r.ensemble), 1, true),
       "row " .. i .. " in circuits_hydra_circ.md")
   end
+  local r = summary.r_ensemble_single
+  local pt = hydra.verdict.t_two_sided(r * math.sqrt(1) / math.sqrt(1 - r * r), 1)
+  ok(text:find(("Over 3 seeds, Pearson r: ensemble with its Single %.2f (%s)")
+    :format(r, hydra.verdict.p_text(pt)), 1, true), "r and its p (1 degree of freedom)")
   -- Pearson r against a hand computation: x = 1, 2, 3, 4; y = 2, 4, 5, 9
   -- (mx 2.5, my 5; sxy 11, sxx 5, syy 26: r = 11 / sqrt(130))
   near(hydra.diagnostics.pearson({ 1, 2, 3, 4 }, { 2, 4, 5, 9 }), 11 / math.sqrt(130), 1e-15, "r")
