@@ -10,14 +10,13 @@
 # fashion-mnist glyphs opencv-digits ood-val-image fashion-mnist-c`).
 set -u
 HYDRA=${HYDRA:-./hydra}
-for s in fashion-mnist glyphs opencv-digits ood-val-image fashion-mnist-c; do
-    [ -f "datasets/prepared/$s.h5" ] || { echo "datasets/prepared/$s.h5 missing"; exit 77; }
-done
+missing=$(for s in fashion-mnist glyphs opencv-digits ood-val-image fashion-mnist-c; do
+    [ -f "datasets/prepared/$s.h5" ] || echo "datasets/prepared/$s.h5"; done)
+[ -z "$missing" ] || { echo "not prepared:" $missing; exit 77; }
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/hydra-e2e-XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
-export HYDRA_CACHE_DIR="$tmp/cache"
 run() {
-    "$HYDRA" repro table_image --seeds 2 results_dir="$tmp/results$1" data.train_subset=300 \
+    HYDRA_CACHE_DIR="$tmp/cache" "$HYDRA" repro table_image --seeds 2 results_dir="$tmp/results$1" data.train_subset=300 \
         data.test_subset=60 data.shift_subset=5 train.epochs=1 finetune.train_subset=150 \
         prune.calib_size=64 prune.val_size=60 deep_ensemble.members=2 hydra.members=2 \
         "methods=[$2]" > "$tmp/out$1.txt" 2>&1
