@@ -23,8 +23,10 @@ print("")
 print("| Method | OOD avg AUROC (ours) | paper (ImageNet-1K) | Acc (ours) |")
 print("|---|---:|---:|---:|")
 for i, m in ipairs(order) do
-  local auroc, sd = hydra.report.value(e.runs, { method = m[1] }, "ood_avg_auroc")
-  local acc = hydra.report.value(e.runs, { method = m[1] }, "acc")
+  local ran = hydra.experiment.has_method(e.runs, m[1])   -- methods=[...] may leave it out
+  local auroc, sd
+  if ran then auroc, sd = hydra.report.value(e.runs, { method = m[1] }, "ood_avg_auroc") end
+  local acc = ran and hydra.report.value(e.runs, { method = m[1] }, "acc")
   print(("| %s | %s | %.2f | %s |"):format(m[2],
     auroc and (("%.2f"):format(100 * auroc) .. (sd and (" ± %.2f"):format(100 * sd) or ""))
       or "–",

@@ -32,13 +32,10 @@ if e.partial then return 0 end
 print("")
 io.write(assert(io.open(e.report.markdown, "rb")):read("a"))
 print("")
-local listed = {}
-for _, m in ipairs(e.sweep.points[1].cfg.methods) do listed[m] = true end
-local function get(method, key)
-  if not listed[method] then return nil end
-  return hydra.report.value(e.runs, { method = method }, key)
+local sacc, sacc_sd
+if hydra.experiment.has_method(e.runs, "single") then   -- methods=[...] may leave it out
+  sacc, sacc_sd = hydra.report.value(e.runs, { method = "single" }, "acc")
 end
-local sacc, sacc_sd = get("single", "acc")
 if sacc then
   print(("pretraining: held-out MLM accuracy %.2f%%; fine-tuned Single on SST-2 (GLUE dev): "
     .. "%.2f%%%s"):format(100 * pm.val_mlm_acc, 100 * sacc,

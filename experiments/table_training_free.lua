@@ -41,6 +41,7 @@ local COLS = {
 }
 
 local function cell(runs, row, key)
+  if not hydra.experiment.has_method(runs, row[1]) then return nil end   -- left out: methods=
   local m, s = hydra.report.value(runs, { method = row[1] }, key:format(row[2]))
   return m and 100 * m, s and 100 * s
 end

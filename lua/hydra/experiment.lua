@@ -9,6 +9,7 @@
 --                                              prints its report and the headline comparison
 --   experiment.claim_line(runs, title, a, b, key, better [, opts]) -> the printed line of a
 --                                              claim, by the rule of hydra.verdict, or nil
+--   experiment.has_method(runs, name)      -> whether some run has that method's result
 -- Scripts read numbers by key, never by the text of a table: hydra.report.value(e.runs,
 -- { method = "hydra_circ", ["hydra.members"] = 2 }, "ood_avg_auroc") -> mean, std over seeds.
 local config = require("hydra.config")
@@ -92,6 +93,17 @@ function M.run(name, opts)
   return { sweep = sw, summary = s, report = rep, runs = runs, table = tbl }
 end
 
+-- true when some run of `runs` has a result of method `name` (a method left out with
+-- methods=[...] has none)
+function M.has_method(runs, name)
+  for _, r in ipairs(runs) do
+    for _, res in ipairs(r.loaded.results or {}) do
+      if res.name == name then return true end
+    end
+  end
+  return false
+end
+
 -- The line an experiment prints for a claim "A is better than B on metric key" (better =
 -- "higher" or "lower"), by the rule of results/README.md ("Verdicts"; hydra.verdict.compare):
 --   "<title>: <A> 81.68 vs <B> 85.66 (claim: <A> higher; seeds 0, 1, 2): −3.98 (p 0.210; CI
@@ -110,15 +122,7 @@ function M.claim_line(runs, title, a, b, key, better, opts)
     for k, v in pairs(x) do if k ~= "label" then f[k] = v end end
     return f
   end
-  for _, x in ipairs({ a, b }) do
-    local found = false
-    for _, r in ipairs(runs) do
-      for _, res in ipairs(r.loaded.results or {}) do
-        if res.name == x.method then found = true end
-      end
-    end
-    if not found then return nil end
-  end
+  if not M.has_method(runs, a.method) or not M.has_method(runs, b.method) then return nil end
   local r = require("hydra.verdict").compare(runs, filter(a), filter(b), key, better, opts)
   if not r then return nil end
   local seeds = {}

@@ -285,4 +285,32 @@ function T.experiment_scripts_print_the_same_with_renamed_titles()
   end
 end
 
+-- methods=[...] without a claim's method: the scripts leave that claim's line out (no error)
+-- and print the others.
+function T.claim_lines_left_out_without_their_methods()
+  local d = check.tmpdir()
+  check.write_file(d .. "/table.md", "| table |\n")
+  local function e(methods)
+    local rs, points = sweep_runs({}, methods)
+    return { runs = rs, sweep = { points = points },
+             report = { markdown = d .. "/table.md", plots = {} } }
+  end
+  local out = script_output("table_image", e({ { "single", "Single" },
+    { "hydra_circ", "Hydra (Circ)" } }))
+  check.ok(not out:find("OOD avg AUROC:", 1, true) and not out:find("accuracy:", 1, true),
+    "no Deep Ensembles, no claim line:\n" .. out)
+  check.ok(out:find("report: ", 1, true) ~= nil, "the script ran to its end")
+  out = script_output("table_image", e({ { "deep_ensemble", "Deep Ensembles" },
+    { "hydra_circ", "Hydra (Circ)" } }))
+  check.ok(out:find("\nOOD avg AUROC: Hydra (Circ) ", 1, true) ~= nil, "with both: the line")
+  out = script_output("ablation_pruning", e({ { "taylor", "Taylor" },
+    { "hydra_taylor", "Hydra (Taylor)" } }))
+  check.ok(out:find("ensembling pruned members (Taylor), OOD avg AUROC: Hydra (Taylor) ", 1, true)
+    ~= nil, "the claim whose methods ran:\n" .. out)
+  check.ok(not out:find("members (Circ)", 1, true) and not out:find("circuit vs Taylor", 1, true),
+    "no claim of a method not run:\n" .. out)
+  check.ok(out:find("| Hydra (Circ) | – | 86.29 | – |", 1, true) ~= nil,
+    "its table row without our numbers:\n" .. out)
+end
+
 return T
