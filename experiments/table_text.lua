@@ -32,27 +32,19 @@ if e.partial then return 0 end
 print("")
 io.write(assert(io.open(e.report.markdown, "rb")):read("a"))
 print("")
-local listed = {}
-for _, m in ipairs(e.sweep.points[1].cfg.methods) do listed[m] = true end
-local function get(method, key)
-  if not listed[method] then return nil end
-  return hydra.report.value(e.runs, { method = method }, key)
+local sacc, sacc_sd
+if hydra.experiment.has_method(e.runs, "single") then   -- methods=[...] may leave it out
+  sacc, sacc_sd = hydra.report.value(e.runs, { method = "single" }, "acc")
 end
-local sacc, sacc_sd = get("single", "acc")
 if sacc then
   print(("pretraining: held-out MLM accuracy %.2f%%; fine-tuned Single on SST-2 (GLUE dev): "
     .. "%.2f%%%s"):format(100 * pm.val_mlm_acc, 100 * sacc,
     sacc_sd and (" ± %.2f"):format(100 * sacc_sd) or ""))
 end
-local hc, hc_sd = get("hydra_circ", "ood_avg_auroc")
-local de, de_sd = get("deep_ensemble", "ood_avg_auroc")
-if hc and de then
-  local pt = function(v) return v and 100 * v end
-  local diff, noise = hydra.report.difference(pt(hc), pt(de), pt(hc_sd), pt(de_sd))
-  print(("OOD avg AUROC: Hydra (Circ) %.2f vs Deep Ensembles %.2f: %s (%s)"):format(100 * hc,
-    100 * de, diff, noise and "no ranking can be read from this"
-    or hc >= de and "Hydra (Circ) is at least as good, as in the paper (77.60 vs 74.81)"
-    or "Deep Ensembles are better here, unlike the paper (77.60 vs 74.81)"))
-end
+local line = hydra.experiment.claim_line(e.runs, "OOD avg AUROC",
+  { method = "hydra_circ", label = "Hydra (Circ)" },
+  { method = "deep_ensemble", label = "Deep Ensembles" }, "ood_avg_auroc", "higher",
+  { paper = "77.60 vs 74.81" })
+if line then print(line) end
 print("report: " .. e.report.markdown)
 return 0

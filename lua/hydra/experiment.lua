@@ -7,6 +7,9 @@
 --                                              (a sweep experiment: configs/sweeps/<name>.yaml)
 --   experiment.main_table(name, opts)       -> 0: runs a main table (table_image, table_mnist),
 --                                              prints its report and the headline comparison
+--   experiment.claim_line(runs, title, a, b, key, better [, opts]) -> the printed line of a
+--                                              claim, by the rule of hydra.verdict, or nil
+--   experiment.has_method(runs, name)      -> whether some run has that method's result
 -- Scripts read numbers by key, never by the text of a table: hydra.report.value(e.runs,
 -- { method = "hydra_circ", ["hydra.members"] = 2 }, "ood_avg_auroc") -> mean, std over seeds.
 local config = require("hydra.config")
@@ -90,11 +93,54 @@ function M.run(name, opts)
   return { sweep = sw, summary = s, report = rep, runs = runs, table = tbl }
 end
 
+-- true when some run of `runs` has a result of method `name` (a method left out with
+-- methods=[...] has none)
+function M.has_method(runs, name)
+  for _, r in ipairs(runs) do
+    for _, res in ipairs(r.loaded.results or {}) do
+      if res.name == name then return true end
+    end
+  end
+  return false
+end
+
+-- The line an experiment prints for a claim "A is better than B on metric key" (better =
+-- "higher" or "lower"), by the rule of results/README.md ("Verdicts"; hydra.verdict.compare):
+--   "<title>: <A> 81.68 vs <B> 85.66 (claim: <A> higher; seeds 0, 1, 2): −3.98 (p 0.210; CI
+--   −4.52, −3.41): within noise (only the sample test is beyond noise)"
+-- a, b = { method = name, label = text [, ["config.key"] = value] } (the label is printed, the
+-- rest is the report.value filter); key as verdict.compare takes (a string, or { a =, b = }).
+-- opts.paper (true, or the paper's numbers: "77.60 vs 74.81") marks the claim as the paper's:
+-- then "holds" adds ", as in the paper" and "fails" ", unlike the paper" (and the numbers);
+-- "within noise" adds nothing. Means and difference in points (x 100). nil (the caller prints
+-- nothing) when either method is in none of the runs (the user left it out: methods=[...]) or
+-- no seed has both; opts.B, opts.seed, opts.boot: as verdict.compare.
+function M.claim_line(runs, title, a, b, key, better, opts)
+  opts = opts or {}
+  local function filter(x)
+    local f = {}
+    for k, v in pairs(x) do if k ~= "label" then f[k] = v end end
+    return f
+  end
+  if not M.has_method(runs, a.method) or not M.has_method(runs, b.method) then return nil end
+  local r = require("hydra.verdict").compare(runs, filter(a), filter(b), key, better, opts)
+  if not r then return nil end
+  local seeds = {}
+  for i, s in ipairs(r.seeds) do seeds[i] = tostring(s) end
+  local paper = opts.paper and (r.verdict == "holds" and ", as in the paper"
+    or r.verdict == "fails" and ", unlike the paper") or ""
+  if paper ~= "" and type(opts.paper) == "string" then
+    paper = paper .. " (" .. opts.paper .. ")"
+  end
+  return ("%s: %s %.2f vs %s %.2f (claim: %s %s; seed%s %s): %s%s"):format(title, a.label,
+    100 * r.a, b.label, 100 * r.b, a.label, better, #seeds == 1 and "" or "s",
+    table.concat(seeds, ", "), r.text, paper)
+end
+
 -- A main table (experiments/table_image.lua, table_mnist.lua): runs the sweep, prints the
 -- report and the paper's claim: Hydra (Circ) matches or beats Deep Ensembles on OOD detection at
--- about the cost of a single model.
+-- about the cost of a single model (the line is left out when the runs lack either method).
 function M.main_table(name, opts)
-  local report = require("hydra.report")
   local e = M.run(name, opts)
   if e.partial then return 0 end  -- a shard: the report comes when every point is done
 
@@ -102,21 +148,16 @@ function M.main_table(name, opts)
   io.write(assert(io.open(e.report.markdown, "rb")):read("a"))
   print("")
 
-  local function get(method, key) return report.value(e.runs, { method = method }, key) end
-  local hc, hc_sd = get("hydra_circ", "ood_avg_auroc")
-  local de, de_sd = get("deep_ensemble", "ood_avg_auroc")
-  if hc and de then
-    -- in AUROC points; a single-seed gap under one point is within noise (hydra.report.difference)
-    local pt = function(v) return v and 100 * v end
-    local diff, noise = report.difference(pt(hc), pt(de), pt(hc_sd), pt(de_sd))
-    print(("OOD avg AUROC: Hydra (Circ) %.2f vs Deep Ensembles %.2f: %s (%s)"):format(100 * hc,
-      100 * de, diff, noise and "no ranking can be read from this"
-      or hc >= de and "Hydra (Circ) is at least as good, as in the paper"
-      or "Deep Ensembles are better here, unlike the paper"))
-  end
-  local hacc, dacc = get("hydra_circ", "acc"), get("deep_ensemble", "acc")
-  if hacc and dacc then
-    print(("accuracy: Hydra (Circ) %.2f vs Deep Ensembles %.2f"):format(100 * hacc, 100 * dacc))
+  local hc = { method = "hydra_circ", label = "Hydra (Circ)" }
+  local de = { method = "deep_ensemble", label = "Deep Ensembles" }
+  local line = M.claim_line(e.runs, "OOD avg AUROC", hc, de, "ood_avg_auroc", "higher",
+    { paper = true })
+  if line then
+    print(line)
+    local report = require("hydra.report")
+    print(("accuracy: Hydra (Circ) %.2f vs Deep Ensembles %.2f"):format(
+      100 * report.value(e.runs, { method = "hydra_circ" }, "acc"),
+      100 * report.value(e.runs, { method = "deep_ensemble" }, "acc")))
   end
   print("report: " .. e.report.markdown)
   return 0

@@ -555,7 +555,6 @@ end
 -- the bootstrap's resamples and seed).
 function M.summarize(experiment, runs, dir, opts)
   opts = opts or {}
-  local h5 = require("hydra.h5")
   local vtext, rows = M.values_text(experiment, runs)
   local by_id = {}
   for _, r in ipairs(rows) do by_id[r.id] = r end
@@ -575,14 +574,7 @@ function M.summarize(experiment, runs, dir, opts)
   local files, samples = {}, {}
   for _, c in ipairs(comps) do
     for _, id in ipairs({ c.a, c.b }) do
-      if not samples[id] then
-        samples[id] = {}
-        for s, e in pairs(by_id[id].by_seed) do
-          local path = e.run.dir .. "/result.h5"
-          files[path] = files[path] or h5.open(path)
-          samples[id][s] = verdict.samples(files[path], e.res.group)
-        end
-      end
+      samples[id] = samples[id] or verdict.open_samples(by_id[id].by_seed, files)
     end
   end
   local ok, res = pcall(verdict.bootstrap_many, samples, comps, { B = opts.B, seed = opts.seed })
@@ -721,12 +713,8 @@ end
 
 -- the paired per-seed values of a comparison and its stored bootstrap
 local function compared(summary, c)
-  local va, vb = (summary.values[c.a] or {})[c.key] or {}, (summary.values[c.b] or {})[c.key] or {}
-  local seeds = {}
-  for s in pairs(va) do if vb[s] then seeds[#seeds + 1] = s end end
-  table.sort(seeds)
-  local a, b = {}, {}
-  for i, s in ipairs(seeds) do a[i], b[i] = va[s], vb[s] end
+  local a, b, seeds = verdict.pair((summary.values[c.a] or {})[c.key] or {},
+    (summary.values[c.b] or {})[c.key] or {})
   local t = verdict.paired_t(a, b)
   local boot = summary.boot[c.a .. "\0" .. c.b .. "\0" .. c.key]
   return t, boot, seeds

@@ -459,27 +459,6 @@ function M.table(results, opts)
   return { columns = cols, rows = rows, caption = cap, block = block }
 end
 
--- Comparing two methods in generated text: the difference a - b of two cells (percentage
--- points), flagged "within noise" when both are single-seed values (no std) less than
--- M.NOISE_POINTS apart (one seed moves a model's OOD AUROC by several points: DESIGN §6), or,
--- with seeds, when it is within the combined std. Returns the text and whether it is noise.
-M.NOISE_POINTS = 1.0
-function M.difference(a, b, a_std, b_std)
-  local d = a - b
-  local text = ("%+.2f points"):format(d)
-  if a_std == nil and b_std == nil then
-    if math.abs(d) < M.NOISE_POINTS then
-      return text .. (", within noise (single seed, under %g point)"):format(M.NOISE_POINTS), true
-    end
-    return text .. " (single seed)", false
-  end
-  local sd = math.sqrt((a_std or 0) ^ 2 + (b_std or 0) ^ 2)
-  if math.abs(d) <= sd then
-    return text .. (", within noise (inside the combined std over seeds, %.2f)"):format(sd), true
-  end
-  return text .. (" (combined std over seeds %.2f)"):format(sd), false
-end
-
 local function fmt_cell(c, cell)
   if cell.mean == nil then return "–" end
   local f = c.fmt or "%.2f"
@@ -694,6 +673,17 @@ end
 -- in a config key other than seed (the filter must name it). Display text (row labels, column
 -- titles) plays no part.
 function M.value(runs, filter, key)
+  local vals = {}
+  for _, m in ipairs(M.matching(runs, filter, key)) do
+    local v = metric_of(m.res, key)
+    if v ~= nil then vals[#vals + 1] = v end
+  end
+  return mean_std(vals)
+end
+
+-- The runs of M.value(runs, filter, key): { { run, res }... } (res = the filter's method in
+-- that run), with M.value's checks and errors; hydra.verdict.compare pairs them by seed.
+function M.matching(runs, filter, key)
   if type(filter) ~= "table" or type(filter.method) ~= "string" then
     err.fail("report.value: the filter needs method = a method name (e.g. \"hydra_circ\")")
   end
@@ -738,7 +728,7 @@ function M.value(runs, filter, key)
       end
     end
   end
-  if #matched == 0 then return nil end
+  if #matched == 0 then return matched end
   local g = require("hydra.report_sweep").group(runs)
   local first = matched[1].run.group
   for _, m in ipairs(matched) do
@@ -752,12 +742,7 @@ function M.value(runs, filter, key)
         table.concat(diff, ", "), #diff == 1 and "it" or "them")
     end
   end
-  local vals = {}
-  for _, m in ipairs(matched) do
-    local v = metric_of(m.res, key)
-    if v ~= nil then vals[#vals + 1] = v end
-  end
-  return mean_std(vals)
+  return matched
 end
 
 return M

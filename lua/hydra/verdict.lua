@@ -17,6 +17,12 @@
 --                                        same resamples
 --   verdict.rule(t, boot, better)     -> "holds" | "within noise" | "fails", reason
 --   verdict.text(t, boot, better, scale) -> the cell text: difference, p, CI and the verdict
+--   verdict.pair(va, vb)              -> a, b, seeds: two { [seed] = value } maps on the seeds
+--                                        both have, in seed order (the lists paired_t takes)
+--   verdict.open_samples(by_seed, files) -> { [seed] = samples } of { [seed] = { run, res } }
+--                                        (files: path -> open hydra.h5 file, the caller closes)
+--   verdict.compare(runs, a, b, key, better [, opts]) -> the rule on an experiment's runs: A
+--                                        and B are hydra.report.value filters, paired by seed
 --
 -- The rule, for a claim "A is better than B on metric m" (better = "higher" or "lower"):
 -- with d_i = m(A, seed i) - m(B, seed i) over n independent seeds,
@@ -530,6 +536,31 @@ function M.bootstrap(prs, key, opts)
   return M.bootstrap_many(rows, { { a = "a", b = "b", key = key } }, opts)[1]
 end
 
+-- ===== pairing by seed =====
+
+-- va, vb = { [seed] = value }: the values of both on the seeds both have, in seed order.
+function M.pair(va, vb)
+  local seeds = {}
+  for s in pairs(va) do if vb[s] ~= nil then seeds[#seeds + 1] = s end end
+  table.sort(seeds)
+  local a, b = {}, {}
+  for i, s in ipairs(seeds) do a[i], b[i] = va[s], vb[s] end
+  return a, b, seeds
+end
+
+-- by_seed = { [seed] = { run = a run of hydra.report_sweep.collect, res = one of its results } }:
+-- the per-sample arrays of each (M.samples of the run's result.h5; files caches the open files
+-- by path, the caller closes them).
+function M.open_samples(by_seed, files)
+  local out = {}
+  for s, e in pairs(by_seed) do
+    local path = e.run.dir .. "/result.h5"
+    files[path] = files[path] or require("hydra.h5").open(path)
+    out[s] = M.samples(files[path], e.res.group)
+  end
+  return out
+end
+
 -- ===== the rule =====
 
 local function side(x, sign) return x * sign > 0 end
@@ -579,6 +610,64 @@ function M.text(t, boot, better, scale, fmt)
   parts[#parts + 1] = t.p and M.p_text(t.p) or ("n = %d"):format(t.n)
   if boot then parts[#parts + 1] = ("CI %s, %s"):format(signed(boot.lo), signed(boot.hi)) end
   return ("%s (%s): %s"):format(t.mean and signed(t.mean) or "–", table.concat(parts, "; "), v)
+end
+
+-- The rule on the runs of one experiment (hydra.report_sweep.collect's list: e.runs): the claim
+-- "A is better than B on metric `key`" (better = "higher" or "lower"), A and B given as
+-- hydra.report.value filters ({ method = "hydra_circ" [, ["config.key"] = value ] }), key a
+-- metric key as report.value takes, or { a = key, b = key } when the two sides differ (one
+-- score against another). The runs of A and of B are paired by seed (the seeds where both
+-- have the metric); the seed test is verdict.paired_t on those pairs, the sample test the
+-- paired bootstrap of their result.h5 predictions (verdict.bootstrap_many; none when the
+-- metric has no per-sample form, or with opts.boot = false). opts.scale, opts.fmt: as
+-- verdict.text (default 100 and "%.2f": points); opts.B, opts.seed: the bootstrap's.
+-- Returns nil when no seed has both; else { verdict, reason, text = verdict.text's and the
+-- reason ("+2.00 (p 0.074; CI +1.10, +2.90): within noise (only the sample test is beyond
+-- noise)"), t, boot, seeds, a = mean of A, b = mean of B over those seeds }.
+-- Errors: those of report.value (unknown method, config key or metric, ambiguous filter).
+function M.compare(runs, a, b, key, better, opts)
+  opts = opts or {}
+  local report = require("hydra.report")
+  local keys = type(key) == "table" and key or { a = key, b = key }
+  local function by_seed(filter, k)
+    local out, vals = {}, {}
+    for _, m in ipairs(report.matching(runs, filter, k)) do
+      local s = math.tointeger(tonumber(m.run.flat.seed or "0"))
+      if out[s] then
+        err.fail("verdict.compare: method=%s has two runs of seed %d (%s, %s): name the config "
+          .. "key that tells them apart in the filter", filter.method, s,
+          tostring(out[s].run.dir), tostring(m.run.dir))
+      end
+      local v = report.metric_of(m.res, k)
+      if v ~= nil then out[s], vals[s] = m, v end
+    end
+    return out, vals
+  end
+  local ra, va = by_seed(a, keys.a)
+  local rb, vb = by_seed(b, keys.b)
+  local xa, xb, seeds = M.pair(va, vb)
+  if #seeds == 0 then return nil end
+  local t = M.paired_t(xa, xb)
+  local boot
+  if opts.boot ~= false and parse(keys.a) and parse(keys.b) then
+    local pa, pb, files = {}, {}, {}
+    for _, s in ipairs(seeds) do pa[s], pb[s] = ra[s], rb[s] end
+    local ok, res = pcall(function()
+      local rows = { a = M.open_samples(pa, files), b = M.open_samples(pb, files) }
+      return M.bootstrap_many(rows, { { a = "a", b = "b", key = keys.a, key_a = keys.a,
+        key_b = keys.b } }, { B = opts.B, seed = opts.seed })[1]
+    end)
+    for _, f in pairs(files) do f:close() end
+    if not ok then error(res, 0) end
+    boot = res
+  end
+  local v, reason = M.rule(t, boot, better)
+  local ma, mb = 0, 0
+  for i = 1, #seeds do ma, mb = ma + xa[i], mb + xb[i] end
+  return { verdict = v, reason = reason, t = t, boot = boot, seeds = seeds,
+           a = ma / #seeds, b = mb / #seeds,
+           text = ("%s (%s)"):format(M.text(t, boot, better, opts.scale or 100, opts.fmt),
+             reason) }
 end
 
 return M

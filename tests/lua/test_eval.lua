@@ -404,22 +404,128 @@ function T.temperature_scaling_guards()
   check.ok(e:find("hydra eval: warning: the calibration file", 1, true), e)
 end
 
--- Generated comparisons: single-seed gaps under one AUROC point are within noise; with seeds, a
--- gap inside the combined std is.
-function T.difference_flags_noise()
-  local d = hydra.report.difference
-  local text, noise = d(80.5, 80.0)
-  check.eq(text, "+0.50 points, within noise (single seed, under 1 point)", "small single-seed gap")
-  check.eq(noise, true, "noise flag")
-  text, noise = d(78.0, 80.0)
-  check.eq(text, "-2.00 points (single seed)", "large single-seed gap")
-  check.eq(noise, false, "not noise")
-  text, noise = d(82.0, 80.0, 3.0, 0.0)
-  check.eq(text, "+2.00 points, within noise (inside the combined std over seeds, 3.00)", "seeds")
-  check.eq(noise, true, "within the std")
-  text, noise = d(82.0, 80.0, 0.6, 0.8)
-  check.eq(text, "+2.00 points (combined std over seeds 1.00)", "outside the std")
-  check.eq(noise, false, "outside the std is not noise")
+-- ===== claims by the rule (hydra.verdict.compare, hydra.experiment.claim_line) =====
+
+-- Runs of constructed results: for each seed, one run folder per method with a result.h5 of
+-- `hydra eval` (40 ID rows, 3 classes, 4 misclassified; 40 OOD rows). "good" gives the OOD rows
+-- a low MSP (0.34 .. 0.79: mostly below the ID rows' 0.70 .. 0.95), "poor" a high one
+-- (0.50 .. 0.95); the noise differs per seed and method. methods = { [name] = { seeds } }.
+local function claim_runs(methods)
+  local d = check.tmpdir()
+  local runs = {}
+  local names = {}
+  for name in pairs(methods) do names[#names + 1] = name end
+  table.sort(names)
+  for _, name in ipairs(names) do
+    for _, seed in ipairs(methods[name]) do
+      local x = 7 + 31 * seed + #name
+      local function rnd()
+        x = (x * 1103515245 + 12345) % 2147483648
+        return x / 2147483648
+      end
+      local function row(top, c)
+        local r = { (1 - top) / 2, (1 - top) / 2, (1 - top) / 2 }
+        r[c + 1] = top
+        return r
+      end
+      local idp, labels, oodp = {}, {}, {}
+      for i = 1, 40 do
+        idp[i] = row(0.70 + 0.25 * rnd(), i % 3)
+        labels[i] = i <= 4 and (i + 1) % 3 or i % 3
+        local top = name == "good" and 0.34 + 0.45 * rnd() or 0.5 + 0.45 * rnd()
+        oodp[i] = row(top, i % 3)
+      end
+      local dir = ("%s/%s_%d"):format(d, name, seed)
+      core.mkdir_p(dir)
+      write_preds(dir .. "/id.h5", { probs = idp, labels = labels, attrs = { method = name } })
+      write_preds(dir .. "/ood.h5", { probs = oodp })
+      run_ok(("eval --id %s/id.h5 --ood far=%s/ood.h5 --out %s/result.h5"):format(dir, dir, dir))
+      local res = hydra.report.load(dir .. "/result.h5")
+      res.name, res.group = name, ""
+      runs[#runs + 1] = { dir = dir, flat = { seed = tostring(seed) }, keys = { "seed" },
+                          loaded = { results = { res } } }
+    end
+  end
+  return runs
+end
+
+-- verdict.compare pairs the runs by seed and applies the rule: its t-test is paired_t of the
+-- stored per-seed values in seed order, its interval the paired bootstrap of the same seeds'
+-- predictions; a clear gain holds one way and fails the other (direction), lower-is-better
+-- metrics flip it, and seeds only one side has are left out.
+function T.compare_pairs_by_seed_and_applies_the_rule()
+  local verdict, report = hydra.verdict, hydra.report
+  local runs = claim_runs({ good = { 0, 1, 2 }, poor = { 2, 0, 1, 3 } })
+  local good, poor = { method = "good" }, { method = "poor" }
+  local r = verdict.compare(runs, good, poor, "ood_avg_auroc", "higher", { B = 200 })
+  check.same(r.seeds, { 0, 1, 2 }, "the seeds both have (poor's seed 3 left out)")
+  local va, vb, prs = {}, {}, {}
+  for i, s in ipairs(r.seeds) do
+    local function of(m)
+      for _, run in ipairs(runs) do
+        local res = run.loaded.results[1]
+        if res.name == m and run.flat.seed == tostring(s) then return run, res end
+      end
+    end
+    local ra, ea = of("good")
+    local rb, eb = of("poor")
+    va[i], vb[i] = report.metric_of(ea, "ood_avg_auroc"), report.metric_of(eb, "ood_avg_auroc")
+    prs[i] = { a = verdict.samples(hydra.h5.open(ra.dir .. "/result.h5"), ""),
+               b = verdict.samples(hydra.h5.open(rb.dir .. "/result.h5"), "") }
+  end
+  local t = verdict.paired_t(va, vb)
+  check.eq(r.t.mean, t.mean, "mean difference of the paired seeds")
+  check.eq(r.t.p, t.p, "p of the paired t-test")
+  local boot = verdict.bootstrap(prs, "ood_avg_auroc", { B = 200 })
+  check.eq(r.boot.lo, boot.lo, "bootstrap interval: low")
+  check.eq(r.boot.hi, boot.hi, "bootstrap interval: high")
+  check.ok(t.p < verdict.ALPHA and boot.lo > 0, "the constructed gain is beyond noise")
+  check.eq(r.verdict, "holds", "good beats poor on OOD AUROC")
+  check.eq(r.text, verdict.text(t, boot, "higher", 100) .. " (both tests beyond noise, in the "
+    .. "claim's direction)", "text: difference, p, CI, verdict and its reason")
+  check.eq(verdict.compare(runs, poor, good, "ood_avg_auroc", "higher", { B = 200 }).verdict,
+    "fails", "the reverse claim")
+  check.eq(verdict.compare(runs, good, poor, "ood_avg_auroc", "lower", { B = 200 }).verdict,
+    "fails", "the same numbers against a lower-is-better claim")
+  check.eq(verdict.compare(runs, good, poor, "ood_avg_fpr95", "lower", { B = 200 }).verdict,
+    "holds", "FPR95: lower is better")
+  local same = verdict.compare(runs, good, good, "ood_avg_auroc", "higher", { B = 50 })
+  check.eq(same.verdict, "within noise", "a method against itself")
+  check.eq(same.boot.lo, 0.0, "paired: a zero-width interval")
+  -- a metric without a per-sample form: the seed test alone, never beyond noise
+  local ts = verdict.compare(runs, good, poor, "disagreement", "lower")
+  check.eq(ts.boot, nil, "no per-sample form: no bootstrap")
+  check.eq(ts.reason, "no per-sample test", "and the rule says so")
+  check.raises("report.value: no run has method 'deep_ensemble' (methods: good, poor)",
+    function() return verdict.compare(runs, { method = "deep_ensemble" }, poor, "acc", "higher") end)
+end
+
+-- One seed: the rule has no seed test, so the clear gain is "within noise" and the line says
+-- why; claim_line adds "as in the paper" only to "holds" and leaves out a claim whose method is
+-- not in the runs (methods=[...] without it).
+function T.claim_lines_say_what_the_rule_says()
+  local exp = hydra.experiment
+  local one = claim_runs({ good = { 0 }, poor = { 0 } })
+  local good = { method = "good", label = "Good" }
+  local poor = { method = "poor", label = "Poor" }
+  local line = exp.claim_line(one, "OOD avg AUROC", good, poor, "ood_avg_auroc", "higher",
+    { B = 50, paper = "86.29 vs 85.48" })
+  check.ok(line:find("^OOD avg AUROC: Good %d+%.%d%d vs Poor %d+%.%d%d %(claim: Good higher; "
+    .. "seed 0%): %+%d+%.%d%d %(n = 1; CI %+%d+%.%d%d, %+%d+%.%d%d%): within noise %(fewer than 2 "
+    .. "seeds: no seed test%)$") ~= nil, line)
+  local three = claim_runs({ good = { 0, 1, 2 }, poor = { 0, 1, 2 } })
+  line = exp.claim_line(three, "OOD avg AUROC", good, poor, "ood_avg_auroc", "higher",
+    { B = 100, paper = "86.29 vs 85.48" })
+  check.ok(line:find("): holds (both tests beyond noise, in the claim's direction), as in the "
+    .. "paper (86.29 vs 85.48)", 1, true) ~= nil, line)
+  line = exp.claim_line(three, "OOD avg AUROC", poor, good, "ood_avg_auroc", "higher",
+    { B = 100, paper = true })
+  check.ok(line:find("): fails (both tests beyond noise, against the claim), unlike the paper",
+    1, true) ~= nil, line)
+  line = exp.claim_line(three, "OOD avg AUROC", good, poor, "ood_avg_auroc", "higher", { B = 100 })
+  check.ok(line:find("in the claim's direction%)$") ~= nil, "not the paper's claim: " .. line)
+  check.eq(exp.claim_line(three, "x", good, { method = "deep_ensemble", label = "DE" },
+    "ood_avg_auroc", "higher"), nil, "a method the runs lack: no line")
 end
 
 function T.plot_commands_write_png_dat_gp()

@@ -199,12 +199,18 @@ local function sweep_runs(axes, methods)
   return rs, points
 end
 
--- The printed output of experiments/<name>.lua with hydra.experiment.run returning `e`.
+-- The printed output of experiments/<name>.lua with hydra.experiment.run returning `e`. The
+-- made-up runs have no result.h5: claim lines use the seed test only (opts.boot = false).
 local function script_output(name, e)
   local out = {}
   local exp, p, w = hydra.experiment, print, io.write
-  local run = exp.run
+  local run, claim = exp.run, exp.claim_line
   exp.run = function() return e end
+  exp.claim_line = function(runs, title, a, b, key, better, opts)
+    local o = { boot = false }
+    for k, v in pairs(opts or {}) do o[k] = v end
+    return claim(runs, title, a, b, key, better, o)
+  end
   print = function(...)
     local t = table.pack(...)
     for i = 1, t.n do t[i] = tostring(t[i]) end
@@ -214,7 +220,7 @@ local function script_output(name, e)
   local ok, err = pcall(function()
     return assert(loadfile(home .. "/experiments/" .. name .. ".lua"))({ repro = true })
   end)
-  exp.run, print, io.write = run, p, w
+  exp.run, exp.claim_line, print, io.write = run, claim, p, w
   if not ok then error(err, 0) end
   return table.concat(out)
 end
@@ -277,6 +283,34 @@ function T.experiment_scripts_print_the_same_with_renamed_titles()
     end
     check.ok(rows > 0 or name:match("^table_"), name .. ": no table rows in\n" .. before)
   end
+end
+
+-- methods=[...] without a claim's method: the scripts leave that claim's line out (no error)
+-- and print the others.
+function T.claim_lines_left_out_without_their_methods()
+  local d = check.tmpdir()
+  check.write_file(d .. "/table.md", "| table |\n")
+  local function e(methods)
+    local rs, points = sweep_runs({}, methods)
+    return { runs = rs, sweep = { points = points },
+             report = { markdown = d .. "/table.md", plots = {} } }
+  end
+  local out = script_output("table_image", e({ { "single", "Single" },
+    { "hydra_circ", "Hydra (Circ)" } }))
+  check.ok(not out:find("OOD avg AUROC:", 1, true) and not out:find("accuracy:", 1, true),
+    "no Deep Ensembles, no claim line:\n" .. out)
+  check.ok(out:find("report: ", 1, true) ~= nil, "the script ran to its end")
+  out = script_output("table_image", e({ { "deep_ensemble", "Deep Ensembles" },
+    { "hydra_circ", "Hydra (Circ)" } }))
+  check.ok(out:find("\nOOD avg AUROC: Hydra (Circ) ", 1, true) ~= nil, "with both: the line")
+  out = script_output("ablation_pruning", e({ { "taylor", "Taylor" },
+    { "hydra_taylor", "Hydra (Taylor)" } }))
+  check.ok(out:find("ensembling pruned members (Taylor), OOD avg AUROC: Hydra (Taylor) ", 1, true)
+    ~= nil, "the claim whose methods ran:\n" .. out)
+  check.ok(not out:find("members (Circ)", 1, true) and not out:find("circuit vs Taylor", 1, true),
+    "no claim of a method not run:\n" .. out)
+  check.ok(out:find("| Hydra (Circ) | – | 86.29 | – |", 1, true) ~= nil,
+    "its table row without our numbers:\n" .. out)
 end
 
 return T
