@@ -160,6 +160,7 @@ function M.main_table(name, opts)
       100 * report.value(e.runs, { method = "deep_ensemble" }, "acc")))
   end
   print("report: " .. e.report.markdown)
+  for _, p in ipairs(e.report.circuits or {}) do print("circuit diagnostics over seeds: " .. p) end
   return 0
 end
 
