@@ -11,7 +11,9 @@
  *                            -> "exit", code | "signal", signo
  *   core.kill(pid, sig)      sends sig (an integer or "TERM", "INT", "KILL") to pid's process
  *                            group (falls back to pid); returns true, or false + reason
- *   core.trap_signals()      from now on SIGINT and SIGTERM set a flag instead of killing
+ *   core.trap_signals([on])  from now on SIGINT and SIGTERM set a flag instead of killing;
+ *                            core.trap_signals(false) gives them back their default action
+ *                            (the flag stays as it was)
  *   core.interrupted()       -> nil, or the number of the first trapped signal
  *   core.ncpu()              -> online processors (sysconf)
  *   core.exe()               -> the real path of the running executable (/proc/self/exe) */
@@ -204,14 +206,14 @@ static int l_kill(lua_State *L) {
 }
 
 static int l_trap_signals(lua_State *L) {
+    int on = lua_isnoneornil(L, 1) || lua_toboolean(L, 1);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
+    sa.sa_handler = on ? on_signal : SIG_DFL;
     sigemptyset(&sa.sa_mask);
     sa.sa_flags = 0; /* no SA_RESTART: a blocking wait returns early */
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
-    (void)L;
     return 0;
 }
 

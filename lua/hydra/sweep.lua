@@ -735,6 +735,9 @@ function M.run(sw, opts)
     end
   end
   clear()
+  -- the signals kill again: work the caller does after the sweep (an experiment's own stages,
+  -- its report) stops at SIGINT / SIGTERM instead of swallowing them
+  core.trap_signals(false)
   local counts = M.status(sw)
   summary.complete = counts.complete
   summary.seconds = core.now() - t0

@@ -6,7 +6,8 @@
 # complete, the first run's files are untouched (same bytes, same mtime), the resumed runs hit
 # the stage cache (base models built before the kill, or by the point sharing their seed), the
 # aggregated table is present with mean ± std rows; then a SIGINT stops a sweep cleanly (exit
-# 130, the message says how to resume) and the rerun finishes it.
+# 130, the message says how to resume) and the rerun finishes it; after a sweep returns, SIGTERM
+# kills the process again.
 set -u
 HYDRA=${HYDRA:-./hydra}
 case "$HYDRA" in /*) ;; *) HYDRA="$(pwd)/$HYDRA" ;; esac
@@ -115,4 +116,26 @@ fi
 "$HYDRA" sweep "$tmp/s.yaml" --jobs 2 --threads 2 train.epochs=2 > "$tmp/int2.log" 2>&1 \
     || { cat "$tmp/int2.log"; fail "the sweep after SIGINT failed"; }
 grep -q "sweep s: 4 of 4 points complete" "$tmp/int2.log" || fail "not finished after SIGINT"
+
+# 5. after a sweep returns, SIGTERM kills again: an experiment's own work after its sweep (a
+# pretraining stage, the report) must not swallow the signal the sweep trapped
+cat > "$tmp/after.lua" <<'LUA'
+local core = require("hydra.core")
+local sweep = require("hydra.sweep")
+sweep.run(sweep.load(arg[1], {}), { quiet = true })
+io.stdout:write("after the sweep\n"); io.stdout:flush()
+local t0 = core.now()
+while core.now() - t0 < 20 do end   -- busy, as a training loop
+print("survived SIGTERM")
+LUA
+"$HYDRA" run "$tmp/after.lua" "$tmp/s.yaml" > "$tmp/after.log" 2>&1 &
+pid=$!
+i=0
+while [ $i -lt 400 ] && ! grep -q "after the sweep" "$tmp/after.log"; do sleep 0.05; i=$((i + 1)); done
+grep -q "after the sweep" "$tmp/after.log" || { cat "$tmp/after.log"; fail "the script did not get past its sweep"; }
+kill -TERM $pid
+wait $pid
+rc=$?
+grep -q "survived" "$tmp/after.log" && fail "SIGTERM after a sweep was swallowed (the work ran on)"
+[ $rc -eq 143 ] || { cat "$tmp/after.log"; fail "SIGTERM after a sweep: expected exit status 143, got $rc"; }
 echo "sweep_resume: ok"
