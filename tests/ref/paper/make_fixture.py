@@ -33,7 +33,8 @@ def g(v):
     return repr(float(v)) if False else "%.17g" % v
 
 def write_summary(exp, rows, keys, value, boot):
-    """rows: (id, label); value(i, row_id, seed, j, key) -> fraction; boot: (a, b, key, d, lo, hi)"""
+    """rows: (id, label); keys: a list, or row_id -> the row's list; value(i, row_id, seed, j,
+    key) -> fraction; boot: (a, b, key, d, lo, hi)"""
     d = os.path.join(os.path.dirname(os.path.abspath(__file__)), "summaries", exp)
     os.makedirs(d, exist_ok=True)
     h = ("# hydra-paper-summary-1 %s: %%s (hydra repro --write; results/README.md, "
@@ -44,7 +45,7 @@ def write_summary(exp, rows, keys, value, boot):
         f.write("row,label,seed,key,value\n")
         for i, (rid, label) in enumerate(rows):
             for seed in range(3):
-                for j, key in enumerate(keys):
+                for j, key in enumerate(keys(rid) if callable(keys) else keys):
                     f.write("%s,%s,%d,%s,%s\n" % (q(rid), q(label), seed, key,
                                                   g(value(i, rid, seed, j, key))))
     with open(os.path.join(d, "bootstrap.csv"), "w") as f:
@@ -156,26 +157,17 @@ S_ROWS = [("c1", "C1: ∇L_D(θ) ≈ 0 (|∇L_Dᵀδθ| ≤ 0.1·|½δθᵀH_Dδ
           ("ece_gap", "The calibration gap ECE_n − ECE_t grows"),
           ("nll_gap", "The NLL gap NLL_n − NLL_t grows")]
 S_SET = {"c2": [0.2, 0.3, 0.4]}  # hand-checked: 30.00 ± 10.00
-d = os.path.join(os.path.dirname(os.path.abspath(__file__)), "summaries", "prop1")
-os.makedirs(d, exist_ok=True)
-h = ("# hydra-paper-summary-1 prop1: %s (hydra repro --write; results/README.md, "
-     "\"Paper summaries\")\n")
-with open(os.path.join(d, "values.csv"), "w") as f:
-    f.write(h % "the per-seed metrics of every row")
-    f.write("row,label,seed,key,value\n")
-    for i, (r, label) in enumerate(P_ROWS):
-        for seed in range(3):
-            for j, key in enumerate(P_KEYS):
-                v = P_SET.get((r, key), [None] * 3)[seed]
-                if v is None:
-                    v = (0.05 * i - 0.3 if key in ("dgap", "ece_gap_change")
-                         else 0.5 + 0.01 * i) + 0.001 * j + 0.002 * seed
-                f.write('"%s",%s,%d,%s,%s\n' % (r, '"%s"' % label, seed, key, g(v)))
-    for i, (r, label) in enumerate(S_ROWS):
-        for seed in range(3):
-            v = S_SET.get(r, [None] * 3)[seed]
-            f.write("%s,%s,%d,share,%s\n" % (r, '"%s"' % label if "," in label else label, seed,
-                                             g(v if v is not None else 0.4 + 0.05 * i + 0.01 * seed)))
-with open(os.path.join(d, "bootstrap.csv"), "w") as f:
-    f.write(h % "paired bootstrap over the test samples of every comparison")
-    f.write("a,b,key,resamples,boot_seed,seeds,diff,lo,hi\n")
+
+def prop1_value(i, r, seed, j, key):
+    if key == "share":
+        k = i - len(P_ROWS)
+        v = S_SET.get(r, [None] * 3)[seed]
+        return v if v is not None else 0.4 + 0.05 * k + 0.01 * seed
+    v = P_SET.get((r, key), [None] * 3)[seed]
+    if v is not None:
+        return v
+    return (0.05 * i - 0.3 if key in ("dgap", "ece_gap_change")
+            else 0.5 + 0.01 * i) + 0.001 * j + 0.002 * seed
+
+write_summary("prop1", P_ROWS + S_ROWS, lambda r: P_KEYS if "[" in r else ["share"],
+              prop1_value, [])
