@@ -402,6 +402,14 @@ function T.bad_documents_and_summaries()
   eq(select(2, paper.read_summary(dir .. "/s/none")), dir .. "/s/none/values.csv", "absent")
 end
 
+-- The repository's own document: every generated table of paper_repro.md equals what the
+-- committed summaries in results/paper/ give (the others wait with their placeholder line).
+function T.paper_repro_matches_its_summaries()
+  local problems, waits = paper.check("paper_repro.md", "results/paper")
+  eq(#problems, 0, "paper_repro.md: " .. table.concat(problems, "; "))
+  ok(#waits < #paper.TABLES, "some table is generated")
+end
+
 -- the rule the tables apply is hydra.verdict's (no second copy)
 function T.tables_use_the_verdict_rule()
   local s = assert(paper.read_summary(FIX .. "/summaries/ablation_pruning"))
