@@ -82,12 +82,17 @@ function M.run(opts)
       if src then
         paper.read_summary(src)   -- raises on a damaged file before anything is copied
         output.mkdir_p(dst, "hydra repro")
+        local changed = false
         for _, f in ipairs({ "values.csv", "bootstrap.csv" }) do
           local text = fs.read_file(src .. "/" .. f)
           if not text then err.fail("hydra repro: cannot read '%s/%s'", src, f) end
-          require("hydra.report").write_text(dst .. "/" .. f, text)
+          if fs.read_file(dst .. "/" .. f) ~= text then
+            require("hydra.report").write_text(dst .. "/" .. f, text)
+            changed = true
+          end
         end
-        print(("%s: copied %s/{values,bootstrap}.csv to %s/"):format(e, src, dst))
+        print(changed and ("%s: copied %s/{values,bootstrap}.csv to %s/"):format(e, src, dst)
+          or ("%s: %s/ is up to date with %s/"):format(e, dst, src))
       elseif runs then
         local t0 = core.now()
         local r = paper.summarize(e, runs, sumdir .. "/" .. e, { B = opts.resamples })
