@@ -17,7 +17,9 @@
 -- bins) and NLL of the softmax. OOD sets are not used: they have no labels, so L_Dn is not
 -- defined on them. Mean ± std over seeds; the points run in this process, in sweep order (a
 -- complete point, results/prop1/<run-id>/prop1.h5, is not run again; --jobs is not used).
--- Writes results/prop1/report/{table.md, prop1.csv, plots/*.png}.
+-- Writes results/prop1/report/{table.md, prop1.csv, values.csv, bootstrap.csv, plots/*.png};
+-- on the paper profile also results/paper/prop1/{values,bootstrap}.csv (the result summary
+-- paper_repro.md's tables read: hydra.prop1.summary_rows).
 local hydra = require("hydra")
 local common = require("hydra.methods.common")
 local core = hydra.core
@@ -239,32 +241,19 @@ local function verdict(yes, n)
   return ("%s: %d of %d (%.0f %%)"):format(word, yes, n, n > 0 and 100 * yes / n or 0)
 end
 local V = {}
-V[#V + 1] = { "Condition 1 (grad L_D(theta) ~ 0: |grad L_D^T dtheta| <= 0.1 x "
-  .. "|1/2 dtheta^T H_D dtheta|)", count(function(r, s)
-    if s ~= noisy[1] then return nil end   -- one per point
-    return math.abs(r.train_gdot) <= 0.1 * math.abs(0.5 * r.train_vhv)
+for _, st in ipairs(hydra.prop1.STATEMENTS) do
+  V[#V + 1] = { st.label, count(function(r, s)
+    if st.per_point and s ~= noisy[1] then return nil end   -- one per point
+    return st.holds(r, s, clean)
   end) }
-V[#V + 1] = { "Condition 2 (grad L_Dn(theta)^T dtheta >= 0)",
-  count(function(r, s) return r[s .. "_gdot"] >= 0 end) }
-V[#V + 1] = { "Condition 3 (dtheta^T (H_n - H_t) dtheta > 0)",
-  count(function(r, s) return r[s .. "_vhv_diff"] > 0 end) }
-V[#V + 1] = { "Conclusion (DeltaL(theta) <= DeltaL(theta + dtheta))",
-  count(function(r, s) return r[s .. "_gap1"] >= r[s .. "_gap0"] end) }
-V[#V + 1] = { "Conclusion where conditions 2 and 3 hold",
-  count(function(r, s)
-    if not (r[s .. "_gdot"] >= 0 and r[s .. "_vhv_diff"] > 0) then return nil end
-    return r[s .. "_gap1"] >= r[s .. "_gap0"]
-  end) }
-V[#V + 1] = { "Second-order prediction has the sign of the measured change",
-  count(function(r, s) return (r[s .. "_pred"] >= 0) == (r[s .. "_dgap"] >= 0) end) }
-V[#V + 1] = { "Calibration gap grows (ECE_n - ECE_t larger at theta + dtheta)",
-  count(function(r, s)
-    return r[s .. "_ece1"] - r[clean .. "_ece1"] >= r[s .. "_ece0"] - r[clean .. "_ece0"]
-  end) }
-V[#V + 1] = { "NLL gap grows (NLL_n - NLL_t larger at theta + dtheta)",
-  count(function(r, s)
-    return r[s .. "_nll1"] - r[clean .. "_nll1"] >= r[s .. "_nll0"] - r[clean .. "_nll0"]
-  end) }
+  if st.id == "conclusion" then
+    V[#V + 1] = { "Conclusion where conditions 2 and 3 hold",
+      count(function(r, s)
+        if not (r[s .. "_gdot"] >= 0 and r[s .. "_vhv_diff"] > 0) then return nil end
+        return st.holds(r, s, clean)
+      end) }
+  end
+end
 line("")
 line("**Verdicts** (over every point with dtheta != 0, every seed and severity)")
 line("")
@@ -300,6 +289,18 @@ for _, r in ipairs(recs) do
   end
 end
 output.write_text(rdir .. "/prop1.csv", table.concat(csv, "\n") .. "\n", "prop1")
+
+-- the result summary (hydra.paper's layout: values.csv per point and statement and seed; no
+-- bootstrap: these quantities have no per-sample form), on the paper profile also in
+-- <results_dir>/paper/prop1/ (paper_repro.md's tables read it)
+local srows, skeys = hydra.prop1.summary_rows(recs, clean, noisy)
+local sdirs = { rdir }
+if sw.profile == "paper" then sdirs[#sdirs + 1] = sw.results_dir .. "/paper/prop1" end
+for _, dir in ipairs(sdirs) do
+  output.mkdir_p(dir, "prop1")
+  output.write_text(dir .. "/values.csv", hydra.paper.values_csv("prop1", srows, skeys), "prop1")
+  output.write_text(dir .. "/bootstrap.csv", hydra.paper.bootstrap_csv("prop1", {}, {}), "prop1")
+end
 
 -- one plot per quantity: the mean over the severities against heads kept, one line per
 -- (criterion, fine-tuning), error bars = std over seeds

@@ -5,7 +5,8 @@
 --                                      = true: the experiment script writes the summary itself;
 --                                      script_name: the script that runs the experiment's sweep
 --                                      when it is not experiments/<experiment>.lua; a row's
---                                      filter may name a score (its "{score}" in column keys)
+--                                      filter may name a score (its "{score}" in column keys);
+--                                      row_title: the first column's title (default "Method")
 --   paper.summarize(experiment, runs, dir [, opts])  writes the experiment's result summary:
 --                                      dir/values.csv (the per-seed metrics of every row) and
 --                                      dir/bootstrap.csv (the paired bootstrap of every
@@ -17,8 +18,11 @@
 --   paper.read_summary(dir) -> summary (nil, missing file when absent)
 --   paper.render(spec, summary, where) -> the lines of one generated block
 --   paper.blocks(text, path) -> the marked blocks of a document
---   paper.write(doc, sumdir) -> names of the tables rewritten   (raises naming missing files)
---   paper.check(doc, sumdir) -> problems (a list of one-line texts; empty when up to date)
+--   paper.write(doc, sumdir) -> names generated, names waiting (a block without its summary
+--                                      gets paper.placeholder's line; raises naming the missing
+--                                      summary of a block that holds a generated table)
+--   paper.check(doc, sumdir) -> problems (one-line texts; empty when up to date), names waiting
+--   paper.placeholder(t, where) -> the line of a block waiting for its summary
 --
 -- A block is the lines between `<!-- hydra:table NAME -->` and `<!-- /hydra:table -->`; the rest
 -- of the document is never touched. Summaries live in <sumdir>/<experiment>/ (results/paper/ in
@@ -81,7 +85,24 @@ for _, k in ipairs({ { "acc", "Acc ↑" }, { "ece", "ECE ↓" } }) do
   end
 end
 
+-- Proposition 1 (experiments/prop1.lua writes the summary: hydra.prop1.summary_rows)
+M.COLUMNS.prop1_points = { raw3("dgap", "ΔL(θ+δθ) − ΔL(θ)"),
+  pct("ece_gap_change", "ECE-gap change, highest severity"), pct("clean_acc", "Acc (clean rows)"),
+  pct("c2", "C2 holds (% of severities)"), pct("c3", "C3 holds (% of severities)"),
+  pct("conclusion", "Conclusion holds (% of severities)") }
+M.COLUMNS.prop1_statements = { pct("share", "Holds in (% of pruned points × severities)") }
+
 local CAPTIONS = {
+  prop1_points = "Each pruned point (criterion, fine-tuning, heads kept per layer; δθ ≠ 0); "
+    .. "ΔL = L_Dn − L_Dt (mean cross-entropy), its change averaged over the Fashion-MNIST-C "
+    .. "severities; ECE-gap change = (ECE_n − ECE_t) at θ + δθ minus at θ, at the highest "
+    .. "severity, in points; Acc of the pruned model on the clean rows; C2, C3 and the "
+    .. "conclusion: share of the severities where they hold (per seed, then mean ± std); no "
+    .. "verdict column: gradients and curvatures along δθ have no per-sample form for the "
+    .. "sample test of results/README.md",
+  prop1_statements = "Share of the (pruned point, severity) pairs of a seed where the statement "
+    .. "holds (C1: of the pruned points), mean ± std over seeds; a share, not a verdict: the "
+    .. "points of one seed share their base model",
   acc_ood = "Acc on the ID test set; OOD positive, score MSP, OOD avg = unweighted mean over "
     .. "every OOD set, Near / Far = over the near / far group, FPR95 = ID flagged at 95 %% OOD "
     .. "recall",
@@ -359,6 +380,30 @@ do
         columns = "acc_ood", rows = rows,
         verdict = { key = "ood_avg_auroc_msp", better = "higher",
                     what = "Deep Ensembles at the same setting" } })
+end
+
+-- prop1: summaries written by experiments/prop1.lua itself (no run folders)
+do
+  local points = {}
+  for _, m in ipairs({ "taylor", "circuit" }) do
+    for _, ft in ipairs({ 0, 1 }) do
+      for _, k in ipairs({ 8, 6, 4, 2, 1 }) do
+        if ft > 0 or k < 8 then   -- 8 heads without fine-tuning: theta itself, dtheta = 0
+          local f = { ["finetune.epochs"] = tostring(ft), ["hydra.keep_heads"] = tostring(k) }
+          points[#points + 1] = { method = m, filter = f }
+        end
+      end
+    end
+  end
+  add({ name = "prop1.points", experiment = "prop1", columns = "prop1_points", rows = points,
+        script = true, row_title = "Pruned point" })
+  local statements = {}
+  for _, id in ipairs({ "c1", "c2", "c3", "conclusion", "second_order", "ece_gap",
+                        "nll_gap" }) do
+    statements[#statements + 1] = { method = id }
+  end
+  add({ name = "prop1.statements", experiment = "prop1", columns = "prop1_statements",
+        rows = statements, script = true, row_title = "Statement" })
 end
 
 function M.table(name) return by_name[name] end
@@ -793,7 +838,7 @@ function M.render(t, summary, where)
     .. "compares). Seeds %s; mean ± std over seeds (sample std; (n=k): a cell with fewer "
     .. "seeds); percent, NLL raw. %s.%s*"):format(where, seeds_text(seeds), cap, vtext)
   lines[#lines + 1] = ""
-  local head, rule = { "Method" }, { "---" }
+  local head, rule = { t.row_title or "Method" }, { "---" }
   for i, c in ipairs(cols) do head[i + 1] = c.title; rule[i + 1] = "---:" end
   if t.verdict then head[#head + 1] = "Verdict"; rule[#rule + 1] = "---" end
   lines[#lines + 1] = md_row(head)
@@ -881,30 +926,63 @@ local function missing_text(m)
     .. "`hydra repro --write`"):format(m.path, m.table, m.exp)
 end
 
--- Rewrites every marked block of the document at `doc` from the summaries in sumdir. Nothing
--- is written when a summary is missing (the error lists each). Returns the tables' names.
+-- The one line a block holds while its summary does not exist (where = the summary's folder).
+function M.placeholder(t, where)
+  return ("*Not generated yet: `make repro` (or `hydra repro %s --profile paper` then `hydra "
+    .. "repro --write`) writes this table from `%s`.*"):format(t.script_name or t.experiment, where)
+end
+
+-- whether a block's body is empty or the placeholder (a table waiting for its summary)
+local function waiting(b, where)
+  local t = by_name[b.name]
+  local body = {}
+  for _, l in ipairs(b.body) do if l ~= "" then body[#body + 1] = l end end
+  return #body == 0 or (#body == 1 and body[1] == M.placeholder(t, where))
+end
+
+-- the summary folder of table t as captions and placeholders name it
+local function where_of(t, sumdir) return sumdir .. "/" .. t.experiment .. "/" end
+
+-- Rewrites every marked block of the document at `doc` from the summaries in sumdir. A block
+-- whose summary is missing gets the placeholder line (M.placeholder) when it is empty or holds
+-- it already; when it holds anything else (a generated table) nothing is written and the error
+-- names each such summary. Returns the names of the tables generated and of those waiting.
 function M.write(doc, sumdir)
   local text = fs.read_file(doc)
   if not text then err.fail("paper: cannot read '%s'", doc) end
   local blocks, lines = M.blocks(text, doc)
   local sums, missing = summaries_for(blocks, sumdir)
-  if #missing > 0 then
-    local t = {}
-    for _, m in ipairs(missing) do t[#t + 1] = missing_text(m) end
-    err.fail("paper: %s unchanged: %s", doc, table.concat(t, "; "))
+  local lost = {}
+  for _, b in ipairs(blocks) do
+    local t = by_name[b.name]
+    if not sums[t.experiment] and not waiting(b, where_of(t, sumdir)) then
+      for _, m in ipairs(missing) do
+        if by_name[m.table].experiment == t.experiment then
+          lost[#lost + 1] = missing_text({ path = m.path, table = b.name, exp = m.exp })
+        end
+      end
+    end
   end
-  local out, names, bi = {}, {}, 1
+  if #lost > 0 then
+    err.fail("paper: %s unchanged: %s", doc, table.concat(lost, "; "))
+  end
+  local out, names, waits, bi = {}, {}, {}, 1
   local i = 1
   while i <= #lines do
     local b = blocks[bi]
     if b and i == b.open then
       out[#out + 1] = lines[i]
       local t = by_name[b.name]
-      for _, l in ipairs(M.render(t, sums[t.experiment], sumdir .. "/" .. t.experiment .. "/")) do
-        out[#out + 1] = l
+      if sums[t.experiment] then
+        for _, l in ipairs(M.render(t, sums[t.experiment], where_of(t, sumdir))) do
+          out[#out + 1] = l
+        end
+        names[#names + 1] = b.name
+      else
+        out[#out + 1] = M.placeholder(t, where_of(t, sumdir))
+        waits[#waits + 1] = b.name
       end
       out[#out + 1] = lines[b.close]
-      names[#names + 1] = b.name
       i = b.close + 1
       bi = bi + 1
     else
@@ -914,7 +992,7 @@ function M.write(doc, sumdir)
   end
   local new = table.concat(out, "\n") .. "\n"
   if new ~= text then report.write_text(doc, new) end
-  return names
+  return names, waits
 end
 
 -- the cells of a Markdown table line ('\|' stays inside a cell)
@@ -950,21 +1028,39 @@ local function parse_block(body)
 end
 
 -- Compares every marked block of `doc` with what the summaries in sumdir give; returns the
--- problems, one line each (stale cells by table, row and column; missing summaries).
+-- problems, one line each (stale cells by table, row and column; a generated table whose
+-- summary is missing), and the names of the tables waiting for their summary (the block holds
+-- the placeholder line and the summary does not exist: not a problem).
 function M.check(doc, sumdir)
   local text = fs.read_file(doc)
   if not text then err.fail("paper: cannot read '%s'", doc) end
   local blocks = M.blocks(text, doc)
   local sums, missing = summaries_for(blocks, sumdir)
-  local problems = {}
+  local problems, waits = {}, {}
   local function say(fmt, ...) problems[#problems + 1] = fmt:format(...) end
-  for _, m in ipairs(missing) do say("%s", missing_text(m)) end
   if #blocks == 0 then say("%s: no marked table ('<!-- hydra:table NAME -->')", doc) end
+  local miss_of = {}
+  for _, m in ipairs(missing) do miss_of[by_name[m.table].experiment] = m end
+  local named = {}
+  for _, b in ipairs(blocks) do
+    local t = by_name[b.name]
+    local m = miss_of[t.experiment]
+    if m then
+      local body = {}
+      for _, l in ipairs(b.body) do if l ~= "" then body[#body + 1] = l end end
+      if #body == 1 and body[1] == M.placeholder(t, where_of(t, sumdir)) then
+        waits[#waits + 1] = b.name
+      elseif not named[t.experiment] then
+        named[t.experiment] = true
+        say("%s", missing_text({ path = m.path, table = b.name, exp = m.exp }))
+      end
+    end
+  end
   for _, b in ipairs(blocks) do
     local t = by_name[b.name]
     local s = sums[t.experiment]
     if s then
-      local where = sumdir .. "/" .. t.experiment .. "/"
+      local where = where_of(t, sumdir)
       local want = M.render(t, s, where)
       local wcap, wrows = parse_block(want)
       local gcap, grows = parse_block(b.body)
@@ -1009,7 +1105,7 @@ function M.check(doc, sumdir)
       end
     end
   end
-  return problems
+  return problems, waits
 end
 
 return M

@@ -11,6 +11,13 @@ local M = {}
 
 local function home() return rawget(_G, "HYDRA_HOME") or "." end
 
+-- The run folders are read under the config's results_dir (a `results_dir=DIR` override:
+-- runs made elsewhere); the summaries are written to --summaries (default
+-- <results_dir of configs/defaults.yaml>/paper, the repository's results/paper). An experiment
+-- whose script writes its summary (paper.TABLES' script = true) leaves it in
+-- <results_dir>/paper/<experiment>/; --write copies it into the summaries' folder when that is
+-- another place, and --check compares the two.
+
 -- the paper-profile runs of an experiment: runs (report_sweep.collect), or nil, why
 local function paper_runs(experiment, overrides)
   local sweep, rs = require("hydra.sweep"), require("hydra.report_sweep")
@@ -51,6 +58,16 @@ function M.run(opts)
     err.usage("hydra repro: --resamples must be >= 2")
   end
   local exps = experiments_of(doc)
+  local output = require("hydra.output")
+  local fs = require("hydra.fs")
+  -- the summary a script experiment wrote under the runs' results_dir, when it is not sumdir's
+  local rdir = require("hydra.config").load(nil, overrides).results_dir
+  local function script_source(e)
+    local src, dst = rdir .. "/paper/" .. e, sumdir .. "/" .. e
+    if core.stat(src .. "/values.csv") ~= "file" then return nil end
+    if output.same_file(src .. "/values.csv", dst .. "/values.csv") then return nil end
+    return src, dst
+  end
   -- experiments whose script writes its summary (paper.TABLES' script = true) have no runs
   local function by_script(e)
     for _, t in ipairs(paper.tables_of(e)) do if not t.script then return false end end
@@ -60,7 +77,23 @@ function M.run(opts)
     for _, e in ipairs(exps) do
       local runs, why = nil, ("its summary is written by experiments/%s.lua"):format(e)
       if not by_script(e) then runs, why = paper_runs(e, overrides) end
-      if runs then
+      local src, dst = nil, nil
+      if by_script(e) then src, dst = script_source(e) end
+      if src then
+        paper.read_summary(src)   -- raises on a damaged file before anything is copied
+        output.mkdir_p(dst, "hydra repro")
+        local changed = false
+        for _, f in ipairs({ "values.csv", "bootstrap.csv" }) do
+          local text = fs.read_file(src .. "/" .. f)
+          if not text then err.fail("hydra repro: cannot read '%s/%s'", src, f) end
+          if fs.read_file(dst .. "/" .. f) ~= text then
+            require("hydra.report").write_text(dst .. "/" .. f, text)
+            changed = true
+          end
+        end
+        print(changed and ("%s: copied %s/{values,bootstrap}.csv to %s/"):format(e, src, dst)
+          or ("%s: %s/ is up to date with %s/"):format(e, dst, src))
+      elseif runs then
         local t0 = core.now()
         local r = paper.summarize(e, runs, sumdir .. "/" .. e, { B = opts.resamples })
         print(("%s: wrote %s and %s (%d rows, %d comparisons, %.1f s)"):format(e, r.values,
@@ -69,11 +102,28 @@ function M.run(opts)
         print(("%s: summary kept as it is (%s)"):format(e, why))
       end
     end
-    local names = paper.write(doc, sumdir)
+    local names, waits = paper.write(doc, sumdir)
     print(("%s: %d table(s) generated (%s)"):format(doc, #names, table.concat(names, ", ")))
+    if #waits > 0 then
+      print(("%s: %d table(s) wait for their summary (%s)"):format(doc, #waits,
+        table.concat(waits, ", ")))
+    end
     return 0
   end
-  local problems = paper.check(doc, sumdir)
+  local problems, waits = paper.check(doc, sumdir)
+  for _, e in ipairs(exps) do
+    local src, dst = nil, nil
+    if by_script(e) then src, dst = script_source(e) end
+    if src then
+      for _, f in ipairs({ "values.csv", "bootstrap.csv" }) do
+        local want, got = fs.read_file(src .. "/" .. f), fs.read_file(dst .. "/" .. f)
+        if got and want ~= got then
+          problems[#problems + 1] = ("%s/%s: differs from %s/%s (written by experiments/%s.lua;"
+            .. " `hydra repro --write results_dir=%s` copies it)"):format(dst, f, src, f, e, rdir)
+        end
+      end
+    end
+  end
   for _, e in ipairs(exps) do
     local runs = not by_script(e) and paper_runs(e, overrides)
     local committed = require("hydra.fs").read_file(sumdir .. "/" .. e .. "/values.csv")
@@ -99,6 +149,10 @@ function M.run(opts)
     return 1
   end
   print(("%s: every generated table matches %s"):format(doc, sumdir))
+  if #waits > 0 then
+    print(("%s: %d table(s) wait for their summary (%s)"):format(doc, #waits,
+      table.concat(waits, ", ")))
+  end
   return 0
 end
 

@@ -62,6 +62,14 @@ for p in gap gap_pred gdot curvature grad_train ece_gap nll_gap; do
 done
 lines=$(wc -l < "$rep/prop1.csv")
 [ "$lines" -eq 61 ] || { echo "prop1.csv: $lines lines, expected 61 (20 points x 3 sets + header)"; fail=1; }
+# the result summary (hydra.paper's layout): 18 pruned points x 6 keys + 7 statements, 1 seed
+[ "$(grep -c '^"[a-z]*\[finetune.epochs=' "$rep/values.csv")" -eq 108 ] \
+    || { echo "values.csv: expected 18 pruned points x 6 keys"; fail=1; }
+[ "$(grep -c ',share,' "$rep/values.csv")" -eq 7 ] \
+    || { echo "values.csv: expected a share per statement"; fail=1; }
+grep -q '^a,b,key,resamples,boot_seed,seeds,diff,lo,hi$' "$rep/bootstrap.csv" \
+    || { echo "bootstrap.csv: no header"; fail=1; }
+[ -e "$tmp/results/paper" ] && { echo "the quick profile wrote a paper summary"; fail=1; }
 run >"$tmp/again.txt" 2>&1 || fail=1
 grep -q "prop1: point" "$tmp/again.txt" && { echo "the second run measured again"; fail=1; }
 [ $fail -eq 0 ] || { cat "$tmp/out.txt"; exit 1; }

@@ -102,6 +102,79 @@ function T.write_then_check_on_real_runs()
   eq(check.read_file(doc), text, "is a fixed point")
 end
 
+-- Blocks without their summary keep (or get) the placeholder line; --write fills the others,
+-- --check passes and lists the waiting ones; a generated block whose summary is gone is an error.
+-- A script's summary under results_dir (results_dir=DIR) is copied to --summaries by --write
+-- and compared by --check.
+function T.waiting_tables_and_script_summaries()
+  local dir = check.tmpdir()
+  local sum = dir .. "/sum"
+  core.mkdir_p(sum)
+  os.execute(("cp -r %s/summaries/prop1 %s/"):format(FIX, sum))
+  local doc = dir .. "/doc.md"
+  local t_b2 = paper.table("b2_circuit_knockout.knockout")
+  local ph = paper.placeholder(t_b2, sum .. "/b2_circuit_knockout/")
+  eq(ph, "*Not generated yet: `make repro` (or `hydra repro b2_circuit_knockout --profile paper` "
+    .. "then `hydra repro --write`) writes this table from `" .. sum .. "/b2_circuit_knockout/`.*",
+    "placeholder text")
+  check.write_file(doc, "a\n\n<!-- hydra:table prop1.statements -->\n<!-- /hydra:table -->\n\n"
+    .. "<!-- hydra:table b2_circuit_knockout.knockout -->\n<!-- /hydra:table -->\n")
+  local names, waits = paper.write(doc, sum)
+  check.same(names, { "prop1.statements" }, "generated")
+  check.same(waits, { "b2_circuit_knockout.knockout" }, "waiting")
+  local text = check.read_file(doc)
+  ok(text:find("\n<!-- hydra:table b2_circuit_knockout.knockout -->\n" .. ph
+    .. "\n<!-- /hydra:table -->\n", 1, true) ~= nil, "the placeholder written")
+  local problems, w = paper.check(doc, sum)
+  eq(#problems, 0, "a waiting table passes: " .. table.concat(problems, "; "))
+  check.same(w, { "b2_circuit_knockout.knockout" }, "listed as waiting")
+  -- a changed placeholder is no longer "waiting": the missing summary is named
+  check.write_file(doc, (text:gsub("Not generated yet", "Not yet")))
+  problems = paper.check(doc, sum)
+  eq(#problems, 1, "one problem")
+  ok(problems[1]:find("missing result summary " .. sum .. "/b2_circuit_knockout/values.csv", 1,
+    true) ~= nil, problems[1])
+  -- the script's summary under results_dir: --write copies it and fills the table
+  check.write_file(doc, text)
+  local rdir = dir .. "/runs"
+  core.mkdir_p(rdir .. "/paper")
+  local rows = {}
+  for i, r in ipairs({ "none", "circuit", "low_importance", "random" }) do
+    rows[i] = { id = r, label = r, values = { [0] = { acc = 0.8 + 0.01 * i,
+      ood_avg_auroc_msp = 0.7 + 0.01 * i }, [1] = { acc = 0.81, ood_avg_auroc_msp = 0.72 } } }
+  end
+  core.mkdir_p(rdir .. "/paper/b2_circuit_knockout")
+  check.write_file(rdir .. "/paper/b2_circuit_knockout/values.csv",
+    paper.values_csv("b2_circuit_knockout", rows, { "acc", "ood_avg_auroc_msp" }))
+  check.write_file(rdir .. "/paper/b2_circuit_knockout/bootstrap.csv",
+    paper.bootstrap_csv("b2_circuit_knockout", {}, {}))
+  local args = ("--doc %s --summaries %s results_dir=%s"):format(doc, sum, rdir)
+  local code, out, e = check.hydra("repro --write " .. args)
+  eq(code, 0, "write: " .. e)
+  ok(out:find("b2_circuit_knockout: copied " .. rdir .. "/paper/b2_circuit_knockout", 1, true)
+    ~= nil, out)
+  eq(check.read_file(sum .. "/b2_circuit_knockout/values.csv"),
+    check.read_file(rdir .. "/paper/b2_circuit_knockout/values.csv"), "copied")
+  ok(check.read_file(doc):find("| Circuit heads knocked out |", 1, true) == nil
+    and check.read_file(doc):find("| circuit | ", 1, true) ~= nil, "the table generated")
+  code = check.hydra("repro --check " .. args)
+  eq(code, 0, "check after write")
+  -- a newer script summary under results_dir: --check names the stale copy
+  check.write_file(rdir .. "/paper/b2_circuit_knockout/values.csv",
+    check.read_file(rdir .. "/paper/b2_circuit_knockout/values.csv"):gsub("0%.81", "0.82"))
+  local _
+  code, _, e = check.hydra("repro --check " .. args)
+  eq(code, 1, "stale copy: exit 1")
+  ok(e:find(sum .. "/b2_circuit_knockout/values.csv: differs from " .. rdir
+    .. "/paper/b2_circuit_knockout/values.csv", 1, true) ~= nil, e)
+  -- a generated table whose summary disappears: --write refuses, the document is untouched
+  local before = check.read_file(doc)
+  os.execute(("rm -r %s/b2_circuit_knockout %s/paper/b2_circuit_knockout"):format(sum, rdir))
+  check.raises_has("unchanged: missing result summary " .. sum
+    .. "/b2_circuit_knockout/values.csv", function() return paper.write(doc, sum) end)
+  eq(check.read_file(doc), before, "untouched")
+end
+
 -- A comparison of two scores (the training-free tables: each row its own score): key_a and
 -- key_b are each side's metric, so the observed difference is that of the two metrics.
 function T.bootstrap_of_two_scores()
@@ -236,6 +309,73 @@ function T.fixture_shift_condition_and_training_free_tables()
   end
 end
 
+-- Proposition 1's tables (experiments/prop1.lua writes the summary): hand-checked cells of the
+-- committed fixture, a changed cell named, and hydra.prop1.summary_rows on constructed records.
+function T.fixture_prop1_tables()
+  local committed = check.read_file(FIX .. "/doc.md")
+  for _, want in ipairs({
+    -- dgap 0.01, 0.02, 0.03: mean 0.020, sample std 0.010
+    "| Taylor, no fine-tuning, 6 heads kept | 0.020 ± 0.010 |",
+    -- C2 shares 0.2, 0.3, 0.4: 30.00 ± 10.00 percent
+    "| C2: ∇L_Dn(θ)ᵀδθ ≥ 0 | 30.00 ± 10.00 |",
+  }) do
+    ok(committed:find(want, 1, true) ~= nil, "hand-checked cell: " .. want)
+  end
+  local dir = check.tmpdir()
+  local changed, n = committed:gsub("| C2: ∇L_Dn%(θ%)ᵀδθ ≥ 0 | 30%.00 ± 10%.00 |",
+    "| C2: ∇L_Dn(θ)ᵀδθ ≥ 0 | 30.00 ± 10.01 |", 1)
+  eq(n, 1, "one cell changed")
+  check.write_file(dir .. "/doc.md", changed)
+  local p = paper.check(dir .. "/doc.md", FIX .. "/summaries")
+  eq(#p, 1, "one problem")
+  ok(p[1]:find("table prop1.statements, row 'C2: ∇L_Dn(θ)ᵀδθ ≥ 0', column 'Holds in (% of "
+    .. "pruned points × severities)': committed '30.00 ± 10.01', computed '30.00 ± 10.00'", 1,
+    true) ~= nil, "named: " .. p[1])
+  -- summary_rows: two seeds, two severities; the control point (dtheta = 0) has no row
+  local prop1 = require("hydra.prop1")
+  local function rec(seed, method, k, dtheta, v)
+    local r = { seed = seed, method = method, ft = 0, k = k, dtheta_norm = dtheta,
+                train_gdot = v.tg, train_vhv = 1,
+                clean_ece0 = 0.01, clean_ece1 = 0.02, clean_nll0 = 0.3, clean_nll1 = 0.3,
+                clean_acc1 = v.acc }
+    for i, s in ipairs({ "s1", "s2" }) do
+      r[s .. "_dgap"], r[s .. "_gdot"], r[s .. "_vhv_diff"] = v.dgap[i], v.gdot[i], v.vhv[i]
+      r[s .. "_gap0"], r[s .. "_gap1"] = 0, v.dgap[i]
+      r[s .. "_pred"] = v.pred[i]
+      r[s .. "_ece0"], r[s .. "_ece1"] = 0.05, v.ece1[i]
+      r[s .. "_nll0"], r[s .. "_nll1"] = 0.5, 0.4
+    end
+    return r
+  end
+  local recs = {
+    rec(0, "taylor", 8, 0, { tg = 0, acc = 0.9, dgap = { 0, 0 }, gdot = { 0, 0 },
+      vhv = { 0, 0 }, pred = { 0, 0 }, ece1 = { 0.05, 0.05 } }),
+    rec(0, "taylor", 4, 1, { tg = 0.01, acc = 0.8, dgap = { 0.1, 0.3 }, gdot = { 1, -1 },
+      vhv = { 1, 1 }, pred = { 1, -1 }, ece1 = { 0.05, 0.10 } }),
+    rec(1, "taylor", 4, 1, { tg = 1, acc = 0.7, dgap = { -0.1, -0.3 }, gdot = { -1, -1 },
+      vhv = { -1, 1 }, pred = { -1, -1 }, ece1 = { 0.05, 0.01 } }),
+  }
+  local rows, keys = prop1.summary_rows(recs, "clean", { "s1", "s2" })
+  check.same(keys, { "dgap", "ece_gap_change", "clean_acc", "c2", "c3", "conclusion", "share" },
+    "keys")
+  eq(#rows, 1 + #prop1.STATEMENTS, "one pruned point and the statements")
+  eq(rows[1].id, "taylor[finetune.epochs=0,hydra.keep_heads=4]", "point id")
+  eq(rows[1].label, "Taylor, no fine-tuning, 4 heads kept", "point label")
+  local v0, v1 = rows[1].values[0], rows[1].values[1]
+  near(v0.dgap, 0.2, 1e-12, "mean change over the severities")
+  near(v0.ece_gap_change, (0.10 - 0.02) - (0.05 - 0.01), 1e-12, "ECE-gap change at s2")
+  eq(v0.clean_acc, 0.8, "clean accuracy of the pruned model")
+  eq(v0.c2, 0.5, "C2 on one of two severities")
+  eq(v1.c3, 0.5, "C3 on one of two severities")
+  eq(v1.conclusion, 0, "the gap shrinks on both")
+  local st = {}
+  for _, r in ipairs(rows) do st[r.id] = r.values end
+  eq(st.c1[0].share, 1, "C1 counted once per point: |0.01| <= 0.05")
+  eq(st.c1[1].share, 0, "|1| > 0.05")
+  eq(st.second_order[0].share, 0.5, "the prediction's sign on one severity")
+  eq(st.conclusion[0].share, 1, "the control point is not counted")
+end
+
 function T.bad_documents_and_summaries()
   local dir = check.tmpdir()
   local function doc(text)
@@ -260,6 +400,14 @@ function T.bad_documents_and_summaries()
   check.raises_has("values.csv:1: expected the header 'row,label,seed,key,value'",
     function() return paper.read_summary(dir .. "/s/x") end)
   eq(select(2, paper.read_summary(dir .. "/s/none")), dir .. "/s/none/values.csv", "absent")
+end
+
+-- The repository's own document: every generated table of paper_repro.md equals what the
+-- committed summaries in results/paper/ give (the others wait with their placeholder line).
+function T.paper_repro_matches_its_summaries()
+  local problems, waits = paper.check("paper_repro.md", "results/paper")
+  eq(#problems, 0, "paper_repro.md: " .. table.concat(problems, "; "))
+  ok(#waits < #paper.TABLES, "some table is generated")
 end
 
 -- the rule the tables apply is hydra.verdict's (no second copy)

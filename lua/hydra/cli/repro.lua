@@ -5,7 +5,8 @@ local err = require("hydra.err")
 
 local USAGE = "hydra repro NAME[,NAME...]|all [--profile quick|paper] [--jobs N] [--seeds K] "
   .. "[--shard i/n|auto] [--threads T] [--budget] [key=value ...]\n"
-  .. "       hydra repro --write|--check [--doc FILE] [--summaries DIR] [--resamples B]"
+  .. "       hydra repro --write|--check [--doc FILE] [--summaries DIR] [--resamples B] "
+  .. "[results_dir=DIR]"
 
 -- `all`, in this order (quickstart is the demo, not a table of the paper)
 local ALL = { "table_image", "table_image_remedy", "table_text", "table_mnist",
@@ -46,10 +47,17 @@ prints that budget (for NAME or all) and runs nothing.
 `<!-- /hydra:table -->` (lua/hydra/paper.lua: one spec per NAME); the prose is never touched. It
 first writes the result summary of every experiment whose paper-profile runs are all complete
 (results/paper/<experiment>/values.csv and bootstrap.csv, --summaries; --resamples: bootstrap
-resamples, default 1000), then the tables from the summaries; it changes nothing when a summary
-is missing. --check compares the committed tables with what the summaries give (and the
-summaries with the run folders, where every run is present), names every stale cell (file,
-table, row, column, committed and computed text) or missing summary, and exits 1 if any.]],
+resamples, default 1000), then the tables from the summaries. The runs are read under
+results_dir (default `results`; results_dir=DIR reads run folders made elsewhere, the same
+override `hydra repro NAME` was run with), while the summaries still go to --summaries (default
+results/paper of the repository); a summary an experiment script writes itself
+(b2_circuit_knockout, prop1: DIR/paper/<experiment>/) is copied there. A table whose summary
+does not exist yet keeps the one line "*Not generated yet: ...*"; a generated table whose
+summary is missing is an error and nothing is written. --check compares the committed tables
+with what the summaries give (and the summaries with the run folders, or with the script's
+summary under results_dir, where present), names every stale cell (file, table, row, column,
+committed and computed text) or missing summary, and exits 1 if any; tables still waiting for
+their summary are listed and pass.]],
   run = function(args)
     local opts = argparse.parse(args, {
       command = "repro",

@@ -33,7 +33,8 @@ def g(v):
     return repr(float(v)) if False else "%.17g" % v
 
 def write_summary(exp, rows, keys, value, boot):
-    """rows: (id, label); value(i, row_id, seed, j, key) -> fraction; boot: (a, b, key, d, lo, hi)"""
+    """rows: (id, label); keys: a list, or row_id -> the row's list; value(i, row_id, seed, j,
+    key) -> fraction; boot: (a, b, key, d, lo, hi)"""
     d = os.path.join(os.path.dirname(os.path.abspath(__file__)), "summaries", exp)
     os.makedirs(d, exist_ok=True)
     h = ("# hydra-paper-summary-1 %s: %%s (hydra repro --write; results/README.md, "
@@ -44,7 +45,7 @@ def write_summary(exp, rows, keys, value, boot):
         f.write("row,label,seed,key,value\n")
         for i, (rid, label) in enumerate(rows):
             for seed in range(3):
-                for j, key in enumerate(keys):
+                for j, key in enumerate(keys(rid) if callable(keys) else keys):
                     f.write("%s,%s,%d,%s,%s\n" % (q(rid), q(label), seed, key,
                                                   g(value(i, rid, seed, j, key))))
     with open(os.path.join(d, "bootstrap.csv"), "w") as f:
@@ -135,3 +136,38 @@ for m, sc, _ in TF_ROWS:
 write_summary("table_training_free", [(tf(m, sc), label) for m, sc, label in TF_ROWS], TF_KEYS,
               lambda i, r, s, j, k: TF_SET.get((r, k), [None] * 3)[s]
               or 0.6 + 0.01 * i + 0.005 * j + 0.002 * s, tf_boot)
+
+# prop1: a row per pruned point (criterion, fine-tuning, heads kept) and per statement
+# (experiments/prop1.lua writes this layout: hydra.prop1.summary_rows; no bootstrap)
+P_KEYS = ["dgap", "ece_gap_change", "clean_acc", "c2", "c3", "conclusion"]
+P_ROWS = []
+for m, mlabel in (("taylor", "Taylor"), ("circuit", "Circuit (avg)")):
+    for ft in (0, 1):
+        for k in (8, 6, 4, 2, 1):
+            if ft > 0 or k < 8:
+                P_ROWS.append((rid(m, {"finetune.epochs": str(ft), "hydra.keep_heads": str(k)}),
+                               "%s, %s, %d head%s kept" % (mlabel, "fine-tuned 1 epoch" if ft
+                               else "no fine-tuning", k, "" if k == 1 else "s")))
+P_SET = {  # hand-checked: 0.01, 0.02, 0.03 -> 0.020 ± 0.010
+    (rid("taylor", {"finetune.epochs": "0", "hydra.keep_heads": "6"}), "dgap"): [0.01, 0.02, 0.03]}
+S_ROWS = [("c1", "C1: ∇L_D(θ) ≈ 0 (|∇L_Dᵀδθ| ≤ 0.1·|½δθᵀH_Dδθ| on the train rows)"),
+          ("c2", "C2: ∇L_Dn(θ)ᵀδθ ≥ 0"), ("c3", "C3: δθᵀ(H_n − H_t)δθ > 0"),
+          ("conclusion", "Conclusion: ΔL(θ) ≤ ΔL(θ + δθ)"),
+          ("second_order", "The second-order prediction has the sign of the measured change of ΔL"),
+          ("ece_gap", "The calibration gap ECE_n − ECE_t grows"),
+          ("nll_gap", "The NLL gap NLL_n − NLL_t grows")]
+S_SET = {"c2": [0.2, 0.3, 0.4]}  # hand-checked: 30.00 ± 10.00
+
+def prop1_value(i, r, seed, j, key):
+    if key == "share":
+        k = i - len(P_ROWS)
+        v = S_SET.get(r, [None] * 3)[seed]
+        return v if v is not None else 0.4 + 0.05 * k + 0.01 * seed
+    v = P_SET.get((r, key), [None] * 3)[seed]
+    if v is not None:
+        return v
+    return (0.05 * i - 0.3 if key in ("dgap", "ece_gap_change")
+            else 0.5 + 0.01 * i) + 0.001 * j + 0.002 * seed
+
+write_summary("prop1", P_ROWS + S_ROWS, lambda r: P_KEYS if "[" in r else ["share"],
+              prop1_value, [])
