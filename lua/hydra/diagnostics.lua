@@ -202,7 +202,15 @@ function M.study(runs, method)
     end
     return out
   end
-  local summary = { n = #rows,
+  -- every circuit of every seed: does the search's validation AUROC rank circuits as the test
+  -- sets do?
+  local cv, ct = {}, {}
+  for _, row in ipairs(rows) do
+    for m = 1, row.search_val and row.search_test and #row.search_val or 0 do
+      cv[#cv + 1], ct[#ct + 1] = row.search_val[m], row.search_test[m]
+    end
+  end
+  local summary = { n = #rows, circuits = #cv, r_circuit_val_test = pearson(cv, ct),
     r_ensemble_single = pearson(col("single"), col("ensemble")),
     r_delta_gap = pearson(col("max_gap"), col("delta")),
     r_ensemble_gap = pearson(col("max_gap"), col("ensemble")),
@@ -252,6 +260,10 @@ function M.markdown(rows, summary, method)
     .. "disagreement %s."):format(summary.n, r_text(summary.r_ensemble_single, summary.n),
     r_text(summary.r_delta_gap, summary.n), r_text(summary.r_ensemble_gap, summary.n),
     r_text(summary.r_ensemble_ood_disagreement, summary.n))
+  L[#L + 1] = ""
+  L[#L + 1] = ("Over the %d circuits of those seeds, Pearson r of a circuit's search-validation "
+    .. "AUROC with its test AUROC (before fine-tuning): %s."):format(summary.circuits,
+    r_text(summary.r_circuit_val_test, summary.circuits))
   return table.concat(L, "\n") .. "\n"
 end
 

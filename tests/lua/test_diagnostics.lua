@@ -141,6 +141,12 @@ function T.study_over_seeds_is_written_with_the_report()
   local pt = hydra.verdict.t_two_sided(r * math.sqrt(1) / math.sqrt(1 - r * r), 1)
   ok(text:find(("Over 3 seeds, Pearson r: ensemble with its Single %.2f (%s)")
     :format(r, hydra.verdict.p_text(pt)), 1, true), "r and its p (1 degree of freedom)")
+  local cv, ct = {}, {}
+  for _, r in ipairs(rows) do
+    for m = 1, 2 do cv[#cv + 1], ct[#ct + 1] = r.search_val[m], r.search_test[m] end
+  end
+  eq(summary.circuits, 6, "3 seeds x 2 circuits")
+  eq(summary.r_circuit_val_test, hydra.diagnostics.pearson(cv, ct), "validation vs test over circuits")
   -- Pearson r against a hand computation: x = 1, 2, 3, 4; y = 2, 4, 5, 9
   -- (mx 2.5, my 5; sxy 11, sxx 5, syy 26: r = 11 / sqrt(130))
   near(hydra.diagnostics.pearson({ 1, 2, 3, 4 }, { 2, 4, 5, 9 }), 11 / math.sqrt(130), 1e-15, "r")
