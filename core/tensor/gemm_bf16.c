@@ -1,6 +1,6 @@
 /* gemm_bf16.c: see gemm_bf16.h. The AVX-512 BF16 kernel, compiled for that target in this file
- * alone (a target attribute on its functions: the rest of the build keeps its own -march) and called only after
- * hy_bf16_available() said the CPU runs it.
+ * alone (a target attribute on its functions: the rest of the build keeps its own -march) and
+ * called only after hy_bf16_available() said the CPU runs it.
  *
  * Blocking (per call, on one thread): rows in blocks of MC, K in blocks of KC; a block of A is
  * rounded to bfloat16 into a row-major buffer on the stack (KC / 2 pairs a row: the pair
@@ -10,6 +10,7 @@
  * vector registers), per pair four loads of W and six broadcasts of A for 24 VDPBF16PS. */
 #include "tensor/gemm_bf16.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "tensor/base.h"
@@ -80,10 +81,96 @@ hy_bf16_w hy_bf16_pack(uint16_t *dst, const float *W, size_t ldw, size_t N, size
     return (hy_bf16_w){.p = dst, .n = N, .k = K, .kp = kp};
 }
 
+/* ===== precision names ===== */
+
+const char *hy_precision_name(hy_precision p) { return p == HY_PRECISION_BF16 ? "bf16" : "fp32"; }
+
+hy_status hy_precision_parse(const char *s, hy_precision *out) {
+    if (s && strcmp(s, "fp32") == 0) *out = HY_PRECISION_FP32;
+    else if (s && strcmp(s, "bf16") == 0) *out = HY_PRECISION_BF16;
+    else return hy_fail(HY_EINVAL, "precision must be fp32 or bf16 (got '%s')", s ? s : "");
+    return HY_OK;
+}
+
+/* ===== weight sets ===== */
+
+static const hy_bf16_set *in_use;   /* hy_bf16_use */
+
+typedef struct ent { const float *w; size_t i; } ent;
+
+static int cmp_ent(const void *a, const void *b) {
+    uintptr_t x = (uintptr_t)((const ent *)a)->w, y = (uintptr_t)((const ent *)b)->w;
+    return (x > y) - (x < y);
+}
+
+/* elements of a packed weight in a set, rounded up to 64 bytes */
+static size_t slot_len(size_t rows, size_t cols) {
+    return (hy_bf16_pack_len(rows, cols) + 31) / 32 * 32;
+}
+
+hy_status hy_bf16_set_build(hy_bf16_set *s, const float *const *w, const size_t *rows,
+                            const size_t *cols, size_t n) {
+    memset(s, 0, sizeof *s);
+    /* (pointer, index) sorted by pointer, duplicates dropped */
+    ent *e = hy_xmalloc((n ? n : 1) * sizeof *e);
+    if (!e) return HY_ENOMEM;
+    for (size_t i = 0; i < n; i++) e[i] = (ent){w[i], i};
+    qsort(e, n, sizeof *e, cmp_ent);
+    size_t u = 0, total = 0;
+    for (size_t i = 0; i < n; i++)
+        if (u == 0 || e[u - 1].w != e[i].w) e[u++] = e[i];
+    for (size_t i = 0; i < u; i++) total += slot_len(rows[e[i].i], cols[e[i].i]);
+    s->w = hy_xmalloc((u ? u : 1) * sizeof *s->w);
+    s->pk = hy_xmalloc((u ? u : 1) * sizeof *s->pk);
+    s->mem = hy_xmalloc_aligned((total ? total : 1) * sizeof *s->mem);
+    if (!s->w || !s->pk || !s->mem) {
+        hy_free(e);
+        hy_bf16_set_release(s);
+        return HY_ENOMEM;
+    }
+    size_t off = 0;
+    for (size_t i = 0; i < u; i++) {
+        size_t r = rows[e[i].i], c = cols[e[i].i];
+        s->w[i] = e[i].w;
+        s->pk[i] = hy_bf16_pack(s->mem + off, e[i].w, c, r, c);
+        off += slot_len(r, c);
+    }
+    s->n = u;
+    hy_free(e);
+    return HY_OK;
+}
+
+void hy_bf16_set_release(hy_bf16_set *s) {
+    hy_free(s->w);
+    hy_free(s->pk);
+    hy_free(s->mem);
+    memset(s, 0, sizeof *s);
+}
+
+const hy_bf16_set *hy_bf16_use(const hy_bf16_set *s) {
+    const hy_bf16_set *prev = in_use;
+    in_use = s;
+    return prev;
+}
+
+const hy_bf16_w *hy_bf16_lookup(const float *W, size_t ld, size_t K) {
+    const hy_bf16_set *s = in_use;
+    if (!s || !s->n || !hy_bf16_available()) return NULL;
+    size_t lo = 0, hi = s->n;   /* the first entry >= W */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if ((uintptr_t)s->w[mid] < (uintptr_t)W) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo == s->n || s->w[lo] != W || s->pk[lo].k != K || ld != K) return NULL;
+    return &s->pk[lo];
+}
+
 #if HAVE_BF16_KERNEL
 /* rows [0, mr) x columns [0, kc) of A (row stride lda) to bfloat16 pairs: ab[r * KC/2 + j]
  * holds a[r][2 j], a[r][2 j + 1] (a[r][kc] = 0 for an odd kc); rows [mr, MC) are left alone */
-BF16_TARGET static void convert_block(uint32_t *ab, const float *A, size_t lda, size_t mr, size_t kc) {
+BF16_TARGET static void convert_block(uint32_t *ab, const float *A, size_t lda, size_t mr,
+                                      size_t kc) {
     for (size_t r = 0; r < mr; r++) {
         const float *a = A + r * lda;
         uint16_t *o = (uint16_t *)(ab + r * (KC / 2));
@@ -127,7 +214,8 @@ BF16_TARGET static inline __attribute__((always_inline)) void micro(int mr, int 
     for (size_t j = 0; j < np; j++) {
         __m512bh w[NV];
 #pragma GCC unroll 4
-        for (int v = 0; v < nv; v++) w[v] = (__m512bh)_mm512_load_si512(b + (size_t)v * bs + j * 32);
+        for (int v = 0; v < nv; v++)
+            w[v] = (__m512bh)_mm512_load_si512(b + (size_t)v * bs + j * 32);
 #pragma GCC unroll 6
         for (int r = 0; r < mr; r++) {
             __m512bh x = (__m512bh)_mm512_set1_epi32((int)a[(size_t)r * (KC / 2) + j]);
@@ -152,8 +240,9 @@ BF16_TARGET static inline __attribute__((always_inline)) void micro(int mr, int 
     default: micro(mr_, 4, np, a, b, bs, c, ldc, last, load); break;                     \
     }
 
-BF16_TARGET static void micro_any(int mr, int nv, size_t np, const uint32_t *a, const uint16_t *b, size_t bs,
-                      float *c, size_t ldc, unsigned last, int load) {
+BF16_TARGET static void micro_any(int mr, int nv, size_t np, const uint32_t *a,
+                                  const uint16_t *b, size_t bs, float *c, size_t ldc,
+                                  unsigned last, int load) {
     switch (mr) {
     case 1: MICRO_NV(1) break;
     case 2: MICRO_NV(2) break;

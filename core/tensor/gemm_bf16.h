@@ -18,6 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tensor/base.h"
+
 /* Columns of A converted per block: the weights' slice of a 64-column micro-panel, 64 x KC
  * bfloat16, stays in a 48 KiB L1 data cache while a tile's rows pass over it. */
 #define HY_BF16_KC ((size_t)256)
@@ -61,5 +63,36 @@ void hy_gemm_bf16_nt(size_t M, size_t c0, size_t c1, const float *A, size_t lda,
 
 /* Rows of A converted per block (the tiles of gemm.h's tiling have at most 128). */
 #define HY_BF16_MC ((size_t)128)
+
+/* ===== the arithmetic of a model's inference (YAML train.precision, `hydra predict
+ * --precision`, the prediction file's attribute `precision`) ===== */
+typedef enum { HY_PRECISION_FP32 = 0, HY_PRECISION_BF16 = 1 } hy_precision;
+/* "fp32" / "bf16" */
+const char *hy_precision_name(hy_precision p);
+/* Fails HY_EINVAL "precision must be fp32 or bf16 (got 'x')". */
+hy_status hy_precision_parse(const char *s, hy_precision *out);
+
+/* The BF16 forms of a model's weights, keyed by the float32 tensor each was packed from. */
+typedef struct hy_bf16_set {
+    size_t n;
+    const float **w;      /* owned array [n], sorted: the float32 tensors */
+    hy_bf16_w *pk;        /* owned array [n]: their packed forms, in mem */
+    uint16_t *mem;        /* owned */
+} hy_bf16_set;
+
+/* Packs the n weights w[i] (rows[i], cols[i]), row-major and contiguous, into s (a pointer given
+ * twice is packed once); s overwritten. Fails HY_ENOMEM with s zeroed. */
+hy_status hy_bf16_set_build(hy_bf16_set *s, const float *const *w, const size_t *rows,
+                            const size_t *cols, size_t n);
+/* Frees s (a zeroed or released set is fine); zeroes it. */
+void hy_bf16_set_release(hy_bf16_set *s);
+
+/* Makes s the set whose weights the products that follow (gemm.h, on any thread) take in BF16;
+ * NULL: none. Returns the set it replaces, for the caller to put back. Process-wide: set it
+ * before a parallel region, never inside one. */
+const hy_bf16_set *hy_bf16_use(const hy_bf16_set *s);
+/* The packed form of W in the set in use when W (ld == K) is one of its tensors with K columns
+ * and hy_bf16_available(), else NULL: gemm.h then runs the product in float32. */
+const hy_bf16_w *hy_bf16_lookup(const float *W, size_t ld, size_t K);
 
 #endif

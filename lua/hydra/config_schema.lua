@@ -63,6 +63,7 @@ return {
   ["train.epochs"] = { ge = 0 },
   ["train.batch_size"] = { ge = 1, le = 1048576 },        -- 2^20: sizes stay far from overflow
   ["train.eval_batch_size"] = { ge = 1, le = 1048576 },
+  ["train.precision"] = { enum = { "fp32", "bf16" }, id_neutral = true },
   ["train.warmup_epochs"] = { type = "integer|number", ge = 0 },   -- an integer stays one (stage keys)
   ["train.grad_clip"] = { ge = 0 },
   ["train.label_smoothing"] = { ge = 0, lt = 1 },

@@ -2,8 +2,9 @@
  * instruction's, packing, the product against a double-precision sum of the BF16-rounded inputs
  * within the float32 accumulation bound (ragged rows, columns and K, K past one block, beta 0
  * and 1, padded strides, column offsets), its distance from the float32 product (the expected
- * BF16 error), the same bits whatever the split into tiles and the thread count, and the switch
- * that turns the path off. Without AVX-512 BF16 the kernel checks are skipped and say so. */
+ * BF16 error), the same bits whatever the split into tiles and the thread count, hy_gemm
+ * taking a weight set's products there (and only those), and the switch that turns the path
+ * off. Without AVX-512 BF16 the kernel checks are skipped and say so. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -211,6 +212,56 @@ static void test_bf16_tiles(void) {
     free(A); free(W); free(C0); free(want); free(got);
 }
 
+/* hy_gemm with a set in use: a product whose B the set holds runs in the kernel (bitwise one
+ * hy_gemm_bf16_nt call, whatever the tiling: row tiles, column tiles, a small product; 1, 2 and
+ * 3 threads); B not in the set, another ldb or alpha, or the path switched off: float32's bits */
+static void test_bf16_gemm_set(void) {
+    if (!hy_bf16_available()) return;
+    static const size_t shapes[][3] = {{300, 200, 64}, {96, 520, 400}, {17, 384, 128},
+                                       {5, 7, 3}};
+    int threads0 = hy_threads();
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        size_t M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+        float *A = rand_vec(M * K, 1.0f), *W = rand_vec(N * K, 0.25f), *W2 = rand_vec(N * K, 1);
+        float *want = malloc(M * N * sizeof *want), *got = malloc(M * N * sizeof *got);
+        float *f32 = malloc(M * N * sizeof *f32);
+        const float *ws[2] = {W2, W};
+        size_t rows[2] = {N, N}, cols[2] = {K, K};
+        hy_bf16_set set;
+        CHECK_OK(hy_bf16_set_build(&set, ws, rows, cols, 2));
+        hy_bf16_w w = set.pk[set.w[0] == W ? 0 : 1];
+        CHECK(set.n == 2 && w.n == N && w.k == K, "set of two weights: n %zu", set.n);
+        hy_gemm_bf16_nt(M, 0, N, A, K, &w, 0.0f, want, N);
+        hy_gemm(CblasNoTrans, CblasTrans, M, N, K, 1.0f, A, K, W, K, 0.0f, f32, N);
+        CHECK(hy_bf16_use(&set) == NULL, "a set was in use before");
+        for (int nt = 1; nt <= 3; nt++) {
+            hy_threads_init(nt);
+            hy_gemm(CblasNoTrans, CblasTrans, M, N, K, 1.0f, A, K, W, K, 0.0f, got, N);
+            CHECK(memcmp(got, want, M * N * sizeof *got) == 0,
+                  "%zux%zux%zu on %d threads: hy_gemm with the set is not the kernel's bits", M,
+                  N, K, nt);
+        }
+        hy_bf16_use(NULL);
+        hy_gemm(CblasNoTrans, CblasTrans, M, N, K, 0.5f, A, K, W, K, 0.0f, want, N);
+        hy_bf16_use(&set);
+        hy_gemm(CblasNoTrans, CblasTrans, M, N, K, 0.5f, A, K, W, K, 0.0f, got, N);
+        CHECK(memcmp(got, want, M * N * sizeof *got) == 0, "%zux%zux%zu: alpha 0.5 not fp32",
+              M, N, K);
+        hy_bf16_disable(true);
+        hy_gemm(CblasNoTrans, CblasTrans, M, N, K, 1.0f, A, K, W, K, 0.0f, got, N);
+        hy_bf16_disable(false);
+        CHECK(memcmp(got, f32, M * N * sizeof *got) == 0, "%zux%zux%zu: switched off, not fp32",
+              M, N, K);
+        CHECK(hy_bf16_use(NULL) == &set, "the set in use changed");
+        hy_gemm(CblasNoTrans, CblasTrans, M, N, K, 1.0f, A, K, W, K, 0.0f, got, N);
+        CHECK(memcmp(got, f32, M * N * sizeof *got) == 0, "%zux%zux%zu: no set, not fp32", M, N,
+              K);
+        hy_bf16_set_release(&set);
+        free(A); free(W); free(W2); free(want); free(got); free(f32);
+    }
+    hy_threads_init(threads0);
+}
+
 /* hy_bf16_disable: the path reports itself off (what a CPU without it sees) and back */
 static void test_bf16_disable(void) {
     bool have = hy_bf16_available();
@@ -226,6 +277,7 @@ int main(void) {
     RUN(test_bf16_pack);
     RUN(test_bf16_vs_ref);
     RUN(test_bf16_tiles);
+    RUN(test_bf16_gemm_set);
     RUN(test_bf16_disable);
     return check_exit("test_gemm_bf16");
 }
