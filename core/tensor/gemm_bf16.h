@@ -64,7 +64,7 @@ void hy_gemm_bf16_nt(size_t M, size_t c0, size_t c1, const float *A, size_t lda,
 /* Rows of A converted per block (the tiles of gemm.h's tiling have at most 128). */
 #define HY_BF16_MC ((size_t)128)
 
-/* ===== the arithmetic of a model's inference (YAML train.precision, `hydra predict
+/* ===== the arithmetic of a model's inference (YAML precision, `hydra predict
  * --precision`, the prediction file's attribute `precision`) ===== */
 typedef enum { HY_PRECISION_FP32 = 0, HY_PRECISION_BF16 = 1 } hy_precision;
 /* "fp32" / "bf16" */

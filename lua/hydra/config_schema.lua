@@ -17,6 +17,7 @@
 return {
   ["seed"] = { ge = 0 },
   ["threads"] = { ge = 0, le = 1024 },       -- HY_MAX_THREADS (core/tensor/base.h)
+  ["precision"] = { enum = { "fp32", "bf16" }, id_neutral = true },
   ["profile"] = { enum = { "quick", "paper" } },
   ["experiment"] = { name = true },
 
@@ -63,7 +64,6 @@ return {
   ["train.epochs"] = { ge = 0 },
   ["train.batch_size"] = { ge = 1, le = 1048576 },        -- 2^20: sizes stay far from overflow
   ["train.eval_batch_size"] = { ge = 1, le = 1048576 },
-  ["train.precision"] = { enum = { "fp32", "bf16" }, id_neutral = true },
   ["train.warmup_epochs"] = { type = "integer|number", ge = 0 },   -- an integer stays one (stage keys)
   ["train.grad_clip"] = { ge = 0 },
   ["train.label_smoothing"] = { ge = 0, lt = 1 },

@@ -268,7 +268,7 @@ function Model:set_params(t)
   self.ud:set_params(t)
   if self.precision == "bf16" then self:set_precision("bf16") end   -- re-pack the new weights
 end
--- The arithmetic of predict / evaluate ("fp32" | "bf16", train.precision; core/nn/xfmr.h
+-- The arithmetic of predict / evaluate ("fp32" | "bf16", the config key precision; core/nn/xfmr.h
 -- hy_xfmr_set_precision): bf16 packs the linears' weights as they are now. Returns the precision
 -- in force ("fp32" on a CPU without AVX-512 BF16 and for an ensemble checkpoint), kept in
 -- self.precision; training sets it back to fp32.

@@ -19,7 +19,7 @@ softmaxes, /logits the mean logits, and /member_probs [K,N,C] holds every pass. 
 predicts the first N samples only; --batch-size sets the batch (default train.eval_batch_size of
 configs/defaults.yaml; --seed defaults to its seed). A fused Hydra
 model (hydra fuse) gives /probs = mean of the member softmaxes, /logits = mean member logits and
-/member_probs [M,N,C]. --precision bf16 (default train.precision) runs the linears with bfloat16
+/member_probs [M,N,C]. --precision bf16 (default: the config key precision) runs the linears with bfloat16
 weights and inputs and float32 sums (AVX-512 BF16; a CPU without it, or an ensemble checkpoint,
 keeps fp32 and says so); the attribute precision records the one used.]],
   run = function(args)
@@ -39,7 +39,7 @@ keeps fp32 and says so); the attribute precision records the one used.]],
       err.usage("hydra predict: --batch-size must be in [1, 1048576] (got %d)", B)
     end
     local seed = opts.seed or defaults.seed
-    local precision = opts.precision or defaults.train.precision
+    local precision = opts.precision or defaults.precision
     if precision ~= "fp32" and precision ~= "bf16" then
       err.usage("hydra predict: --precision must be fp32 or bf16 (got '%s')", precision)
     end

@@ -15,7 +15,7 @@
 -- predictor:predict(set) -> path of a prediction file (/probs [N,C], /labels [N] int32,
 --                           /logits [N,C], /member_probs [M,N,C] and /member_logits [M,N,C]
 --                           when the method has members; root attribute precision = "bf16"
---                           when train.precision bf16 ran, absent at fp32); a cached stage
+--                           when precision bf16 ran, absent at fp32); a cached stage
 --                           ("preds")
 -- predictor:time_batch(set, B, reps) -> median milliseconds of one forward of B samples
 -- predictor.cost = { params, members, seq_len (the model's full sequence length, tokens with CLS),
@@ -364,7 +364,7 @@ function C.run_models(models, ds, B, mc, mc_seed)
 end
 
 -- The precision a loaded model or fused model predicts at, for a predictions stage key: nil at
--- fp32 (the keys of fp32 predictions stay those from before train.precision existed).
+-- fp32 (the keys of fp32 predictions stay those from before the key precision existed).
 function C.precision_key(m)
   return m.precision ~= nil and m.precision ~= "fp32" and m.precision or nil
 end
@@ -375,7 +375,7 @@ end
 -- One ensemble checkpoint (BatchEnsemble, LoRA-Ensemble) predicts all its members in one pass.
 function C.model_predictor(ctx, ckpts, keys, opts)
   local models = {}
-  local precision = ctx.cfg.train.precision
+  local precision = ctx.cfg.precision
   for i, p in ipairs(ckpts) do
     models[i] = model.load(p)
     if precision ~= "fp32" then models[i]:set_precision(precision) end
@@ -640,7 +640,7 @@ end
 function C.fused_predictor(ctx, fused_path, fused_key, opts)
   local fuse = require("hydra.fuse")
   local f = fuse.load(fused_path)
-  if ctx.cfg.train.precision ~= "fp32" then f:set_precision(ctx.cfg.train.precision) end
+  if ctx.cfg.precision ~= "fp32" then f:set_precision(ctx.cfg.precision) end
   local info = f:info()
   local M = info.members
   return C.predictor({
