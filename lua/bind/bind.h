@@ -80,6 +80,9 @@ hy_xfmr *l_checkmodel(lua_State *L, int arg);
 /* A precision name at arg ("fp32" | "bf16"; tensor/gemm_bf16.h), else raises
  * "precision must be fp32 or bf16 (got 'x')". */
 hy_precision l_checkprecision(lua_State *L, int arg);
+/* A set_precision method's return: raises hy_errmsg() when st failed, else pushes the name of
+ * the precision in force; returns 1. */
+int l_pushprecision(lua_State *L, hy_status st, hy_precision used);
 /* Pushes a new, empty (zeroed) hydra.Model box; fill it with hy_xfmr_new or hy_ckpt_load. */
 hy_xfmr *l_pushmodel(lua_State *L);
 /* Reads a resolved model section (table at arg) into c by its YAML keys (model.kind, ...). */

@@ -192,11 +192,9 @@ static int l_fused_time(lua_State *L) {
 }
 
 static int l_fused_set_precision(lua_State *L) {
-    hy_fused *f = check_fused(L, 1);
-    hy_precision used;
-    if (hy_fused_set_precision(f, l_checkprecision(L, 2), &used) != HY_OK) return l_raise(L);
-    lua_pushstring(L, hy_precision_name(used));
-    return 1;
+    hy_precision used = HY_PRECISION_FP32;
+    hy_status st = hy_fused_set_precision(check_fused(L, 1), l_checkprecision(L, 2), &used);
+    return l_pushprecision(L, st, used);
 }
 
 void l_open_fused(lua_State *L) {

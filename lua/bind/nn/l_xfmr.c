@@ -357,12 +357,16 @@ hy_precision l_checkprecision(lua_State *L, int arg) {
     return p;
 }
 
-static int l_model_set_precision(lua_State *L) {
-    hy_xfmr *m = l_checkmodel(L, 1);
-    hy_precision used;
-    if (hy_xfmr_set_precision(m, l_checkprecision(L, 2), &used) != HY_OK) return l_raise(L);
+int l_pushprecision(lua_State *L, hy_status st, hy_precision used) {
+    if (st != HY_OK) return l_raise(L);
     lua_pushstring(L, hy_precision_name(used));
     return 1;
+}
+
+static int l_model_set_precision(lua_State *L) {
+    hy_precision used = HY_PRECISION_FP32;
+    hy_status st = hy_xfmr_set_precision(l_checkmodel(L, 1), l_checkprecision(L, 2), &used);
+    return l_pushprecision(L, st, used);
 }
 
 /* ===== timing (cost benchmark) ===== */
