@@ -19,9 +19,10 @@ softmaxes, /logits the mean logits, and /member_probs [K,N,C] holds every pass. 
 predicts the first N samples only; --batch-size sets the batch (default train.eval_batch_size of
 configs/defaults.yaml; --seed defaults to its seed). A fused Hydra
 model (hydra fuse) gives /probs = mean of the member softmaxes, /logits = mean member logits and
-/member_probs [M,N,C]. --precision bf16 (default: the config key precision) runs the linears with bfloat16
-weights and inputs and float32 sums (AVX-512 BF16; a CPU without it, or an ensemble checkpoint,
-keeps fp32 and says so); the attribute precision records the one used.]],
+/member_probs [M,N,C]. --precision bf16 (default: precision of configs/defaults.yaml, fp32)
+runs the linears with bfloat16 weights and inputs and float32 sums (AVX-512 BF16; a CPU without
+it, or an ensemble checkpoint, keeps fp32 and says so); the attribute precision records the
+one used.]],
   run = function(args)
     local opts = argparse.parse(args, {
       command = "predict", usage = USAGE,
