@@ -68,6 +68,10 @@ $(HYDRA_BIN): $(B)/lua/host/main.o $(BIND_O) $(B)/libhydra.a
 $(B)/bin/test_%: $(B)/tests/c/test_%.o $(TESTLIB_O) $(B)/libhydra.a
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) $^ $(DEPS_LIBS) -o $@
+# Timing programs (tests/c/bench_*.c): built on demand, never run by `make test`.
+$(B)/bin/bench_%: $(B)/tests/c/bench_%.o $(TESTLIB_O) $(B)/libhydra.a
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) $^ $(DEPS_LIBS) -o $@
 
 # Tests run single-threaded with a fixed seed; tests/run.sh prints "N passed, N failed".
 TEST_ENV := OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 HYDRA_THREADS=1 HYDRA_SEED=$${HYDRA_SEED:-1234} \

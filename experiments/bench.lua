@@ -698,6 +698,11 @@ else
         x(o.ratio.infer), x(o.ratio.latency), x(o.ratio_fast.infer),
         "(" .. o.torch.fastest.infer .. ")", x(o.ratio_fast.latency),
         "(" .. o.torch.fastest.latency .. ")", row[3]))
+      if o.ratio_fast_bf16 then   -- precision bf16, against the same fastest paths
+        print(("  %-15s %7s %7s %7s   %7s %-6s %7s %-6s  %d"):format(row[1] .. " bf16", "",
+          "", "", x(o.ratio_fast_bf16.infer), "(" .. o.torch.fastest.infer .. ")",
+          x(o.ratio_fast_bf16.latency), "(" .. o.torch.fastest.latency .. ")", row[3]))
+      end
     end
   end
 end

@@ -15,6 +15,9 @@
 -- calls that are timed. PyTorch (tests/ref/bench_torch.py) measures training in eager mode and
 -- inference / latency on three paths: eager, the nn.TransformerEncoderLayer fast path and
 -- frozen TorchScript (each checked equal to eager on the logits first).
+-- On a CPU with AVX-512 BF16, per round also the inference batch and the batch-1 calls at
+-- precision bf16 (the same model, its linears' weights packed in BF16 between the timings;
+-- core/tensor/gemm_bf16.h), against the same fastest PyTorch paths (ratio_fast_bf16).
 -- Also per round, for both models (a model the fused model cannot build records the reason):
 -- the fused Hydra model (M = 3 members keeping half of the heads of every layer) at
 -- batch 1 against its members one by one on the team and on one thread (split efficiency) and
@@ -151,6 +154,11 @@ return function(ctx)
     s.tr:run(1)
     s.m.ud:predict(s.infer_ds, spec.infer_b)
     s.m.ud:predict(s.lat_ds, 1)
+    -- precision bf16 (core/tensor/gemm_bf16.h), where the CPU has AVX-512 BF16: the same model
+    -- with its linears' weights packed in BF16 for the bf16 figures of each round
+    s.bf16 = s.m:set_precision("bf16") == "bf16"
+    if s.bf16 then s.m.ud:predict(s.infer_ds, spec.infer_b) end
+    s.m:set_precision("fp32")
     S[i] = s
   end
 
@@ -190,6 +198,13 @@ return function(ctx)
       prof[i].infer[round] = p
       r.infer_samples_per_s = sp.infer_b / (p.ms / 1e3)
       r.latency_ms = 1e3 * seconds(function() s.m.ud:predict(s.lat_ds, 1) end) / sp.lat_n
+      if s.bf16 then   -- the same batches at precision bf16 (packing outside the timings)
+        s.m:set_precision("bf16")
+        r.infer_bf16_samples_per_s = sp.infer_b
+          / seconds(function() s.m.ud:predict(s.infer_ds, sp.infer_b) end)
+        r.latency_bf16_ms = 1e3 * seconds(function() s.m.ud:predict(s.lat_ds, 1) end) / sp.lat_n
+        s.m:set_precision("fp32")
+      end
       if s.fused then fused_round(s, r) end
       out[sp.key] = r
     end
@@ -234,6 +249,7 @@ return function(ctx)
   -- goes back before the RSS pair, whose fresh processes then have the memory to themselves
   for _, s in ipairs(S) do
     s.has_fused = s.fused ~= nil
+    s.m:set_precision("fp32")
     s.fused_flops = s.fused and s.fused.flops
     s.m, s.tr, s.fused, s.infer_ds, s.lat_ds = nil, nil, nil, nil, nil
   end
@@ -275,7 +291,10 @@ return function(ctx)
       batch = { train = sp.train_b, infer = sp.infer_b, latency_calls = sp.lat_n },
       train_samples_per_s = med("hydra", "train_samples_per_s"),
       infer_samples_per_s = med("hydra", "infer_samples_per_s"),
-      latency_ms = med("hydra", "latency_ms") }
+      latency_ms = med("hydra", "latency_ms"),
+      precision_bf16 = s.bf16 and "bf16" or "unavailable (no AVX-512 BF16)",
+      infer_bf16_samples_per_s = med("hydra", "infer_bf16_samples_per_s"),
+      latency_bf16_ms = med("hydra", "latency_bf16_ms") }
     local bd = {
       train = ctx.breakdown(prof[i].train, 1, sp.key .. " training step", "step", sp.train_b),
       infer = ctx.breakdown(prof[i].infer, 1, sp.key .. " inference forward", "batch",
@@ -326,6 +345,14 @@ return function(ctx)
       o.met = { train = o.ratio.train >= TARGET.train,
         infer_fast = o.ratio_fast.infer >= TARGET.infer_fast,
         latency_fast = o.ratio_fast.latency >= TARGET.latency_fast }
+      if o.infer_bf16_samples_per_s then   -- precision bf16 against the same fastest paths
+        local t = o.torch
+        o.ratio_fast_bf16 = {
+          infer = o.infer_bf16_samples_per_s / t[t.fastest.infer].infer_samples_per_s,
+          latency = t[t.fastest.latency].latency_ms / o.latency_bf16_ms }
+        o.met.infer_fast_bf16 = o.ratio_fast_bf16.infer >= TARGET.infer_fast
+        o.met.latency_fast_bf16 = o.ratio_fast_bf16.latency >= TARGET.latency_fast
+      end
     else
       o.torch_skipped = ctx.torch.skipped
     end

@@ -123,6 +123,7 @@ void hy_fused_release(hy_fused *f) {
     hy_free(f->params);
     hy_free(f->acts);
     hy_free(f->ones);
+    hy_xfmr_bf16_precision(&f->bf16, HY_PRECISION_FP32, &f->cfg, NULL, NULL, NULL, 0, NULL);
     memset(f, 0, sizeof *f);
 }
 
@@ -992,9 +993,16 @@ hy_status hy_fused_forward(hy_fused *f, const hy_batch *in, size_t B, float *log
     /* OpenBLAS single-threaded for the call: the slices are the parallelism */
     int blas_threads = openblas_get_num_threads();
     if (blas_threads != 1) openblas_set_num_threads(1);
+    const hy_bf16_set *prev = f->bf16 ? hy_bf16_use(f->bf16) : NULL;
     forward(f, in, B, logits, P);
+    if (f->bf16) hy_bf16_use(prev);
     if (blas_threads != 1) openblas_set_num_threads(blas_threads);
     return HY_OK;
+}
+
+hy_status hy_fused_set_precision(hy_fused *f, hy_precision want, hy_precision *used) {
+    return hy_xfmr_bf16_precision(&f->bf16, want, &f->cfg, f->params, f->table, f->slot, f->M,
+                                  used);
 }
 
 /* ===== predict ===== */

@@ -90,6 +90,9 @@ typedef struct hy_fused {
      * averaged over passes) that moves it. Scheduling only: no result depends on them. */
     size_t split_cut;
     double split_skew;
+    /* precision bf16 (hy_fused_set_precision): the BF16 forms of the members' linears that
+     * hy_fused_forward uses; NULL: float32 */
+    hy_bf16_set *bf16;    /* owned */
 } hy_fused;
 
 /* Packs M pruned members (each a model with binary head gates in m->gates, all with the same
@@ -128,6 +131,12 @@ hy_status hy_fused_alloc_acts(hy_fused *f, size_t B_cap);
  * whatever the thread count. OpenBLAS is set to one thread for the call and restored after.
  * The only allocation is the attention gates' n_heads ones, at the first call. */
 hy_status hy_fused_forward(hy_fused *f, const hy_batch *in, size_t B, float *logits);
+
+/* The arithmetic of hy_fused_forward, as hy_xfmr_set_precision (nn/xfmr.h) for the model:
+ * bf16 takes every member's block linears (a shared tensor once) and the vit patch embedding
+ * in BF16; fp32 is the default. On a CPU without AVX-512 BF16 it stays fp32; *used (may be
+ * NULL) gets the precision in force. Fails HY_ENOMEM (f unchanged). */
+hy_status hy_fused_set_precision(hy_fused *f, hy_precision want, hy_precision *used);
 
 /* Every sample of ds in order, in batches of batch_size: member_logits (M, N, K), probs (N, K)
  * = mean over members of softmax, member_probs (M, N, K); any output may be NULL. */

@@ -628,6 +628,7 @@ void hy_xfmr_release(hy_xfmr *m) {
     if (!m) return;
     free_acts(m);
     if (m->ext) m->ext->ops->release(m->ext);
+    hy_xfmr_bf16_precision(&m->bf16, HY_PRECISION_FP32, &m->cfg, NULL, NULL, NULL, 0, NULL);
     hy_free(m->table);
     hy_free(m->params);
     hy_free(m->grads);
@@ -1401,7 +1402,68 @@ hy_status hy_xfmr_forward(hy_xfmr *m, const hy_batch *in, size_t B, float *logit
 }
 
 hy_status hy_xfmr_infer(hy_xfmr *m, const hy_batch *in, size_t B, float *logits) {
-    return forward(m, in, B, logits, false);
+    if (!m->bf16) return forward(m, in, B, logits, false);
+    const hy_bf16_set *prev = hy_bf16_use(m->bf16);
+    hy_status st = forward(m, in, B, logits, false);
+    hy_bf16_use(prev);
+    return st;
+}
+
+/* ===== precision ===== */
+
+/* the BF16 set of the block linears (and the vit patch embedding) of `members` models sharing
+ * config c (see xfmr.h hy_xfmr_bf16_precision) */
+static hy_status bf16_build(hy_bf16_set *s, const hy_xfmr_config *c, const float *params,
+                            const hy_param *table, const size_t *slot_of, size_t members) {
+    size_t S = hy_xfmr_n_slots(c), L = c->depth, per = 4 * L + 1, n = 0;
+    static const hy_blk_slot lin[4] = {HY_BLK_QKVW, HY_BLK_PROJW, HY_BLK_FC1W, HY_BLK_FC2W};
+    const float **w = hy_xmalloc(members * per * sizeof *w);
+    size_t *rows = hy_xmalloc(members * per * sizeof *rows);
+    size_t *cols = hy_xmalloc(members * per * sizeof *cols);
+    hy_status st = HY_ENOMEM;
+    memset(s, 0, sizeof *s);
+    if (w && rows && cols) {
+        for (size_t k = 0; k < members; k++)
+            for (size_t i = 0; i < per; i++) {
+                size_t slot;
+                if (i < 4 * L) slot = hy_xfmr_slot(c, i / 4, lin[i % 4]);
+                else if (c->kind == HY_XFMR_VIT) slot = HY_EMB_W;   /* the patch embedding */
+                else continue;                                      /* a gather, not a linear */
+                const hy_param *t = &table[slot_of ? slot_of[k * S + slot] : slot];
+                w[n] = params + t->offset;
+                rows[n] = (size_t)t->shape[0];
+                cols[n++] = t->numel / (size_t)t->shape[0];
+            }
+        st = hy_bf16_set_build(s, w, rows, cols, n);
+    }
+    hy_free(w);
+    hy_free(rows);
+    hy_free(cols);
+    return st;
+}
+
+hy_status hy_xfmr_bf16_precision(hy_bf16_set **owned, hy_precision want, const hy_xfmr_config *c,
+                                 const float *params, const hy_param *table,
+                                 const size_t *slot_of, size_t members, hy_precision *used) {
+    hy_bf16_set *s = NULL;
+    if (want == HY_PRECISION_BF16 && hy_bf16_available()) {
+        if (!(s = hy_xcalloc(1, sizeof *s))) return HY_ENOMEM;
+        hy_status st = bf16_build(s, c, params, table, slot_of, members);
+        if (st != HY_OK) {
+            hy_free(s);
+            return st;
+        }
+    }
+    if (*owned) hy_bf16_set_release(*owned);
+    hy_free(*owned);
+    *owned = s;
+    if (used) *used = s ? HY_PRECISION_BF16 : HY_PRECISION_FP32;
+    return HY_OK;
+}
+
+hy_status hy_xfmr_set_precision(hy_xfmr *m, hy_precision want, hy_precision *used) {
+    return hy_xfmr_bf16_precision(&m->bf16, m->ext ? HY_PRECISION_FP32 : want, &m->cfg,
+                                  m->params, m->table, NULL, 1, used);
 }
 
 /* ===== loss ===== */

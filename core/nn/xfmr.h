@@ -29,6 +29,7 @@
 #include "tensor/arena.h"
 #include "tensor/attn.h"
 #include "tensor/base.h"
+#include "tensor/gemm_bf16.h"
 #include "tensor/rng.h"
 #include "data/vocab.h"
 
@@ -367,6 +368,9 @@ typedef struct hy_xfmr {
      * samples and writes logits [M*B, K] (member-major); B_cap counts samples; hy_xfmr_loss
      * takes the B labels and averages the members' cross-entropies. */
     struct hy_xfmr_ext *ext;  /* owned */
+    /* precision bf16 (hy_xfmr_set_precision): the BF16 forms of the linears' weights that
+     * hy_xfmr_infer uses; NULL: float32 */
+    hy_bf16_set *bf16;        /* owned */
 } hy_xfmr;
 
 /* ===== extensions =====
@@ -466,6 +470,25 @@ hy_status hy_xfmr_check_inputs(const hy_xfmr_config *c, const hy_batch *in, size
  * [1, B_cap], the text lengths/ids ranges ("xfmr: token id 9000 out of range [0, 8000) (row 2,
  * position 5)"); fails HY_EINVAL without touching logits. */
 hy_status hy_xfmr_forward(hy_xfmr *m, const hy_batch *in, size_t B, float *logits);
+
+/* The arithmetic of hy_xfmr_infer: fp32 (the default; bitwise the model without this call) or
+ * bf16: the linears of the blocks (qkv, proj, fc1, fc2) and the vit patch embedding take their
+ * weights, packed here once, and their inputs rounded to bfloat16, with float32 sums
+ * (tensor/gemm_bf16.h); everything else stays float32. The packed weights are those of this
+ * call: after the weights change, call it again. On a CPU without AVX-512 BF16 (or an extended
+ * model: hydra/ens.h) it stays fp32; *used (may be NULL) gets the precision in force. Fails
+ * HY_ENOMEM (the model unchanged). */
+hy_status hy_xfmr_set_precision(hy_xfmr *m, hy_precision want, hy_precision *used);
+
+/* The BF16 weights of a parameter block at precision `want`, into *owned (NULL: float32; a
+ * previous set is freed): for bf16 on a CPU with AVX-512 BF16, the linears above of `members`
+ * models sharing one config c (slots S = hy_xfmr_n_slots(c)), member k's slot s being params +
+ * table[slot_of[k S + s]].offset (slot_of NULL: table[s], one model), a tensor shared by
+ * members packed once. *used (may be NULL) gets the precision in force. Fails HY_ENOMEM with
+ * *owned unchanged. hy_xfmr_set_precision and hy_fused_set_precision (hydra/fused.h) call it. */
+hy_status hy_xfmr_bf16_precision(hy_bf16_set **owned, hy_precision want, const hy_xfmr_config *c,
+                                 const float *params, const hy_param *table,
+                                 const size_t *slot_of, size_t members, hy_precision *used);
 
 /* hy_xfmr_forward for prediction and evaluation: the same operations in the same order, so the
  * same logits bit for bit, but every layer reuses the first layer's activation buffers instead

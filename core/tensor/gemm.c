@@ -1,5 +1,6 @@
 /* gemm.c: see gemm.h. Row-major cblas_sgemm with size_t sizes checked to fit blasint, in tiles
- * fixed by the shape, shared out among hydra's threads. */
+ * fixed by the shape, shared out among hydra's threads; a tile of a linear whose weight the BF16
+ * set in use holds runs in gemm_bf16.c instead. */
 #include "tensor/gemm.h"
 
 #include <limits.h>
@@ -8,6 +9,7 @@
 #include <omp.h>
 #endif
 
+#include "tensor/gemm_bf16.h"
 #include "tensor/prof.h"
 #include "tensor/team.h"
 
@@ -73,7 +75,12 @@ static void tile(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, size_t r0, size_t r1, s
     }
     const float *a = ta == CblasNoTrans ? A + r0 * lda : A + r0;
     const float *b = tb == CblasNoTrans ? B + c0 : B + c0 * ldb;
-    if (K > 0 && ta == CblasNoTrans && tb == CblasTrans && r1 - r0 <= HY_GEMM_SMALL_ROWS &&
+    const hy_bf16_w *w16 = NULL;
+    if (K > 0 && ta == CblasNoTrans && tb == CblasTrans && alpha == 1.0f &&
+        (beta == 0.0f || beta == 1.0f) && (w16 = hy_bf16_lookup(B, ldb, K))) {
+        /* a linear whose weight the set in use holds in BF16 (gemm_bf16.h) */
+        hy_gemm_bf16_nt(r1 - r0, c0, c1, a, lda, w16, beta, C + r0 * ldc, ldc);
+    } else if (K > 0 && ta == CblasNoTrans && tb == CblasTrans && r1 - r0 <= HY_GEMM_SMALL_ROWS &&
         alpha == 1.0f && (beta == 0.0f || beta == 1.0f)) {
         /* a few rows of a linear's product: no packing (gemm.h hy_gemm_small_nt) */
         hy_gemm_small_nt(r1 - r0, c1 - c0, K, a, lda, b, ldb, beta, C + r0 * ldc + c0, ldc);

@@ -14,7 +14,9 @@
  * Threads: C is cut into tiles whose sizes depend on M, N, K alone (hy_gemm_tiling), never on
  * the thread count; each tile is one single-threaded OpenBLAS call (OpenBLAS runs at 1 thread:
  * hy_threads_init) or, for a few rows of a linear's product, one hy_gemm_small_nt call, and the
- * tiles are shared out among hydra's OpenMP threads. A result is
+ * tiles are shared out among hydra's OpenMP threads. A linear's product (NoTrans, Trans, alpha
+ * 1, beta 0 or 1) whose B the BF16 set in use holds (gemm_bf16.h hy_bf16_use, a model's
+ * inference at precision bf16) runs every tile in hy_gemm_bf16_nt instead. A result is
  * then bitwise the same with any number of threads (OpenBLAS's own threading is not: its
  * Haswell/Zen kernels round differently at 2 threads). Inside an OpenMP parallel region
  * (omp_get_level() > 0: the fused model's slices) the product runs on the calling thread, the

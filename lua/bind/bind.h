@@ -13,6 +13,7 @@
 #include <lauxlib.h>
 #include <lua.h>
 
+#include "tensor/gemm_bf16.h"
 #include "tensor/tensor.h"
 
 /* The classes of higher layers that bindings share, by name only: a binding that reads inside
@@ -76,6 +77,12 @@ hy_tensor *l_pushtensor(lua_State *L);
 
 /* The model inside a hydra.Model argument; raises "model: attempt to use a closed model". */
 hy_xfmr *l_checkmodel(lua_State *L, int arg);
+/* A precision name at arg ("fp32" | "bf16"; tensor/gemm_bf16.h), else raises
+ * "precision must be fp32 or bf16 (got 'x')". */
+hy_precision l_checkprecision(lua_State *L, int arg);
+/* A set_precision method's return: raises hy_errmsg() when st failed, else pushes the name of
+ * the precision in force; returns 1. */
+int l_pushprecision(lua_State *L, hy_status st, hy_precision used);
 /* Pushes a new, empty (zeroed) hydra.Model box; fill it with hy_xfmr_new or hy_ckpt_load. */
 hy_xfmr *l_pushmodel(lua_State *L);
 /* Reads a resolved model section (table at arg) into c by its YAML keys (model.kind, ...). */

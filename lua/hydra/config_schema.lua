@@ -17,6 +17,7 @@
 return {
   ["seed"] = { ge = 0 },
   ["threads"] = { ge = 0, le = 1024 },       -- HY_MAX_THREADS (core/tensor/base.h)
+  ["precision"] = { enum = { "fp32", "bf16" }, id_neutral = true },
   ["profile"] = { enum = { "quick", "paper" } },
   ["experiment"] = { name = true },
 

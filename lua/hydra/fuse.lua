@@ -9,7 +9,8 @@
 --                  tokens; f:info().flops is at the full length f:info().seq_len)
 --   local p = f:predict(data_file, split, { batch_size = B [, subset = N] })
 --     -> { probs = [N,C] (mean of member softmaxes), member_probs = [M,N,C],
---          member_logits = [M,N,C], labels = [N] }
+--          member_logits = [M,N,C], labels = [N], precision }
+--   f:set_precision("fp32" | "bf16") -> the precision in force (Model:set_precision)
 -- Images are normalised with the data statistics recorded by the members (the first member's
 -- checkpoint /meta data_mean, data_std), saved in the fused file's /meta.
 local core = require("hydra.core")
@@ -103,6 +104,12 @@ function M.is_fused(path)
   return f:exists("/fuse")
 end
 
+-- The arithmetic of predict ("fp32" | "bf16"), as Model:set_precision; returns the precision
+-- in force, kept in self.precision.
+function Fused:set_precision(p)
+  self.precision = self.ud:set_precision(p)
+  return self.precision
+end
 function Fused:info() return self.ud:info() end
 function Fused:flops(T) return self.ud:flops(T) end
 function Fused:gates() return self.ud:gates() end
@@ -131,7 +138,8 @@ function Fused:predict(data, split, opts)
       :format(tostring(opts.batch_size)), 2)
   end
   local ml, probs, mp = self.ud:predict(ds, opts.batch_size)
-  return { probs = probs, member_probs = mp, member_logits = ml, labels = ds:labels() }
+  return { probs = probs, member_probs = mp, member_logits = ml, labels = ds:labels(),
+           precision = self.precision or "fp32" }
 end
 
 return M

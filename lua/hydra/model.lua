@@ -264,7 +264,18 @@ function Model:flops(T) return self.ud:flops(T) end
 function Model:params_count() return self.ud:params_count() end
 function Model:gates() return self.ud:gates() end
 function Model:get_params() return self.ud:get_params() end
-function Model:set_params(t) self.ud:set_params(t) end
+function Model:set_params(t)
+  self.ud:set_params(t)
+  if self.precision == "bf16" then self:set_precision("bf16") end   -- re-pack the new weights
+end
+-- The arithmetic of predict / evaluate ("fp32" | "bf16", the config key precision; core/nn/xfmr.h
+-- hy_xfmr_set_precision): bf16 packs the linears' weights as they are now. Returns the precision
+-- in force ("fp32" on a CPU without AVX-512 BF16 and for an ensemble checkpoint), kept in
+-- self.precision; training sets it back to fp32.
+function Model:set_precision(p)
+  self.precision = self.ud:set_precision(p)
+  return self.precision
+end
 function Model:param(name) return self.ud:param(name) end
 function Model:param_names() return self.ud:param_names() end
 function Model:close() self.ud:close() end
@@ -328,6 +339,7 @@ end
 --   best_epoch, best_val_nll, best_val_acc, seed }
 function Model:train(data, cfg, opts)
   opts = opts or {}
+  if self.precision == "bf16" then self:set_precision("fp32") end
   local tc, ft = cfg.train, opts.finetune
   local epochs = ft and ft.epochs or tc.epochs
   local train_ds, val_ds
@@ -462,7 +474,7 @@ end
 -- dropout on, K passes; probs = mean of the passes' softmaxes, logits = mean logits,
 -- member_probs [K,N,C]), seed (MC dropout masks, default 0).
 -- Returns { logits = Tensor [N,C], probs = Tensor [N,C], labels = Tensor int32 [N] (-1 OOD),
---           member_probs = Tensor [K,N,C] (MC only) }.
+--           member_probs = Tensor [K,N,C] (MC only), precision = "fp32" | "bf16" (in force) }.
 function Model:predict(data, split, opts)
   opts = opts or {}
   local B = batch_size(opts, "predict")
@@ -472,11 +484,13 @@ function Model:predict(data, split, opts)
     if K and K > 0 then error("predict: mc_samples needs a single model (this is an ensemble)", 2) end
     local logits, probs = self.ud:predict(ds, B)
     return { logits = core.mean_first(logits), probs = core.mean_first(probs),
-             labels = ds:labels(), member_probs = probs, member_logits = logits }
+             labels = ds:labels(), member_probs = probs, member_logits = logits,
+             precision = self.precision or "fp32" }
   end
   if not K or K == 0 then
     local logits, probs = self.ud:predict(ds, B)
-    return { logits = logits, probs = probs, labels = ds:labels() }
+    return { logits = logits, probs = probs, labels = ds:labels(),
+             precision = self.precision or "fp32" }
   end
   local c = self.ud:config()
   if c.dropout == 0 then
@@ -494,7 +508,7 @@ function Model:predict(data, split, opts)
   self.ud:set_dropout(false)
   if not ok then error(e, 0) end
   return { logits = core.mean_first(all_logits), probs = core.mean_first(all_probs),
-           labels = ds:labels(), member_probs = all_probs }
+           labels = ds:labels(), member_probs = all_probs, precision = self.precision or "fp32" }
 end
 
 return M

@@ -1,7 +1,8 @@
 /* test_fused.c: the fused Hydra model equals its members run one by one (every fuse.* =
  * member), for equal and unequal head counts, M = 1..4, batch 1 and > 1, images and text with
  * padding; with averaging it equals the members with the averaged weights substituted; save /
- * load round trip; cost counts; malformed members and gates are clear errors. */
+ * load round trip; cost counts; malformed members and gates are clear errors; precision bf16
+ * (the model and the fused model) against fp32, its members and the switched-off path. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -370,6 +371,122 @@ static void test_threads_bitwise(void) {
     run_threads_bitwise(HY_XFMR_TEXT, &avg, false);
     run_threads_bitwise(HY_XFMR_VIT, &dflt, true);
     run_threads_bitwise(HY_XFMR_TEXT, &avg, true);
+}
+
+/* ===== precision bf16 (tensor/gemm_bf16.h) ===== */
+
+static double max_abs_diff(const float *a, const float *b, size_t n, double *scale) {
+    double w = 0.0, s = 1.0;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - (double)b[i]);
+        if (!(d <= w)) w = d;
+        if (fabs((double)b[i]) > s) s = fabs((double)b[i]);
+    }
+    if (scale) *scale = s;
+    return w;
+}
+
+/* at bf16 the fused model equals its members at bf16 (hy_xfmr_infer) as closely as at fp32
+ * (the same packed weights, the same summation order per output), stays within the BF16 error
+ * of fp32 (and is not fp32: the path ran), gives the same bits at 1 and 3 threads; set back to
+ * fp32, or with the BF16 path switched off (a CPU without it), everything is fp32 bitwise */
+static void run_precision(hy_xfmr_kind kind) {
+    if (!hy_bf16_available()) {
+        fprintf(stderr, "test_fused: no AVX-512 BF16 on this CPU: bf16 checks skipped\n");
+        return;
+    }
+    hy_xfmr_config c = cfg_of(kind);
+    uint64_t seed = check_seed();
+    int threads0 = hy_threads();
+    size_t M = 3, B = MAX_B, K = c.n_classes;
+    hy_xfmr xs[3];
+    hy_xfmr *ms[3];
+    for (size_t m = 0; m < M; m++) {
+        make_member(&xs[m], &c, seed + 100 * m + 1, m, 1);
+        ms[m] = &xs[m];
+    }
+    static input in;
+    make_input(&in, &c, B, seed + 7);
+    const hy_fuse_config dflt = {HY_FUSE_AVERAGE, HY_FUSE_MEMBER, HY_FUSE_MEMBER,
+                                 HY_FUSE_MEMBER};
+    float f32[3 * MAX_B * 8], f16[3 * MAX_B * 8], f16t[3 * MAX_B * 8], seq[3 * MAX_B * 8];
+    float x32[MAX_B * 8], x16[MAX_B * 8], again[MAX_B * 8];
+    const char *what = kind == HY_XFMR_VIT ? "vit" : "text";
+    hy_precision used;
+    /* the plain model */
+    hy_threads_init(1);
+    CHECK_OK(hy_xfmr_alloc_acts(ms[0], B));
+    CHECK_OK(hy_xfmr_infer(ms[0], &in.b, B, x32));
+    CHECK_OK(hy_xfmr_set_precision(ms[0], HY_PRECISION_BF16, &used));
+    CHECK(used == HY_PRECISION_BF16, "%s: the model did not take bf16", what);
+    CHECK_OK(hy_xfmr_infer(ms[0], &in.b, B, x16));
+    double scale, d = max_abs_diff(x16, x32, B * K, &scale);
+    CHECK(d > 1e-5 * scale && d <= 0.05 * scale, "%s model: bf16 vs fp32 max |dlogit| %g "
+          "(scale %g)", what, d, scale);
+    hy_threads_init(3);
+    CHECK_OK(hy_xfmr_infer(ms[0], &in.b, B, again));
+    CHECK(memcmp(again, x16, B * K * sizeof *x16) == 0, "%s model bf16: 1 and 3 threads differ",
+          what);
+    CHECK_OK(hy_xfmr_set_precision(ms[0], HY_PRECISION_FP32, &used));
+    CHECK_OK(hy_xfmr_infer(ms[0], &in.b, B, again));
+    CHECK(used == HY_PRECISION_FP32 && memcmp(again, x32, B * K * sizeof *x32) == 0,
+          "%s model: back at fp32 the logits are not fp32's bits", what);
+    /* the fused model */
+    hy_fused f;
+    CHECK_OK(hy_fused_build(&f, ms, M, &dflt));
+    CHECK_OK(hy_fused_alloc_acts(&f, B));
+    hy_threads_init(1);
+    CHECK_OK(hy_fused_forward(&f, &in.b, B, f32));
+    CHECK_OK(hy_fused_set_precision(&f, HY_PRECISION_BF16, &used));
+    CHECK(used == HY_PRECISION_BF16, "%s: the fused model did not take bf16", what);
+    CHECK_OK(hy_fused_forward(&f, &in.b, B, f16));
+    hy_threads_init(3);
+    CHECK_OK(hy_fused_forward(&f, &in.b, B, f16t));
+    CHECK(memcmp(f16, f16t, M * B * K * sizeof *f16) == 0, "%s fused bf16: 1 and 3 threads "
+          "differ", what);
+    d = max_abs_diff(f16, f32, M * B * K, &scale);
+    CHECK(d > 1e-5 * scale && d <= 0.05 * scale, "%s fused: bf16 vs fp32 max |dlogit| %g "
+          "(scale %g)", what, d, scale);
+    /* the members at bf16 one by one: the fused model's MLP and embedding are the averaged
+     * ones (dflt), so compare against members built with all-member tensors */
+    hy_fused g;
+    CHECK_OK(hy_fused_build(&g, ms, M, &ALL_MEMBER));
+    CHECK_OK(hy_fused_alloc_acts(&g, B));
+    CHECK_OK(hy_fused_set_precision(&g, HY_PRECISION_BF16, NULL));
+    CHECK_OK(hy_fused_forward(&g, &in.b, B, f16));
+    for (size_t m = 0; m < M; m++) {
+        CHECK_OK(hy_xfmr_set_precision(ms[m], HY_PRECISION_BF16, NULL));
+        CHECK_OK(hy_xfmr_alloc_acts(ms[m], B));
+        CHECK_OK(hy_xfmr_infer(ms[m], &in.b, B, seq + m * B * K));
+        CHECK_OK(hy_xfmr_set_precision(ms[m], HY_PRECISION_FP32, NULL));
+    }
+    d = max_abs_diff(f16, seq, M * B * K, NULL);
+    CHECK(d <= TOL_LOGIT, "%s: fused bf16 vs members bf16 max |dlogit| %g > %g", what, d,
+          TOL_LOGIT);
+    hy_fused_release(&g);
+    /* back to fp32, and bf16 asked on a CPU without it: fp32's bits */
+    CHECK_OK(hy_fused_set_precision(&f, HY_PRECISION_FP32, &used));
+    CHECK_OK(hy_fused_forward(&f, &in.b, B, f16));
+    CHECK(used == HY_PRECISION_FP32 && memcmp(f16, f32, M * B * K * sizeof *f16) == 0,
+          "%s fused: back at fp32 the logits are not fp32's bits", what);
+    hy_bf16_disable(true);
+    CHECK_OK(hy_fused_set_precision(&f, HY_PRECISION_BF16, &used));
+    CHECK_OK(hy_fused_forward(&f, &in.b, B, f16));
+    CHECK(used == HY_PRECISION_FP32 && memcmp(f16, f32, M * B * K * sizeof *f16) == 0,
+          "%s fused: without AVX-512 BF16 the logits are not fp32's bits", what);
+    CHECK_OK(hy_xfmr_set_precision(ms[0], HY_PRECISION_BF16, &used));
+    CHECK_OK(hy_xfmr_infer(ms[0], &in.b, B, again));
+    CHECK(used == HY_PRECISION_FP32 && memcmp(again, x32, B * K * sizeof *x32) == 0,
+          "%s model: without AVX-512 BF16 the logits are not fp32's bits", what);
+    hy_bf16_disable(false);
+    hy_fused_release(&f);
+    for (size_t m = 0; m < M; m++) hy_xfmr_release(&xs[m]);
+    hy_threads_init(threads0);
+}
+
+static void test_precision_bf16(void) {
+    run_precision(HY_XFMR_VIT);
+    run_precision(HY_XFMR_TEXT);
 }
 
 /* ===== file round trip, predict, cost ===== */
@@ -769,6 +886,7 @@ int main(void) {
     RUN(test_sequential_text);
     RUN(test_averaging);
     RUN(test_threads_bitwise);
+    RUN(test_precision_bf16);
     RUN(test_save_load_predict);
     RUN(test_cost);
     RUN(test_cost_matches_tables);

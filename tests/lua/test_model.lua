@@ -235,6 +235,31 @@ function T.cli_init_train_predict()
   eq(g:read("/probs"):size(1), 64, "/probs")
   eq(g:read("/labels"):dtype(), "int32", "/labels int32")
   eq(g:read("/logits"):dtype(), "float32", "/logits float32")
+  eq(g:attr("/", "precision"), "fp32", "precision attribute, default fp32")
+  -- --precision bf16: the linears in BF16 where the CPU has it (else fp32, said on stderr)
+  code, _, err = check.hydra(("predict %s/t.h5 --data %s/tiny.h5 --split test --out %s/pb.h5 "
+    .. "--precision bf16"):format(dir, dir, dir))
+  eq(code, 0, "predict bf16: " .. err)
+  local gb <close> = h5.open(dir .. "/pb.h5")
+  local used, l32, l16 = gb:attr("/", "precision"), g:read("/logits"), gb:read("/logits")
+  local worst, big = 0, 1
+  for i, x in ipairs(l32:flat()) do
+    worst = math.max(worst, math.abs(l16:flat()[i] - x))
+    big = math.max(big, math.abs(x))
+  end
+  if core.bf16_available() then
+    eq(used, "bf16", "precision attribute bf16")
+    ok(worst > 0 and worst <= 0.05 * big, "bf16 logits within the BF16 error: " .. worst)
+  else
+    eq(used, "fp32", "no AVX-512 BF16: fp32 ran")
+    ok(err:find("precision bf16 is not available here", 1, true), err)
+    eq(worst, 0, "no AVX-512 BF16: fp32's logits")
+  end
+  code, _, err = check.hydra(("predict %s/t.h5 --data %s/tiny.h5 --split test --out %s/px.h5 "
+    .. "--precision fp16"):format(dir, dir, dir))
+  eq(code, 2, "bad --precision")
+  ok(err:find("--precision must be fp32 or bf16 (got 'fp16')", 1, true), err)
+  ok(not core.stat(dir .. "/px.h5"), "nothing written")
   code, _, err = check.hydra(("predict %s/t.h5 --data %s/nope.h5 --split test --out %s/q.h5")
     :format(dir, dir, dir))
   eq(code, 1, "missing data")

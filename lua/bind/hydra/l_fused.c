@@ -9,6 +9,7 @@
  *   f:forward(inputs) -> member logits [M,B,K]: inputs.images float32 [B,C,H,W], or inputs.ids,
  *                        lengths (and type_ids) of a text model (as m:forward's)
  *   f:gates() -> float32 [M,L,H]   f:close()  (also __gc / __close; idempotent)
+ *   f:set_precision("fp32" | "bf16") -> the precision in force (hy_fused_set_precision)
  *   core.fused_time(f, B, reps, seed) -> seconds per forward of a batch of B random images
  *     (after one warm-up), for the cost benchmark (core.model_time: l_xfmr.c). */
 #include <string.h>
@@ -190,12 +191,18 @@ static int l_fused_time(lua_State *L) {
     return 1;
 }
 
+static int l_fused_set_precision(lua_State *L) {
+    hy_precision used = HY_PRECISION_FP32;
+    hy_status st = hy_fused_set_precision(check_fused(L, 1), l_checkprecision(L, 2), &used);
+    return l_pushprecision(L, st, used);
+}
+
 void l_open_fused(lua_State *L) {
     static const luaL_Reg methods[] = {
         {"save", l_fused_save}, {"predict", l_fused_predict}, {"info", l_fused_info},
         {"forward", l_fused_forward},
         {"gates", l_fused_gates}, {"flops", l_fused_flops}, {"close", l_fused_gc},
-        {NULL, NULL}};
+        {"set_precision", l_fused_set_precision}, {NULL, NULL}};
     static const luaL_Reg fns[] = {
         {"fused_new", l_fused_new}, {"fused_load", l_fused_load}, {"fused_time", l_fused_time},
         {NULL, NULL}};

@@ -9,6 +9,8 @@
  *   m:init(seed) m:params_count() m:n_tensors() m:param_names() m:param(name)
  *   m:get_params() m:set_params(t) m:gates() m:set_gates(t) m:set_gate(layer, head, g)
  *   m:set_dropout(on [, seed]) m:flops(T) m:close()
+ *   m:set_precision("fp32" | "bf16") -> the precision in force (hy_xfmr_set_precision: bf16
+ *     packs the linears' weights as they are now; without AVX-512 BF16 it stays "fp32")
  *   (m:save: l_ckpt.c; m:evaluate, m:predict: l_train.c)
  *   core.model_time(m, B, reps, seed) -> seconds per forward of a batch of B random images
  *     (after one warm-up), for the cost benchmark
@@ -349,6 +351,24 @@ static int l_model_set_dropout(lua_State *L) {
     return 0;
 }
 
+hy_precision l_checkprecision(lua_State *L, int arg) {
+    hy_precision p;
+    if (hy_precision_parse(luaL_checkstring(L, arg), &p) != HY_OK) l_raise(L);
+    return p;
+}
+
+int l_pushprecision(lua_State *L, hy_status st, hy_precision used) {
+    if (st != HY_OK) return l_raise(L);
+    lua_pushstring(L, hy_precision_name(used));
+    return 1;
+}
+
+static int l_model_set_precision(lua_State *L) {
+    hy_precision used = HY_PRECISION_FP32;
+    hy_status st = hy_xfmr_set_precision(l_checkmodel(L, 1), l_checkprecision(L, 2), &used);
+    return l_pushprecision(L, st, used);
+}
+
 /* ===== timing (cost benchmark) ===== */
 
 static int l_model_time(lua_State *L) {
@@ -382,7 +402,7 @@ void l_open_xfmr(lua_State *L) {
         {"set_params", l_model_set_params}, {"gates", l_model_gates},
         {"set_gates", l_model_set_gates}, {"set_gate", l_model_set_gate},
         {"set_dropout", l_model_set_dropout}, {"flops", l_model_flops}, {"close", l_model_gc},
-        {NULL, NULL}};
+        {"set_precision", l_model_set_precision}, {NULL, NULL}};
     static const luaL_Reg fns[] = {
         {"model_new", l_model_new}, {"model_time", l_model_time},
         {"model_config_fields", l_model_config_fields}, {"model_cost", l_model_cost_of},

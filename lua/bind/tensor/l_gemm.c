@@ -2,9 +2,16 @@
  *   core.bench_sgemm(n, reps) -> best GFLOP/s of reps n x n x n sgemm calls (row-major, through
  *   hy_gemm), for the % of peak that `make bench` reports
  *   core.blas_info() -> { corename = openblas_get_corename(), config = openblas_get_config() }
- *   (the kernels OpenBLAS picked on this CPU; recorded by `make bench`) */
+ *   (the kernels OpenBLAS picked on this CPU; recorded by `make bench`)
+ *   core.bf16_available() -> whether precision bf16 runs here (tensor/gemm_bf16.h: AVX-512 BF16) */
 #include "bind.h"
 #include "tensor/gemm.h"
+#include "tensor/gemm_bf16.h"
+
+static int l_bf16_available(lua_State *L) {
+    lua_pushboolean(L, hy_bf16_available());
+    return 1;
+}
 
 static int l_bench_sgemm(lua_State *L) {
     lua_Integer n = luaL_checkinteger(L, 1), reps = luaL_optinteger(L, 2, 3);
@@ -45,6 +52,7 @@ static int l_blas_info(lua_State *L) {
 
 void l_open_gemm(lua_State *L) {
     static const luaL_Reg fns[] = {
-        {"bench_sgemm", l_bench_sgemm}, {"blas_info", l_blas_info}, {NULL, NULL}};
+        {"bench_sgemm", l_bench_sgemm}, {"blas_info", l_blas_info},
+        {"bf16_available", l_bf16_available}, {NULL, NULL}};
     l_setfuncs(L, fns);
 }

@@ -14,7 +14,9 @@
 --         progress = bool }
 -- predictor:predict(set) -> path of a prediction file (/probs [N,C], /labels [N] int32,
 --                           /logits [N,C], /member_probs [M,N,C] and /member_logits [M,N,C]
---                           when the method has members); a cached stage ("preds")
+--                           when the method has members; root attribute precision = "bf16"
+--                           when precision bf16 ran, absent at fp32); a cached stage
+--                           ("preds")
 -- predictor:time_batch(set, B, reps) -> median milliseconds of one forward of B samples
 -- predictor.cost = { params, members, seq_len (the model's full sequence length, tokens with CLS),
 --                    flops_at = function(T) -> forward FLOPs of one sample at sequence length T
@@ -309,6 +311,7 @@ function Predictor:predict(set)
     if p.member_probs then f:write("/member_probs", p.member_probs) end
     if p.member_logits then f:write("/member_logits", p.member_logits) end
     if p.uncertainty then f:write("/uncertainty", p.uncertainty) end
+    if p.precision and p.precision ~= "fp32" then f:set_attr("/", "precision", p.precision) end
     f:set_attr("/", "method", self.name)
     f:set_attr("/", "dataset", set.name)
     f:set_attr("/", "data", set.file)
@@ -357,7 +360,13 @@ function C.run_models(models, ds, B, mc, mc_seed)
     mod.ud:predict(ds, B, logits:row(m), probs:row(m))
   end
   return { probs = core.mean_first(probs), logits = core.mean_first(logits), labels = ds:labels(),
-           member_probs = probs, member_logits = logits }
+           member_probs = probs, member_logits = logits, precision = models[1].precision }
+end
+
+-- The precision a loaded model or fused model predicts at, for a predictions stage key: nil at
+-- fp32 (the keys of fp32 predictions stay those from before the key precision existed).
+function C.precision_key(m)
+  return m.precision ~= nil and m.precision ~= "fp32" and m.precision or nil
 end
 
 -- A predictor over checkpoints (paths with their stage keys). opts: mc (samples), mc_seed,
@@ -366,7 +375,11 @@ end
 -- One ensemble checkpoint (BatchEnsemble, LoRA-Ensemble) predicts all its members in one pass.
 function C.model_predictor(ctx, ckpts, keys, opts)
   local models = {}
-  for i, p in ipairs(ckpts) do models[i] = model.load(p) end
+  local precision = ctx.cfg.precision
+  for i, p in ipairs(ckpts) do
+    models[i] = model.load(p)
+    if precision ~= "fp32" then models[i]:set_precision(precision) end
+  end
   local mc = opts.mc or 0
   local params = 0
   for _, m in ipairs(models) do params = params + m:config().params end
@@ -381,7 +394,7 @@ function C.model_predictor(ctx, ckpts, keys, opts)
   return C.predictor({
     ctx = ctx, name = opts.name,
     key_inputs = { kind = mc > 0 and "mc" or "models", models = keys, mc = mc,
-                   mc_seed = opts.mc_seed },
+                   mc_seed = opts.mc_seed, precision = C.precision_key(models[1]) },
     dataset = function(set) return C.dataset(set, models[1].norm) end,
     run = function(ds, B) return C.run_models(models, ds, B, mc, opts.mc_seed) end,
     cost = { params = params, members = members, seq_len = models[1]:config().seq_len,
@@ -627,15 +640,17 @@ end
 function C.fused_predictor(ctx, fused_path, fused_key, opts)
   local fuse = require("hydra.fuse")
   local f = fuse.load(fused_path)
+  if ctx.cfg.precision ~= "fp32" then f:set_precision(ctx.cfg.precision) end
   local info = f:info()
   local M = info.members
   return C.predictor({
     ctx = ctx, name = opts.name,
-    key_inputs = { kind = "fused", fused = fused_key },
+    key_inputs = { kind = "fused", fused = fused_key, precision = C.precision_key(f) },
     dataset = function(set) return C.dataset(set, f.norm) end,
     run = function(ds, B)
       local ml, probs, mp = f.ud:predict(ds, B)
-      local p = { probs = probs, logits = core.mean_first(ml), labels = ds:labels() }
+      local p = { probs = probs, logits = core.mean_first(ml), labels = ds:labels(),
+                  precision = f.precision }
       if M > 1 then p.member_probs, p.member_logits = mp, ml end
       return p
     end,
