@@ -460,7 +460,7 @@ hy_status hy_mlm_evaluate(hy_xfmr *m, hy_mlm *h, const hy_dataset *ds, size_t ba
     HY_TRY(check_text(m, ds));
     if (ds->n == 0) return HY_OK;
     size_t B = batch_size < ds->n ? batch_size : ds->n;
-    HY_TRY(hy_train_ensure_acts(m, B));
+    HY_TRY(hy_xfmr_ensure_infer(m, B));
     hy_loader ld;
     HY_TRY(hy_loader_new(&ld, ds, B, 0, NULL, 0));
     hy_status st = HY_OK;

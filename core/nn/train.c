@@ -187,7 +187,7 @@ static hy_status sweep(hy_xfmr *m, const hy_dataset *ds, size_t batch_size, int 
     if (batch_size < 1) return hy_fail(HY_EINVAL, "train: eval batch size must be >= 1 (got 0)");
     if (ds->n && batch_size > ds->n) batch_size = ds->n;     /* the same single batch */
     HY_TRY(check_data(m, ds, need_labels));
-    HY_TRY(hy_train_ensure_acts(m, batch_size));
+    HY_TRY(hy_xfmr_ensure_infer(m, batch_size));
     hy_loader ld;
     HY_TRY(hy_loader_new(&ld, ds, batch_size, 0, NULL, 0));
     hy_status st = HY_OK;
