@@ -172,6 +172,7 @@ return function(ctx)
     end)
     if ok then s.fused = f
     else s.fused_skipped = (hydra.err.message(f):gsub("^[^%s:]+%.lua:%d+: ", "")) end
+    collectgarbage("collect")   -- the members the fused models were built from (GBs at BERT)
     -- warm-up (allocations, first touch)
     s.tr:start_epoch(1)
     s.tr:run(1)
