@@ -120,6 +120,7 @@ static hy_status mimo_forward(hy_fit *f, size_t b, double *loss) {
     slot_orders(t, b, (uint64_t)f->prog.step);
     assemble(t, R);
     hy_batch in = {.images = t->images};
+    HY_TRY(hy_train_ensure_acts(f->model, R));   /* freed by an evaluation in between */
     HY_TRY(hy_xfmr_forward(f->model, &in, R, t->logits));
     return hy_mimo_loss(t->logits, t->labels, R, M, K, (float)t->cfg.label_smoothing, loss,
                         t->dlogits);

@@ -342,6 +342,7 @@ static hy_status mlm_forward(hy_fit *f, size_t B, double *loss) {
     hy_mlm_mask(t->in_ids, t->targets, f->loader.ids, f->loader.lengths, f->loader.index, B, len,
                 h->V, &t->cfg.mask, t->cfg.seed, f->prog.epoch);
     hy_batch in = {.ids = t->in_ids, .lengths = f->loader.lengths, .len = len};
+    HY_TRY(hy_train_ensure_acts(m, B));   /* freed by an evaluation in between */
     HY_TRY(hy_xfmr_forward(m, &in, B, t->logits));
     /* the loss's backward through the head adds into both blocks' gradients */
     hy_xfmr_zero_grad(m);

@@ -871,6 +871,8 @@ hy_status hy_xfmr_alloc_infer(hy_xfmr *m, size_t B_cap) {
 
 hy_status hy_xfmr_ensure_infer(hy_xfmr *m, size_t B) {
     if ((m->acts && m->B_cap >= B) || (m->infer_acts && m->B_infer >= B)) return HY_OK;
+    free_acts(m);   /* a training block too small for B: its GBs go back (training steps
+                     * allocate it again: hy_train_ensure_acts) */
     return hy_xfmr_alloc_infer(m, B);
 }
 

@@ -468,7 +468,9 @@ size_t hy_xfmr_acts_bytes(const hy_xfmr_config *c, size_t B_cap);
  * (when an extension's scratch cannot be had, the training block is freed too). */
 hy_status hy_xfmr_alloc_infer(hy_xfmr *m, size_t B_cap);
 /* Makes sure hy_xfmr_infer takes batches of B samples: nothing when the training block or the
- * inference block holds them, else hy_xfmr_alloc_infer(m, B). Every prediction and evaluation
+ * inference block holds them, else the training block is freed (a trained model keeps no GBs
+ * of activations; a training step allocates them again) and hy_xfmr_alloc_infer(m, B). Every
+ * prediction and evaluation
  * calls this (never hy_xfmr_alloc_acts), so inference memory grows with the batch, not with
  * batch x depth. */
 hy_status hy_xfmr_ensure_infer(hy_xfmr *m, size_t B);
