@@ -715,7 +715,7 @@ if SIZE ~= "small" then
     local fz = o.fused.skipped and ("fused: skipped (" .. o.fused.skipped .. ")")
       or ("fused: split efficiency B=1 %.2f, vs members B=%d %.2fx; time(Hydra)/time(Single) "
         .. "B=1 %.2f, B=%d %.2f vs FLOPs %.2f"):format(
-        o.fused.split_efficiency_b1, o.fused.batch_large, o.fused.vs_members_b256,
+        o.fused.split_efficiency_b1, o.fused.batch_large, o.fused.vs_members_large,
         o.fused.hydra_over_single_b1, o.fused.batch_large, o.fused.hydra_over_single_large,
         o.fused.flops_ratio)
     print(("  %-14s GEMM %.0f%% of peak in training, %.0f%% in inference; outside GEMMs %.1f%% "

@@ -122,6 +122,7 @@ void hy_fused_release(hy_fused *f) {
     hy_free(f->slot);
     hy_free(f->params);
     hy_free(f->acts);
+    hy_free(f->work);
     hy_free(f->ones);
     hy_xfmr_bf16_precision(&f->bf16, HY_PRECISION_FP32, &f->cfg, NULL, NULL, NULL, 0, NULL);
     memset(f, 0, sizeof *f);
@@ -408,6 +409,46 @@ fail:
 
 /* ===== activations ===== */
 
+/* rows of the activations a thread runs through every layer at a time (cache-sized chunks) */
+#define CHUNK_ROWS 256
+#define R16(x) (((x) + 15) / 16 * 16)
+
+/* The most rows of a chunk (n_chunks: at most CHUNK_ROWS / T samples or pairs of T <= f->T
+ * rows, at least one) */
+static size_t chunk_rows_max(const hy_fused *f) { return CHUNK_ROWS > f->T ? CHUNK_ROWS : f->T; }
+
+/* The buffers one chunk goes through its layers in (one work set, WORK_* at its rows): LN1 /
+ * LN2 output, LayerNorm statistics, Q/K/V, the attention output, the MLP hidden, the patch /
+ * token embeddings; rows_max rows of each, 64-byte aligned */
+enum { WORK_LN, WORK_MEAN, WORK_RSTD, WORK_QKV, WORK_AO, WORK_H, WORK_EMB, WORK_N };
+static void work_sizes(const hy_fused *f, size_t sz[WORK_N]) {
+    size_t rows = chunk_rows_max(f), D = f->cfg.d_model;
+    sz[WORK_LN] = R16(rows * D);
+    sz[WORK_MEAN] = sz[WORK_RSTD] = R16(rows);
+    sz[WORK_QKV] = R16(rows * 3 * D);
+    sz[WORK_AO] = R16(rows * D);
+    sz[WORK_H] = R16(rows * f->cfg.d_mlp);
+    sz[WORK_EMB] = R16(rows * D);
+}
+
+size_t hy_fused_work_floats(const hy_fused *f) {
+    size_t sz[WORK_N], n = 0;
+    work_sizes(f, sz);
+    for (int i = 0; i < WORK_N; i++) n += sz[i];
+    return n;
+}
+
+/* at least `sets` work sets (grown, never shrunk) */
+static hy_status ensure_work(hy_fused *f, size_t sets) {
+    if (f->n_work >= sets) return HY_OK;
+    hy_free(f->work);
+    f->n_work = 0;
+    f->work = hy_xmalloc_aligned(sets * hy_fused_work_floats(f) * sizeof(float));
+    if (!f->work) return HY_ENOMEM;
+    f->n_work = sets;
+    return HY_OK;
+}
+
 hy_status hy_fused_alloc_acts(hy_fused *f, size_t B_cap) {
     hy_free(f->acts);
     f->acts = NULL;
@@ -416,27 +457,62 @@ hy_status hy_fused_alloc_acts(hy_fused *f, size_t B_cap) {
     const hy_xfmr_config *c = &f->cfg;
     size_t M = f->M, T = f->T, D = c->d_model, MBT = M * B_cap * T;
     size_t F = c->kind == HY_XFMR_VIT ? c->channels * c->patch * c->patch : 0;
-#define R16(x) (((x) + 15) / 16 * 16)
-    size_t sizes[] = {R16(MBT * D), R16(MBT * D), R16(MBT), R16(MBT), R16(3 * MBT * D),
-                      R16(MBT * D), R16(MBT * c->d_mlp), R16(M * B_cap * (T - 1) * D),
-                      R16(B_cap * (T - 1) * F), R16(M * B_cap * D), R16(M * B_cap * D),
-                      R16(M * B_cap), R16(M * B_cap), R16(M * B_cap * D), R16(B_cap)};
-#undef R16
+    size_t sizes[] = {R16(MBT * D), R16(B_cap * (T - 1) * F), R16(M * B_cap * D),
+                      R16(M * B_cap * D), R16(M * B_cap), R16(M * B_cap), R16(M * B_cap * D),
+                      R16(B_cap)};
     size_t total = 0;
     for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) total += sizes[i];
     f->acts = hy_xmalloc_aligned(total * sizeof(float));
     if (!f->acts) return HY_ENOMEM;
     float *q = f->acts;
-    float **dst[] = {&f->x, &f->ln, &f->mean, &f->rstd, &f->qkv, &f->ao, &f->h, &f->emb,
-                     &f->patches, &f->cls, &f->lnf, &f->fmean, &f->frstd, &f->pool};
+    float **dst[] = {&f->x, &f->patches, &f->cls, &f->lnf, &f->fmean, &f->frstd, &f->pool};
     for (size_t i = 0; i < sizeof dst / sizeof *dst; i++) {
         *dst[i] = q;
         q += sizes[i];
     }
     f->kvalid = (int32_t *)q;
     f->B_cap = B_cap;
-    return HY_OK;
+    /* a set per thread that may run and one for a shared chunk (hy_fused_forward grows them
+     * when a later forward has more threads) */
+#ifdef _OPENMP
+    int procs = omp_get_num_procs();
+#else
+    int procs = 1;
+#endif
+    int nt = hy_threads() > procs ? hy_threads() : procs;
+    hy_status st = ensure_work(f, (size_t)(nt > 1 ? nt : 1) + 1);
+    if (st != HY_OK) {
+        hy_free(f->acts);
+        f->acts = NULL;
+        f->B_cap = 0;
+    }
+    return st;
 }
+
+/* One chunk's view of a work set: the chunk's pair (or, for the shared embedding, sample) p
+ * has its rows (p - p0) T .. + T of ln, mean, rstd, qkv, ao, h and (p - p0) (T - 1) .. of emb */
+typedef struct work {
+    float *ln, *mean, *rstd, *qkv, *ao, *h, *emb;
+    size_t p0;
+} work;
+
+static work work_for(const hy_fused *f, size_t set, size_t p0) {
+    HY_ASSERT(set < f->n_work);
+    size_t sz[WORK_N];
+    work_sizes(f, sz);
+    float *q = f->work + set * hy_fused_work_floats(f);
+    float **dst[WORK_N];
+    work w;
+    dst[WORK_LN] = &w.ln, dst[WORK_MEAN] = &w.mean, dst[WORK_RSTD] = &w.rstd;
+    dst[WORK_QKV] = &w.qkv, dst[WORK_AO] = &w.ao, dst[WORK_H] = &w.h, dst[WORK_EMB] = &w.emb;
+    for (int i = 0; i < WORK_N; i++) {
+        *dst[i] = q;
+        q += sz[i];
+    }
+    w.p0 = p0;
+    return w;
+}
+#undef R16
 
 /* ===== forward ===== */
 
@@ -470,9 +546,6 @@ static hy_status check_batch(const hy_fused *f, const hy_batch *in, size_t B) {
  * slice's implicit task), so they run on the calling thread: a batch-1 member (one slice) never
  * pays a fork/join per kernel. The M streams are what a fused model adds over one member: at
  * batch 1 they are M independent slices, while one member's forward is one. */
-
-/* rows of the activations a thread runs through every layer at a time (cache-sized chunks) */
-#define CHUNK_ROWS 256
 
 /* The chunks of n items (pairs, or samples for a shared embedding) at sequence length T: about
  * CHUNK_ROWS rows each, and at least CHUNK_MIN of them (a multiple of 12, so that 1, 2, 3, 4 and
@@ -562,32 +635,30 @@ static void team_sync(const hy_team_part *tp) {
     if (tp) hy_team_barrier(tp->team);
 }
 
-/* rows [r0, r0 + n) of a LayerNorm, or this part's share of them */
+/* n rows of a LayerNorm from the rows given, or this part's share of them */
 static void norm_rows(const hy_team_part *tp, float *out, float *mean, float *rstd,
-                      const float *x, const float *w, const float *b, size_t r0, size_t n,
-                      size_t D, float eps) {
+                      const float *x, const float *w, const float *b, size_t n, size_t D,
+                      float eps) {
     size_t lo = 0, hi = n;
     if (tp) hy_team_share(n, tp->part, tp->parts, &lo, &hi);
-    r0 += lo;
-    hy_layernorm_forward(out + r0 * D, mean + r0, rstd + r0, x + r0 * D, w, b, hi - lo, D, eps);
+    hy_layernorm_forward(out + lo * D, mean + lo, rstd + lo, x + lo * D, w, b, hi - lo, D, eps);
 }
 
-/* LayerNorm (slot sw, sb) of rows_per_pair rows per pair of the slice: out, x indexed like
- * f->x (rows_per_pair = T) or f->cls (1); one call when the LayerNorms are shared */
-static void norm_slice(hy_fused *f, const slice *s, float *out, float *mean, float *rstd,
-                       const float *x, size_t sw, size_t sb, size_t rpp,
+/* LayerNorm (slot sw, sb) of rows_per_pair rows per pair of the slice: x indexed like f->x
+ * (rows_per_pair = T) or f->cls (1), pair p's rows of out from pair po and of mean, rstd from
+ * pair ps on (a chunk's work set: its first pair; f->x, f->cls: 0); one call when the
+ * LayerNorms are shared */
+static void norm_slice(hy_fused *f, const slice *s, float *out, size_t po, float *mean,
+                       float *rstd, size_t ps, const float *x, size_t sw, size_t sb, size_t rpp,
                        const hy_team_part *tp) {
     size_t D = f->cfg.d_model;
     float eps = hy_xfmr_ln_eps(&f->cfg);
-    if (shared(f, HY_PART_LN)) {
-        norm_rows(tp, out, mean, rstd, x, P(f, 0, sw), P(f, 0, sb), s->p0 * rpp,
-                  (s->p1 - s->p0) * rpp, D, eps);
-    } else {
-        for (size_t i = 0; i < s->nseg; i++) {
-            size_t m = s->m[i], B = s->B;
-            norm_rows(tp, out, mean, rstd, x, P(f, m, sw), P(f, m, sb),
-                      (m * B + s->b0[i]) * rpp, (s->b1[i] - s->b0[i]) * rpp, D, eps);
-        }
+    bool sh = shared(f, HY_PART_LN);
+    for (size_t i = 0; i < (sh ? 1 : s->nseg); i++) {
+        size_t m = sh ? 0 : s->m[i], p = sh ? s->p0 : m * s->B + s->b0[i];
+        size_t n = (sh ? s->p1 - s->p0 : s->b1[i] - s->b0[i]) * rpp;
+        norm_rows(tp, out + (p - po) * rpp * D, mean + (p - ps) * rpp, rstd + (p - ps) * rpp,
+                  x + p * rpp * D, P(f, m, sw), P(f, m, sb), n, D, eps);
     }
     team_sync(tp);
 }
@@ -602,24 +673,24 @@ static void linear_part(const hy_team_part *tp, float *out, const float *a, cons
 }
 
 /* the embedded input [cls; embed(input)] + pos of samples [b0, b1) with member m's (or the
- * shared) embedding into dst (rows of those samples) */
+ * shared) embedding into dst (rows of those samples); its temporaries in w at pair m B + b0 */
 static void embed_samples(hy_fused *f, size_t m, const hy_batch *in, size_t B, size_t b0,
-                          size_t b1, size_t T, float *dst) {
+                          size_t b1, size_t T, float *dst, const work *w) {
     const hy_xfmr_config *c = &f->cfg;
-    size_t D = c->d_model, nb = b1 - b0, T1 = T - 1;
+    size_t D = c->d_model, nb = b1 - b0, T1 = T - 1, p = m * B + b0 - w->p0;
     if (bert_embed(f)) {
         /* embed_norm(tok[ids] + type[type_ids] + pos) of the samples' rows, in place in dst
          * (the statistics into the pair's LayerNorm rows, free before block 0) */
-        size_t ne = hy_xfmr_n_embed_slots(c), len = in->len, r0 = (m * B + b0) * T;
+        size_t ne = hy_xfmr_n_embed_slots(c), len = in->len;
         hy_bert_embed_forward(dst, in->ids + b0 * len, in->type_ids ? in->type_ids + b0 * len
                                                                     : NULL,
                               P(f, m, 1), c->type_vocab ? P(f, m, 2) : NULL, P(f, m, 0), nb * T,
                               T, D);
-        hy_layernorm_forward(dst, f->mean + r0, f->rstd + r0, dst, P(f, m, ne - 2),
+        hy_layernorm_forward(dst, w->mean + p * T, w->rstd + p * T, dst, P(f, m, ne - 2),
                              P(f, m, ne - 1), nb * T, D, hy_xfmr_ln_eps(c));
         return;
     }
-    float *emb = f->emb + (m * B + b0) * T1 * D;
+    float *emb = w->emb + p * T1 * D;
     if (c->kind == HY_XFMR_VIT) {
         size_t F = c->channels * c->patch * c->patch;
         hy_linear_forward(emb, f->patches + b0 * T1 * F, P(f, m, HY_EMB_W), P(f, m, HY_EMB_B),
@@ -631,46 +702,50 @@ static void embed_samples(hy_fused *f, size_t m, const hy_batch *in, size_t B, s
 }
 
 /* the embedded input of every member segment of s, each with its member's embedding */
-static void embed_slice(hy_fused *f, const slice *s, const hy_batch *in, size_t T) {
+static void embed_slice(hy_fused *f, const slice *s, const hy_batch *in, size_t T,
+                        const work *w) {
     for (size_t i = 0; i < s->nseg; i++) {
         size_t m = s->m[i];
         embed_samples(f, m, in, s->B, s->b0[i], s->b1[i], T,
-                      f->x + (m * s->B * T + s->b0[i] * T) * f->cfg.d_model);
+                      f->x + (m * s->B * T + s->b0[i] * T) * f->cfg.d_model, w);
     }
 }
 
 /* Block l's attention for the pairs of s: x_m += proj_m(attn(qkv_m(LN1(x_m)))) */
 static void attn_layer(hy_fused *f, const slice *s, size_t T, const int32_t *kv,
-                       const hy_team_part *tp, size_t l) {
+                       const hy_team_part *tp, size_t l, const work *w) {
     const hy_xfmr_config *c = &f->cfg;
-    size_t B = s->B, D = c->d_model, L = c->depth, HS = f->HS, BT = B * T;
+    size_t B = s->B, D = c->d_model, L = c->depth, HS = f->HS;
     const float *ones = f->ones;
     size_t s0 = hy_xfmr_slot(c, l, 0);   /* slot of block l's HY_BLK_* = s0 + HY_BLK_* */
-    /* the attention's input: LN1(x_m) (pre), x_m itself (post: LN1 follows the residual) */
+    size_t w0 = w->p0 * T;   /* the work set's first row */
+    /* the attention's input: LN1(x_m) (pre), x_m itself (post: LN1 follows the residual),
+     * from row a0 on */
     const float *ain = f->x;
+    size_t a0 = 0;
     if (!post_ln(f)) {
-        norm_slice(f, s, f->ln, f->mean, f->rstd, f->x, s0 + HY_BLK_N1W, s0 + HY_BLK_N1B, T,
-                   tp);
-        ain = f->ln;
+        norm_slice(f, s, w->ln, w->p0, w->mean, w->rstd, w->p0, f->x, s0 + HY_BLK_N1W,
+                   s0 + HY_BLK_N1B, T, tp);
+        ain = w->ln;
+        a0 = w0;
     }
     /* Q/K/V: one ragged grouped GEMM, group i = member segment i (its own k_m heads):
      * qkv_m (n T, 3 k_m HS) = bias + LN1(x_m) W_qkv,m^T. The segment's qkv (n, T, 3C) and
-     * ao (n, T, C) start where samples b0.. of member m would with every head kept: the
-     * same in every layer, as slices run their layers unsynchronised and C varies. */
+     * ao (n, T, C) start in the work set where its rows would with every head kept. */
     hy_gemm_desc g[64];
     for (size_t i = 0; i < s->nseg; i++) {
         size_t m = s->m[i], b0 = s->b0[i], n = s->b1[i] - b0;
         size_t C = f->kept[m * L + l] * HS, rm = (m * B + b0) * T;
-        float *qkv = f->qkv + (m * BT + b0 * T) * 3 * D;
+        float *qkv = w->qkv + (rm - w0) * 3 * D;
         const float *bias = P(f, m, s0 + HY_BLK_QKVB);
         if (tp) {
-            linear_part(tp, qkv, ain + rm * D, P(f, m, s0 + HY_BLK_QKVW), bias, NULL, false,
-                        n * T, D, 3 * C);
+            linear_part(tp, qkv, ain + (rm - a0) * D, P(f, m, s0 + HY_BLK_QKVW), bias, NULL,
+                        false, n * T, D, 3 * C);
             continue;
         }
         HY_PROF(HY_PROF_BIAS, for (size_t r = 0; r < n * T; r++)
                                   memcpy(qkv + r * 3 * C, bias, 3 * C * sizeof *qkv));
-        g[i] = (hy_gemm_desc){CblasNoTrans, CblasTrans, ain + rm * D, n * T, D, D,
+        g[i] = (hy_gemm_desc){CblasNoTrans, CblasTrans, ain + (rm - a0) * D, n * T, D, D,
                               P(f, m, s0 + HY_BLK_QKVW), 3 * C, D, D, qkv, n * T, 3 * C, 3 * C,
                               1.0f, 1.0f};
     }
@@ -679,8 +754,8 @@ static void attn_layer(hy_fused *f, const slice *s, size_t T, const int32_t *kv,
     /* attention over every kept head of the slice's member segments */
     for (size_t i = 0; i < s->nseg; i++) {
         size_t m = s->m[i], b0 = s->b0[i], n = s->b1[i] - b0;
-        size_t k = f->kept[m * L + l], C = k * HS;
-        float *qkv = f->qkv + (m * BT + b0 * T) * 3 * D, *ao = f->ao + (m * BT + b0 * T) * D;
+        size_t k = f->kept[m * L + l], C = k * HS, rm = (m * B + b0) * T;
+        float *qkv = w->qkv + (rm - w0) * 3 * D, *ao = w->ao + (rm - w0) * D;
         if (tp)
             hy_attn_forward_part(ao, NULL, qkv, ones, kv ? kv + b0 : NULL, n, T, C, k,
                                  tp->part, tp->parts);
@@ -695,8 +770,8 @@ static void attn_layer(hy_fused *f, const slice *s, size_t T, const int32_t *kv,
         float *x = f->x + rm * D;
         const float *bias = P(f, m, s0 + HY_BLK_PROJB);
         if (tp) {
-            linear_part(tp, x, f->ao + (m * BT + b0 * T) * D, P(f, m, s0 + HY_BLK_PROJW),
-                        bias, x, false, n * T, C, D);
+            linear_part(tp, x, w->ao + (rm - w0) * D, P(f, m, s0 + HY_BLK_PROJW), bias, x,
+                        false, n * T, C, D);
             continue;
         }
         uint64_t t0 = hy_prof_t0();
@@ -705,15 +780,14 @@ static void attn_layer(hy_fused *f, const slice *s, size_t T, const int32_t *kv,
             for (size_t j = 0; j < D; j++) x[r * D + j] += bias[j];
         }
         hy_prof_add(HY_PROF_BIAS, t0, 0);
-        g[i] = (hy_gemm_desc){CblasNoTrans, CblasTrans, f->ao + (m * BT + b0 * T) * D, n * T,
-                              C, C, P(f, m, s0 + HY_BLK_PROJW), D, C, C, x, n * T, D, D, 1.0f,
-                              1.0f};
+        g[i] = (hy_gemm_desc){CblasNoTrans, CblasTrans, w->ao + (rm - w0) * D, n * T, C, C,
+                              P(f, m, s0 + HY_BLK_PROJW), D, C, C, x, n * T, D, D, 1.0f, 1.0f};
     }
     if (tp) team_sync(tp);
     else HY_ASSERT(hy_gemm_grouped(g, s->nseg) == HY_OK);
     if (post_ln(f))   /* x_m = LN1(x_m + proj_m(...)), in place */
-        norm_slice(f, s, f->x, f->mean, f->rstd, f->x, s0 + HY_BLK_N1W, s0 + HY_BLK_N1B, T,
-                   tp);
+        norm_slice(f, s, f->x, 0, w->mean, w->rstd, w->p0, f->x, s0 + HY_BLK_N1W,
+                   s0 + HY_BLK_N1B, T, tp);
 }
 
 /* fc1 and the activation of n rows: h (n, DM) = act(in W^T + b), exact GELU in the product's
@@ -743,63 +817,68 @@ static void mlp_act_part(const hy_fused *f, const hy_team_part *tp, float *h, si
 
 /* Block l's MLP for the pairs of s: x_m += fc2(act(fc1(LN2(x_m)))) (pre), x_m = LN2(x_m +
  * fc2(act(fc1(x_m)))) (post); shared: one GEMM over the slice's rows */
-static void mlp_layer(hy_fused *f, const slice *s, size_t T, const hy_team_part *tp, size_t l) {
+static void mlp_layer(hy_fused *f, const slice *s, size_t T, const hy_team_part *tp, size_t l,
+                      const work *w) {
     const hy_xfmr_config *c = &f->cfg;
     size_t B = s->B, D = c->d_model, DM = c->d_mlp;
     size_t r0 = s->p0 * T, nr = (s->p1 - s->p0) * T;   /* the slice's rows */
     size_t s0 = hy_xfmr_slot(c, l, 0);
+    size_t w0 = w->p0 * T;   /* the work set's first row (h's, and in's when it is ln) */
     bool tanh_act = c->act == HY_ACT_GELU_TANH;
     const float *in = f->x;
+    size_t i0 = 0;   /* in's first row */
     if (!post_ln(f)) {
-        norm_slice(f, s, f->ln, f->mean, f->rstd, f->x, s0 + HY_BLK_N2W, s0 + HY_BLK_N2B, T,
-                   tp);
-        in = f->ln;
+        norm_slice(f, s, w->ln, w->p0, w->mean, w->rstd, w->p0, f->x, s0 + HY_BLK_N2W,
+                   s0 + HY_BLK_N2B, T, tp);
+        in = w->ln;
+        i0 = w0;
     }
+    float *h = w->h;
     if (tp && shared(f, HY_PART_MLP)) {
-        mlp_fc1(f, tp, f->h + r0 * DM, in + r0 * D, P(f, 0, s0 + HY_BLK_FC1W),
+        mlp_fc1(f, tp, h + (r0 - w0) * DM, in + (r0 - i0) * D, P(f, 0, s0 + HY_BLK_FC1W),
                 P(f, 0, s0 + HY_BLK_FC1B), nr, D, DM);
         team_sync(tp);
         if (tanh_act) {
-            mlp_act_part(f, tp, f->h, r0, nr, DM);
+            mlp_act_part(f, tp, h, r0 - w0, nr, DM);
             team_sync(tp);
         }
-        linear_part(tp, f->x + r0 * D, f->h + r0 * DM, P(f, 0, s0 + HY_BLK_FC2W),
+        linear_part(tp, f->x + r0 * D, h + (r0 - w0) * DM, P(f, 0, s0 + HY_BLK_FC2W),
                     P(f, 0, s0 + HY_BLK_FC2B), f->x + r0 * D, false, nr, DM, D);
         team_sync(tp);
     } else if (tp) {
         for (size_t i = 0; i < s->nseg; i++) {
             size_t m = s->m[i], rm = (m * B + s->b0[i]) * T, n = (s->b1[i] - s->b0[i]) * T;
-            mlp_fc1(f, tp, f->h + rm * DM, in + rm * D, P(f, m, s0 + HY_BLK_FC1W),
+            mlp_fc1(f, tp, h + (rm - w0) * DM, in + (rm - i0) * D, P(f, m, s0 + HY_BLK_FC1W),
                     P(f, m, s0 + HY_BLK_FC1B), n, D, DM);
         }
         team_sync(tp);
         if (tanh_act) {
-            mlp_act_part(f, tp, f->h, r0, nr, DM);
+            mlp_act_part(f, tp, h, r0 - w0, nr, DM);
             team_sync(tp);
         }
         for (size_t i = 0; i < s->nseg; i++) {
             size_t m = s->m[i], rm = (m * B + s->b0[i]) * T, n = (s->b1[i] - s->b0[i]) * T;
-            linear_part(tp, f->x + rm * D, f->h + rm * DM, P(f, m, s0 + HY_BLK_FC2W),
+            linear_part(tp, f->x + rm * D, h + (rm - w0) * DM, P(f, m, s0 + HY_BLK_FC2W),
                         P(f, m, s0 + HY_BLK_FC2B), f->x + rm * D, false, n, DM, D);
         }
         team_sync(tp);
     } else if (shared(f, HY_PART_MLP)) {
-        mlp_fc1(f, NULL, f->h + r0 * DM, in + r0 * D, P(f, 0, s0 + HY_BLK_FC1W),
+        mlp_fc1(f, NULL, h + (r0 - w0) * DM, in + (r0 - i0) * D, P(f, 0, s0 + HY_BLK_FC1W),
                 P(f, 0, s0 + HY_BLK_FC1B), nr, D, DM);
-        linear_add(f->x + r0 * D, f->h + r0 * DM, P(f, 0, s0 + HY_BLK_FC2W),
+        linear_add(f->x + r0 * D, h + (r0 - w0) * DM, P(f, 0, s0 + HY_BLK_FC2W),
                    P(f, 0, s0 + HY_BLK_FC2B), nr, DM, D);
     } else {
         for (size_t i = 0; i < s->nseg; i++) {
             size_t m = s->m[i], rm = (m * B + s->b0[i]) * T, n = (s->b1[i] - s->b0[i]) * T;
-            mlp_fc1(f, NULL, f->h + rm * DM, in + rm * D, P(f, m, s0 + HY_BLK_FC1W),
+            mlp_fc1(f, NULL, h + (rm - w0) * DM, in + (rm - i0) * D, P(f, m, s0 + HY_BLK_FC1W),
                     P(f, m, s0 + HY_BLK_FC1B), n, D, DM);
-            linear_add(f->x + rm * D, f->h + rm * DM, P(f, m, s0 + HY_BLK_FC2W),
+            linear_add(f->x + rm * D, h + (rm - w0) * DM, P(f, m, s0 + HY_BLK_FC2W),
                        P(f, m, s0 + HY_BLK_FC2B), n, DM, D);
         }
     }
     if (post_ln(f))   /* x_m = LN2(x_m + fc2_m(...)), in place */
-        norm_slice(f, s, f->x, f->mean, f->rstd, f->x, s0 + HY_BLK_N2W, s0 + HY_BLK_N2B, T,
-                   tp);
+        norm_slice(f, s, f->x, 0, w->mean, w->rstd, w->p0, f->x, s0 + HY_BLK_N2W,
+                   s0 + HY_BLK_N2B, T, tp);
 }
 
 /* logits_m = head_m(LN_f(x_m[:, 0])) of the pairs of s (norm post: no LN_f; pooler tanh:
@@ -813,8 +892,8 @@ static void head_slice(hy_fused *f, const slice *s, size_t T, float *logits,
                               memcpy(f->cls + p * D, f->x + p * T * D, D * sizeof(float)));
     const float *hin = f->cls;
     if (!post_ln(f)) {
-        norm_slice(f, s, f->lnf, f->fmean, f->frstd, f->cls, hy_xfmr_head_slot(c, HY_HEAD_NW),
-                   hy_xfmr_head_slot(c, HY_HEAD_NB), 1, NULL);
+        norm_slice(f, s, f->lnf, 0, f->fmean, f->frstd, 0, f->cls,
+                   hy_xfmr_head_slot(c, HY_HEAD_NW), hy_xfmr_head_slot(c, HY_HEAD_NB), 1, NULL);
         hin = f->lnf;
     }
     bool sh = shared(f, HY_PART_HEAD);
@@ -837,10 +916,11 @@ static void head_slice(hy_fused *f, const slice *s, size_t T, float *logits,
 /* Sublayers [h0, h1) of the pairs of s (see above): sublayer 2l is block l's attention, 2l + 1
  * its MLP; and the head when h1 is the last one. kv: key counts or NULL */
 static void forward_slice(hy_fused *f, const slice *s, size_t T, const int32_t *kv,
-                          float *logits, const hy_team_part *tp, size_t h0, size_t h1) {
+                          float *logits, const hy_team_part *tp, size_t h0, size_t h1,
+                          const work *w) {
     for (size_t h = h0; h < h1; h++) {
-        if (h % 2 == 0) attn_layer(f, s, T, kv, tp, h / 2);
-        else mlp_layer(f, s, T, tp, h / 2);
+        if (h % 2 == 0) attn_layer(f, s, T, kv, tp, h / 2, w);
+        else mlp_layer(f, s, T, tp, h / 2, w);
     }
     if (h1 == 2 * f->cfg.depth) head_slice(f, s, T, logits, tp);
 }
@@ -935,7 +1015,8 @@ static void forward(hy_fused *f, const hy_batch *in, size_t B, float *logits, si
             size_t e1 = (ncb * (t + 1) + nt - 1) / nt;
             for (size_t e = e0; e < e1; e++) {
                 size_t b0 = chunk_start(B, ncb, e), b1 = chunk_start(B, ncb, e + 1);
-                embed_samples(f, 0, in, B, b0, b1, T, f->x + b0 * T * D);
+                work w = work_for(f, t, b0);
+                embed_samples(f, 0, in, B, b0, b1, T, f->x + b0 * T * D, &w);
             }
 #pragma omp barrier
             /* the pairs of the thread's chunks, and the first thread those of the shared ones */
@@ -949,21 +1030,25 @@ static void forward(hy_fused *f, const hy_batch *in, size_t B, float *logits, si
             /* stream 0's rows are read above until every thread has copied them */
 #pragma omp barrier
         }
+        /* each thread's chunks go through their layers in its own work set (the split chunk
+         * too: between sublayers a chunk's state is its rows of x alone) */
+        work ws = work_for(f, t, split ? sp.p0 : 0);
         if (split && t == 0) {
-            if (!emb_shared) embed_slice(f, &sp, in, T);
-            forward_slice(f, &sp, T, kv, logits, NULL, 0, cut);
+            if (!emb_shared) embed_slice(f, &sp, in, T, &ws);
+            forward_slice(f, &sp, T, kv, logits, NULL, 0, cut, &ws);
             hy_signal_post(&half_done);
         }
         /* the thread's chunks, each through every layer: its activations stay in cache */
         for (size_t ci = c0; ci < c1; ci++) {
             slice s;
             make_slice(&s, chunk_start(pairs, nc, ci), chunk_start(pairs, nc, ci + 1), M, B);
-            if (!emb_shared) embed_slice(f, &s, in, T);
-            forward_slice(f, &s, T, kv, logits, NULL, 0, H);
+            work w = work_for(f, t, s.p0);
+            if (!emb_shared) embed_slice(f, &s, in, T, &w);
+            forward_slice(f, &s, T, kv, logits, NULL, 0, H, &w);
         }
         if (split && t == 1) {
             hy_signal_wait(&half_done);
-            forward_slice(f, &sp, T, kv, logits, NULL, cut, H);
+            forward_slice(f, &sp, T, kv, logits, NULL, cut, H, &ws);
         }
         if (split) done_ns[t] = hy_prof_clock();
         /* the leftover chunks, each shared by the team (none when split) */
@@ -972,11 +1057,12 @@ static void forward(hy_fused *f, const hy_batch *in, size_t B, float *logits, si
         for (size_t ci = dealt; ci < nc && !split; ci++) {
             slice s;
             make_slice(&s, chunk_start(pairs, nc, ci), chunk_start(pairs, nc, ci + 1), M, B);
+            work w = work_for(f, nt, s.p0);   /* the team's set: no thread's own */
             if (!emb_shared) {
-                if (t == 0) embed_slice(f, &s, in, T);
+                if (t == 0) embed_slice(f, &s, in, T, &w);
                 hy_team_barrier(&tm);
             }
-            forward_slice(f, &s, T, kv, logits, &tp, 0, H);
+            forward_slice(f, &s, T, kv, logits, &tp, 0, H, &w);
         }
     }
     if (done_ns[0] && done_ns[1]) rebalance(f, done_ns[0], done_ns[1], start_ns);
@@ -990,6 +1076,7 @@ hy_status hy_fused_forward(hy_fused *f, const hy_batch *in, size_t B, float *log
     size_t T = seq_len(f, in);
     size_t P = forward_threads(f, f->M * B, T);
     HY_TRY(ensure_ones(f));
+    HY_TRY(ensure_work(f, P + 1));   /* a set per thread and the team's */
     /* OpenBLAS single-threaded for the call: the slices are the parallelism */
     int blas_threads = openblas_get_num_threads();
     if (blas_threads != 1) openblas_set_num_threads(1);

@@ -72,12 +72,6 @@ typedef struct hy_fused {
     float *acts;          /* owned block; the pointers below point into it. Streams are
                            * member-major: pair (m, b) owns rows (m B + b) T .. + T */
     float *x;             /* (M, B, T, D) residual streams */
-    float *ln;            /* (M, B, T, D) LN1 / LN2 output of the current layer */
-    float *mean, *rstd;   /* (M, B, T) LayerNorm statistics */
-    float *qkv;           /* (M, B, T, 3D): layer l uses 3 k_m HS floats of each row */
-    float *ao;            /* (M, B, T, D): attention output, k_m HS floats of each row used */
-    float *h;             /* (M, B, T, DM) MLP hidden (GELU applied in place) */
-    float *emb;           /* (M, B, T-1, D) patch / token embeddings */
     float *patches;       /* vit: (B, NP, C_in p p), shared by the members */
     float *cls;           /* (M, B, D) x[:, 0] after the last block */
     float *lnf;           /* (M, B, D) LN_f(cls) */
@@ -85,6 +79,13 @@ typedef struct hy_fused {
     float *pool;          /* (M, B, D) tanh(pooler(.)) (pooler tanh) */
     int32_t *kvalid;      /* (B) valid keys per sample (T for vit, 1 + length for text) */
     float *ones;          /* owned: n_heads ones, the attention gates (allocated once) */
+    /* work sets (fused.c): the buffers a chunk of at most max(256, T) rows goes through its
+     * layers in -- LN1 / LN2 output, LayerNorm statistics, Q/K/V (3 k_m HS floats of each row
+     * used), the attention output, the MLP hidden (GELU in place), the patch / token
+     * embeddings -- one per thread and one for a chunk the threads share; so the fused model's
+     * memory beyond x, patches and the per-pair rows does not grow with the batch */
+    float *work;          /* owned: n_work sets of hy_fused_work_floats floats */
+    size_t n_work;
     /* the two-thread forward's split chunk (fused.c, rebalance): the sublayer where the master
      * hands it to the worker (0: not set yet), and the threads' finishing-time difference (ns,
      * averaged over passes) that moves it. Scheduling only: no result depends on them. */
@@ -120,8 +121,11 @@ hy_status hy_fused_save(const char *path, const hy_fused *f);
  * against the blocks stored, the head_gates and the unpacked tensors' shapes against /config. */
 hy_status hy_fused_load(hy_fused *f, const char *path);
 
-/* Activations for batches of up to B_cap samples (frees any previous block). */
+/* Activations for batches of up to B_cap samples (frees any previous block), and work sets for
+ * the threads the machine has. */
 hy_status hy_fused_alloc_acts(hy_fused *f, size_t B_cap);
+/* Floats of one work set: the same at every batch size and depth. */
+size_t hy_fused_work_floats(const hy_fused *f);
 
 /* Forward of B samples (hy_batch as in xfmr.h): logits (M, B, K) written, member m's logits in
  * rows [m*B, (m+1)*B). Validates the batch like hy_xfmr_forward (HY_EINVAL, logits untouched).
@@ -129,7 +133,8 @@ hy_status hy_fused_alloc_acts(hy_fused *f, size_t B_cap);
  * T only; whole chunks are dealt out to the threads and run the whole forward independently in
  * one OpenMP region (no per-layer barrier; see fused.c). The logits are bitwise the same
  * whatever the thread count. OpenBLAS is set to one thread for the call and restored after.
- * The only allocation is the attention gates' n_heads ones, at the first call. */
+ * The only allocations are the attention gates' n_heads ones, at the first call, and more work
+ * sets when a call has more threads than any before (HY_ENOMEM). */
 hy_status hy_fused_forward(hy_fused *f, const hy_batch *in, size_t B, float *logits);
 
 /* The arithmetic of hy_fused_forward, as hy_xfmr_set_precision (nn/xfmr.h) for the model:

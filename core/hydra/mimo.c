@@ -120,6 +120,7 @@ static hy_status mimo_forward(hy_fit *f, size_t b, double *loss) {
     slot_orders(t, b, (uint64_t)f->prog.step);
     assemble(t, R);
     hy_batch in = {.images = t->images};
+    HY_TRY(hy_train_ensure_acts(f->model, R));   /* freed by an evaluation in between */
     HY_TRY(hy_xfmr_forward(f->model, &in, R, t->logits));
     return hy_mimo_loss(t->logits, t->labels, R, M, K, (float)t->cfg.label_smoothing, loss,
                         t->dlogits);
@@ -221,7 +222,7 @@ static hy_status sweep(hy_xfmr *m, size_t M, const hy_dataset *ds, size_t batch_
     if (ds->n && batch_size > ds->n) batch_size = ds->n;
     HY_TRY(hy_mimo_check(m, M, ds, need_labels));
     if (ds->n == 0) return HY_OK;
-    HY_TRY(hy_train_ensure_acts(m, batch_size));
+    HY_TRY(hy_xfmr_ensure_infer(m, batch_size));
     size_t N = ds->n, MK = m->cfg.n_classes, K = MK / M, HW = ds->h * ds->w;
     hy_loader ld;
     HY_TRY(hy_loader_new(&ld, ds, batch_size, 0, NULL, 0));

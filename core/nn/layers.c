@@ -570,6 +570,13 @@ static void block_tile(const hy_block *k, float *h, size_t r0, size_t r1, uint64
 
 #define BLOCK_MAX_THREADS 64
 
+size_t hy_block_scratch_floats(size_t N, size_t T, size_t D, size_t threads) {
+    size_t rt = hy_gemm_tile_rows_max(), P = threads < BLOCK_MAX_THREADS ? threads
+                                                                          : BLOCK_MAX_THREADS;
+    if (rt > N) rt = N;
+    return P * (rt + T) * 3 * D;
+}
+
 bool hy_block_forward(const hy_block *k, float *scratch, size_t scratch_floats) {
     size_t B = k->B, T = k->T, D = k->D, NH = k->NH, DM = k->DM;
     size_t N = B * T, C3 = 3 * D, rt, ct, rp, cp, r1t, c1t, r2t, c2t;

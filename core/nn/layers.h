@@ -91,6 +91,10 @@ typedef struct hy_block {
     float p_attn, p_mlp;
 } hy_block;
 bool hy_block_forward(const hy_block *k, float *scratch, size_t scratch_floats);
+/*   The scratch hy_block_forward needs at inference (hg NULL) for up to N rows of T-token
+ *   samples of width D on `threads` threads (at most its 64): one window of (tile rows + T) x 3D
+ *   floats per thread. With less it runs nothing (the caller's kernels give the same bits). */
+size_t hy_block_scratch_floats(size_t N, size_t T, size_t D, size_t threads);
 
 /*   The MLP at inference: out (N, D) written = [res +] GELU(in W1^T + b1) W2^T + b2 (w1 (DM, D),
  *   w2 (D, DM); res may be NULL, or out), then, when ln_out is non-NULL, ln_out (N, D), ln_mean,

@@ -342,6 +342,7 @@ static hy_status mlm_forward(hy_fit *f, size_t B, double *loss) {
     hy_mlm_mask(t->in_ids, t->targets, f->loader.ids, f->loader.lengths, f->loader.index, B, len,
                 h->V, &t->cfg.mask, t->cfg.seed, f->prog.epoch);
     hy_batch in = {.ids = t->in_ids, .lengths = f->loader.lengths, .len = len};
+    HY_TRY(hy_train_ensure_acts(m, B));   /* freed by an evaluation in between */
     HY_TRY(hy_xfmr_forward(m, &in, B, t->logits));
     /* the loss's backward through the head adds into both blocks' gradients */
     hy_xfmr_zero_grad(m);
@@ -460,7 +461,7 @@ hy_status hy_mlm_evaluate(hy_xfmr *m, hy_mlm *h, const hy_dataset *ds, size_t ba
     HY_TRY(check_text(m, ds));
     if (ds->n == 0) return HY_OK;
     size_t B = batch_size < ds->n ? batch_size : ds->n;
-    HY_TRY(hy_train_ensure_acts(m, B));
+    HY_TRY(hy_xfmr_ensure_infer(m, B));
     hy_loader ld;
     HY_TRY(hy_loader_new(&ld, ds, B, 0, NULL, 0));
     hy_status st = HY_OK;

@@ -102,6 +102,7 @@ static hy_status cls_forward(hy_fit *f, size_t B, double *loss) {
     hy_trainer *t = f->ctx;
     hy_batch in;
     hy_train_input(&f->loader, &in);
+    HY_TRY(hy_train_ensure_acts(f->model, t->cfg.batch_size));   /* freed by an evaluation */
     HY_TRY(hy_xfmr_forward(f->model, &in, B, t->logits));
     return hy_xfmr_loss(f->model, t->logits, f->loader.labels, B, (float)t->cfg.label_smoothing,
                         loss, t->dlogits);
@@ -187,7 +188,7 @@ static hy_status sweep(hy_xfmr *m, const hy_dataset *ds, size_t batch_size, int 
     if (batch_size < 1) return hy_fail(HY_EINVAL, "train: eval batch size must be >= 1 (got 0)");
     if (ds->n && batch_size > ds->n) batch_size = ds->n;     /* the same single batch */
     HY_TRY(check_data(m, ds, need_labels));
-    HY_TRY(hy_train_ensure_acts(m, batch_size));
+    HY_TRY(hy_xfmr_ensure_infer(m, batch_size));
     hy_loader ld;
     HY_TRY(hy_loader_new(&ld, ds, batch_size, 0, NULL, 0));
     hy_status st = HY_OK;

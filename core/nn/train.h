@@ -67,7 +67,8 @@ hy_status hy_train_config_check(const hy_train_config *cfg);
 hy_status hy_train_state_write(hy_h5 *f, const hy_adamw *o, const hy_progress *p);
 hy_status hy_train_state_read(hy_h5 *f, hy_adamw *o, hy_progress *p);
 
-/* Makes sure m's activations hold batches of B samples (reallocates only when smaller). */
+/* Makes sure m's training activations hold batches of B samples (hy_xfmr_alloc_acts,
+ * reallocated only when smaller). Evaluation and prediction use hy_xfmr_ensure_infer. */
 hy_status hy_train_ensure_acts(hy_xfmr *m, size_t B);
 /* The current batch of ld as the model's input: images, or ids / lengths / len; it borrows the
  * loader's buffers (valid until the next fill). */

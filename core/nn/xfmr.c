@@ -1,7 +1,8 @@
 /* xfmr.c: see xfmr.h. Layout: one flat parameter block (timm order, 64-byte aligned tensors),
  * one activation block with per-layer slots sized for (B_cap, T), a scratch arena for the
- * backward temporaries. The forward of a batch with fewer rows or a shorter text length uses
- * the first B*T rows of every slot. */
+ * backward temporaries, and for inference a block with one layer's slots (hy_xfmr_alloc_infer).
+ * The forward of a batch with fewer rows or a shorter text length uses the first B*T rows of
+ * every slot. */
 #include "nn/xfmr.h"
 
 #include <math.h>
@@ -19,10 +20,15 @@
 #include "tensor/team.h"
 
 /* Every per-layer field holds L slots (x: L+1), slot l at l * its slot size; within a slot only
- * the first B*T rows of the current forward are used (B <= B_cap, T <= the full length). */
+ * the first B*T rows of the current forward are used (B <= B_cap, T <= the full length).
+ * The inference block (hy_xfmr_alloc_infer) has one slot of each (x: HY_XFMR_INFER_X_SLOTS, the
+ * last standing for slot L), no hg, and att holds hy_block_forward's windows, not
+ * probabilities. */
 struct hy_xfmr_acts {
     float *block;         /* owned; every pointer below points into it */
     size_t sD, sQ, sA, sH, sR; /* per-layer slot sizes: B*T*D, B*T*3D, B*NH*T*T, B*T*DM, B*T */
+    size_t nx;            /* slots of x: L + 1, or HY_XFMR_INFER_X_SLOTS */
+    size_t att_floats;    /* floats at att: L * sA, or the inference windows' */
     float *x;             /* (L+1, B, T, D): x[0] embedded input, x[l+1] block l output */
     float *ln1;           /* (L, B, T, D) LN1(x[l]) */
     float *ln1_mean;      /* (L, B, T) */
@@ -613,20 +619,33 @@ hy_xfmr_costs hy_xfmr_model_cost(const hy_xfmr *m, size_t T) {
     return m->ext ? m->ext->ops->cost(m, T) : hy_xfmr_cost(&m->cfg, T, NULL);
 }
 
-static void free_acts(hy_xfmr *m) {
-    if (m->acts) {
-        hy_free(m->acts->block);
-        hy_free(m->acts);
+static void free_block(hy_xfmr_acts **a) {
+    if (*a) {
+        hy_free((*a)->block);
+        hy_free(*a);
     }
-    m->acts = NULL;
+    *a = NULL;
+}
+
+static void free_acts(hy_xfmr *m) {
+    free_block(&m->acts);
     hy_arena_release(&m->scratch);
     m->B_cap = 0;
     m->have_fwd = false;
+    m->cur = NULL;
+}
+
+static void free_infer(hy_xfmr *m) {
+    free_block(&m->infer_acts);
+    m->B_infer = 0;
+    m->have_fwd = false;
+    m->cur = NULL;
 }
 
 void hy_xfmr_release(hy_xfmr *m) {
     if (!m) return;
     free_acts(m);
+    free_infer(m);
     if (m->ext) m->ext->ops->release(m->ext);
     hy_xfmr_bf16_precision(&m->bf16, HY_PRECISION_FP32, &m->cfg, NULL, NULL, NULL, 0, NULL);
     hy_free(m->table);
@@ -673,12 +692,27 @@ void hy_xfmr_init(hy_xfmr *m, uint64_t seed) {
 
 typedef struct plan {
     size_t sD, sQ, sA, sH, sR, sB, emb, embr, pool, patches, total_f, ints, nid;
+    size_t nx, nl, att, hg;   /* slots of x and of the per-layer fields; floats of att, hg */
 } plan;
 
-static plan make_plan(const hy_xfmr_config *c, size_t B) {
+/* threads hy_block_forward's inference windows are planned for: the most a region may have
+ * now or on every processor (a later region with more runs the kernels instead: the same
+ * bits) */
+static size_t window_threads(void) {
+#ifdef _OPENMP
+    int a = omp_get_max_threads(), b = omp_get_num_procs();
+    return (size_t)(a > b ? a : b);
+#else
+    return 1;
+#endif
+}
+
+/* The block of B stacked rows: training (every layer's slots) or inference (infer: one layer's,
+ * the depth only in the sizes of nothing) */
+static plan make_plan(const hy_xfmr_config *c, size_t B, bool infer) {
     plan p;
     memset(&p, 0, sizeof p);
-    size_t T = hy_xfmr_seq_len(c), D = c->d_model, L = c->depth;
+    size_t T = hy_xfmr_seq_len(c), D = c->d_model, L = infer ? 1 : c->depth;
     /* every slot rounded to 16 floats so that all pointers stay 64-byte aligned */
 #define R16(x) (((x) + 15) / 16 * 16)
     p.sD = R16(B * T * D);
@@ -693,11 +727,15 @@ static plan make_plan(const hy_xfmr_config *c, size_t B) {
     p.embr = bert ? R16(B * T) : 0;
     p.pool = c->pooler == HY_POOLER_TANH ? R16(B * D) : 0;
     p.patches = c->kind == HY_XFMR_VIT ? R16(B * (T - 1) * c->channels * c->patch * c->patch) : 0;
-    p.total_f = (L + 1) * p.sD                               /* x */
+    p.nl = L;
+    p.nx = infer ? HY_XFMR_INFER_X_SLOTS : L + 1;
+    p.att = infer ? R16(hy_block_scratch_floats(B * T, T, D, window_threads())) : L * p.sA;
+    p.hg = infer ? 0 : L * p.sH;
+    p.total_f = p.nx * p.sD                                  /* x */
               + L * (p.sD + 2 * p.sR)                        /* ln1 */
-              + L * (p.sQ + p.sA + p.sD + p.sD)              /* qkv att ao xm */
+              + L * (p.sQ + p.sD + p.sD) + p.att             /* qkv ao xm att */
               + L * (p.sD + 2 * p.sR)                        /* ln2 */
-              + L * 2 * p.sH                                 /* h hg */
+              + L * p.sH + p.hg                              /* h hg */
               + 2 * p.sB + 2 * R16(B)                        /* cls lnf mean rstd */
               + p.emb + p.patches + 2 * p.embr + 2 * p.pool;
     p.ints = p.nid * (bert ? 2 : 1) + R16(B);
@@ -721,57 +759,60 @@ static size_t scratch_bytes(const hy_xfmr_config *c, size_t B) {
 }
 
 size_t hy_xfmr_acts_bytes(const hy_xfmr_config *c, size_t B_cap) {
-    plan p = make_plan(c, B_cap);
+    plan p = make_plan(c, B_cap, false);
     return (p.total_f + p.ints) * sizeof(float) + scratch_bytes(c, B_cap);
 }
 
-hy_status hy_xfmr_alloc_acts(hy_xfmr *m, size_t B_cap) {
-    free_acts(m);
+size_t hy_xfmr_infer_bytes(const hy_xfmr_config *c, size_t B_cap) {
+    plan p = make_plan(c, B_cap, true);
+    return (p.total_f + p.ints) * sizeof(float);
+}
+
+/* every size in make_plan / scratch_bytes is at most B_cap times its value for one sample
+ * (the inference windows at most that of the training block's probabilities): bound B_cap so
+ * that none of them overflows */
+static hy_status check_cap(const hy_xfmr *m, size_t B_cap) {
     if (B_cap == 0) return hy_fail(HY_EINVAL, "xfmr: activation batch size must be > 0");
-    const hy_xfmr_config *c = &m->cfg;
-    {   /* every size in make_plan / scratch_bytes is at most B_cap times its value for one
-         * sample: bound B_cap so that none of them overflows */
-        plan p1 = make_plan(c, 1);
-        size_t one = (p1.total_f + p1.ints) * sizeof(float) + scratch_bytes(c, 1);
-        if (B_cap > SIZE_MAX / 2 / one / hy_xfmr_members(m))
-            return hy_fail(HY_EINVAL, "xfmr: activations for a batch of %zu samples (%zu bytes "
-                           "each, %zu member(s)) overflow the size range", B_cap, one,
-                           hy_xfmr_members(m));
-    }
-    /* an extended model's activations hold its M * B_cap stacked member rows */
-    size_t RC = B_cap * hy_xfmr_members(m);
-    plan p = make_plan(c, RC);
-    size_t L = c->depth;
+    plan p1 = make_plan(&m->cfg, 1, false);
+    size_t one = (p1.total_f + p1.ints) * sizeof(float) + scratch_bytes(&m->cfg, 1);
+    one += hy_block_scratch_floats(m->T, m->T, m->cfg.d_model, 64) * sizeof(float);
+    if (B_cap > SIZE_MAX / 2 / one / hy_xfmr_members(m))
+        return hy_fail(HY_EINVAL, "xfmr: activations for a batch of %zu samples (%zu bytes "
+                       "each, %zu member(s)) overflow the size range", B_cap, one,
+                       hy_xfmr_members(m));
+    return HY_OK;
+}
+
+/* An activation block of RC stacked rows (training or infer), its pointers set; NULL when out
+ * of memory */
+static hy_xfmr_acts *new_block(const hy_xfmr_config *c, size_t RC, bool infer) {
+    plan p = make_plan(c, RC, infer);
+    size_t L = p.nl;
     hy_xfmr_acts *a = hy_xcalloc(1, sizeof *a);
-    if (!a) return HY_ENOMEM;
+    if (!a) return NULL;
     a->block = hy_xmalloc_aligned((p.total_f + p.ints) * sizeof(float));
     if (!a->block) {
         hy_free(a);
-        return HY_ENOMEM;
-    }
-    m->acts = a;
-    hy_status st = hy_arena_init(&m->scratch, scratch_bytes(c, RC));
-    if (st == HY_OK && m->ext) st = m->ext->ops->alloc(m, RC * m->T);
-    if (st != HY_OK) {
-        free_acts(m);
-        return st;
+        return NULL;
     }
     float *q = a->block;
 #define TAKE(ptr, n) do { ptr = q; q += (n); } while (0)
     a->sD = p.sD; a->sQ = p.sQ; a->sA = p.sA; a->sH = p.sH; a->sR = p.sR;
-    TAKE(a->x, (L + 1) * p.sD);
+    a->nx = p.nx;
+    a->att_floats = p.att;
+    TAKE(a->x, p.nx * p.sD);
     TAKE(a->ln1, L * p.sD);
     TAKE(a->ln1_mean, L * p.sR);
     TAKE(a->ln1_rstd, L * p.sR);
     TAKE(a->qkv, L * p.sQ);
-    TAKE(a->att, L * p.sA);
+    TAKE(a->att, p.att);
     TAKE(a->ao, L * p.sD);
     TAKE(a->xm, L * p.sD);
     TAKE(a->ln2, L * p.sD);
     TAKE(a->ln2_mean, L * p.sR);
     TAKE(a->ln2_rstd, L * p.sR);
     TAKE(a->h, L * p.sH);
-    TAKE(a->hg, L * p.sH);
+    if (p.hg) TAKE(a->hg, p.hg);
     TAKE(a->cls, p.sB);
     TAKE(a->lnf, p.sB);
     TAKE(a->lnf_mean, (RC + 15) / 16 * 16);
@@ -791,8 +832,49 @@ hy_status hy_xfmr_alloc_acts(hy_xfmr *m, size_t B_cap) {
     if (bert_embed(c)) a->tids = a->ids + p.nid;
     a->kvalid = a->ids + p.nid * (bert_embed(c) ? 2 : 1);
     HY_ASSERT((size_t)(q - a->block) == p.total_f);
+    return a;
+}
+
+/* an extension's scratch, for the larger of the two blocks */
+static hy_status ext_alloc(hy_xfmr *m) {
+    if (!m->ext) return HY_OK;
+    size_t B = m->B_cap > m->B_infer ? m->B_cap : m->B_infer;
+    return m->ext->ops->alloc(m, B * hy_xfmr_members(m) * m->T);
+}
+
+hy_status hy_xfmr_alloc_acts(hy_xfmr *m, size_t B_cap) {
+    free_acts(m);
+    HY_TRY(check_cap(m, B_cap));
+    const hy_xfmr_config *c = &m->cfg;
+    /* an extended model's activations hold its M * B_cap stacked member rows */
+    size_t RC = B_cap * hy_xfmr_members(m);
+    if (!(m->acts = new_block(c, RC, false))) return HY_ENOMEM;
     m->B_cap = B_cap;
-    return HY_OK;
+    hy_status st = hy_arena_init(&m->scratch, scratch_bytes(c, RC));
+    if (st == HY_OK) st = ext_alloc(m);
+    if (st != HY_OK) free_acts(m);
+    return st;
+}
+
+hy_status hy_xfmr_alloc_infer(hy_xfmr *m, size_t B_cap) {
+    free_infer(m);
+    HY_TRY(check_cap(m, B_cap));
+    if (!(m->infer_acts = new_block(&m->cfg, B_cap * hy_xfmr_members(m), true)))
+        return HY_ENOMEM;
+    m->B_infer = B_cap;
+    hy_status st = ext_alloc(m);
+    if (st != HY_OK) {
+        free_infer(m);
+        free_acts(m);   /* the extension's scratch is gone */
+    }
+    return st;
+}
+
+hy_status hy_xfmr_ensure_infer(hy_xfmr *m, size_t B) {
+    if ((m->acts && m->B_cap >= B) || (m->infer_acts && m->B_infer >= B)) return HY_OK;
+    free_acts(m);   /* a training block too small for B: its GBs go back (training steps
+                     * allocate it again: hy_train_ensure_acts) */
+    return hy_xfmr_alloc_infer(m, B);
 }
 
 /* ===== forward ===== */
@@ -836,13 +918,31 @@ hy_status hy_xfmr_check_inputs(const hy_xfmr_config *c, const hy_batch *in, size
     return HY_OK;
 }
 
-static hy_status check_batch(const hy_xfmr *m, const hy_batch *in, size_t B) {
-    if (!m->acts)
+/* Checks a batch of B samples and picks the block the forward runs in (*a): the training block
+ * when it keeps the activations for backward, else the inference block when it holds B, else
+ * the training block */
+static hy_status check_batch(const hy_xfmr *m, const hy_batch *in, size_t B, bool keep,
+                             hy_xfmr_acts **a) {
+    bool inf = !keep && m->infer_acts;
+    if (!m->acts && !inf) {
+        if (m->infer_acts)
+            return hy_fail(HY_EINVAL, "xfmr: hy_xfmr_forward needs the training activations "
+                           "(call hy_xfmr_alloc_acts; the model has only hy_xfmr_alloc_infer's)");
         return hy_fail(HY_EINVAL, "xfmr: no activations allocated (call hy_xfmr_alloc_acts)");
-    if (B == 0 || B > m->B_cap)
+    }
+    size_t cap = m->acts ? m->B_cap : 0;
+    if (inf && m->B_infer > cap) cap = m->B_infer;
+    if (B == 0 || B > cap)
         return hy_fail(HY_EINVAL, "xfmr: batch size %zu out of range [1, %zu] (the activation "
-                       "capacity)", B, m->B_cap);
-    return hy_xfmr_check_inputs(&m->cfg, in, B, "xfmr");
+                       "capacity)", B, cap);
+    HY_TRY(hy_xfmr_check_inputs(&m->cfg, in, B, "xfmr"));
+    *a = inf && B <= m->B_infer ? m->infer_acts : m->acts;
+    return HY_OK;
+}
+
+/* x slot s (0 <= s <= L) of block a: slot L, the last layer's output, is a's last one */
+static float *x_at(const hy_xfmr_acts *a, size_t s, size_t L) {
+    return a->x + (s == L ? a->nx - 1 : s) * a->sD;
 }
 
 /* The block linears: the plain kernels, or an extension's over its stacked member rows. */
@@ -975,7 +1075,7 @@ static void step_attn(const share *sh, float *out, float *att, const float *qkv,
 static void layers_fwd(hy_xfmr *m, size_t B, size_t T, bool keep, bool drop,
                        const hy_rng *fwd_rng, const share *sh) {
     const hy_xfmr_config *c = &m->cfg;
-    hy_xfmr_acts *a = m->acts;
+    hy_xfmr_acts *a = m->cur;
     size_t D = c->d_model, DM = c->d_mlp, NH = c->n_heads, L = c->depth;
     size_t R = hy_xfmr_members(m) * B, BT = R * T;
     const int32_t *kv = c->kind == HY_XFMR_VIT ? NULL : a->kvalid;
@@ -993,8 +1093,8 @@ static void layers_fwd(hy_xfmr *m, size_t B, size_t T, bool keep, bool drop,
         /* slot s of the per-layer buffers: layer l's own when kept for backward, else the
          * first layer's, reused (one layer's working set, which stays in cache) */
         size_t s = keep ? l : 0;
-        float *x = a->x + x_slot(l, L, keep, inplace, false) * a->sD;
-        float *xo = a->x + x_slot(l, L, keep, inplace, true) * a->sD;
+        float *x = x_at(a, x_slot(l, L, keep, inplace, false), L);
+        float *xo = x_at(a, x_slot(l, L, keep, inplace, true), L);
         float *ln1 = a->ln1 + s * a->sD, *qkv = a->qkv + s * a->sQ, *att = a->att + s * a->sA;
         float *ao = a->ao + s * a->sD, *ln2 = a->ln2 + s * a->sD;
         /* the attention block's residual: at inference over x in place (x is not read again:
@@ -1034,7 +1134,7 @@ static void layers_fwd(hy_xfmr *m, size_t B, size_t T, bool keep, bool drop,
                             nx ? a->ln1_rstd + sn * a->sR : NULL, nx ? wn->norm1_w : NULL,
                             nx ? wn->norm1_b : NULL, eps, da ? &r0 : NULL,
                             dm ? &r1 : NULL, dm ? &r2 : NULL, c->attn_dropout, c->mlp_dropout};
-            if (hy_block_forward(&blk, a->att, L * a->sA)) {
+            if (hy_block_forward(&blk, a->att, a->att_floats)) {
                 ln1_done = nx;
                 continue;
             }
@@ -1119,7 +1219,7 @@ static layer_acts kept_layer(const hy_xfmr_acts *a, size_t l) {
 
 /* the key-padding lengths the attention reads: none for vit (every key valid) */
 static const int32_t *key_lengths(const hy_xfmr *m) {
-    return m->cfg.kind == HY_XFMR_VIT ? NULL : m->acts->kvalid;
+    return m->cfg.kind == HY_XFMR_VIT ? NULL : m->cur->kvalid;
 }
 
 /* The gradient a residual branch's output gets from d (N, D): d itself, or (on) d times
@@ -1192,15 +1292,18 @@ static void residual_branch(hy_xfmr *m, size_t l, hy_xfmr_site s, float *out, co
     }
 }
 
-/* The blocks with the plain kernels one after another, every layer in its own slots (also at
- * inference). With act = GELU or its tanh approximation, h keeping fc1's output:
+/* The blocks with the plain kernels one after another, every layer in its own slots when kept
+ * for backward; at inference (keep false) every layer in the first slots, hg over h and the
+ * residual stream in place (x_slot), no probabilities. With act = GELU or its tanh
+ * approximation, h keeping fc1's output:
  *   pre:   ln1 = LN1(x);  xm = x + drop(proj(attn(qkv(ln1))));  ln2 = LN2(xm);  h = fc1(ln2);
  *          hg = drop(act(h));  xo = xm + drop(fc2(hg))
  *   post:  xm = x + drop(proj(attn(qkv(x))));  ln1 = LN1(xm);  h = fc1(ln1);
  *          hg = drop(act(h));  ln2 = ln1 + drop(fc2(hg)) (LN2's input);  xo = LN2(ln2) */
-static void layers_fwd_plain(hy_xfmr *m, size_t B, size_t T, bool drop, const hy_rng *fwd_rng) {
+static void layers_fwd_plain(hy_xfmr *m, size_t B, size_t T, bool keep, bool drop,
+                             const hy_rng *fwd_rng) {
     const hy_xfmr_config *c = &m->cfg;
-    hy_xfmr_acts *a = m->acts;
+    hy_xfmr_acts *a = m->cur;
     size_t D = c->d_model, DM = c->d_mlp, NH = c->n_heads, L = c->depth;
     size_t R = hy_xfmr_members(m) * B, BT = R * T;
     float eps = hy_xfmr_ln_eps(c);
@@ -1208,8 +1311,13 @@ static void layers_fwd_plain(hy_xfmr *m, size_t B, size_t T, bool drop, const hy
     bool da = drop && c->attn_dropout > 0.0f, dm = drop && c->mlp_dropout > 0.0f;
     for (size_t l = 0; l < L; l++) {
         const hy_xfmr_block_tensors *w = &m->p.blk[l];
-        layer_acts s = kept_layer(a, l);
-        float *xo = a->x + (l + 1) * a->sD;
+        layer_acts s = kept_layer(a, keep ? l : 0);
+        if (!keep) {
+            s.x = x_at(a, x_slot(l, L, false, true, false), L);
+            s.att = NULL;
+            s.hg = s.h;
+        }
+        float *xo = x_at(a, x_slot(l, L, keep, true, true), L);
         if (!post) hy_layernorm_forward(s.ln1, s.m1, s.r1, s.x, w->norm1_w, w->norm1_b, BT, D, eps);
         lin_fwd(m, l, HY_XFMR_QKV, s.qkv, post ? s.x : s.ln1, w->qkv_w, w->qkv_b, BT, D, 3 * D);
         hy_attn_forward(s.ao, s.att, s.qkv, m->gates + l * NH, key_lengths(m), R, T, D, NH);
@@ -1282,7 +1390,7 @@ static void layers_bwd_plain(hy_xfmr *m, float *dres, float *dln, float *dao, fl
  * (HF's order of the sums), x_0 = embed_norm(emb); every key up to lengths[b] valid */
 static void bert_embed_forward(hy_xfmr *m, const hy_batch *in, size_t B, size_t T) {
     const hy_xfmr_config *c = &m->cfg;
-    hy_xfmr_acts *a = m->acts;
+    hy_xfmr_acts *a = m->cur;
     size_t D = c->d_model, N = B * T;
     memcpy(a->ids, in->ids, N * sizeof *a->ids);
     if (in->type_ids) memcpy(a->tids, in->type_ids, N * sizeof *a->tids);
@@ -1308,9 +1416,10 @@ static void bert_embed_backward(hy_xfmr *m, const float *dx0, float *demb, size_
 }
 
 static hy_status forward(hy_xfmr *m, const hy_batch *in, size_t B, float *logits, bool keep) {
-    HY_TRY(check_batch(m, in, B));
+    hy_xfmr_acts *a = NULL;
+    HY_TRY(check_batch(m, in, B, keep, &a));
+    m->cur = a;
     const hy_xfmr_config *c = &m->cfg;
-    hy_xfmr_acts *a = m->acts;
     size_t D = c->d_model, DM = c->d_mlp, K = c->n_classes, L = c->depth;
     size_t T = c->kind == HY_XFMR_VIT ? m->T : bert_embed(c) ? in->len : 1 + in->len;
     size_t R = hy_xfmr_members(m) * B;   /* residual streams: an extension's member rows */
@@ -1351,7 +1460,7 @@ static hy_status forward(hy_xfmr *m, const hy_batch *in, size_t B, float *logits
     bool team = nth > 1 && !drop && !m->ext && !hy_prof_on && !plain &&
                 BT * D * (DM > 3 * D ? DM : 3 * D) < HY_GEMM_PAR_MIN_WORK && hy_team_wanted();
     if (plain) {
-        layers_fwd_plain(m, B, T, drop, drop ? &fwd_rng : NULL);
+        layers_fwd_plain(m, B, T, keep, drop, drop ? &fwd_rng : NULL);
     } else if (team) {
         hy_team tm;
         hy_team_init(&tm);
@@ -1368,7 +1477,7 @@ static hy_status forward(hy_xfmr *m, const hy_batch *in, size_t B, float *logits
 
     /* head: logits = head(LN_f(x_L[:, 0])); norm post: no LN_f (lnf = cls); pooler tanh:
      * logits = head(drop(tanh(pooler(lnf)))) */
-    const float *xl = a->x + L * a->sD;
+    const float *xl = x_at(a, L, L);
     HY_PROF(HY_PROF_COPY, for (size_t b = 0; b < R; b++)
                               memcpy(a->cls + b * D, xl + b * T * D, D * sizeof(float)));
     if (c->norm == HY_NORM_PRE)
@@ -1470,7 +1579,7 @@ hy_status hy_xfmr_set_precision(hy_xfmr *m, hy_precision want, hy_precision *use
 
 const float *hy_xfmr_features(const hy_xfmr *m) {
     if (!m->have_fwd) return NULL;
-    return m->acts->pool ? m->acts->pool : m->acts->lnf;
+    return m->cur->pool ? m->cur->pool : m->cur->lnf;
 }
 
 hy_status hy_xfmr_loss(const hy_xfmr *m, const float *logits, const int32_t *labels, size_t B,
@@ -1512,7 +1621,7 @@ hy_status hy_xfmr_backward(hy_xfmr *m, const float *dlogits) {
 
 const float *hy_xfmr_hidden(const hy_xfmr *m) {
     if (!m->have_fwd) return NULL;
-    return m->acts->x + m->cfg.depth * m->acts->sD;
+    return x_at(m->cur, m->cfg.depth, m->cfg.depth);
 }
 
 hy_status hy_xfmr_backward_hidden(hy_xfmr *m, const float *dlogits, const float *dhidden) {

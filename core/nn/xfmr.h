@@ -16,6 +16,7 @@
  * Entry points: the config schema (HY_XFMR_CONFIG_FIELDS, hy_xfmr_fields), hy_xfmr_config_check,
  * the parameter layout (slots: hy_xfmr_slot, hy_xfmr_head_slot; hy_param_table_add), the cost
  * (hy_xfmr_cost), hy_xfmr_new / hy_xfmr_release, hy_xfmr_init, hy_xfmr_alloc_acts,
+ * hy_xfmr_alloc_infer / hy_xfmr_ensure_infer,
  * hy_xfmr_forward, hy_xfmr_features, hy_xfmr_loss, hy_xfmr_backward, hy_xfmr_zero_grad, gates, the parameter table
  * and its named views (hy_xfmr_tensors). Dimension letters: see hydra.h. Layer/head numbers are
  * 0-based in this C API; messages print them 1-based. */
@@ -350,10 +351,14 @@ typedef struct hy_xfmr {
     hy_xfmr_tensors g;   /* the same views of grads (g.blk owned, [L]) */
     float *gates;        /* owned [L, NH]; 1 = head kept, 0 = pruned (any value allowed) */
     float *dgates;       /* owned [L, NH]; backward adds dL/dgate */
-    /* activations (hy_xfmr_alloc_acts) */
+    /* activations (hy_xfmr_alloc_acts): every layer's, for training */
     size_t B_cap;        /* largest batch forward accepts; 0 before hy_xfmr_alloc_acts */
     hy_xfmr_acts *acts;  /* owned */
     hy_arena scratch;    /* backward temporaries, planned for (B_cap, T) */
+    /* inference activations (hy_xfmr_alloc_infer): one layer's, whatever the depth */
+    size_t B_infer;      /* largest batch of the inference block; 0 without one */
+    hy_xfmr_acts *infer_acts; /* owned */
+    hy_xfmr_acts *cur;   /* the block the last forward ran in (acts or infer_acts; borrowed) */
     /* dropout */
     bool dropout_on;
     hy_rng drop_rng;
@@ -458,6 +463,27 @@ hy_status hy_xfmr_alloc_acts(hy_xfmr *m, size_t B_cap);
 /* Bytes the activation block + scratch would take for B_cap (for planning). */
 size_t hy_xfmr_acts_bytes(const hy_xfmr_config *c, size_t B_cap);
 
+/* (Re)allocates the inference block: what hy_xfmr_infer needs for batches of up to B_cap
+ * samples, and nothing a backward reads: the residual stream in HY_XFMR_INFER_X_SLOTS slots and
+ * one layer's buffers (LayerNorms, Q/K/V, attention output, MLP hidden), which every layer
+ * reuses, plus hy_block_forward's per-thread windows (layers.h) in place of the probabilities.
+ * Its size does not depend on the depth (hy_xfmr_infer_bytes). The training block (acts) is
+ * left alone; hy_xfmr_forward never runs in this one. HY_EINVAL for B_cap == 0, HY_ENOMEM
+ * (when an extension's scratch cannot be had, the training block is freed too). */
+hy_status hy_xfmr_alloc_infer(hy_xfmr *m, size_t B_cap);
+/* Makes sure hy_xfmr_infer takes batches of B samples: nothing when the training block or the
+ * inference block holds them, else the training block is freed (a trained model keeps no GBs
+ * of activations; a training step allocates them again) and hy_xfmr_alloc_infer(m, B). Every
+ * prediction and evaluation
+ * calls this (never hy_xfmr_alloc_acts), so inference memory grows with the batch, not with
+ * batch x depth. */
+hy_status hy_xfmr_ensure_infer(hy_xfmr *m, size_t B);
+/* Bytes of the inference block for B_cap stacked rows (a plain model: B_cap samples; an
+ * extension with M members holds M * B_cap) at the current thread count (its per-thread
+ * windows): the same at every depth. */
+size_t hy_xfmr_infer_bytes(const hy_xfmr_config *c, size_t B_cap);
+#define HY_XFMR_INFER_X_SLOTS 4
+
 /* Checks the inputs of a batch of B samples against config c: images present (vit), or ids and
  * lengths present, 1 <= len <= max_len, every length in [0, len] and every id in
  * [0, vocab_size). Messages start with `who` (e.g. "xfmr", "fused") and name the 1-based row and
@@ -493,7 +519,9 @@ hy_status hy_xfmr_bf16_precision(hy_bf16_set **owned, hy_precision want, const h
 /* hy_xfmr_forward for prediction and evaluation: the same operations in the same order, so the
  * same logits bit for bit, but every layer reuses the first layer's activation buffers instead
  * of keeping its own for backward (vit-fm at batch 256: ~38 MB for one layer's working set
- * instead of ~230 MB for all six), so the passes between the GEMMs mostly hit cache. Features and
+ * instead of ~230 MB for all six), so the passes between the GEMMs mostly hit cache; the plain
+ * block path (norm post, gelu_tanh) too. It runs in the inference block when that holds B
+ * samples, else in the training block's first slots (the same bits either way). Features and
  * hidden (below) are kept; a backward after it fails HY_EINVAL. */
 hy_status hy_xfmr_infer(hy_xfmr *m, const hy_batch *in, size_t B, float *logits);
 

@@ -55,6 +55,8 @@ void hy_gemm_tiling(size_t M, size_t N, size_t K, size_t *rows, size_t *cols) {
     }
 }
 
+size_t hy_gemm_tile_rows_max(void) { return round16(TILE_ROWS); }
+
 static void sgemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, size_t M, size_t N, size_t K,
                   float alpha, const float *A, size_t lda, const float *B, size_t ldb, float beta,
                   float *C, size_t ldc) {

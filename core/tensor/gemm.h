@@ -53,6 +53,9 @@ void hy_gemm_small_nt(size_t M, size_t N, size_t K, const float *A, size_t lda, 
  * HY_GEMM_PAR_MIN_WORK multiply-adds one tile, or two column tiles from 2^16 up (N >= 64) for a
  * small pass's team (hy_gemm_ex_part). A pure function of the shape. */
 void hy_gemm_tiling(size_t M, size_t N, size_t K, size_t *rows, size_t *cols);
+/* The most rows hy_gemm_tiling gives a tile of a product it cuts into row tiles (fewer rows
+ * than the product): what per-row-tile scratch is sized for. */
+size_t hy_gemm_tile_rows_max(void);
 
 /* Per-tile hooks of hy_gemm_ex, called on the thread that computes the tile, with the tile's
  * rows [r0, r1) and columns [c0, c1) of C: pre before the tile's product (e.g. C = bias, then

@@ -1,6 +1,7 @@
 /* test_train.c: the training loop learns the synthetic task, same seed + threads gives
  * bitwise-identical parameters, and so do 1 and 2 threads (training and predictions), a non-finite loss stops with a message naming the step,
- * evaluate/predict agree with the forward, and config errors. */
+ * evaluate/predict agree with the forward, prediction's memory does not grow with depth, and
+ * config errors. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -195,6 +196,51 @@ static void train_predict_threads(const hy_dataset *d, int nt, float **params, s
     hy_xfmr_release(&m);
 }
 
+/* Prediction's memory does not grow with depth: hy_train_predict on a fresh model allocates the
+ * inference block alone (no training block), whose size (hy_xfmr_infer_bytes) is the same at
+ * depth 2 and 6, and predicts bitwise what a model whose training block holds the batch does
+ * (there inference runs in the training block's first slots); the fused block path and the
+ * plain one (norm post, gelu_tanh) */
+static void test_predict_memory(void) {
+    hy_dataset d;
+    synth(&d, 40, 9);
+    size_t B = 16, K = 10;
+    hy_xfmr_config c2 = tiny_vit(0.0f), c6 = tiny_vit(0.0f);
+    c6.depth = 6;
+    size_t b2 = hy_xfmr_infer_bytes(&c2, B), b6 = hy_xfmr_infer_bytes(&c6, B);
+    CHECK(b2 == b6, "inference block grows with depth: %zu bytes at depth 2, %zu at depth 6", b2,
+          b6);
+    CHECK(b6 < hy_xfmr_acts_bytes(&c6, B) / 4, "inference block %zu bytes, training %zu", b6,
+          hy_xfmr_acts_bytes(&c6, B));
+    hy_xfmr_config cp = c6;
+    cp.norm = HY_NORM_POST;
+    cp.act = HY_ACT_GELU_TANH;
+    const hy_xfmr_config *cs[2] = {&c6, &cp};
+    for (size_t r = 0; r < 2; r++) {
+        hy_xfmr m, t;
+        CHECK_OK(hy_xfmr_new(&m, cs[r]));
+        CHECK_OK(hy_xfmr_new(&t, cs[r]));
+        hy_xfmr_init(&m, 4);
+        hy_xfmr_init(&t, 4);
+        float *lm = hy_xmalloc(d.n * K * sizeof(float)), *lt = hy_xmalloc(d.n * K * sizeof(float));
+        CHECK_OK(hy_train_predict(&m, &d, B, lm, NULL));
+        CHECK(m.acts == NULL && m.infer_acts != NULL && m.B_infer == B,
+              "config %zu: predict allocated the training block (B_cap %zu, B_infer %zu)", r,
+              m.B_cap, m.B_infer);
+        CHECK_OK(hy_xfmr_alloc_acts(&t, B));
+        CHECK_OK(hy_train_predict(&t, &d, B, lt, NULL));
+        CHECK(t.infer_acts == NULL, "config %zu: an inference block beside a training block "
+              "that holds the batch", r);
+        CHECK(memcmp(lm, lt, d.n * K * sizeof(float)) == 0,
+              "config %zu: the inference block's predictions differ from the training block's", r);
+        hy_free(lm);
+        hy_free(lt);
+        hy_xfmr_release(&m);
+        hy_xfmr_release(&t);
+    }
+    hy_dataset_release(&d);
+}
+
 static void test_threads_bitwise(void) {
     int threads0 = hy_threads();
     hy_dataset d;
@@ -278,6 +324,7 @@ int main(void) {
     RUN(test_post_ln_learns);
     RUN(test_bitwise_determinism);
     RUN(test_threads_bitwise);
+    RUN(test_predict_memory);
     RUN(test_non_finite_loss_names_step);
     RUN(test_config_errors);
     return check_exit("test_train");

@@ -196,6 +196,24 @@ static void infer_vs_forward(const hy_xfmr_config *c, size_t B, const hy_batch *
     check_close(what, li, lf, B * K, 0, 0);
     check_close("infer features", hy_xfmr_features(&m), ff, B * D, 0, 0);
     check_close("infer hidden", hy_xfmr_hidden(&m), hf, B * T * D, 0, 0);
+    {   /* the same in a model with the inference block alone (hy_xfmr_alloc_infer) */
+        hy_xfmr mi;
+        CHECK_OK(hy_xfmr_new(&mi, c));
+        CHECK_OK(hy_xfmr_alloc_infer(&mi, B));
+        memcpy(mi.params, m.params, m.n_params * sizeof(float));
+        CHECK_FAIL(hy_xfmr_forward(&mi, in, B, li), HY_EINVAL,
+                   "xfmr: hy_xfmr_forward needs the training activations (call "
+                   "hy_xfmr_alloc_acts; the model has only hy_xfmr_alloc_infer's)");
+        CHECK_OK(hy_xfmr_infer(&mi, other, B, li));
+        if (drop) hy_xfmr_set_dropout(&mi, true, 17);
+        CHECK_OK(hy_xfmr_infer(&mi, in, B, li));
+        snprintf(what, sizeof what, "inference block logits (depth %zu%s)", c->depth,
+                 drop ? ", dropout" : "");
+        check_close(what, li, lf, B * K, 0, 0);
+        check_close("inference block features", hy_xfmr_features(&mi), ff, B * D, 0, 0);
+        check_close("inference block hidden", hy_xfmr_hidden(&mi), hf, B * T * D, 0, 0);
+        hy_xfmr_release(&mi);
+    }
     CHECK_FAIL(hy_xfmr_backward(&m, li), HY_EINVAL,
                "xfmr: backward after hy_xfmr_infer, which keeps no activations (run "
                "hy_xfmr_forward first)");
@@ -227,6 +245,14 @@ static void test_infer(void) {
     hy_batch tin = {.ids = ids, .lengths = lens, .len = 9};
     hy_batch tin2 = {.ids = ids2, .lengths = lens, .len = 9};
     infer_vs_forward(&TEXT, 4, &tin, &tin2, false);
+    hy_xfmr_config tpost = TEXT;   /* the plain block path, every slot pattern of depth 3 */
+    tpost.depth = 3;
+    tpost.norm = HY_NORM_POST;
+    tpost.act = HY_ACT_GELU_TANH;
+    tpost.pooler = HY_POOLER_TANH;
+    tpost.attn_dropout = tpost.mlp_dropout = 0.1f;
+    infer_vs_forward(&tpost, 4, &tin, &tin2, false);
+    infer_vs_forward(&tpost, 4, &tin, &tin2, true);
     /* batches whose products have whole-row tiles: the inference MLP runs tile by tile in
      * per-thread scratch (layers.h hy_mlp_infer), the LayerNorms in the products' epilogues */
     size_t BB = 64;

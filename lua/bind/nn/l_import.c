@@ -317,7 +317,7 @@ static int l_model_forward(lua_State *L) {
     int64_t shape[2] = {(int64_t)(B * hy_xfmr_members(m)), (int64_t)c->n_classes};
     hy_tensor *out = l_pushtensor(L);
     if (hy_tensor_alloc(out, HY_F32, 2, shape) != HY_OK) return l_raise(L);
-    if ((m->B_cap < B || !m->acts) && hy_xfmr_alloc_acts(m, B) != HY_OK) return l_raise(L);
+    if (hy_xfmr_ensure_infer(m, B) != HY_OK) return l_raise(L);
     if (hy_xfmr_infer(m, &in, B, out->data) != HY_OK) return l_raise(L);
     return 1;
 }

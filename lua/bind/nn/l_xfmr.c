@@ -382,8 +382,7 @@ static int l_model_time(lua_State *L) {
     float *lg = lua_newuserdatauv(L, (size_t)B * hy_xfmr_members(m) * m->cfg.n_classes *
                                   sizeof(float), 0);
     l_random_images(img, n, seed);
-    if ((m->B_cap < (size_t)B || !m->acts) && hy_xfmr_alloc_acts(m, (size_t)B) != HY_OK)
-        return l_raise(L);
+    if (hy_xfmr_ensure_infer(m, (size_t)B) != HY_OK) return l_raise(L);
     hy_batch in = {.images = img};
     if (hy_xfmr_infer(m, &in, (size_t)B, lg) != HY_OK) return l_raise(L);
     double t0 = hy_now();
