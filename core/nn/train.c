@@ -102,7 +102,7 @@ static hy_status cls_forward(hy_fit *f, size_t B, double *loss) {
     hy_trainer *t = f->ctx;
     hy_batch in;
     hy_train_input(&f->loader, &in);
-    HY_TRY(hy_train_ensure_acts(f->model, t->cfg.batch_size));   /* freed by an evaluation */
+    HY_TRY(hy_train_ensure_acts(f->model, B));   /* freed by an evaluation in between */
     HY_TRY(hy_xfmr_forward(f->model, &in, B, t->logits));
     return hy_xfmr_loss(f->model, t->logits, f->loader.labels, B, (float)t->cfg.label_smoothing,
                         loss, t->dlogits);
