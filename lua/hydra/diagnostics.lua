@@ -250,7 +250,7 @@ function M.markdown(rows, summary, method)
   for _, r in ipairs(rows) do
     L[#L + 1] = ("| %d | %s | %s | %+.2f | %s | %s | %s | %s | %s | %s | %.2f | %.3f / %.3f | %.3f / %.3f |")
       :format(r.seed, pts(r.single), pts(r.ensemble), 100 * r.delta,
-        table.concat(r.objectives, ", "), list_pts(r.search_val), list_pts(r.search_test),
+        require("hydra.report").md_escape(table.concat(r.objectives, ", ")), list_pts(r.search_val), list_pts(r.search_test),
         list_pts(r.member_val), list_pts(r.member_test), pts(r.max_gap), r.overlap or 0 / 0,
         r.id_disagreement, r.ood_disagreement, r.id_mi, r.ood_mi)
   end
