@@ -615,9 +615,12 @@ bool hy_block_forward(const hy_block *k, float *scratch, size_t scratch_floats) 
         float *win = k->hg ? k->qkv : scratch + th * cap * C3;
         float *h = k->hg ? NULL : k->h + th * rt * DM;
         size_t w0 = k->hg ? 0 : R0, next = s0;
-        /* tiles [pj0, pj) finished here (the first only when no sample straddles R0); the
-         * others, which hold a straddling sample, after the region */
-        size_t pj = R0 == s0 * T ? i0 : i0 + 1, pj0 = pj;
+        /* tiles [pj0, pj) finished here: from the first that starts at or after row s0 T;
+         * the tiles before it hold rows of the sample straddling R0 (when T exceeds the tile
+         * rows, that sample may reach past the tile holding R0), finished after the region */
+        size_t pj = (s0 * T + rt - 1) / rt;
+        if (pj > i1) pj = i1;
+        size_t pj0 = pj;
         hy_gemm_epi e = {0};
         e.pre = pre_bias;
         e.u = k->qkv_b;

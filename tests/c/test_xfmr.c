@@ -443,6 +443,64 @@ static void test_small_pass_team(void) {
     free(img);
 }
 
+/* Samples longer than a row tile (T = 197 rows against hy_gemm's 128-row tiles, as ViT-S/16 at
+ * 224): with 2 threads the single model's block (hy_block_forward) gives each thread a run of
+ * tiles, and the sample straddling the boundary between two threads is attended after the
+ * region; at B = 6, 10, 14 it reaches past the tile that holds the boundary into the next one,
+ * which must wait for it too. B = 8 and 16 straddle within one tile. Training forward (logits
+ * and gradients) and inference at 2 threads bitwise equal to 1 thread's (the plain path). */
+static void test_long_samples_threads(void) {
+    hy_xfmr_config c = {.kind = HY_XFMR_VIT, .image_size = 28, .channels = 1, .patch = 2,
+                        .d_model = 64, .n_heads = 4, .depth = 2, .d_mlp = 128, .n_classes = 3};
+    static const size_t batches[] = {6, 8, 10, 14, 16};
+    for (size_t bi = 0; bi < sizeof batches / sizeof batches[0]; bi++) {
+        size_t B = batches[bi];
+        float *img = rand_vec(B * 28 * 28, 1);
+        hy_batch in = {.images = img};
+        float lf[2][16 * 3], li[2][16 * 3], *g[2] = {NULL, NULL};
+        size_t np = 0;
+        int32_t labels[16];
+        for (size_t i = 0; i < B; i++) labels[i] = (int32_t)(i % 3);
+        hy_rng r0 = rng;   /* the same perturbation in both passes */
+        for (int t = 0; t < 2; t++) {
+            rng = r0;
+#ifdef _OPENMP
+            omp_set_num_threads(t + 1);
+#endif
+            hy_xfmr m;
+            CHECK_OK(hy_xfmr_new(&m, &c));
+            CHECK(m.T == 197, "T %zu", m.T);
+            CHECK_OK(hy_xfmr_alloc_acts(&m, B));
+            hy_xfmr_init(&m, 5);
+            perturb(&m);
+            float dl[16 * 3];
+            double loss;
+            CHECK_OK(hy_xfmr_forward(&m, &in, B, lf[t]));
+            CHECK_OK(hy_xfmr_loss(&m, lf[t], labels, B, 0.0f, &loss, dl));
+            CHECK_OK(hy_xfmr_backward(&m, dl));
+            np = m.n_params;
+            g[t] = malloc(np * sizeof(float));
+            memcpy(g[t], m.grads, np * sizeof(float));
+            CHECK_OK(hy_xfmr_infer(&m, &in, B, li[t]));
+            hy_xfmr_release(&m);
+        }
+#ifdef _OPENMP
+        omp_set_num_threads(1);
+#endif
+        CHECK(memcmp(lf[0], lf[1], B * 3 * sizeof(float)) == 0,
+              "B %zu: forward logits differ between 1 and 2 threads", B);
+        CHECK(memcmp(g[0], g[1], np * sizeof(float)) == 0,
+              "B %zu: gradients differ between 1 and 2 threads", B);
+        CHECK(memcmp(li[0], li[1], B * 3 * sizeof(float)) == 0,
+              "B %zu: infer logits differ between 1 and 2 threads", B);
+        CHECK(memcmp(li[1], lf[1], B * 3 * sizeof(float)) == 0,
+              "B %zu: infer and forward logits differ at 2 threads", B);
+        free(g[0]);
+        free(g[1]);
+        free(img);
+    }
+}
+
 /* The encoder options of imported models (xfmr.h: norm post, gelu_tanh, pooler tanh, BERT's
  * embedding with token types): the parameter table, batch validation, forward against the
  * double twin, hy_xfmr_infer bitwise hy_xfmr_forward, and forward + backward (with dropout)
@@ -562,6 +620,7 @@ int main(void) {
     RUN(test_infer);
     RUN(test_determinism_threads);
     RUN(test_small_pass_team);
+    RUN(test_long_samples_threads);
     RUN(test_options);
     return check_exit("test_xfmr");
 }
