@@ -202,13 +202,15 @@ end
 
 
 -- breakdown table: per class the median over the rounds of its time per step / batch, sorted;
--- "other" = the median of the rounds' measured - classes; the share outside GEMMs is the median
--- of the rounds' shares
+-- "other" = the median of the rounds' measured - classes; the share outside GEMMs (class gemm:
+-- hy_gemm's products) and the share outside every matrix product (gemm and attn_products, the
+-- products inside the attention kernel) are the medians of the rounds' shares
 local function breakdown(rounds, units, what, unit, batch)
   local per, measured, outside, other, calls, gflops = {}, {}, {}, {}, {}, {}
+  local outside_mm = {}
   for i, p in ipairs(rounds) do
     measured[i] = p.ms / units
-    local gemm, timed = 0, 0
+    local gemm, amm, timed = 0, 0, 0
     for _, c in ipairs(p.classes) do
       if c.calls > 0 then
         timed = timed + c.ms / units
@@ -220,13 +222,16 @@ local function breakdown(rounds, units, what, unit, batch)
           gflops[c.name][i] = c.gflop / (c.ms / 1e3)
         end
         if c.name == "gemm" then gemm = c.ms / units end
+        if c.name == "attn_products" then amm = c.ms / units end
       end
     end
     outside[i] = 100 * (measured[i] - gemm) / measured[i]
+    outside_mm[i] = 100 * (measured[i] - gemm - amm) / measured[i]
     other[i] = measured[i] - timed
   end
   local out = { batch = batch, rounds = #rounds, measured_ms = median(measured),
-    classes_ms = {}, outside_gemm_pct = median(outside), outside_gemm_pct_rounds = outside }
+    classes_ms = {}, outside_gemm_pct = median(outside), outside_gemm_pct_rounds = outside,
+    outside_products_pct = median(outside_mm), outside_products_pct_rounds = outside_mm }
   local rows = {}
   for name, xs in pairs(per) do
     local ms = median(xs)
@@ -247,11 +252,15 @@ local function breakdown(rounds, units, what, unit, batch)
       row.calls > 0 and tostring(row.calls) or "", row.ms, 100 * row.ms / out.measured_ms,
       row.gflop_per_s and ("%.1f"):format(row.gflop_per_s) or ""))
   end
-  local rs = {}
-  for i, x in ipairs(outside) do rs[i] = ("%.1f"):format(x) end
-  print(("  %-18s %7s %9.3f   time outside GEMMs %.1f%% (target <= 15%%; rounds %s)")
-    :format("measured " .. unit, "", out.measured_ms, out.outside_gemm_pct,
-    table.concat(rs, " ")))
+  local function rounds_of(xs)
+    local rs = {}
+    for i, x in ipairs(xs) do rs[i] = ("%.1f"):format(x) end
+    return table.concat(rs, " ")
+  end
+  print(("  %-18s %7s %9.3f   time outside GEMMs %.1f%% (target <= 15%%; rounds %s); outside "
+    .. "every matrix product (gemm and attn_products) %.1f%% (rounds %s)")
+    :format("measured " .. unit, "", out.measured_ms, out.outside_gemm_pct, rounds_of(outside),
+    out.outside_products_pct, rounds_of(outside_mm)))
   return out
 end
 
@@ -527,7 +536,8 @@ local function small_section(r)
   r.breakdown = {
     method = "timers of core/tensor/prof.h inside the kernels of the real training step (trainer, "
       .. PROF_STEPS .. " steps) and inference (m:predict over 2048 images) in every round; "
-      .. "per class the median over the rounds; outside_gemm_pct the median of the rounds' "
+      .. "per class the median over the rounds; outside_gemm_pct (outside class gemm) and "
+      .. "outside_products_pct (outside gemm and attn_products) the medians of the rounds' "
       .. "shares; other = measured - sum of the classes",
     train = breakdown(prof.train, PROF_STEPS, "training step", "step", TRAIN_B),
     infer = breakdown(prof.infer, INFER_N // INFER_B, "inference forward", "batch", INFER_B),
@@ -718,9 +728,12 @@ if SIZE ~= "small" then
         o.fused.split_efficiency_b1, o.fused.batch_large, o.fused.vs_members_large,
         o.fused.hydra_over_single_b1, o.fused.batch_large, o.fused.hydra_over_single_large,
         o.fused.flops_ratio)
-    print(("  %-14s GEMM %.0f%% of peak in training, %.0f%% in inference; outside GEMMs %.1f%% "
-      .. "of inference; %s"):format(key, 100 * (o.gemm_peak_frac.train or 0),
-      100 * (o.gemm_peak_frac.infer or 0), 100 * o.outside_gemm_frac.infer, fz))
+    local ap = o.attn_products_peak_frac or {}
+    print(("  %-14s GEMM %.0f%% of peak in training, %.0f%% in inference; attention's products "
+      .. "%.0f%% / %.0f%%; outside every matrix product %.1f%% of inference (outside GEMMs "
+      .. "%.1f%%); %s"):format(key, 100 * (o.gemm_peak_frac.train or 0),
+      100 * (o.gemm_peak_frac.infer or 0), 100 * (ap.train or 0), 100 * (ap.infer or 0),
+      100 * o.outside_products_frac.infer, 100 * o.outside_gemm_frac.infer, fz))
     local fp = o.frac_peak
     local function pc(x) return x and ("%.0f%%"):format(100 * x) or "-" end
     print(("  %-14s of the sgemm peak, hydra / PyTorch: training %s / %s, inference %s / %s "

@@ -187,7 +187,8 @@ void hy_linear_gelu_d_forward(float *dgelu, float *gelu_out, const float *in, co
     linear_fwd(dgelu, gelu_out, true, NULL, in, w, b, NULL, N, Din, Dout, 0, 0);
 }
 
-static void record_shares(uint64_t t0, const uint64_t ns[HY_PROF_N], uint64_t gemm_flops);
+static void record_shares(uint64_t t0, const uint64_t ns[HY_PROF_N], uint64_t gemm_flops,
+                          uint64_t attn_flops);
 
 /* The two products of a linear's backward, din = beta din + dout W (hook e: its row tiles'
  * GELU' product or LayerNorm backward) and dW += dout^T in (hook g: the bias grads), tile by
@@ -265,7 +266,7 @@ static void bwd_run(const bwd_pair_args *a, const ln_cols_args *lc) {
             for (int k = 0; k < HY_PROF_N; k++) ns[k] += my[k];
         }
     }
-    record_shares(t0, ns, (a->n1 ? 4 : 2) * (uint64_t)a->N * a->Din * a->Dout);
+    record_shares(t0, ns, (a->n1 ? 4 : 2) * (uint64_t)a->N * a->Din * a->Dout, 0);
 }
 
 /* din = beta din + dout W (beta 0: written, 1: added), times GELU'(hpre) when hpre != NULL,
@@ -421,8 +422,9 @@ static int region_threads(bool *nested) {
 }
 
 /* the wall time of a region, shared out among the prof.h classes by their CPU times (as
- * hy_gemm_ex does) */
-static void record_shares(uint64_t t0, const uint64_t ns[HY_PROF_N], uint64_t gemm_flops) {
+ * hy_gemm_ex does); the flops of its GEMMs and of its attention products */
+static void record_shares(uint64_t t0, const uint64_t ns[HY_PROF_N], uint64_t gemm_flops,
+                          uint64_t attn_flops) {
     if (!hy_prof_on) return;
     double wall = (double)(hy_prof_clock() - t0), cpu = 0;
     for (int k = 0; k < HY_PROF_N; k++) cpu += (double)ns[k];
@@ -430,7 +432,8 @@ static void record_shares(uint64_t t0, const uint64_t ns[HY_PROF_N], uint64_t ge
     for (int k = 0; k < HY_PROF_N; k++)
         if (ns[k])
             hy_prof_record_ns((hy_prof_kind)k, (uint64_t)((double)ns[k] * f),
-                              k == HY_PROF_GEMM ? gemm_flops : 0);
+                              k == HY_PROF_GEMM ? gemm_flops
+                              : k == HY_PROF_ATTN_MM ? attn_flops : 0);
 }
 
 /* One row tile of the inference MLP: h = GELU(in W1^T + b1) into the thread's scratch (which
@@ -496,7 +499,7 @@ void hy_mlp_infer(float *out, float *ln_out, float *ln_mean, float *ln_rstd, con
             mlp_tile(out, ln, scratch, in, w1, b1, w2, b2, res, r0, r1, D, DM, ns);
         }
     }
-    record_shares(t0, ns, 4 * (uint64_t)N * D * DM);
+    record_shares(t0, ns, 4 * (uint64_t)N * D * DM, 0);
 }
 
 /* ===== the whole block, row tile by row tile ===== */
@@ -596,9 +599,9 @@ bool hy_block_forward(const hy_block *k, float *scratch, size_t scratch_floats) 
         (!k->hg && P * cap * C3 > scratch_floats))
         return false;
     uint64_t t0 = hy_prof_t0();
-    uint64_t ns[HY_PROF_N] = {0};
+    uint64_t ns[HY_PROF_N] = {0}, af = 0;   /* af: the attention products' flops */
     size_t pa[BLOCK_MAX_THREADS], pb[BLOCK_MAX_THREADS];   /* tiles finished in the region */
-#pragma omp parallel num_threads(nt) reduction(+ : ns[:HY_PROF_N])
+#pragma omp parallel num_threads(nt) reduction(+ : ns[:HY_PROF_N], af)
     {
         size_t th = 0, np = 1;
 #ifdef _OPENMP
@@ -640,11 +643,13 @@ bool hy_block_forward(const hy_block *k, float *scratch, size_t scratch_floats) 
             }
             /* the own samples whose rows are all in the window */
             size_t done = r1 / T < s1 ? r1 / T : s1;
+            hy_attn_cost ac = {0, 0};
             if (done > next) {
-                hy_attn_forward_part(k->ao + next * T * D, k->att ? k->att + next * NH * T * T : NULL,
-                                     win + (next * T - w0) * C3,
-                                     k->gate, k->kvalid ? k->kvalid + next : NULL, done - next,
-                                     T, D, NH, 0, 1);
+                ac = hy_attn_forward_part(k->ao + next * T * D,
+                                          k->att ? k->att + next * NH * T * T : NULL,
+                                          win + (next * T - w0) * C3, k->gate,
+                                          k->kvalid ? k->kvalid + next : NULL, done - next, T,
+                                          D, NH, 0, 1);
                 next = done;
             }
             /* keep the rows of the sample not yet complete at the window's start */
@@ -654,7 +659,11 @@ bool hy_block_forward(const hy_block *k, float *scratch, size_t scratch_floats) 
                 memmove(win, win + (keep - w0) * C3, (r1 - keep) * C3 * sizeof(float));
                 w0 = keep;
             }
-            if (hy_prof_on) ns[HY_PROF_ATTN] += hy_prof_clock() - u;
+            if (hy_prof_on) {
+                ns[HY_PROF_ATTN] += hy_prof_clock() - u - ac.ns;
+                ns[HY_PROF_ATTN_MM] += ac.ns;
+                af += ac.flops;
+            }
             /* the tiles whose rows have all been attended (the last one may be short) */
             for (; pj < i1 && ((pj + 1) * rt < N ? (pj + 1) * rt : N) <= next * T; pj++)
                 block_tile(k, h, pj * rt, (pj + 1) * rt < N ? (pj + 1) * rt : N, ns);
@@ -663,16 +672,23 @@ bool hy_block_forward(const hy_block *k, float *scratch, size_t scratch_floats) 
         pb[th] = pj;
     }
     /* the samples straddling two threads' rows (from qkv), then the tiles left */
-    uint64_t u = hy_prof_t0();
+    uint64_t u = hy_prof_t0(), amm = 0;
     for (size_t th = 1; th < P; th++) {
         size_t R0 = ntiles * th / P * rt;
         if (R0 % T == 0) continue;
         size_t s = R0 / T;
-        hy_attn_forward_part(k->ao + s * T * D, k->att ? k->att + s * NH * T * T : NULL,
-                             k->qkv + s * T * C3, k->gate,
-                             k->kvalid ? k->kvalid + s : NULL, 1, T, D, NH, 0, 1);
+        hy_attn_cost ac = hy_attn_forward_part(k->ao + s * T * D,
+                                               k->att ? k->att + s * NH * T * T : NULL,
+                                               k->qkv + s * T * C3, k->gate,
+                                               k->kvalid ? k->kvalid + s : NULL, 1, T, D, NH, 0,
+                                               1);
+        amm += ac.ns;
+        af += ac.flops;
     }
-    if (hy_prof_on) ns[HY_PROF_ATTN] += hy_prof_clock() - u;
+    if (hy_prof_on) {
+        ns[HY_PROF_ATTN] += hy_prof_clock() - u - amm;
+        ns[HY_PROF_ATTN_MM] += amm;
+    }
     for (size_t th = 0; th < P; th++) {
         size_t i0 = ntiles * th / P, i1 = ntiles * (th + 1) / P;
         for (size_t i = i0; i < i1; i++) {
@@ -680,7 +696,7 @@ bool hy_block_forward(const hy_block *k, float *scratch, size_t scratch_floats) 
             block_tile(k, k->hg ? NULL : k->h, i * rt, (i + 1) * rt < N ? (i + 1) * rt : N, ns);
         }
     }
-    record_shares(t0, ns, 2 * (uint64_t)N * (C3 * D + D * D + 2 * D * DM));
+    record_shares(t0, ns, 2 * (uint64_t)N * (C3 * D + D * D + 2 * D * DM), af);
     return true;
 }
 

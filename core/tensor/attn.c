@@ -533,8 +533,15 @@ static inline head_pair pair_at(const float *qkv, const float *gate, const int32
     return p;
 }
 
-/* pair bh = b * NH + h of the forward */
-static void fwd_pair(float *out, float *att, const float *qkv, const float *gate,
+/* the time since t and its 2 * rows * cols * depth flops into c (timers on) */
+static inline void mm_done(hy_attn_cost *c, uint64_t t, size_t rows, size_t cols, size_t depth) {
+    if (!hy_prof_on) return;
+    c->ns += hy_prof_clock() - t;
+    c->flops += 2 * (uint64_t)rows * cols * depth;
+}
+
+/* pair bh = b * NH + h of the forward; its products' cost */
+static hy_attn_cost fwd_pair(float *out, float *att, const float *qkv, const float *gate,
                      const int32_t *kvalid, size_t B, size_t T, size_t C, size_t NH, size_t bh,
                      float scale) {
     const head_pair hp = pair_at(qkv, gate, kvalid, T, C, NH, bh);
@@ -560,8 +567,12 @@ static void fwd_pair(float *out, float *att, const float *qkv, const float *gate
      * the columns: st becomes A^T */
     size_t IBm = IB, tail = nk - (IB - 1) * VL;
     if (IB >= 2 && tail <= TAIL_MAX && HS == HP) IBm = IB - 1;
-    transpose_rows(w->kt, ldi, IBm * VL, q, qs, IBm < IB ? IBm * VL : nk, HP);
+    hy_attn_cost c = {0, 0};
+    size_t qv = IBm < IB ? IBm * VL : nk;   /* queries of the vector path */
+    transpose_rows(w->kt, ldi, IBm * VL, q, qs, qv, HP);
+    uint64_t t = hy_prof_t0();
     mmk(w->s, ldi, k, ks, 1, w->kt, ldi, nk, HS, IBm, scale);
+    mm_done(&c, t, nk, qv, HS);
     softmax_cols(w->s, ldi, IBm, nk);
     /* a few queries past the last whole vector: each a row of dot products (lanes over the head
      * dims, a transposed reduction), softmax along the row, probabilities into st's column */
@@ -573,9 +584,12 @@ static void fwd_pair(float *out, float *att, const float *qkv, const float *gate
     }
     if (att) store_att(att + bh * T * T, T, w->s, ldi, nk);
     /* out = gate * (A V) over the valid keys (A read from A^T); padding rows zero */
+    t = hy_prof_t0();
     mmd(y, ys, w->s, 1, ldi, v, vs, nk, nk, HP, hp.g);
+    mm_done(&c, t, nk, nk, HS);
     if (HS != HP) unpad_rows(out + b * T * C + h * HS, C, y, HP, nk, HS);
     zero_rows(out + b * T * C + h * HS, C, nk, T, HS);
+    return c;
 }
 
 /* The score scale 1/sqrt(HS) of a pass over the (sample, head) pairs of B*NH, its shapes
@@ -593,35 +607,61 @@ static bool pairs_par(size_t B, size_t T, size_t C, size_t NH) {
     return hy_omp_par(BH > 1 && BH * T * T * (C / NH) > PAR_MIN_WORK);
 }
 
-/* Runs `call` (a pair function called on bh) for every pair bh < B NH of a pass, in one parallel
- * region (static split) when pairs_par says so: the forward's and the backward's dispatch. */
-#define FOR_EACH_PAIR(B, T, C, NH, call)                                                   \
+/* Runs `call` (a pair function called on bh, returning its products' hy_attn_cost) for every
+ * pair bh < B NH of a pass, in one parallel region (static split) when pairs_par says so: the
+ * forward's and the backward's dispatch. With the timers on, each pair is also timed whole:
+ * the products' CPU ns, their flops and the pairs' CPU ns are added into mm, fl and all, for
+ * record_pass. */
+#define FOR_EACH_PAIR(B, T, C, NH, mm, fl, all, call)                                      \
     do {                                                                                   \
         size_t n_pairs_ = (B) * (NH);                                                      \
         if (pairs_par(B, T, C, NH)) {                                                      \
-            _Pragma("omp parallel for schedule(static)")                                   \
-            for (size_t bh = 0; bh < n_pairs_; bh++) call;                                 \
+            _Pragma("omp parallel for schedule(static) reduction(+ : mm, fl, all)")        \
+            for (size_t bh = 0; bh < n_pairs_; bh++) PAIR_TIMED(mm, fl, all, call);        \
         } else {                                                                           \
-            for (size_t bh = 0; bh < n_pairs_; bh++) call;                                 \
+            for (size_t bh = 0; bh < n_pairs_; bh++) PAIR_TIMED(mm, fl, all, call);        \
         }                                                                                  \
     } while (0)
+#define PAIR_TIMED(mm, fl, all, call)                                                      \
+    do {                                                                                   \
+        uint64_t p0_ = hy_prof_t0();                                                       \
+        hy_attn_cost c_ = call;                                                            \
+        if (hy_prof_on) mm += c_.ns, fl += c_.flops, all += hy_prof_clock() - p0_;        \
+    } while (0)
+
+/* a pass's wall time since t0 shared out between HY_PROF_ATTN_MM and HY_PROF_ATTN by the
+ * pairs' CPU times (as hy_gemm_ex shares a call's): mm of all */
+static void record_pass(uint64_t t0, uint64_t mm, uint64_t flops, uint64_t all) {
+    if (!hy_prof_on) return;
+    uint64_t wall = hy_prof_clock() - t0;
+    uint64_t mw = all ? (uint64_t)((double)wall * ((double)mm / (double)all)) : 0;
+    if (mw > wall) mw = wall;
+    hy_prof_record_ns(HY_PROF_ATTN_MM, mw, flops);
+    hy_prof_record_ns(HY_PROF_ATTN, wall - mw, 0);
+}
 
 void hy_attn_forward(float *out, float *att, const float *qkv, const float *gate,
                      const int32_t *kvalid, size_t B, size_t T, size_t C, size_t NH) {
     float scale = pairs_scale(T, C, NH);
-    uint64_t t0 = hy_prof_t0();
-    FOR_EACH_PAIR(B, T, C, NH, fwd_pair(out, att, qkv, gate, kvalid, B, T, C, NH, bh, scale));
-    hy_prof_add(HY_PROF_ATTN, t0, 0);
+    uint64_t t0 = hy_prof_t0(), mm = 0, fl = 0, all = 0;
+    FOR_EACH_PAIR(B, T, C, NH, mm, fl, all,
+                  fwd_pair(out, att, qkv, gate, kvalid, B, T, C, NH, bh, scale));
+    record_pass(t0, mm, fl, all);
 }
 
-void hy_attn_forward_part(float *out, float *att, const float *qkv, const float *gate,
+hy_attn_cost hy_attn_forward_part(float *out, float *att, const float *qkv, const float *gate,
                           const int32_t *kvalid, size_t B, size_t T, size_t C, size_t NH,
                           size_t part, size_t parts) {
     HY_ASSERT(part < parts);
     float scale = pairs_scale(T, C, NH);
     size_t lo, hi;
     hy_team_share(B * NH, part, parts, &lo, &hi);
-    for (size_t bh = lo; bh < hi; bh++) fwd_pair(out, att, qkv, gate, kvalid, B, T, C, NH, bh, scale);
+    hy_attn_cost c = {0, 0};
+    for (size_t bh = lo; bh < hi; bh++) {
+        hy_attn_cost p = fwd_pair(out, att, qkv, gate, kvalid, B, T, C, NH, bh, scale);
+        c.ns += p.ns, c.flops += p.flops;
+    }
+    return c;
 }
 
 /* ===== attention backward ===== */
@@ -640,8 +680,9 @@ static inline vf load_keys(const float *arow, size_t jb, size_t nk, size_t T) {
     return a;
 }
 
-/* pair bh = b * NH + h of the backward; its dgate partial into scratch[bh] */
-static void bwd_pair(float *dqkv, float *scratch, const float *dout, const float *qkv,
+/* pair bh = b * NH + h of the backward; its dgate partial into scratch[bh]; its products'
+ * cost */
+static hy_attn_cost bwd_pair(float *dqkv, float *scratch, const float *dout, const float *qkv,
                      const float *att, const float *gate, const int32_t *kvalid, size_t B,
                      size_t T, size_t C, size_t NH, size_t bh, float scale) {
     const head_pair hp = pair_at(qkv, gate, kvalid, T, C, NH, bh);
@@ -680,8 +721,11 @@ static void bwd_pair(float *dqkv, float *scratch, const float *dout, const float
     size_t KBv = KB, tail = nk - (KB - 1) * VL;
     if (KB >= 2 && tail <= TAIL_MAX) KBv = KB - 1;
     size_t jt = KBv * VL < nk ? KBv * VL : nk;   /* keys [jt, nk): the row path */
+    hy_attn_cost c = {0, 0};
     transpose_rows(w->kt, ld, KBv * VL, v, vs, jt, HP);
+    uint64_t tm = hy_prof_t0();
     mmk(w->s, ld, go, gs, 1, w->kt, ld, nk, HS, KBv, 1.0f);
+    mm_done(&c, tm, nk, jt, HS);
     /* softmax backward: with da = g P, ds_ij = a_ij (da_ij - sum_k a_ik da_ik) * scale
      * = a_ij (P_ij - t_i) * (g scale), t_i = sum_j a_ij P_ij (masked: a = 0), and
      * dgate = sum_i t_i; the dS rows overwrite P's. The row path's keys first, by columns
@@ -750,12 +794,14 @@ static void bwd_pair(float *dqkv, float *scratch, const float *dout, const float
     if (hp.g == 0.0f) {   /* pruned head: no q/k/v gradient at all (zeros) */
         float *base = dqkv + b * T * 3 * C + h * HS;
         zero_qkv_rows(base, 3 * C, C, 0, T, HS);
-        return;
+        return c;
     }
     /* dV = g (A^T dout_h), A^T read in place; s_ij = scale q_i . k_j: dQ = dS K, dK = dS^T Q */
+    tm = hy_prof_t0();
     mmd(yv, ys, A, 1, T, go, gs, nk, nk, HP, hp.g);
     mmd(yq, ys, w->s, ld, 1, k, ks, nk, nk, HP, 1.0f);
     mmd(yk, ys, w->s, 1, ld, q, qs, nk, nk, HP, 1.0f);
+    mm_done(&c, tm, 3 * nk, nk, HS);
     if (HS != HP) {
         unpad_rows(dq, 3 * C, yq, HP, nk, HS);
         unpad_rows(dk, 3 * C, yk, HP, nk, HS);
@@ -763,14 +809,15 @@ static void bwd_pair(float *dqkv, float *scratch, const float *dout, const float
     }
     /* the padding rows j >= nk get no gradient */
     zero_qkv_rows(dq, 3 * C, C, nk, T, HS);
+    return c;
 }
 
 void hy_attn_backward(float *dqkv, float *dgate, const float *dout, const float *qkv,
                       const float *att, const float *gate, const int32_t *kvalid,
                       float *scratch, size_t B, size_t T, size_t C, size_t NH) {
     float scale = pairs_scale(T, C, NH);
-    uint64_t t0 = hy_prof_t0();
-    FOR_EACH_PAIR(B, T, C, NH,
+    uint64_t t0 = hy_prof_t0(), mm = 0, fl = 0, all = 0;
+    FOR_EACH_PAIR(B, T, C, NH, mm, fl, all,
                   bwd_pair(dqkv, scratch, dout, qkv, att, gate, kvalid, B, T, C, NH, bh, scale));
     /* dgate: per-(b,h) partials summed over b in a fixed order */
     for (size_t h = 0; h < NH; h++) {
@@ -778,5 +825,5 @@ void hy_attn_backward(float *dqkv, float *dgate, const float *dout, const float 
         for (size_t b = 0; b < B; b++) acc += scratch[b * NH + h];
         dgate[h] += acc;
     }
-    hy_prof_add(HY_PROF_ATTN, t0, 0);
+    record_pass(t0, mm, fl, all);
 }

@@ -29,10 +29,20 @@
 void hy_attn_forward(float *out, float *att, const float *qkv, const float *gate,
                      const int32_t *kvalid, size_t B, size_t T, size_t C, size_t NH);
 
-/* A small pass's team (team.h): the (sample, head) pairs hy_team_share gives part `part` of
- * `parts` of B * NH, on the calling thread; the parts together write what hy_attn_forward
- * writes, bitwise. */
-void hy_attn_forward_part(float *out, float *att, const float *qkv, const float *gate,
+/* The matrix products inside a pass (forward: q k^T and A v; backward: dout v^T, A^T dout, dS k
+ * and dS^T q) as prof.h's class HY_PROF_ATTN_MM: the CPU ns they took and their multiply-adds
+ * times 2 over the valid rows and keys (the few queries or keys of the row path, a transposed
+ * reduction of dot products, are not counted: they stay in HY_PROF_ATTN). Zero with the timers
+ * off. hy_attn_forward and hy_attn_backward record both classes themselves. */
+typedef struct hy_attn_cost {
+    uint64_t ns, flops;
+} hy_attn_cost;
+
+/* A small pass's team (team.h), or a caller's own region: the (sample, head) pairs
+ * hy_team_share gives part `part` of `parts` of B * NH, on the calling thread; the parts
+ * together write what hy_attn_forward writes, bitwise. Records nothing: returns its products'
+ * cost for a caller that times the call (the rest of the call's time is HY_PROF_ATTN). */
+hy_attn_cost hy_attn_forward_part(float *out, float *att, const float *qkv, const float *gate,
                           const int32_t *kvalid, size_t B, size_t T, size_t C, size_t NH,
                           size_t part, size_t parts);
 

@@ -14,8 +14,9 @@
 #include <stdint.h>
 
 typedef enum {
-    HY_PROF_GEMM,      /* hy_gemm: every matrix product (flops: 2 M N K) */
-    HY_PROF_ATTN,      /* hy_attn_forward / backward */
+    HY_PROF_GEMM,      /* hy_gemm: every product but attention's own (flops: 2 M N K) */
+    HY_PROF_ATTN,      /* hy_attn_forward / backward, all but their matrix products */
+    HY_PROF_ATTN_MM,   /* the matrix products inside attention (attn.h hy_attn_cost; flops) */
     HY_PROF_GELU,      /* GELU forward / backward */
     HY_PROF_LN,        /* LayerNorm forward / backward */
     HY_PROF_DROPOUT,   /* dropout masks and their products (when not fused into another pass) */
@@ -28,7 +29,7 @@ typedef enum {
     HY_PROF_N
 } hy_prof_kind;
 
-/* one class: accumulated nanoseconds, calls, flops (GEMM only) */
+/* one class: accumulated nanoseconds, calls, flops (GEMM and ATTN_MM only) */
 typedef struct hy_prof_entry {
     uint64_t ns, calls, flops;
 } hy_prof_entry;
@@ -40,7 +41,7 @@ void hy_prof_enable(bool on);
 void hy_prof_reset(void);
 /* copies the classes out (HY_PROF_N entries) */
 void hy_prof_read(hy_prof_entry *out);
-/* "gemm", "attention", "gelu", "layernorm", "dropout", "residual", "bias", "embed", "copies",
+/* "gemm", "attention", "attn_products", "gelu", "layernorm", "dropout", "residual", "bias", "embed", "copies",
  * "loss", "optim" */
 const char *hy_prof_name(hy_prof_kind k);
 

@@ -86,11 +86,22 @@ static void test_step_classes(void) {
           (unsigned long long)e[HY_PROF_ATTN].calls);
     CHECK(e[HY_PROF_LN].calls == 2 * (2 * L + 1), "layernorm calls %llu",
           (unsigned long long)e[HY_PROF_LN].calls);
-    for (int k = 0; k < HY_PROF_N; k++) CHECK(e[k].flops == 0 || k == HY_PROF_GEMM, "flops");
+    /* attention's products: forward q k^T and A v, backward dout v^T, A^T dout, dS k and
+     * dS^T q, each T x T x HS per (sample, head), so 2 (2 + 4) B T^2 D flops a layer (T = 5
+     * valid rows: no row path at this size), one forward and one backward call a layer */
+    uint64_t T = 5, attn = L * 2 * (2 + 4) * B * T * T * D;
+    CHECK(e[HY_PROF_ATTN_MM].flops == attn, "attention products' flops %llu, want %llu",
+          (unsigned long long)e[HY_PROF_ATTN_MM].flops, (unsigned long long)attn);
+    CHECK(e[HY_PROF_ATTN_MM].calls == 2 * L && e[HY_PROF_ATTN_MM].ns > 0,
+          "attention products: %llu calls, %llu ns", (unsigned long long)e[HY_PROF_ATTN_MM].calls,
+          (unsigned long long)e[HY_PROF_ATTN_MM].ns);
+    for (int k = 0; k < HY_PROF_N; k++)
+        CHECK(e[k].flops == 0 || k == HY_PROF_GEMM || k == HY_PROF_ATTN_MM, "flops");
     hy_prof_reset();
     hy_prof_read(e);
     for (int k = 0; k < HY_PROF_N; k++) CHECK(e[k].calls == 0 && e[k].ns == 0, "reset");
     CHECK(strcmp(hy_prof_name(HY_PROF_ATTN), "attention") == 0, "name");
+    CHECK(strcmp(hy_prof_name(HY_PROF_ATTN_MM), "attn_products") == 0, "name");
     hy_adamw_release(&o);
     hy_adamw_release(&o2);
     hy_xfmr_release(&m);
