@@ -1005,6 +1005,24 @@ function M.identity(section, path)
   return c
 end
 
+-- The id_neutral keys whose default is not null, in the defaults' order: { { path, value } }.
+-- A config written before such a key existed ran at its default (that is what makes the key
+-- neutral), so readers of stored configs (report_sweep.collect) fill it in.
+function M.neutral_defaults()
+  local out = {}
+  local function walk(spec)
+    for _, k in ipairs(spec.order) do
+      local child = spec.keys[k]
+      if child.section then walk(child)
+      elseif child.id_neutral and child.default ~= nil then
+        out[#out + 1] = { path = child.path, value = child.default }
+      end
+    end
+  end
+  walk(M._state().spec)
+  return out
+end
+
 -- A deep copy of a (resolved) config table, to change without touching the original.
 M.copy = deep_copy
 

@@ -59,6 +59,22 @@ local function flatten(v, p, prefix, flat, keys)
   end
 end
 
+-- A stored config (parsed YAML value v, positions p) as dotted keys: flat = { [key] = value
+-- text }, keys in order. An id_neutral key the config lacks (written before the key existed)
+-- gets its default (config.neutral_defaults), so a run made before `precision` existed and one
+-- made after at fp32 compare equal.
+function M.flat_config(v, p)
+  local flat, keys = {}, {}
+  if p.kind == "map" then flatten(v, p, "", flat, keys) end
+  for _, d in ipairs(require("hydra.config").neutral_defaults()) do
+    if flat[d.path] == nil then
+      flat[d.path] = value_text(d.value)
+      keys[#keys + 1] = d.path
+    end
+  end
+  return flat, keys
+end
+
 function M.collect(dir, opts)
   opts = opts or {}
   if core.stat(dir) ~= "dir" then
@@ -79,8 +95,7 @@ function M.collect(dir, opts)
       if not ok then
         err.fail("report: '%s/result.h5' holds an unreadable config: %s", rdir, err.message(v))
       end
-      local flat, keys = {}, {}
-      if p.kind == "map" then flatten(v, p, "", flat, keys) end
+      local flat, keys = M.flat_config(v, p)
       runs[#runs + 1] = { id = loaded.id or name, dir = rdir, flat = flat, keys = keys,
                           loaded = loaded }
     end

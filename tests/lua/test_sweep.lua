@@ -408,6 +408,38 @@ function T.sweep_runs_skips_and_reports()
 end
 
 
+-- A run stored before an id_neutral key existed (precision, model.norm) compares equal to one
+-- stored after at the key's default: collect fills the default in, so report.value does not
+-- call the two "different in precision" (a sweep resumed across the key's arrival)
+function T.stored_config_without_a_neutral_key_gets_its_default()
+  local rs = hydra.report_sweep
+  local function flat(text)
+    local v, p = core.yaml_parse(text, "result.h5")
+    local f, keys = rs.flat_config(v, p)
+    return f, keys
+  end
+  local old, okeys = flat("seed: 1\nmodel:\n  depth: 2\n")
+  local new = flat("seed: 2\nprecision: fp32\nmodel:\n  depth: 2\n  norm: pre\n")
+  local bf = flat("seed: 3\nprecision: bf16\nmodel:\n  depth: 2\n")
+  check.eq(old.precision, "fp32", "filled precision")
+  check.eq(old["model.norm"], "pre", "filled model.norm")
+  check.eq(new.precision, "fp32", "stored precision")
+  check.eq(bf.precision, "bf16", "a stored value is kept")
+  local has = {}
+  for _, k in ipairs(okeys) do has[k] = true end
+  check.ok(has.precision and has["model.norm"], "filled keys listed")
+  local function run(f) return { flat = f, keys = (function()
+    local ks = {}
+    for k in pairs(f) do ks[#ks + 1] = k end
+    table.sort(ks)
+    return ks
+  end)() } end
+  local g = rs.group({ run(old), run(new) })
+  check.same(g.varying, {}, "nothing varies between the old and the new run")
+  g = rs.group({ run(old), run(bf) })
+  check.same(g.varying, { "precision" }, "bf16 against the filled default varies")
+end
+
 -- `hydra repro NAME --shard i/n` on a shard that leaves points to the other shards must not
 -- crash in the experiment script (io.open(nil) on a report it did not write): the shard
 -- finishes with status 0, says how many points are complete, and writes no report.
