@@ -19,18 +19,23 @@ print("")
 print("| M | Hydra (Taylor) AUROC | Hydra (Circ) AUROC | Hydra (Taylor) Acc | Hydra (Circ) Acc |")
 print("|---:|---:|---:|---:|---:|")
 local function f(v) return v and ("%.2f"):format(100 * v) or "–" end
-local first, last
 for m = 1, 6 do
   local function v(method, key)
     return hydra.report.value(e.runs, { method = method, ["hydra.members"] = m }, key)
   end
   local tc = v("hydra_circ", "ood_avg_auroc")
-  if tc then first = first or tc; last = tc end
   print(("| %d | %s | %s | %s | %s |"):format(m, f(v("hydra_taylor", "ood_avg_auroc")),
     f(tc), f(v("hydra_taylor", "acc")), f(v("hydra_circ", "acc"))))
 end
-if first and last then
-  print(("Hydra (Circ) OOD-avg AUROC from M=1 to M=6: %+.2f points"):format(100 * (last - first)))
+-- M = 6 against one pruned member, and each M against M - 1, by the rule (verdict.lua)
+for _, m in ipairs({ { "hydra_taylor", "Hydra (Taylor)" }, { "hydra_circ", "Hydra (Circ)" } }) do
+  for _, k in ipairs({ { 6, 1 }, { 2, 1 }, { 3, 2 }, { 4, 3 }, { 5, 4 }, { 6, 5 } }) do
+    local line = hydra.experiment.claim_line(e.runs, m[2] .. ", OOD avg AUROC",
+      { method = m[1], ["hydra.members"] = k[1], label = ("M = %d"):format(k[1]) },
+      { method = m[1], ["hydra.members"] = k[2], label = ("M = %d"):format(k[2]) },
+      "ood_avg_auroc", "higher")
+    if line then print(line) end
+  end
 end
 print("plots: " .. table.concat(e.report.plots, ", "))
 return 0
