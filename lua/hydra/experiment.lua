@@ -10,6 +10,8 @@
 --   experiment.claim_line(runs, title, a, b, key, better [, opts]) -> the printed line of a
 --                                              claim, by the rule of hydra.verdict, or nil
 --   experiment.has_method(runs, name)      -> whether some run has that method's result
+--   experiment.prepare_inputs(sw)           -> prepares the datasets a sweep's points read
+--                                              that a recipe makes and nobody prepared
 -- Scripts read numbers by key, never by the text of a table: hydra.report.value(e.runs,
 -- { method = "hydra_circ", ["hydra.members"] = 2 }, "ood_avg_auroc") -> mean, std over seeds.
 local config = require("hydra.config")
@@ -56,6 +58,36 @@ function M.config(name, opts)
   return config.resolve({ include = files }, opts.overrides)
 end
 
+-- The datasets the points of sweep sw read (the ID set, every OOD and shift set, the OOD
+-- validation set of a circuit search), prepared here when a recipe of datasets/ makes them and
+-- they are not prepared yet, so that `hydra repro NAME` and `make repro` do not fail a point
+-- on a set nobody asked for by hand (the leave-one-family-out copies ood-val-<set> of
+-- ablation_condition). A set imported from a source (data.sources) or without a recipe is left
+-- to the run, which names the fix. Returns the names prepared.
+function M.prepare_inputs(sw)
+  local data, model = require("hydra.data"), require("hydra.model")
+  local eval = require("hydra.eval")
+  local done, out = {}, {}
+  for _, pt in ipairs(sw.points) do
+    local cfg = pt.cfg
+    local names = { cfg.data.id }
+    for _, o in ipairs(eval.ood_groups(cfg.data.ood)) do names[#names + 1] = o.name end
+    for _, n in ipairs(cfg.data.shift or {}) do names[#names + 1] = n end
+    if cfg.data.ood_val then names[#names + 1] = cfg.data.ood_val end
+    for _, n in ipairs(names) do
+      local path = model.data_path(cfg, n)
+      local key = cfg.data.dir .. "\0" .. n
+      if not done[key] and not (cfg.data.sources and cfg.data.sources[n])
+         and core.stat(path) ~= "file" and pcall(data.recipe, n) then
+        data.prepare(n, { prepared_dir = cfg.data.dir })
+        out[#out + 1] = n
+      end
+      done[key] = true
+    end
+  end
+  return out
+end
+
 -- Runs configs/sweeps/<name>.yaml (opts: profile, seeds, jobs, shard, overrides), stops with a
 -- clean error when a point failed or the sweep was interrupted (exit status 130), writes the
 -- report of the sweep's runs (opts.x: the plots' x key) and returns
@@ -64,6 +96,7 @@ end
 function M.run(name, opts)
   opts = opts or {}
   local sw = sweep.load(("%s/configs/sweeps/%s.yaml"):format(home(), name), opts)
+  M.prepare_inputs(sw)
   local s = sweep.run(sw, { jobs = opts.jobs, shard = opts.shard, threads = opts.threads })
   if s.interrupted then
     error(setmetatable({ status = 130, message = ("%s: interrupted: %d of %d points complete; "

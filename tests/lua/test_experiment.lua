@@ -134,6 +134,30 @@ function T.value_errors_name_what_is_wrong()
 end
 
 -- No experiment script looks a number up by a rendered title or row label.
+-- A sweep point reads a set nobody prepared (the leave-one-family-out search set of
+-- ablation_condition): experiment.run prepares it from its recipe before the workers start,
+-- once, and leaves sets that are already there alone
+function T.prepare_inputs_prepares_the_sets_a_recipe_makes()
+  local core = require("hydra.core")
+  if not os.getenv("HYDRA_DATA_DIR") then
+    return check.skip("HYDRA_DATA_DIR is not set (mnist's raw files)")
+  end
+  local d = check.tmpdir()
+  local f = assert(io.open(d .. "/fashion-mnist.h5", "wb"))   -- "prepared": not touched
+  f:write("placeholder")
+  f:close()
+  local cfg = { data = { dir = d, id = "fashion-mnist", ood = { near = {}, far = {} }, shift = {},
+                         ood_val = "ood-val-mnist" } }
+  local sw = { points = { { cfg = cfg }, { cfg = cfg } } }
+  check.same(hydra.experiment.prepare_inputs(sw), { "ood-val-mnist" }, "prepared once")
+  check.eq(core.stat(d .. "/ood-val-mnist.h5"), "file", "ood-val-mnist.h5")
+  check.eq(check.read_file(d .. "/fashion-mnist.h5"), "placeholder", "a prepared set untouched")
+  check.same(hydra.experiment.prepare_inputs(sw), {}, "nothing left to prepare")
+  -- a set without a recipe is left to the run, which names the fix
+  cfg.data.ood_val = "no-such-set"
+  check.same(hydra.experiment.prepare_inputs(sw), {}, "no recipe: not prepared here")
+end
+
 function T.experiments_read_by_key()
   for _, f in ipairs(hydra.core.listdir(home .. "/experiments")) do
     if f:match("%.lua$") then
