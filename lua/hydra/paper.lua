@@ -31,6 +31,7 @@ local err = require("hydra.err")
 local fs = require("hydra.fs")
 local report = require("hydra.report")
 local verdict = require("hydra.verdict")
+local core = require("hydra.core")
 local yaml = require("hydra.yaml")
 
 local M = {}
@@ -596,8 +597,17 @@ function M.values_text(experiment, runs)
   return M.values_csv(experiment, rows, keys), rows
 end
 
+local function read_text(path)
+  local f = io.open(path, "rb")
+  if not f then return nil end
+  local t = f:read("a")
+  f:close()
+  return t
+end
+
 -- Writes dir/values.csv and dir/bootstrap.csv of `experiment` from its runs (opts.B, opts.seed:
--- the bootstrap's resamples and seed).
+-- the bootstrap's resamples and seed); returns up_to_date = true, writing nothing and running
+-- no bootstrap, when both already hold what these runs give.
 function M.summarize(experiment, runs, dir, opts)
   opts = opts or {}
   local vtext, rows = M.values_text(experiment, runs)
@@ -613,6 +623,27 @@ function M.summarize(experiment, runs, dir, opts)
         seen[k] = true
         comps[#comps + 1] = { a = c.a, b = c.b, key = c.key, key_a = ka, key_b = kb }
       end
+    end
+  end
+  -- up to date: values.csv as these runs give it, and bootstrap.csv over the same comparisons
+  -- at the same resamples and seed (a rerun of --write over unchanged runs: no bootstrap again)
+  local bpath = dir .. "/bootstrap.csv"
+  if read_text(dir .. "/values.csv") == vtext and core.stat(bpath) == "file" then
+    local B, seed = opts.B or verdict.B, opts.seed or verdict.SEED
+    local want = {}
+    for i, c in ipairs(comps) do
+      want[i] = table.concat({ csv_field(c.a), csv_field(c.b), c.key, tostring(B),
+        tostring(seed) }, ",") .. ","
+    end
+    local got = {}
+    for line in (read_text(bpath) or ""):gmatch("[^\n]+") do
+      if not line:find("^#") and not line:find("^a,b,key,") then got[#got + 1] = line end
+    end
+    local same = #got == #want
+    for i = 1, #want do same = same and got[i]:sub(1, #want[i]) == want[i] end
+    if same then
+      return { values = dir .. "/values.csv", bootstrap = bpath, rows = #rows,
+               comparisons = #comps, up_to_date = true }
     end
   end
   -- the per-sample arrays of every compared row (files stay open until the bootstrap is done)

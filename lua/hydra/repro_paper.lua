@@ -96,8 +96,13 @@ function M.run(opts)
       elseif runs then
         local t0 = core.now()
         local r = paper.summarize(e, runs, sumdir .. "/" .. e, { B = opts.resamples })
-        print(("%s: wrote %s and %s (%d rows, %d comparisons, %.1f s)"):format(e, r.values,
-          r.bootstrap, r.rows, r.comparisons, core.now() - t0))
+        if r.up_to_date then
+          print(("%s: %s and %s are up to date with the runs (%d rows, %d comparisons)")
+            :format(e, r.values, r.bootstrap, r.rows, r.comparisons))
+        else
+          print(("%s: wrote %s and %s (%d rows, %d comparisons, %.1f s)"):format(e, r.values,
+            r.bootstrap, r.rows, r.comparisons, core.now() - t0))
+        end
       else
         print(("%s: summary kept as it is (%s)"):format(e, why))
       end

@@ -77,6 +77,23 @@ function T.summaries_hold_the_runs_numbers()
   -- values_text is what --check compares with the runs: the same text as the file
   eq(paper.values_text("table_image", w.runs), check.read_file(dir .. "/values.csv"),
     "values.csv = values_text")
+  -- a second summary of the same runs at the same resamples runs no bootstrap; another B, or a
+  -- bootstrap.csv that lost a comparison, is recomputed
+  local boot = check.read_file(dir .. "/bootstrap.csv")
+  ok(paper.summarize("table_image", w.runs, dir, { B = 40 }).up_to_date, "same runs: up to date")
+  eq(check.read_file(dir .. "/bootstrap.csv"), boot, "bootstrap.csv untouched")
+  ok(not paper.summarize("table_image", w.runs, dir, { B = 41 }).up_to_date, "B 41: recomputed")
+  ok(check.read_file(dir .. "/bootstrap.csv"):find(",41,", 1, true), "written at B 41")
+  local lines = {}
+  for line in check.read_file(dir .. "/bootstrap.csv"):gmatch("[^\n]+\n") do
+    lines[#lines + 1] = line
+  end
+  local f = assert(io.open(dir .. "/bootstrap.csv", "wb"))
+  f:write(table.concat(lines, "", 1, #lines - 1))
+  f:close()
+  ok(not paper.summarize("table_image", w.runs, dir, { B = 41 }).up_to_date,
+    "a comparison missing: recomputed")
+  eq(select(2, check.read_file(dir .. "/bootstrap.csv"):gsub("\n", "")), #lines, "every line back")
 end
 
 function T.write_then_check_on_real_runs()
