@@ -52,7 +52,7 @@ for _, pt in ipairs(sw.points) do
   local label = pt.label:gsub("%s*seed=%d+", "")
   if label == "" then label = "reference" end
   if not by_label[label] then
-    by_label[label] = { label = label, cfg = pt.cfg, runs = {} }
+    by_label[label] = { label = label, cfg = pt.cfg, runs = {}, overrides = pt.overrides }
     settings[#settings + 1] = by_label[label]
   end
   by_label[label].runs[pt.cfg.seed] = assert(by_id[pt.id], "run " .. pt.id)
@@ -88,6 +88,9 @@ for _, s in ipairs(settings) do
   local axis, value = axis_of(s)
   local vals = {}
   for _, q in ipairs(QUANT) do vals[q] = { gap = {}, hc = {}, de = {} } end
+  -- leave-one-out points: this point's search and the reference's, Hydra (Circ) OOD avg AUROC
+  -- over this point's three test sets, seed by seed
+  vals.search = { loo = {}, ref = {} }
   for seed, run in pairs(s.runs) do
     local hc, de = result(run, "hydra_circ"), result(run, "deep_ensemble")
     local function put(q, a, b)
@@ -103,8 +106,10 @@ for _, s in ipairs(settings) do
       for _, o in ipairs(hc.ood) do names[#names + 1] = o.name end
       local rr = ref.runs[seed]
       if rr then
-        put("auroc_same_sets", set_auroc(result(rr, "hydra_circ"), names),
-          set_auroc(result(rr, "deep_ensemble"), names))
+        local rh = set_auroc(result(rr, "hydra_circ"), names)
+        put("auroc_same_sets", rh, set_auroc(result(rr, "deep_ensemble"), names))
+        table.insert(vals.search.loo, hc.ood_avg.auroc)
+        table.insert(vals.search.ref, rh)
       end
     end
   end
@@ -131,26 +136,50 @@ line("")
 line("Gap = Hydra (Circ) − Deep Ensembles in percentage points (OOD score MSP; OOD avg = mean "
   .. "over the point's OOD test sets; near / far = group means; mean ± std over seeds of the "
   .. "per-seed gap). Leave-one-out rows: \"ref, same sets\" = the reference's ood-val-image "
-  .. "search evaluated on that row's three test sets.")
+  .. "search evaluated on that row's three test sets; \"search vs ref\" = Hydra (Circ)'s OOD "
+  .. "avg AUROC with this row's search minus the reference's search on the same three sets, "
+  .. "paired over seeds (t-test over seeds only: the sets' mean has no per-sample bootstrap "
+  .. "here, so this column is not a verdict of the rule).")
 line("")
 line("| axis | setting | Hydra (Circ) OOD avg AUROC | Deep Ensembles OOD avg AUROC | gap OOD avg "
-  .. "| gap near | gap far | gap Acc | gap OOD avg, ref on the same sets |")
-line("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+  .. "| gap near | gap far | gap Acc | gap OOD avg, ref on the same sets | search vs ref, same sets |")
+line("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+local verdict = require("hydra.verdict")
 for _, r in ipairs(rows) do
   local v = r.vals
-  line(("| %s | %s | %s | %s | %s | %s | %s | %s | %s |"):format(r.axis, r.s.label,
+  local sv = "–"
+  if #v.search.loo >= 2 then
+    local t = verdict.paired_t(v.search.loo, v.search.ref)
+    sv = ("%+.2f (t(%d) = %.2f, %s)"):format(100 * t.mean, t.df, t.t, verdict.p_text(t.p))
+  end
+  line(("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |"):format(r.axis, r.s.label,
     pct0(ms(v.auroc.hc)), pct0(ms(v.auroc.de)), pct(ms(v.auroc.gap)), pct(ms(v.near.gap)),
-    pct(ms(v.far.gap)), pct(ms(v.acc.gap)), pct(ms(v.auroc_same_sets.gap))))
+    pct(ms(v.far.gap)), pct(ms(v.acc.gap)), pct(ms(v.auroc_same_sets.gap)), sv))
 end
-local best, bestv
-for _, r in ipairs(rows) do
-  local m = ms(r.vals.auroc.gap)
-  if not bestv or m > bestv then best, bestv = r, m end
-end
+-- Hydra (Circ) against Deep Ensembles at every setting, by the rule (hydra.verdict: paired over
+-- seeds and a bootstrap over test samples); a setting is named by its overrides (the
+-- reference by every axis's reference value); data.ood is implied by data.ood_val
+local AXIS_KEYS = { "model.n_heads", "model.d_model", "train.epochs", "train.augment.random_crop",
+                    "data.ood_val", "hydra.members" }
 line("")
-line(("Most favourable OOD-avg gap for Hydra (Circ): %s (%s points)%s."):format(best.s.label, pct(bestv),
-  bestv >= 0 and ": Hydra (Circ) reaches Deep Ensembles there" or
-    ": Hydra (Circ) stays behind Deep Ensembles at every setting measured"))
+line("Hydra (Circ) against Deep Ensembles at each setting, OOD avg AUROC, by the rule "
+  .. "(results/README.md, \"Verdicts\"):")
+line("")
+for _, r in ipairs(rows) do
+  local f = {}
+  if r.s == ref then
+    for _, k in ipairs(AXIS_KEYS) do f[k] = hydra.config.get(ref.cfg, k) end
+  else
+    for _, o in ipairs(r.s.overrides or {}) do
+      if o.key ~= "seed" and o.key ~= "data.ood" then f[o.key] = o.value end
+    end
+  end
+  local a, b = { method = "hydra_circ", label = "Hydra (Circ)" },
+    { method = "deep_ensemble", label = "Deep Ensembles" }
+  for k, x in pairs(f) do a[k] = x; b[k] = x end
+  local l = hydra.experiment.claim_line(e.runs, r.s.label, a, b, "ood_avg_auroc", "higher")
+  if l then line("- " .. l) end
+end
 
 -- ===== plots: the gap against each axis =====
 local plot = hydra.plot
