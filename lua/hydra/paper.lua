@@ -653,9 +653,28 @@ function M.summarize(experiment, runs, dir, opts)
       samples[id] = samples[id] or verdict.open_samples(by_id[id].by_seed, files)
     end
   end
-  local ok, res = pcall(verdict.bootstrap_many, samples, comps, { B = opts.B, seed = opts.seed })
+  -- one paired bootstrap per group of comparisons over the same OOD sets (bootstrap_many draws
+  -- one set of rows for all its comparisons; ablation_condition's leave-one-out rows leave a
+  -- set out), each in its comparisons' order, put back in the order of comps
+  local groups, gorder = {}, {}
+  for i, c in ipairs(comps) do
+    local _, smp = next(samples[c.a])
+    local sig = table.concat(smp.sets or {}, "\0")
+    if not groups[sig] then groups[sig] = { comps = {}, at = {} }; gorder[#gorder + 1] = sig end
+    local g = groups[sig]
+    g.comps[#g.comps + 1] = c
+    g.at[#g.at + 1] = i
+  end
+  local res = {}
+  local ok, e = pcall(function()
+    for _, sig in ipairs(gorder) do
+      local g = groups[sig]
+      local r = verdict.bootstrap_many(samples, g.comps, { B = opts.B, seed = opts.seed })
+      for j, i in ipairs(g.at) do res[i] = r[j] end
+    end
+  end)
   for _, f in pairs(files) do f:close() end
-  if not ok then error(res, 0) end
+  if not ok then error(e, 0) end
   require("hydra.output").mkdir_p(dir, "paper")
   report.write_text(dir .. "/values.csv", vtext)
   report.write_text(dir .. "/bootstrap.csv", M.bootstrap_csv(experiment, comps, res))
