@@ -605,6 +605,21 @@ local function read_text(path)
   return t
 end
 
+-- The comparisons comps grouped by the OOD sets of their first row (samples[row][seed].sets, in
+-- order), groups in order of first appearance: { { comps = {...}, at = { index in comps } } }.
+function M.set_groups(comps, samples)
+  local groups, by = {}, {}
+  for i, c in ipairs(comps) do
+    local _, smp = next(samples[c.a])
+    local sig = table.concat(smp.sets or {}, "\0")
+    local g = by[sig]
+    if not g then g = { comps = {}, at = {} }; by[sig] = g; groups[#groups + 1] = g end
+    g.comps[#g.comps + 1] = c
+    g.at[#g.at + 1] = i
+  end
+  return groups
+end
+
 -- Writes dir/values.csv and dir/bootstrap.csv of `experiment` from its runs (opts.B, opts.seed:
 -- the bootstrap's resamples and seed); returns up_to_date = true, writing nothing and running
 -- no bootstrap, when both already hold what these runs give.
@@ -656,19 +671,9 @@ function M.summarize(experiment, runs, dir, opts)
   -- one paired bootstrap per group of comparisons over the same OOD sets (bootstrap_many draws
   -- one set of rows for all its comparisons; ablation_condition's leave-one-out rows leave a
   -- set out), each in its comparisons' order, put back in the order of comps
-  local groups, gorder = {}, {}
-  for i, c in ipairs(comps) do
-    local _, smp = next(samples[c.a])
-    local sig = table.concat(smp.sets or {}, "\0")
-    if not groups[sig] then groups[sig] = { comps = {}, at = {} }; gorder[#gorder + 1] = sig end
-    local g = groups[sig]
-    g.comps[#g.comps + 1] = c
-    g.at[#g.at + 1] = i
-  end
   local res = {}
   local ok, e = pcall(function()
-    for _, sig in ipairs(gorder) do
-      local g = groups[sig]
+    for _, g in ipairs(M.set_groups(comps, samples)) do
       local r = verdict.bootstrap_many(samples, g.comps, { B = opts.B, seed = opts.seed })
       for j, i in ipairs(g.at) do res[i] = r[j] end
     end

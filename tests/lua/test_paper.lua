@@ -43,6 +43,21 @@ local function tiny_runs()
   return runs_cache
 end
 
+-- comparisons over different OOD sets (ablation_condition's leave-one-out rows) go to separate
+-- paired bootstraps, each drawing rows for its own sets; the order within a group is kept
+function T.comparisons_are_grouped_by_their_ood_sets()
+  local four, three = { sets = { "mnist", "opencv", "notmnist", "glyphs" } },
+    { sets = { "opencv", "notmnist", "glyphs" } }
+  local samples = { ref = { [0] = four }, de = { [0] = four, [1] = four },
+                    loo = { [1] = three }, de_loo = { [1] = three } }
+  local comps = { { a = "ref", b = "de" }, { a = "loo", b = "de_loo" }, { a = "de", b = "ref" } }
+  local g = paper.set_groups(comps, samples)
+  eq(#g, 2, "two groups")
+  check.same(g[1].at, { 1, 3 }, "the four-set comparisons")
+  check.same(g[2].at, { 2 }, "the three-set one")
+  eq(g[2].comps[1], comps[2], "comparison kept")
+end
+
 function T.summaries_hold_the_runs_numbers()
   local w = tiny_runs()
   local dir = w.root .. "/paper/table_image"
