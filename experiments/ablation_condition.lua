@@ -88,9 +88,6 @@ for _, s in ipairs(settings) do
   local axis, value = axis_of(s)
   local vals = {}
   for _, q in ipairs(QUANT) do vals[q] = { gap = {}, hc = {}, de = {} } end
-  -- leave-one-out points: this point's search and the reference's, Hydra (Circ) OOD avg AUROC
-  -- over this point's three test sets, seed by seed
-  vals.search = { loo = {}, ref = {} }
   for seed, run in pairs(s.runs) do
     local hc, de = result(run, "hydra_circ"), result(run, "deep_ensemble")
     local function put(q, a, b)
@@ -105,11 +102,10 @@ for _, s in ipairs(settings) do
       local names = {}
       for _, o in ipairs(hc.ood) do names[#names + 1] = o.name end
       local rr = ref.runs[seed]
+      vals.loo_sets = names
       if rr then
         local rh = set_auroc(result(rr, "hydra_circ"), names)
         put("auroc_same_sets", rh, set_auroc(result(rr, "deep_ensemble"), names))
-        table.insert(vals.search.loo, hc.ood_avg.auroc)
-        table.insert(vals.search.ref, rh)
       end
     end
   end
@@ -138,19 +134,27 @@ line("Gap = Hydra (Circ) − Deep Ensembles in percentage points (OOD score MSP;
   .. "per-seed gap). Leave-one-out rows: \"ref, same sets\" = the reference's ood-val-image "
   .. "search evaluated on that row's three test sets; \"search vs ref\" = Hydra (Circ)'s OOD "
   .. "avg AUROC with this row's search minus the reference's search on the same three sets, "
-  .. "paired over seeds (t-test over seeds only: the sets' mean has no per-sample bootstrap "
-  .. "here, so this column is not a verdict of the rule).")
+  .. "by the rule (results/README.md, \"Verdicts\": paired over seeds and a paired bootstrap "
+  .. "over the test samples; claim: this row's search higher).")
 line("")
 line("| axis | setting | Hydra (Circ) OOD avg AUROC | Deep Ensembles OOD avg AUROC | gap OOD avg "
   .. "| gap near | gap far | gap Acc | gap OOD avg, ref on the same sets | search vs ref, same sets |")
 line("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-local verdict = require("hydra.verdict")
+local AXIS_KEYS = { "model.n_heads", "model.d_model", "train.epochs", "train.augment.random_crop",
+                    "data.ood_val", "hydra.members" }
+local ref_filter = {}
+for _, k in ipairs(AXIS_KEYS) do ref_filter[k] = hydra.config.get(ref.cfg, k) end
 for _, r in ipairs(rows) do
   local v = r.vals
   local sv = "–"
-  if #v.search.loo >= 2 then
-    local t = verdict.paired_t(v.search.loo, v.search.ref)
-    sv = ("%+.2f (t(%d) = %.2f, %s)"):format(100 * t.mean, t.df, t.t, verdict.p_text(t.p))
+  if v.loo_sets then
+    -- this point's search on its three sets against the reference's on the same sets
+    local a = { method = "hydra_circ", ["data.ood_val"] = r.s.cfg.data.ood_val }
+    local b = { method = "hydra_circ" }
+    for k, x in pairs(ref_filter) do b[k] = x end
+    local c = hydra.verdict.compare(e.runs, a, b, { a = "ood_avg_auroc",
+      b = "ood{" .. table.concat(v.loo_sets, ",") .. "}/auroc" }, "higher")
+    if c then sv = c.text end
   end
   line(("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |"):format(r.axis, r.s.label,
     pct0(ms(v.auroc.hc)), pct0(ms(v.auroc.de)), pct(ms(v.auroc.gap)), pct(ms(v.near.gap)),
@@ -159,8 +163,6 @@ end
 -- Hydra (Circ) against Deep Ensembles at every setting, by the rule (hydra.verdict: paired over
 -- seeds and a bootstrap over test samples); a setting is named by its overrides (the
 -- reference by every axis's reference value); data.ood is implied by data.ood_val
-local AXIS_KEYS = { "model.n_heads", "model.d_model", "train.epochs", "train.augment.random_crop",
-                    "data.ood_val", "hydra.members" }
 line("")
 line("Hydra (Circ) against Deep Ensembles at each setting, OOD avg AUROC, by the rule "
   .. "(results/README.md, \"Verdicts\"):")
@@ -168,7 +170,7 @@ line("")
 for _, r in ipairs(rows) do
   local f = {}
   if r.s == ref then
-    for _, k in ipairs(AXIS_KEYS) do f[k] = hydra.config.get(ref.cfg, k) end
+    for k, x in pairs(ref_filter) do f[k] = x end
   else
     for _, o in ipairs(r.s.overrides or {}) do
       if o.key ~= "seed" and o.key ~= "data.ood" then f[o.key] = o.value end

@@ -582,6 +582,17 @@ end
 
 -- The value of metric `key` in one loaded result (run.load's results[i]), or nil.
 local function metric_of(res, key)
+  -- "ood{a,b,c}/<metric>": the mean of "ood/<set>/<metric>" over the named sets
+  local list, mk = key:match("^ood{([^}]+)}/([%w_]+)$")
+  if list then
+    local sum, n = 0, 0
+    for name in list:gmatch("[^,]+") do
+      local v = metric_of(res, "ood/" .. name .. "/" .. mk)
+      if v == nil then return nil end
+      sum, n = sum + v, n + 1
+    end
+    return n > 0 and sum / n or nil
+  end
   local kind, set, k = key:match("^(%a+)/(.+)/([%w_]+)$")
   if kind == "ood" or kind == "shift" then
     for _, o in ipairs(res[kind] or {}) do
@@ -712,7 +723,15 @@ function M.matching(runs, filter, key)
     end
   end
   local known, all = metric_keys(runs)
-  if type(key) ~= "string" or not known[key] then
+  local function set_mean_known(k)
+    local list, mk = tostring(k):match("^ood{([^}]+)}/([%w_]+)$")
+    if not list then return false end
+    for name in list:gmatch("[^,]+") do
+      if not known["ood/" .. name .. "/" .. mk] then return false end
+    end
+    return true
+  end
+  if type(key) ~= "string" or not (known[key] or set_mean_known(key)) then
     err.fail("report.value: no result has metric '%s' (metrics: %s)", tostring(key),
       table.concat(all, ", "))
   end

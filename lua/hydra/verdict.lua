@@ -213,6 +213,14 @@ local function parse(key)
       if m then return { kind = "ood", group = pre, metric = m, score = s } end
     end
   end
+  local list, lm = key:match("^ood{([^}]+)}/([%w_]+)$")
+  if list then   -- the mean over the named sets (hydra.report's "ood{a,b}/<metric>")
+    local mm, s = split_ood(lm)
+    local names = {}
+    for name in list:gmatch("[^,]+") do names[#names + 1] = name end
+    if mm and #names > 0 then return { kind = "ood", sets = names, metric = mm, score = s } end
+    return nil
+  end
   local set, m = key:match("^ood/(.+)/([%w_]+)$")
   if set then
     local mm, s = split_ood(m)
@@ -368,6 +376,10 @@ function M.metric(s, key, ix)
     return r[p.metric]
   elseif p.set then
     return ood_value(s, p.set, p.metric, p.score, ix)
+  elseif p.sets then
+    local sum = 0
+    for _, name in ipairs(p.sets) do sum = sum + ood_value(s, name, p.metric, p.score, ix) end
+    return sum / #p.sets
   end
   -- a group average: unweighted mean over the group's sets (groups mean: of the two averages)
   local function avg(which)
@@ -431,9 +443,10 @@ end
 -- the seeds both rows have of metric(a) - metric(b) on every sample, lo, hi = the percentile
 -- interval (ALPHA) of that mean over B resamples, B, seed, n = those seeds }. Each resample
 -- draws the ID rows and then each OOD set's rows (in the set order of the first comparison's
--- first result) with replacement from one splitmix64 stream seeded with opts.seed (default
--- M.SEED); every comparison, row and seed uses those rows (a paired bootstrap), so every
--- result must hold the same test samples (same set sizes). A metric is computed once per row,
+-- first result, then any set only other results hold) with replacement from one splitmix64
+-- stream seeded with opts.seed (default M.SEED); every comparison, row and seed uses those rows
+-- (a paired bootstrap), so the results must hold the same ID samples, and a set two results
+-- both hold must have the same size in both. A metric is computed once per row,
 -- seed and resample.
 function M.bootstrap_many(rows, comps, opts)
   opts = opts or {}
@@ -464,26 +477,34 @@ function M.bootstrap_many(rows, comps, opts)
   end
   local first = rows[comps[1].a][common[1][1]]
   local n_id = need(first.id.correct, "id/correct", first):numel()
-  local sizes = {}
-  for _, name in ipairs(first.sets) do
-    sizes[name] = need(first.ood[name].scores[first.score], "ood/" .. name .. "/scores", first)
-      :numel()
+  -- the OOD sets drawn: the first result's in its order, then any set another result has
+  -- (a result may lack a set: ablation_condition's leave-one-out rows, compared on the sets
+  -- they share through "ood{a,b}/<metric>"); a set two results hold must be the same size
+  local sizes, order = {}, {}
+  local function sets_of(s)
+    for _, name in ipairs(s.sets) do
+      local sc = need(s.ood[name], "ood/" .. name, s).scores[s.score]
+      local n = need(sc, "ood/" .. name .. "/scores", s):numel()
+      if not sizes[name] then
+        sizes[name] = n
+        order[#order + 1] = name
+      elseif sizes[name] ~= n then
+        err.fail("verdict.bootstrap: OOD set '%s' differs between the results (%d samples "
+          .. "in one, %d in another): a paired bootstrap needs the same test samples", name,
+          sizes[name], n)
+      end
+    end
   end
+  sets_of(first)
   for _, c in ipairs(comps) do
     for _, name in ipairs({ c.a, c.b }) do
-      for _, s in pairs(rows[name]) do
+      for _, sd in ipairs(seeds_of(name)) do   -- (seed order: the sets' order is fixed)
+        local s = rows[name][sd]
         if need(s.id.correct, "id/correct", s):numel() ~= n_id then
           err.fail("verdict.bootstrap: the ID test sets differ in size (%d and %d samples): a "
             .. "paired bootstrap needs the same test samples", n_id, s.id.correct:numel())
         end
-        for set, n in pairs(sizes) do
-          local o = s.ood[set]
-          local sc = o and o.scores[s.score]
-          if not sc or sc:numel() ~= n then
-            err.fail("verdict.bootstrap: OOD set '%s' differs between the results (%d samples "
-              .. "in the first, %s here)", set, n, sc and tostring(sc:numel()) or "none")
-          end
-        end
+        sets_of(s)
       end
     end
   end
@@ -512,7 +533,7 @@ function M.bootstrap_many(rows, comps, opts)
   for r = 1, B do
     local ix = { ood = {}, w_ood = {}, memo = {} }
     ix.id, ix.w_id = rows_of(draw, n_id)
-    for _, name in ipairs(first.sets) do
+    for _, name in ipairs(order) do
       ix.ood[name], ix.w_ood[name] = rows_of(draw, sizes[name])
     end
     for i, v in ipairs(stats(ix)) do vals[i][r] = v end

@@ -138,6 +138,43 @@ function T.bootstrap_is_paired_and_deterministic()
     function() return verdict.bootstrap({ { a = a, b = short } }, "acc", { B = 5 }) end)
 end
 
+-- "ood{a,b}/<metric>": the mean over named sets, recomputed and bootstrapped where the two
+-- sides hold different sets (a leave-one-out result against the reference on the sets they
+-- share): the shared set is drawn once for both, a set only one side holds is drawn too, and
+-- a set both hold at different sizes is refused
+function T.set_means_compare_results_with_different_sets()
+  local ref = samples(60, 0.3, 5, 8)
+  local loo = samples(60, 0.1, 9, 8)
+  loo.sets, loo.ood = { "f1" }, { f1 = loo.ood.f1 }   -- left its near set out
+  local b = core.metrics_ood(ref.id.scores.msp, ref.ood.f1.scores.msp)
+  eq(verdict.metric(ref, "ood{f1}/auroc"), b.auroc, "one named set")
+  local a = core.metrics_ood(ref.id.scores.msp, ref.ood.n1.scores.msp)
+  eq(verdict.metric(ref, "ood{n1,f1}/auroc_msp"), (a.auroc + b.auroc) / 2, "two named sets")
+  ok(verdict.resamplable("ood{n1,f1}/fpr95"), "resamplable")
+  -- the same key on a stored result (hydra.report.metric_of, the seed test's values)
+  local res = { metrics = {}, ood = { { name = "n1", auroc = 0.625 }, { name = "f1", auroc = 0.875 } } }
+  eq(require("hydra.report").metric_of(res, "ood{n1,f1}/auroc"), 0.75, "stored mean")
+  eq(require("hydra.report").metric_of(res, "ood{n1,x}/auroc"), nil, "a set it lacks: nil")
+  local rows = { loo = { [0] = loo }, ref = { [0] = ref } }
+  local r = verdict.bootstrap_many(rows, { { a = "loo", b = "ref", key = "ood_avg_auroc",
+    key_a = "ood_avg_auroc", key_b = "ood{f1}/auroc" } }, { B = 40, seed = 2 })[1]
+  eq(r.diff, verdict.metric(loo, "ood_avg_auroc") - verdict.metric(ref, "ood{f1}/auroc"),
+    "observed: the leave-one-out average against the reference on the same set")
+  ok(r.lo <= r.diff and r.diff <= r.hi, "interval around it")
+  -- the reference first: its near set is drawn first, as when every result holds it
+  local r2 = verdict.bootstrap_many({ ref = { [0] = ref }, loo = { [0] = loo } },
+    { { a = "ref", b = "loo", key = "ood_avg_auroc", key_a = "ood{f1}/auroc",
+        key_b = "ood_avg_auroc" } }, { B = 40, seed = 2 })[1]
+  eq(r2.diff, -r.diff, "the same comparison the other way")
+  local odd = samples(60, 0.1, 9, 8)
+  odd.ood.f1 = { group = "far", scores = { msp = f64({ 1, 2, 3 }) } }
+  raises("verdict.bootstrap: OOD set 'f1' differs between the results (60 samples in one, 3 in "
+    .. "another): a paired bootstrap needs the same test samples", function()
+      return verdict.bootstrap_many({ ref = { [0] = ref }, odd = { [0] = odd } },
+        { { a = "ref", b = "odd", key = "ood_avg_auroc" } }, { B = 5 })
+    end)
+end
+
 -- A resample's metrics from the multiplicities of its rows (verdict.WEIGHTED, the ID means)
 -- are the core's metrics on the gathered rows, ties included.
 function T.resample_metrics_match_the_gathered_rows()
