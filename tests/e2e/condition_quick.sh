@@ -41,13 +41,18 @@ rows=$(grep -c '^| [a-z_]* | ' "$rep/condition.md")
 for a in reference heads width epochs augment ood_val members; do
     grep -q "^| $a | " "$rep/condition.md" || { echo "condition.md: no axis '$a'"; fail=1; }
 done
-# leave-one-out rows carry the reference on the same sets; the reference row does not
-n=$(grep '^| ood_val | ' "$rep/condition.md" | grep -vc ' – |$')
-[ "$n" -eq 4 ] || { echo "leave-one-out rows without the same-sets reference"; fail=1; }
+# leave-one-out rows carry the reference on the same sets and their search against the
+# reference's by the rule (one seed here: within noise, no seed test); the other rows do not
+n=$(grep '^| ood_val | ' "$rep/condition.md" | grep -c '| [^|]*within noise (fewer than 2 seeds: no seed test) |$')
+[ "$n" -eq 4 ] || { echo "leave-one-out rows without their search's verdict"; fail=1; }
+n=$(grep '^| [a-z_]* | ' "$rep/condition.md" | grep -v '^| axis \|^| ood_val ' | grep -vc ' – | – |$')
+[ "$n" -eq 0 ] || { echo "$n rows other than the leave-one-out ones with a same-sets value"; fail=1; }
 for p in heads width epochs augment members ood_val; do
     [ -s "$rep/plots/gap-vs-$p.png" ] || { echo "missing plot gap-vs-$p.png"; fail=1; }
 done
-grep -q "^Most favourable OOD-avg gap for Hydra (Circ): " "$rep/condition.md" || { echo "no conclusion line"; fail=1; }
+# every setting's Hydra (Circ) against Deep Ensembles, by the rule
+n=$(grep -c '^- .*: Hydra (Circ) [0-9.]* vs Deep Ensembles [0-9.]* (claim: Hydra (Circ) higher; seed 0): .*: \(holds\|within noise\|fails\)' "$rep/condition.md")
+[ "$n" -eq 14 ] || { echo "condition.md: $n verdict lines, expected 14"; fail=1; }
 n=$(ls "$tmp/cache/member" | grep -c '\.h5$')
 # 5 base configurations x 3 members + 4 leave-one-out searches x 3 + M = 1..6 beyond the
 # reference's 3 (members 4, 5, 6): 15 + 12 + 3 = 30 at most (fewer when gate rows coincide;
