@@ -597,14 +597,6 @@ function M.values_text(experiment, runs)
   return M.values_csv(experiment, rows, keys), rows
 end
 
-local function read_text(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local t = f:read("a")
-  f:close()
-  return t
-end
-
 -- The comparisons comps grouped by the OOD sets of their first row (samples[row][seed].sets, in
 -- order), groups in order of first appearance: { { comps = {...}, at = { index in comps } } }.
 function M.set_groups(comps, samples)
@@ -643,7 +635,7 @@ function M.summarize(experiment, runs, dir, opts)
   -- up to date: values.csv as these runs give it, and bootstrap.csv over the same comparisons
   -- at the same resamples and seed (a rerun of --write over unchanged runs: no bootstrap again)
   local bpath = dir .. "/bootstrap.csv"
-  if read_text(dir .. "/values.csv") == vtext and core.stat(bpath) == "file" then
+  if fs.read_file(dir .. "/values.csv") == vtext and core.stat(bpath) == "file" then
     local B, seed = opts.B or verdict.B, opts.seed or verdict.SEED
     local want = {}
     for i, c in ipairs(comps) do
@@ -651,7 +643,7 @@ function M.summarize(experiment, runs, dir, opts)
         tostring(seed) }, ",") .. ","
     end
     local got = {}
-    for line in (read_text(bpath) or ""):gmatch("[^\n]+") do
+    for line in (fs.read_file(bpath) or ""):gmatch("[^\n]+") do
       if not line:find("^#") and not line:find("^a,b,key,") then got[#got + 1] = line end
     end
     local same = #got == #want
