@@ -66,6 +66,8 @@ local BASE_METHODS = { single = true, taylor = true, circavg = true, hydra_taylo
 local OWN_TRAINING = { batch_ensemble = true, packed_ensemble = true, mimo = true }
 -- sweeps whose script measures its points itself instead of running their methods
 M.NOT_ESTIMATED = { prop1 = "its own measurement loop (paper_repro.md section 10 has its time)" }
+-- experiments whose script runs more sweeps than configs/sweeps/<name>.yaml (counted in its row)
+M.MORE_SWEEPS = { table_training_free = { "table_training_free_text" } }
 
 -- seconds of one incomplete run of cfg (adds the base keys it counts to seen)
 local function run_seconds(cfg, thr, cache, seen, counts)
@@ -166,18 +168,22 @@ function M.estimate(names, profile, opts)
     elseif core.stat(path) ~= "file" then
       row.note = "not a sweep: not estimated"
     else
-      local sw = sweep.load(path, { profile = profile, overrides = opts.overrides,
-                                    seeds = opts.seeds })
-      row.points = #sw.points
       local counts = {}
-      for _, pt in ipairs(sw.points) do
-        if require("hydra.run").status(pt.cfg, pt.dir) == "complete" then
-          row.complete = row.complete + 1
-        else
-          if not out.flops_per_s then out.flops_per_s = M.throughput(pt.cfg) end
-          local ok, s = pcall(run_seconds, pt.cfg, out.flops_per_s, cache, seen, counts)
-          if ok then row.seconds = row.seconds + s
-          else row.note = "partly estimated: " .. err.message(s) end
+      for _, sname in ipairs({ name, table.unpack(M.MORE_SWEEPS[name] or {}) }) do
+        local spath = ("%s/%s.yaml"):format(opts.sweep_dir or (home() .. "/configs/sweeps"),
+          sname)
+        local sw = sweep.load(spath, { profile = profile, overrides = opts.overrides,
+                                       seeds = opts.seeds })
+        row.points = row.points + #sw.points
+        for _, pt in ipairs(sw.points) do
+          if require("hydra.run").status(pt.cfg, pt.dir) == "complete" then
+            row.complete = row.complete + 1
+          else
+            if not out.flops_per_s then out.flops_per_s = M.throughput(pt.cfg) end
+            local ok, sec = pcall(run_seconds, pt.cfg, out.flops_per_s, cache, seen, counts)
+            if ok then row.seconds = row.seconds + sec
+            else row.note = "partly estimated: " .. err.message(sec) end
+          end
         end
       end
       row.bases, row.bases_cached = counts.base or 0, counts.base_cached or 0

@@ -48,6 +48,16 @@ threads: 1
   ok(r2.seconds < r.seconds, "less to do")
   -- the measured throughput: a timed forward pass
   ok(budget.throughput(sw.points[1].cfg) > 0, "measured FLOP/s")
+  -- an experiment whose script runs a second sweep (table_training_free's text half) counts
+  -- both in its row
+  check.write_file(root .. "/sweeps/tinyb_more.yaml", "base: ../base.yaml\nseeds: 2\n"
+    .. "set: {seed: 5}\n")
+  budget.MORE_SWEEPS.tinyb = { "tinyb_more" }
+  local ok3, b3 = pcall(budget.estimate, { "tinyb" }, nil, opts)
+  budget.MORE_SWEEPS.tinyb = nil
+  ok(ok3, ok3 or check.message(b3))
+  eq(b3.rows[1].points, 4, "both sweeps' points")
+  ok(b3.rows[1].seconds > r2.seconds, "the second sweep's runs counted")
 end
 
 return T
