@@ -28,7 +28,8 @@ for i, pt in ipairs(e.sweep.points) do
       if o.key ~= "seed" then want[o.key] = o.value end
     end
     local function v(key) return hydra.report.value(e.runs, want, key) end
-    print(("| %s | %s | %s | %s | %s | %s |"):format(names[i] or tostring(i), pt.label,
+    print(("| %s | %s | %s | %s | %s | %s |"):format(names[i] or tostring(i),
+      (pt.label:gsub("%s*seed=%d+", "")),
       f(v("acc")), f(v("ece")), f(v("ood_avg_auroc")), f(v("disagreement"))))
   end
 end
