@@ -138,7 +138,8 @@ line("Gap = Hydra (Circ) − Deep Ensembles in percentage points (OOD score MSP;
   .. "over the test samples; claim: this row's search higher).")
 line("")
 line("| axis | setting | Hydra (Circ) OOD avg AUROC | Deep Ensembles OOD avg AUROC | gap OOD avg "
-  .. "| gap near | gap far | gap Acc | gap OOD avg, ref on the same sets | search vs ref, same sets |")
+  .. "| gap near | gap far | gap Acc | gap OOD avg, ref on the same sets "
+  .. "| search vs ref, same sets |")
 line("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 local AXIS_KEYS = { "model.n_heads", "model.d_model", "train.epochs", "train.augment.random_crop",
                     "data.ood_val", "hydra.members" }

@@ -334,7 +334,9 @@ return function(ctx)
       local xs = {}
       for _, p in ipairs(list) do
         for _, cl in ipairs(p.classes) do
-          if cl.name == class and cl.ms > 0 then xs[#xs + 1] = cl.gflop / (cl.ms / 1e3) / ctx.peak end
+          if cl.name == class and cl.ms > 0 then
+            xs[#xs + 1] = cl.gflop / (cl.ms / 1e3) / ctx.peak
+          end
         end
       end
       return #xs > 0 and median(xs) or nil

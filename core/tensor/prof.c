@@ -21,8 +21,8 @@ void hy_prof_read(hy_prof_entry *out) {
 
 const char *hy_prof_name(hy_prof_kind k) {
     static const char *const names[HY_PROF_N] = {
-        "gemm", "attention", "attn_products", "gelu", "layernorm", "dropout", "residual", "bias", "embed",
-        "copies", "loss", "optim"};
+        "gemm", "attention", "attn_products", "gelu", "layernorm", "dropout", "residual", "bias",
+        "embed", "copies", "loss", "optim"};
     return (unsigned)k < HY_PROF_N ? names[k] : "?";
 }
 

@@ -660,9 +660,10 @@ function M.summarize(experiment, runs, dir, opts)
       samples[id] = samples[id] or verdict.open_samples(by_id[id].by_seed, files)
     end
   end
-  -- one paired bootstrap per group of comparisons over the same OOD sets (bootstrap_many draws
-  -- one set of rows for all its comparisons; ablation_condition's leave-one-out rows leave a
-  -- set out), each in its comparisons' order, put back in the order of comps
+  -- one paired bootstrap per group of comparisons over the same OOD sets (ablation_condition's
+  -- leave-one-out rows leave a set out), so that every comparison draws the rows a bootstrap of
+  -- it alone draws and its interval is the one the experiment script prints for it
+  -- (verdict.compare); results put back in the order of comps
   local res = {}
   local ok, e = pcall(function()
     for _, g in ipairs(M.set_groups(comps, samples)) do

@@ -152,7 +152,8 @@ function T.set_means_compare_results_with_different_sets()
   eq(verdict.metric(ref, "ood{n1,f1}/auroc_msp"), (a.auroc + b.auroc) / 2, "two named sets")
   ok(verdict.resamplable("ood{n1,f1}/fpr95"), "resamplable")
   -- the same key on a stored result (hydra.report.metric_of, the seed test's values)
-  local res = { metrics = {}, ood = { { name = "n1", auroc = 0.625 }, { name = "f1", auroc = 0.875 } } }
+  local res = { metrics = {},
+                ood = { { name = "n1", auroc = 0.625 }, { name = "f1", auroc = 0.875 } } }
   eq(require("hydra.report").metric_of(res, "ood{n1,f1}/auroc"), 0.75, "stored mean")
   eq(require("hydra.report").metric_of(res, "ood{n1,x}/auroc"), nil, "a set it lacks: nil")
   local rows = { loo = { [0] = loo }, ref = { [0] = ref } }
