@@ -612,11 +612,10 @@ function M.set_groups(comps, samples)
   return groups
 end
 
--- Writes dir/values.csv and dir/bootstrap.csv of `experiment` from its runs (opts.B, opts.seed:
--- the bootstrap's resamples and seed); returns up_to_date = true, writing nothing and running
--- no bootstrap, when both already hold what these runs give.
-function M.summarize(experiment, runs, dir, opts)
-  opts = opts or {}
+-- The rows and comparisons of an experiment's runs: values.csv's text, rows, comps (each
+-- { a, b, key, key_a, key_b }: the comparisons a table makes whose metrics have a per-sample
+-- form), rows by id.
+local function prepare(experiment, runs)
   local vtext, rows = M.values_text(experiment, runs)
   local by_id = {}
   for _, r in ipairs(rows) do by_id[r.id] = r end
@@ -632,27 +631,12 @@ function M.summarize(experiment, runs, dir, opts)
       end
     end
   end
-  -- up to date: values.csv as these runs give it, and bootstrap.csv over the same comparisons
-  -- at the same resamples and seed (a rerun of --write over unchanged runs: no bootstrap again)
-  local bpath = dir .. "/bootstrap.csv"
-  if fs.read_file(dir .. "/values.csv") == vtext and core.stat(bpath) == "file" then
-    local B, seed = opts.B or verdict.B, opts.seed or verdict.SEED
-    local want = {}
-    for i, c in ipairs(comps) do
-      want[i] = table.concat({ csv_field(c.a), csv_field(c.b), c.key, tostring(B),
-        tostring(seed) }, ",") .. ","
-    end
-    local got = {}
-    for line in (fs.read_file(bpath) or ""):gmatch("[^\n]+") do
-      if not line:find("^#") and not line:find("^a,b,key,") then got[#got + 1] = line end
-    end
-    local same = #got == #want
-    for i = 1, #want do same = same and got[i]:sub(1, #want[i]) == want[i] end
-    if same then
-      return { values = dir .. "/values.csv", bootstrap = bpath, rows = #rows,
-               comparisons = #comps, up_to_date = true }
-    end
-  end
+  return vtext, rows, comps, by_id
+end
+
+-- The paired bootstrap of comps on the runs' per-sample arrays: results in the order of comps,
+-- and the groups ({ comps, at, values = bootstrap_many's resampled values }).
+local function bootstrap_runs(comps, by_id, opts)
   -- the per-sample arrays of every compared row (files stay open until the bootstrap is done)
   local files, samples = {}, {}
   for _, c in ipairs(comps) do
@@ -664,19 +648,60 @@ function M.summarize(experiment, runs, dir, opts)
   -- leave-one-out rows leave a set out), so that every comparison draws the rows a bootstrap of
   -- it alone draws and its interval is the one the experiment script prints for it
   -- (verdict.compare); results put back in the order of comps
-  local res = {}
+  local res, groups = {}, nil
   local ok, e = pcall(function()
-    for _, g in ipairs(M.set_groups(comps, samples)) do
-      local r = verdict.bootstrap_many(samples, g.comps, { B = opts.B, seed = opts.seed })
+    groups = M.set_groups(comps, samples)
+    for _, g in ipairs(groups) do
+      local r
+      r, g.values = verdict.bootstrap_many(samples, g.comps, { B = opts.B, seed = opts.seed })
       for j, i in ipairs(g.at) do res[i] = r[j] end
     end
   end)
   for _, f in pairs(files) do f:close() end
   if not ok then error(e, 0) end
+  return res, groups
+end
+
+-- the lines of a CSV text that are neither comments nor its header
+local function data_lines(text, header_prefix)
+  local out = {}
+  for line in (text or ""):gmatch("[^\n]+") do
+    if not line:find("^#") and line:sub(1, #header_prefix) ~= header_prefix then
+      out[#out + 1] = line
+    end
+  end
+  return out
+end
+
+-- Writes dir/values.csv and dir/bootstrap.csv of `experiment` from its runs (opts.B, opts.seed:
+-- the bootstrap's resamples and seed); returns up_to_date = true, writing nothing and running
+-- no bootstrap, when both already hold what these runs give.
+function M.summarize(experiment, runs, dir, opts)
+  opts = opts or {}
+  local vtext, rows, comps, by_id = prepare(experiment, runs)
+  -- up to date: values.csv as these runs give it, and bootstrap.csv over the same comparisons
+  -- at the same resamples and seed (a rerun of --write over unchanged runs: no bootstrap again)
+  local bpath = dir .. "/bootstrap.csv"
+  if fs.read_file(dir .. "/values.csv") == vtext and core.stat(bpath) == "file" then
+    local B, seed = opts.B or verdict.B, opts.seed or verdict.SEED
+    local want = {}
+    for i, c in ipairs(comps) do
+      want[i] = table.concat({ csv_field(c.a), csv_field(c.b), c.key, tostring(B),
+        tostring(seed) }, ",") .. ","
+    end
+    local got = data_lines(fs.read_file(bpath), "a,b,key,")
+    local same = #got == #want
+    for i = 1, #want do same = same and got[i]:sub(1, #want[i]) == want[i] end
+    if same then
+      return { values = dir .. "/values.csv", bootstrap = bpath, rows = #rows,
+               comparisons = #comps, up_to_date = true }
+    end
+  end
+  local res = bootstrap_runs(comps, by_id, opts)
   require("hydra.output").mkdir_p(dir, "paper")
   report.write_text(dir .. "/values.csv", vtext)
   report.write_text(dir .. "/bootstrap.csv", M.bootstrap_csv(experiment, comps, res))
-  return { values = dir .. "/values.csv", bootstrap = dir .. "/bootstrap.csv", rows = #rows,
+  return { values = dir .. "/values.csv", bootstrap = bpath, rows = #rows,
            comparisons = #comps }
 end
 
@@ -705,6 +730,192 @@ local function csv_split(line, path, n)
     end
   end
   return out
+end
+
+-- ===== seed parts =====
+-- A summary built one seed at a time (results/README.md, "Seed parts"): the runs of one seed
+-- give dir/values.csv (that seed's lines) and dir/replicates.h5, the bootstrap's resampled
+-- value of every (row, metric) a comparison reads, at each of the B resamples, and on the test
+-- set as it is. The resamples draw the same rows whatever the seeds (the draws depend only on
+-- the test sets' sizes), so merging the parts of every seed gives, bit for bit, the summary
+-- of all the runs at once (verdict.aggregate does the arithmetic in both).
+M.PART_FORMAT = "hydra-paper-part-1"
+
+local function comp_text(c, g)
+  return table.concat({ c.a, c.b, c.key, c.key_a or c.key, c.key_b or c.key, tostring(g) }, "\t")
+end
+
+-- Writes the part of the runs of one seed into dir (values.csv, replicates.h5); returns
+-- { seed, rows, comparisons, up_to_date = true when both files already hold what these runs give
+-- at opts.B / opts.seed }.
+function M.summarize_part(experiment, runs, dir, opts)
+  opts = opts or {}
+  local B, bseed = opts.B or verdict.B, opts.seed or verdict.SEED
+  local seed
+  for _, r in ipairs(runs) do
+    local s = math.tointeger(tonumber(r.flat.seed))
+    if seed and s ~= seed then
+      err.fail("paper: a seed part of %s takes the runs of one seed, got seeds %d and %s",
+        experiment, seed, tostring(s))
+    end
+    seed = s
+  end
+  if not seed then err.fail("paper: a seed part of %s needs at least one run", experiment) end
+  local vtext, rows, comps, by_id = prepare(experiment, runs)
+  local h5 = require("hydra.h5")
+  local rpath = dir .. "/replicates.h5"
+  if fs.read_file(dir .. "/values.csv") == vtext and h5.exists(rpath) then
+    local f <close> = h5.open(rpath)
+    local a = f:attrs("/")
+    if a.format == M.PART_FORMAT and a.experiment == experiment and a.seed == seed
+        and a.resamples == B and a.boot_seed == bseed
+        and #f:read_strings("/comparisons") == #comps then
+      return { seed = seed, rows = #rows, comparisons = #comps, up_to_date = true }
+    end
+  end
+  local _, groups = bootstrap_runs(comps, by_id, { B = B, seed = bseed })
+  require("hydra.output").mkdir_p(dir, "paper")
+  local f <close> = h5.create(rpath)
+  local ctext = {}
+  for gi, g in ipairs(groups) do
+    for j, i in ipairs(g.at) do ctext[i] = comp_text(g.comps[j], gi) end
+    local names, flat, obs = {}, {}, {}
+    for vi, v in ipairs(g.values) do
+      names[vi] = v.name .. "\t" .. v.key
+      for r = 1, B do flat[#flat + 1] = v.reps[r] end
+      obs[vi] = v.observed
+    end
+    local gp = ("/groups/%d"):format(gi)
+    f:write_strings(gp .. "/values", names)
+    f:write(gp .. "/resampled", core.from_table("float64", flat, { #names, B }))
+    f:write(gp .. "/observed", core.from_table("float64", obs, { #names }))
+  end
+  f:write_strings("/comparisons", ctext)
+  f:set_attr("/", "format", M.PART_FORMAT)
+  f:set_attr("/", "experiment", experiment)
+  f:set_attr("/", "seed", seed)
+  f:set_attr("/", "resamples", B)
+  f:set_attr("/", "boot_seed", bseed)
+  f:set_attr("/", "groups", #groups)
+  f:commit()
+  report.write_text(dir .. "/values.csv", vtext)
+  return { seed = seed, rows = #rows, comparisons = #comps }
+end
+
+-- one part: { seed, B, boot_seed, comps = { lines }, groups = { [g] = { [name \t key] =
+-- { reps, observed } } }, values = { data lines of values.csv } }
+local function read_part(experiment, dir)
+  local h5 = require("hydra.h5")
+  local rpath, vpath = dir .. "/replicates.h5", dir .. "/values.csv"
+  local vtext = fs.read_file(vpath)
+  if not vtext then err.fail("paper: seed part %s: cannot read '%s'", dir, vpath) end
+  local f <close> = err.wrap("paper", h5.open, rpath)
+  local a = f:attrs("/")
+  if a.format ~= M.PART_FORMAT then
+    err.fail("paper: %s: expected the attribute format = '%s', got '%s'", rpath, M.PART_FORMAT,
+      tostring(a.format))
+  end
+  if a.experiment ~= experiment then
+    err.fail("paper: %s: a part of experiment '%s', expected '%s'", rpath, tostring(a.experiment),
+      experiment)
+  end
+  local p = { seed = a.seed, B = a.resamples, boot_seed = a.boot_seed, dir = dir,
+              comps = f:read_strings("/comparisons"), groups = {},
+              values = data_lines(vtext, "row,label,seed,key,value") }
+  for gi = 1, a.groups do
+    local gp = ("/groups/%d"):format(gi)
+    local names = f:read_strings(gp .. "/values")
+    local reps = f:read(gp .. "/resampled", "float64")
+    local obs = f:read(gp .. "/observed", "float64"):totable()
+    local shape = reps:shape()
+    if #shape ~= 2 or shape[1] ~= #names or shape[2] ~= p.B or #obs ~= #names then
+      err.fail("paper: %s: group %d: expected %d x %d resampled and %d observed values", rpath, gi,
+        #names, p.B, #names)
+    end
+    reps = reps:totable()
+    local g = {}
+    for vi, name in ipairs(names) do g[name] = { reps = reps[vi], observed = obs[vi] } end
+    p.groups[gi] = g
+  end
+  return p
+end
+
+-- Merges the seed parts in part_dirs into dir/values.csv and dir/bootstrap.csv: the files
+-- M.summarize writes from all their runs at once. Raises when the parts disagree (resamples,
+-- bootstrap seed, comparisons) or two hold the same seed. Returns { seeds, rows, comparisons }.
+function M.merge_parts(experiment, part_dirs, dir)
+  local parts = {}
+  for _, d in ipairs(part_dirs) do parts[#parts + 1] = read_part(experiment, d) end
+  if #parts == 0 then err.fail("paper: no seed part of %s to merge", experiment) end
+  table.sort(parts, function(x, y) return x.seed < y.seed end)
+  local p1 = parts[1]
+  for i = 2, #parts do
+    local p = parts[i]
+    if p.seed == parts[i - 1].seed then
+      err.fail("paper: seed parts %s and %s both hold seed %d", parts[i - 1].dir, p.dir, p.seed)
+    end
+    if p.B ~= p1.B or p.boot_seed ~= p1.boot_seed then
+      err.fail("paper: seed part %s was resampled %d times with seed %d, %s %d times with seed "
+        .. "%d: write the parts with the same --resamples", p.dir, p.B, p.boot_seed, p1.dir, p1.B,
+        p1.boot_seed)
+    end
+    if table.concat(p.comps, "\n") ~= table.concat(p1.comps, "\n") then
+      err.fail("paper: seed parts %s and %s make different comparisons (runs of another "
+        .. "version of the experiment?): rerun the older seed", p1.dir, p.dir)
+    end
+  end
+  -- values.csv: row by row (in the first part's order, rows only later parts have after
+  -- them), each row's lines seed by seed, as M.values_csv orders them
+  local order, lines_of = {}, {}
+  for _, p in ipairs(parts) do
+    for _, line in ipairs(p.values) do
+      local id = csv_split(line, p.dir .. "/values.csv", 0)[1]
+      if not lines_of[id] then lines_of[id] = {}; order[#order + 1] = id end
+      lines_of[id][#lines_of[id] + 1] = line
+    end
+  end
+  local vlines = { header(experiment, "the per-seed metrics of every row"),
+                   "row,label,seed,key,value\n" }
+  for _, id in ipairs(order) do
+    for _, line in ipairs(lines_of[id]) do vlines[#vlines + 1] = line .. "\n" end
+  end
+  -- bootstrap.csv: every group's comparisons aggregated over the seeds' stored resamples
+  local comps, gcomps, seeds = {}, {}, {}
+  for _, p in ipairs(parts) do seeds[#seeds + 1] = p.seed end
+  for i, text in ipairs(p1.comps) do
+    local f = {}
+    for x in (text .. "\t"):gmatch("([^\t]*)\t") do f[#f + 1] = x end
+    local g = math.tointeger(tonumber(f[6]))
+    if #f ~= 6 or not g or not p1.groups[g] then
+      err.fail("paper: %s/replicates.h5: comparison %d ('%s') is not 'a b key key_a key_b group'",
+        p1.dir, i, text)
+    end
+    comps[i] = { a = f[1], b = f[2], key = f[3], key_a = f[4], key_b = f[5] }
+    gcomps[g] = gcomps[g] or { comps = {}, at = {} }
+    table.insert(gcomps[g].comps, comps[i])
+    table.insert(gcomps[g].at, i)
+  end
+  local by_seed = {}
+  for _, p in ipairs(parts) do by_seed[p.seed] = p end
+  local res = {}
+  for g, gc in pairs(gcomps) do
+    local common = {}
+    for j = 1, #gc.comps do common[j] = seeds end
+    local r = verdict.aggregate(gc.comps, common, function(name, s, key, rr)
+      local v = by_seed[s].groups[g][name .. "\t" .. key]
+      if not v then
+        err.fail("paper: seed part %s: no resampled values of row '%s', metric '%s'",
+          by_seed[s].dir, name, key)
+      end
+      if rr then return v.reps[rr] end
+      return v.observed
+    end, p1.B, p1.boot_seed)
+    for j, i in ipairs(gc.at) do res[i] = r[j] end
+  end
+  require("hydra.output").mkdir_p(dir, "paper")
+  report.write_text(dir .. "/values.csv", table.concat(vlines))
+  report.write_text(dir .. "/bootstrap.csv", M.bootstrap_csv(experiment, comps, res))
+  return { seeds = seeds, rows = #order, comparisons = #comps }
 end
 
 local function read_csv(path, want_header)

@@ -1,8 +1,14 @@
 -- lua/hydra/repro_paper.lua: `hydra repro --write` and `hydra repro --check` (lua/hydra/cli/
 -- repro.lua), the document side of hydra.paper:
 --   run(opts) -> exit status   opts: write | check, doc, summaries, resamples, override_list
+--   write_parts(experiment, edir, by_seed, seeds, why, resamples [, say])  the seed parts of the
+--                              complete seeds by_seed = { { seed, runs } } into edir/seed-<s>/,
+--                              merged into edir's summary (and removed) once every seed of
+--                              `seeds` has one; says what it did (say: default print)
 -- The runs of an experiment are the points of its sweep (configs/sweeps/<experiment>.yaml) on
--- the paper profile; its summary is written only when every one of them is complete.
+-- the paper profile; its summary is written when every one of them is complete, or built seed by
+-- seed (hydra.paper's seed parts) when the seeds complete at different times, in different
+-- results folders.
 local core = require("hydra.core")
 local err = require("hydra.err")
 local paper = require("hydra.paper")
@@ -18,20 +24,95 @@ local function home() return rawget(_G, "HYDRA_HOME") or "." end
 -- <results_dir>/paper/<experiment>/; --write copies it into the summaries' folder when that is
 -- another place, and --check compares the two.
 
--- the paper-profile runs of an experiment: runs (report_sweep.collect), or nil, why
+-- The paper-profile runs of an experiment: runs (report_sweep.collect) when every point is
+-- complete, else nil, why, and by_seed = { { seed, runs } } for each seed whose points are all
+-- complete (the seed parts --write can make), seeds = every seed of the sweep (sorted).
 local function paper_runs(experiment, overrides)
   local sweep, rs = require("hydra.sweep"), require("hydra.report_sweep")
   local sw = sweep.load(("%s/configs/sweeps/%s.yaml"):format(home(), experiment),
     { profile = "paper", overrides = overrides })
-  local missing = {}
+  local dir = sw.results_dir .. "/" .. sw.experiment
+  local missing, points_of, seeds = {}, {}, {}
   for _, pt in ipairs(sw.points) do
+    local s = math.tointeger(tonumber(pt.cfg.seed))
+    if not points_of[s] then points_of[s] = {}; seeds[#seeds + 1] = s end
+    table.insert(points_of[s], pt)
     if core.stat(pt.dir .. "/result.h5") ~= "file" then missing[#missing + 1] = pt.dir end
   end
-  if #missing > 0 then
-    return nil, ("%d of %d paper runs missing (first: %s)"):format(#missing, #sw.points,
-      missing[1])
+  table.sort(seeds)
+  if #missing == 0 then return rs.collect(dir, { ids = rs.ids_of(sw) }) end
+  local by_seed = {}
+  for _, s in ipairs(seeds) do
+    local ids, done = {}, true
+    for _, pt in ipairs(points_of[s]) do
+      ids[#ids + 1] = pt.id
+      done = done and core.stat(pt.dir .. "/result.h5") == "file"
+    end
+    if done then by_seed[#by_seed + 1] = { seed = s, runs = rs.collect(dir, { ids = ids }) } end
   end
-  return rs.collect(sw.results_dir .. "/" .. sw.experiment, { ids = rs.ids_of(sw) })
+  return nil, ("%d of %d paper runs missing (first: %s)"):format(#missing, #sw.points,
+    missing[1]), by_seed, seeds
+end
+
+-- the seed parts of an experiment's summary folder: { [seed] = dir }, sorted seeds
+local function parts_of(edir)
+  local out, seeds = {}, {}
+  if core.stat(edir) ~= "dir" then return out, seeds end
+  for _, name in ipairs(core.listdir(edir)) do
+    local s = math.tointeger(tonumber(name:match("^seed%-(%d+)$") or ""))
+    if s and core.stat(edir .. "/" .. name) == "dir" then
+      out[s] = edir .. "/" .. name
+      seeds[#seeds + 1] = s
+    end
+  end
+  table.sort(seeds)
+  return out, seeds
+end
+
+-- removes a seed part's folder (its files, then the folder); raises naming what stays
+local function remove_part(d)
+  for _, name in ipairs(core.listdir(d)) do
+    local ok, e = os.remove(d .. "/" .. name)
+    if not ok then err.fail("hydra repro: cannot remove '%s/%s': %s", d, name, tostring(e)) end
+  end
+  local ok, e = os.remove(d)
+  if not ok then err.fail("hydra repro: cannot remove '%s': %s", d, tostring(e)) end
+end
+
+local function list_text(t)
+  local out = {}
+  for i, v in ipairs(t) do out[i] = tostring(v) end
+  return table.concat(out, ", ")
+end
+
+-- Writes the seed parts the complete seeds give (sumdir/<e>/seed-<s>/, paper.summarize_part),
+-- and, once every seed of the sweep has one, merges them into the summary and removes them.
+function M.write_parts(e, edir, by_seed, seeds, why, resamples, say)
+  say = say or print
+  for _, bs in ipairs(by_seed) do
+    local d = ("%s/seed-%d"):format(edir, bs.seed)
+    local t0 = core.now()
+    local r = require("hydra.paper").summarize_part(e, bs.runs, d, { B = resamples })
+    say(r.up_to_date and ("%s: seed part %s/ is up to date with the runs"):format(e, d)
+      or ("%s: wrote seed part %s/ (%d rows, %d comparisons, %.1f s)"):format(e, d, r.rows,
+        r.comparisons, core.now() - t0))
+  end
+  local parts, have = parts_of(edir)
+  local todo = {}
+  for _, s in ipairs(seeds) do if not parts[s] then todo[#todo + 1] = s end end
+  if #have == 0 then
+    say(("%s: summary kept as it is (%s)"):format(e, why))
+  elseif #todo > 0 then
+    say(("%s: seed parts for seed(s) %s; the summary waits for seed(s) %s (%s)"):format(e,
+      list_text(have), list_text(todo), why))
+  else
+    local dirs = {}
+    for _, s in ipairs(seeds) do dirs[#dirs + 1] = parts[s] end
+    local r = require("hydra.paper").merge_parts(e, dirs, edir)
+    for _, d in ipairs(dirs) do remove_part(d) end
+    say(("%s: merged the seed parts of seed(s) %s into %s/{values,bootstrap}.csv (%d rows, "
+      .. "%d comparisons)"):format(e, list_text(r.seeds), edir, r.rows, r.comparisons))
+  end
 end
 
 -- the experiments the document's marked tables draw on
@@ -75,8 +156,9 @@ function M.run(opts)
   end
   if opts.write then
     for _, e in ipairs(exps) do
-      local runs, why = nil, ("its summary is written by experiments/%s.lua"):format(e)
-      if not by_script(e) then runs, why = paper_runs(e, overrides) end
+      local runs, why, by_seed, seeds = nil,
+        ("its summary is written by experiments/%s.lua"):format(e), nil, nil
+      if not by_script(e) then runs, why, by_seed, seeds = paper_runs(e, overrides) end
       local src, dst = nil, nil
       if by_script(e) then src, dst = script_source(e) end
       if src then
@@ -96,6 +178,8 @@ function M.run(opts)
       elseif runs then
         local t0 = core.now()
         local r = paper.summarize(e, runs, sumdir .. "/" .. e, { B = opts.resamples })
+        -- the whole summary supersedes any seed parts of it
+        for _, d in pairs((parts_of(sumdir .. "/" .. e))) do remove_part(d) end
         if r.up_to_date then
           print(("%s: %s and %s are up to date with the runs (%d rows, %d comparisons)")
             :format(e, r.values, r.bootstrap, r.rows, r.comparisons))
@@ -103,6 +187,8 @@ function M.run(opts)
           print(("%s: wrote %s and %s (%d rows, %d comparisons, %.1f s)"):format(e, r.values,
             r.bootstrap, r.rows, r.comparisons, core.now() - t0))
         end
+      elseif seeds then
+        M.write_parts(e, sumdir .. "/" .. e, by_seed, seeds, why, opts.resamples)
       else
         print(("%s: summary kept as it is (%s)"):format(e, why))
       end
@@ -154,6 +240,13 @@ function M.run(opts)
     return 1
   end
   print(("%s: every generated table matches %s"):format(doc, sumdir))
+  for _, e in ipairs(exps) do
+    local _, have = parts_of(sumdir .. "/" .. e)
+    if #have > 0 then
+      print(("%s: seed parts for seed(s) %s in %s/%s/ (merged into its summary when every seed "
+        .. "has one)"):format(e, list_text(have), sumdir, e))
+    end
+  end
   if #waits > 0 then
     print(("%s: %d table(s) wait for their summary (%s)"):format(doc, #waits,
       table.concat(waits, ", ")))

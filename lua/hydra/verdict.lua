@@ -14,7 +14,9 @@
 --   verdict.bootstrap(pairs, key [, opts]) -> { diff, lo, hi, B, seed } of the mean over seeds of
 --                                        metric(a) - metric(b), resampling the test samples
 --   verdict.bootstrap_many(rows, comps [, opts]) -> the same for several comparisons on the
---                                        same resamples
+--                                        same resamples (and the resampled values it used)
+--   verdict.aggregate(comps, common, value, B, seed) -> bootstrap_many's results from stored
+--                                        resampled values
 --   verdict.rule(t, boot, better)     -> "holds" | "within noise" | "fails", reason
 --   verdict.text(t, boot, better, scale) -> the cell text: difference, p, CI and the verdict
 --   verdict.pair(va, vb)              -> a, b, seeds: two { [seed] = value } maps on the seeds
@@ -447,7 +449,8 @@ end
 -- stream seeded with opts.seed (default M.SEED); every comparison, row and seed uses those rows
 -- (a paired bootstrap), so the results must hold the same ID samples, and a set two results
 -- both hold must have the same size in both. A metric is computed once per row,
--- seed and resample.
+-- seed and resample. Second result: those values, { { name, seed, key, reps = { [r] = value },
+-- observed } } (M.aggregate turns them into the first).
 function M.bootstrap_many(rows, comps, opts)
   opts = opts or {}
   local B, seed = opts.B or M.B, opts.seed or M.SEED
@@ -508,35 +511,60 @@ function M.bootstrap_many(rows, comps, opts)
       end
     end
   end
-  local memo
-  local function value(name, s, key, ix)
-    local k = name .. "\0" .. s .. "\0" .. key
-    local v = memo[k]
-    if v == nil then v = M.metric(rows[name][s], key, ix); memo[k] = v end
-    return v
-  end
-  local function stats(ix)
-    memo = {}
-    local out = {}
-    for i, c in ipairs(comps) do
-      local sum = 0
+  -- every (row, seed, key) a comparison reads, in a fixed order: its B resampled values and
+  -- its value on the test set as it is
+  local needed, order_v = {}, {}
+  for i, c in ipairs(comps) do
+    for _, side in ipairs({ { c.a, c.key_a or c.key }, { c.b, c.key_b or c.key } }) do
       for _, s in ipairs(common[i]) do
-        sum = sum + value(c.a, s, c.key_a or c.key, ix) - value(c.b, s, c.key_b or c.key, ix)
+        local k = side[1] .. "\0" .. s .. "\0" .. side[2]
+        if not needed[k] then
+          needed[k] = { name = side[1], seed = s, key = side[2], reps = {} }
+          order_v[#order_v + 1] = needed[k]
+        end
       end
-      out[i] = sum / #common[i]
     end
-    return out
   end
   local draw = stream(seed)
-  local vals = {}
-  for i = 1, #comps do vals[i] = {} end
   for r = 1, B do
     local ix = { ood = {}, w_ood = {}, memo = {} }
     ix.id, ix.w_id = rows_of(draw, n_id)
     for _, name in ipairs(order) do
       ix.ood[name], ix.w_ood[name] = rows_of(draw, sizes[name])
     end
-    for i, v in ipairs(stats(ix)) do vals[i][r] = v end
+    for _, v in ipairs(order_v) do v.reps[r] = M.metric(rows[v.name][v.seed], v.key, ix) end
+  end
+  for _, v in ipairs(order_v) do v.observed = M.metric(rows[v.name][v.seed], v.key, nil) end
+  local out = M.aggregate(comps, common, function(name, s, key, r)
+    local v = needed[name .. "\0" .. s .. "\0" .. key]
+    if r then return v.reps[r] end
+    return v.observed
+  end, B, seed)
+  return out, order_v
+end
+
+-- The results of bootstrap_many from the resampled values: comps as there, common[i] = the seeds
+-- of comparison i (sorted), value(name, seed, key, r) = the metric of a row on resample r (nil:
+-- on the test set as it is). bootstrap_many's second result holds these values, so a bootstrap
+-- over some seeds can be stored and combined with one over others (hydra.paper's seed parts):
+-- the resamples draw the same rows whatever the seeds, and this is the one place that turns
+-- them into a difference and its interval.
+function M.aggregate(comps, common, value, B, seed)
+  local function stats(r)
+    local out = {}
+    for i, c in ipairs(comps) do
+      local sum = 0
+      for _, s in ipairs(common[i]) do
+        sum = sum + value(c.a, s, c.key_a or c.key, r) - value(c.b, s, c.key_b or c.key, r)
+      end
+      out[i] = sum / #common[i]
+    end
+    return out
+  end
+  local vals = {}
+  for i = 1, #comps do vals[i] = {} end
+  for r = 1, B do
+    for i, v in ipairs(stats(r)) do vals[i][r] = v end
   end
   local observed = stats(nil)
   local out = {}

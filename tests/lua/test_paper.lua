@@ -111,6 +111,89 @@ function T.summaries_hold_the_runs_numbers()
   eq(select(2, check.read_file(dir .. "/bootstrap.csv"):gsub("\n", "")), #lines, "every line back")
 end
 
+-- A summary built seed by seed (one part per seed, merged when every seed has one) is the
+-- summary of all the runs at once, byte for byte; parts that disagree are refused by name.
+function T.seed_parts_merge_to_the_whole_summary()
+  local w = tiny_runs()
+  local whole = w.root .. "/paper_whole/table_image"
+  paper.summarize("table_image", w.runs, whole, { B = 30 })
+  local dirs = {}
+  for _, seed in ipairs({ 1, 0 }) do   -- out of order: merge sorts by seed
+    local runs = {}
+    for _, r in ipairs(w.runs) do
+      if math.tointeger(tonumber(r.flat.seed)) == seed then runs[#runs + 1] = r end
+    end
+    local d = ("%s/paper_parts/table_image/seed-%d"):format(w.root, seed)
+    local r = paper.summarize_part("table_image", runs, d, { B = 30 })
+    eq(r.seed, seed, "part's seed")
+    ok(not r.up_to_date, "written")
+    ok(paper.summarize_part("table_image", runs, d, { B = 30 }).up_to_date, "then up to date")
+    dirs[#dirs + 1] = d
+  end
+  local merged = w.root .. "/paper_parts/table_image"
+  local m = paper.merge_parts("table_image", dirs, merged)
+  check.same(m.seeds, { 0, 1 }, "seeds merged")
+  for _, f in ipairs({ "values.csv", "bootstrap.csv" }) do
+    eq(check.read_file(merged .. "/" .. f), check.read_file(whole .. "/" .. f), f .. ": identical")
+  end
+  -- one seed twice, or parts resampled differently: refused, naming the parts
+  check.raises_has("both hold seed 1",
+    function() paper.merge_parts("table_image", { dirs[1], dirs[1] }, merged) end)
+  local runs0 = {}
+  for _, r in ipairs(w.runs) do
+    if math.tointeger(tonumber(r.flat.seed)) == 0 then runs0[#runs0 + 1] = r end
+  end
+  ok(not paper.summarize_part("table_image", runs0, dirs[2], { B = 31 }).up_to_date,
+    "another B: written again")
+  check.raises_has(dirs[1] .. " was resampled 30 times with seed 0, " .. dirs[2] .. " 31 times",
+    function() paper.merge_parts("table_image", dirs, merged) end)
+  check.raises_has("a part of experiment 'table_image', expected 'table_b'",
+    function() paper.merge_parts("table_b", dirs, merged) end)
+  check.raises_has("takes the runs of one seed",
+    function() paper.summarize_part("table_image", w.runs, dirs[1]) end)
+  check.write_file(dirs[1] .. "/replicates.h5", "not hdf5")
+  check.raises_has(dirs[1] .. "/replicates.h5",
+    function() paper.merge_parts("table_image", dirs, merged) end)
+end
+
+-- `hydra repro --write` with the seeds complete one at a time: a part per complete seed, the
+-- summary once the last seed has one (byte for byte the summary of all runs), parts removed.
+function T.repro_write_builds_the_summary_seed_by_seed()
+  local w = tiny_runs()
+  local rp = require("hydra.repro_paper")
+  local whole = w.root .. "/paper_whole2/table_image"
+  paper.summarize("table_image", w.runs, whole, { B = 25 })
+  local edir = w.root .. "/paper_seedwise/table_image"
+  local function of_seed(seed)
+    local runs = {}
+    for _, r in ipairs(w.runs) do
+      if math.tointeger(tonumber(r.flat.seed)) == seed then runs[#runs + 1] = r end
+    end
+    return { seed = seed, runs = runs }
+  end
+  local lines = {}
+  local function say(l) lines[#lines + 1] = l end
+  rp.write_parts("table_image", edir, { of_seed(1) }, { 0, 1 }, "1 of 2 paper runs missing", 25,
+    say)
+  local out = table.concat(lines, "\n")
+  ok(out:find("wrote seed part " .. edir .. "/seed-1/", 1, true) ~= nil
+    and out:find("seed parts for seed(s) 1; the "
+    .. "summary waits for seed(s) 0 (1 of 2 paper runs missing)", 1, true) ~= nil, out)
+  eq(core.stat(edir .. "/values.csv"), nil, "no summary yet")
+  eq(core.stat(edir .. "/seed-1/replicates.h5"), "file", "seed 1's part")
+  -- later, in another results folder: seed 1's runs are gone, seed 0's are complete
+  lines = {}
+  rp.write_parts("table_image", edir, { of_seed(0) }, { 0, 1 }, "1 of 2 paper runs missing", 25,
+    say)
+  out = table.concat(lines, "\n")
+  ok(out:find("merged the seed parts of seed(s) 0, 1", 1, true) ~= nil, out)
+  for _, f in ipairs({ "values.csv", "bootstrap.csv" }) do
+    eq(check.read_file(edir .. "/" .. f), check.read_file(whole .. "/" .. f), f .. ": identical")
+  end
+  eq(core.stat(edir .. "/seed-0"), nil, "part removed")
+  eq(core.stat(edir .. "/seed-1"), nil, "part removed")
+end
+
 function T.write_then_check_on_real_runs()
   local w = tiny_runs()
   local sum = w.root .. "/paper2"

@@ -48,7 +48,9 @@ prints that budget (for NAME or all) and runs nothing.
 first writes the result summary of every experiment whose paper-profile runs are all complete
 (results/paper/<experiment>/values.csv and bootstrap.csv, --summaries; --resamples: bootstrap
 resamples, default 1000; a summary that already holds what the runs give is left as it is,
-without a new bootstrap), then the tables from the summaries. The runs are read under
+without a new bootstrap); where only some seeds are complete, a seed part for each of them
+(<experiment>/seed-<s>/: that seed's values and bootstrap resamples), merged into the summary
+once every seed has one (results/README.md, "Seed parts"); then the tables from the summaries. The runs are read under
 results_dir (default `results`; results_dir=DIR reads run folders made elsewhere, the same
 override `hydra repro NAME` was run with), while the summaries still go to --summaries (default
 results/paper of the repository); a summary an experiment script writes itself
