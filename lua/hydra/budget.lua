@@ -5,7 +5,8 @@
 --   budget.estimate(names, profile [, opts]) -> { rows = { row... }, seconds, flops_per_s }
 --       row = { name, points, complete, bases, bases_cached, members, members_cached, seconds,
 --               note }; opts: overrides, seeds, cache_dir, sweep_dir (configs/sweeps),
---               flops_per_s (instead of measuring it)
+--               flops_per_s (instead of measuring it), summaries (results/paper: an
+--               experiment's seed parts there are named in its note)
 --   budget.text(b) -> the printed table
 --
 -- The estimate is the FLOP cost model (hy_xfmr_cost: m:flops(T) per sample) divided by one
@@ -191,6 +192,22 @@ function M.estimate(names, profile, opts)
       if counts.unprepared then
         row.note = ("'%s' is not prepared: training not counted"):format(counts.unprepared)
       end
+    end
+    -- seeds whose seed part is committed (hydra.paper; results/README.md, "Seed parts")
+    local sdir = ("%s/%s"):format(opts.summaries or
+      (require("hydra.config").defaults().results_dir .. "/paper"), name)
+    local parts = {}
+    if core.stat(sdir) == "dir" then
+      for _, f in ipairs(core.listdir(sdir)) do
+        local s = f:match("^seed%-(%d+)$")
+        if s then parts[#parts + 1] = tonumber(s) end
+      end
+    end
+    if #parts > 0 then
+      table.sort(parts)
+      local note = ("seed part(s) for seed(s) %s in %s/: the other seeds alone with --shard")
+        :format(table.concat(parts, ", "), sdir)
+      row.note = row.note and (row.note .. "; " .. note) or note
     end
     out.seconds = out.seconds + row.seconds
     out.rows[#out.rows + 1] = row

@@ -58,6 +58,13 @@ threads: 1
   ok(ok3, ok3 or check.message(b3))
   eq(b3.rows[1].points, 4, "both sweeps' points")
   ok(b3.rows[1].seconds > r2.seconds, "the second sweep's runs counted")
+  -- a committed seed part is named, so the other seeds can be run alone
+  opts.summaries = root .. "/paper"
+  eq(budget.estimate({ "tinyb" }, nil, opts).rows[1].note, nil, "no part, no note")
+  core.mkdir_p(root .. "/paper/tinyb/seed-1")
+  local n = budget.estimate({ "tinyb" }, nil, opts).rows[1].note
+  eq(n, "seed part(s) for seed(s) 1 in " .. root .. "/paper/tinyb/: the other seeds alone with "
+    .. "--shard", "the part named")
 end
 
 return T
