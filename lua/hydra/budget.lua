@@ -155,7 +155,6 @@ end
 
 function M.estimate(names, profile, opts)
   opts = opts or {}
-  local sweep = require("hydra.sweep")
   local stages = require("hydra.stages")
   local cache = stages.new({ dir = opts.cache_dir, log = function() end })
   local out = { rows = {}, seconds = 0, flops_per_s = opts.flops_per_s }
@@ -173,8 +172,8 @@ function M.estimate(names, profile, opts)
       for _, sname in ipairs({ name, table.unpack(M.MORE_SWEEPS[name] or {}) }) do
         local spath = ("%s/%s.yaml"):format(opts.sweep_dir or (home() .. "/configs/sweeps"),
           sname)
-        local sw = sweep.load(spath, { profile = profile, overrides = opts.overrides,
-                                       seeds = opts.seeds })
+        local sw = require("hydra.pretrain").load_sweep(sname, spath, { profile = profile,
+          overrides = opts.overrides, seeds = opts.seeds }, opts.cache_dir)
         row.points = row.points + #sw.points
         for _, pt in ipairs(sw.points) do
           if require("hydra.run").status(pt.cfg, pt.dir) == "complete" then

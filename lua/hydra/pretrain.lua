@@ -26,6 +26,9 @@
 --     Every experiment that fine-tunes from it (table_text, the text part of
 --     table_training_free) shares the one stage. name labels the errors (the experiment).
 --     meta = the file's /meta attributes (pretrain_epochs, val_mlm_loss, val_mlm_acc, ...).
+--   pretrain.encoder_path(cfg, cache) -> the encoder's stage path (nothing built)
+--   pretrain.load_sweep(name, path, opts [, cache_dir]) -> hydra.sweep.load's sweep, with
+--     train.init = that path for the sweeps of M.FINETUNED (the runs their scripts make)
 --   local o = pretrain.init_opts(opts, path)
 --     A copy of experiment options opts (hydra.experiment.script_options) whose overrides end
 --     with train.init=path: every run of the sweep fine-tunes from the encoder at path.
@@ -191,6 +194,39 @@ function M.encoder(cfg, cache, name)
   print(("pretrained encoder %s: %d epoch(s), held-out MLM loss %.4f, accuracy %.2f%%"):format(
     path, meta.pretrain_epochs, meta.val_mlm_loss, 100 * meta.val_mlm_acc))
   return path, meta
+end
+
+-- The sweeps whose runs fine-tune from the pretrained encoder: their scripts
+-- (experiments/table_text.lua, experiments/table_training_free.lua) pass train.init = the
+-- encoder's stage (M.init_opts), which is part of the runs' ids.
+M.FINETUNED = { table_text = true, table_training_free_text = true }
+
+-- The path of cfg's pretrained-encoder stage in `cache` (a hydra.stages cache), built or not;
+-- nil when the corpus is not prepared. Builds nothing: what `hydra repro --write` and the
+-- budget add as train.init to find the runs M.FINETUNED's scripts made.
+function M.encoder_path(cfg, cache)
+  local corpus = M.corpus_path(cfg)
+  if core.stat(corpus) ~= "file" then return nil end
+  local stages = require("hydra.stages")
+  return cache:path("pretrain", stages.key("pretrain", M.inputs(cfg, stages.data_hash(corpus))))
+end
+
+-- The sweep `name` (configs/sweeps/<name>.yaml at path) loaded as its script runs it: for
+-- M.FINETUNED, with train.init = the encoder's stage in the cache at cache_dir (default
+-- hydra.stages' default). opts as hydra.sweep.load's.
+function M.load_sweep(name, path, opts, cache_dir)
+  local sweep = require("hydra.sweep")
+  local sw = sweep.load(path, opts)
+  if not M.FINETUNED[name] or #sw.points == 0 then return sw end
+  local enc = M.encoder_path(sw.points[1].cfg, require("hydra.stages").new({ dir = cache_dir,
+    log = function() end }))
+  if not enc then return sw end
+  local o = {}
+  for k, v in pairs(opts or {}) do o[k] = v end
+  o.overrides = {}
+  for _, x in ipairs((opts or {}).overrides or {}) do o.overrides[#o.overrides + 1] = x end
+  o.overrides[#o.overrides + 1] = "train.init=" .. enc
+  return sweep.load(path, o)
 end
 
 function M.init_opts(opts, path)

@@ -28,8 +28,9 @@ local function home() return rawget(_G, "HYDRA_HOME") or "." end
 -- complete, else nil, why, and by_seed = { { seed, runs } } for each seed whose points are all
 -- complete (the seed parts --write can make), seeds = every seed of the sweep (sorted).
 local function paper_runs(experiment, overrides)
-  local sweep, rs = require("hydra.sweep"), require("hydra.report_sweep")
-  local sw = sweep.load(("%s/configs/sweeps/%s.yaml"):format(home(), experiment),
+  local rs = require("hydra.report_sweep")
+  local sw = require("hydra.pretrain").load_sweep(experiment,
+    ("%s/configs/sweeps/%s.yaml"):format(home(), experiment),
     { profile = "paper", overrides = overrides })
   local dir = sw.results_dir .. "/" .. sw.experiment
   local missing, points_of, seeds = {}, {}, {}

@@ -146,6 +146,36 @@ function T.train_init_loads_the_encoder()
     .. "a vit model", function() return hydra.model.new(hydra.config.load(nil, bad)) end)
 end
 
+-- `hydra repro --write` and the budget find the runs of a sweep that fine-tunes from the
+-- pretrained encoder (table_text): its points get train.init = the encoder's stage, the path
+-- pretrain.encoder builds, whether built yet or not; other sweeps are left as they are.
+function T.load_sweep_adds_the_encoder_stage()
+  local d = check.tmpdir()
+  corpus_file(d .. "/pcorpus.h5")
+  core.mkdir_p(d .. "/sweeps")
+  check.write_file(d .. "/base.yaml", ([[
+model: {kind: text, vocab_size: 0, max_len: 12, d_model: 32, n_heads: 4, depth: 2, d_mlp: 64,
+        n_classes: 2}
+data: {dir: %s, id: pcorpus}
+pretrain: {corpus: pcorpus, epochs: 1, batch_size: 16, val_subset: 0}
+results_dir: %s/results
+threads: 1
+]]):format(d, d))
+  check.write_file(d .. "/sweeps/s.yaml", "base: ../base.yaml\nseeds: 2\n")
+  local cache = hydra.stages.new({ dir = d .. "/cache", log = function() end })
+  local sw = hydra.pretrain.load_sweep("table_text", d .. "/sweeps/s.yaml", {}, d .. "/cache")
+  local want = hydra.pretrain.encoder_path(sw.points[1].cfg, cache)
+  eq(want:sub(1, #d + 16), d .. "/cache/pretrain/", "a stage of the cache")
+  eq(#sw.points, 2, "both seeds")
+  for _, pt in ipairs(sw.points) do eq(pt.cfg.train.init, want, "train.init = the stage") end
+  local plain = hydra.pretrain.load_sweep("other", d .. "/sweeps/s.yaml", {}, d .. "/cache")
+  check.ok(plain.points[1].cfg.train.init ~= want, "other sweeps: no train.init added")
+  check.ok(plain.points[1].id ~= sw.points[1].id, "so other run ids")
+  -- the path is the one the build writes
+  local built = hydra.pretrain.encoder(sw.points[1].cfg, cache, "test")
+  eq(built, want, "encoder() builds that path")
+end
+
 -- the real corpus against every evaluation set, by hashes of the normalised text (skipped when
 -- the sets are not prepared in datasets/prepared)
 function T.corpus_shares_no_test_sentence()
