@@ -1,8 +1,11 @@
 -- lua/hydra/methods/deep_ensemble.lua: Deep Ensembles = M = deep_ensemble.members base models
 -- trained independently with base seeds M*seed, M*seed+1, ..., M*seed+M-1: the run seeds 0, 1,
--- 2, ... use disjoint members (3 members: seed 0 bases 0-2, seed 1 bases 3-5, ...), so the seeds
--- of a table are independent ensembles and their spread is an ensemble's, not a shared
--- member's. Member 1 of seed 0 is the seed-0 Single's stage. With train.init (a pretrained
+-- 2, ... use disjoint members (3 members: seed 0 bases 0-2, seed 1 bases 3-5, ...), so the
+-- seeds' ensembles share no member and their spread is an ensemble's, not a shared member's.
+-- The Single of seed s is base s: member 1 of seed 0 is the seed-0 Single's stage, and members
+-- 2 and 3 are the Singles of seeds 1 and 2 (with 5 seeds, seed 1's members 1 and 2 are the
+-- Singles of seeds 3 and 4), so a row built from the Single shares those models with the Deep
+-- Ensemble of another seed. With train.init (a pretrained
 -- encoder) they are M fine-tunings of that one encoder with those seeds (the authors' text
 -- protocol; deep_ensemble_scratch is the row without it). With model.from (an imported model,
 -- hydra.sources) the members are model.from and the checkpoints of deep_ensemble.from (each
