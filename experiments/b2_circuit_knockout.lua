@@ -25,8 +25,9 @@ local verdict = hydra.verdict
 local core = hydra.core
 
 local opts = hydra.experiment.script_options(...)
-if opts.shard and opts.shard.i ~= 0 then
-  print(("b2_circuit_knockout: run by shard 0/%d only"):format(opts.shard.n))
+if not hydra.sweep.is_first(opts.shard) then
+  print(("b2_circuit_knockout: run by the first shard only (0/n or seed=0; this is shard %s)")
+    :format(hydra.sweep.shard_text(opts.shard)))
   return 0
 end
 local home = rawget(_G, "HYDRA_HOME") or "."

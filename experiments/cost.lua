@@ -14,9 +14,9 @@ local hydra = require("hydra")
 local core = hydra.core
 
 local opts = hydra.experiment.script_options(...)
-if opts.shard and opts.shard.i ~= 0 then  -- one measurement per repro, not one per shard
-  print(("cost: measured by shard 0/%d only (this is shard %d/%d)"):format(opts.shard.n,
-    opts.shard.i, opts.shard.n))
+if not hydra.sweep.is_first(opts.shard) then  -- one measurement per repro, not one per shard
+  print(("cost: measured by the first shard only (0/n or seed=0; this is shard %s)"):format(
+    hydra.sweep.shard_text(opts.shard)))
   return 0
 end
 local home = hydra.home or "."

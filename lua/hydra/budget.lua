@@ -204,7 +204,7 @@ function M.estimate(names, profile, opts)
     end
     if #parts > 0 then
       table.sort(parts)
-      local note = ("seed part(s) for seed(s) %s in %s/: the other seeds alone with --shard")
+      local note = ("seed part(s) for seed(s) %s in %s/: the other seeds alone with --shard seed=S")
         :format(table.concat(parts, ", "), sdir)
       row.note = row.note and (row.note .. "; " .. note) or note
     end

@@ -40,7 +40,9 @@
 --                 points complete before (or, others of them, finished meanwhile by another
 --                 process, e.g. a second sweep of the same file), ran those this sweep computed
 --   sweep.run_point(s, index, opts) -> run summary   (in this process; used by the worker)
---   sweep.shard(text) -> { i, n }    parses "i/n" (0 <= i < n) or "auto" (Slurm array / MPI env)
+--   sweep.shard(text) -> { i, n }    parses "i/n" (0 <= i < n) or "auto" (Slurm array / MPI env);
+--                                    "seed=S" -> { seed = S }: the points of seed S;
+--   sweep.shard_text(shard), sweep.is_first(shard)  its text; nil, 0/n or seed=0
 --   sweep.budget(s, opts) -> threads  the thread budget: opts.threads, the config's threads, else
 --                                    HYDRA_THREADS, SLURM_CPUS_PER_TASK, every core
 -- Workers: `hydra sweep FILE --point I --expect RUN-ID [same options]`, started with
@@ -398,6 +400,14 @@ function M.shard(text, getenv)
     err.usage("hydra sweep: --shard auto found no SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT, "
       .. "OMPI_COMM_WORLD_RANK/SIZE or PMI_RANK/SIZE in the environment")
   end
+  -- seed=S: the points of one seed (a summary built seed by seed: results/README.md, "Seed
+  -- parts")
+  local sd = tostring(text):match("^seed=(%d+)$")
+  if sd then
+    local seed = math.tointeger(tonumber(sd))
+    if not seed then err.usage("hydra sweep: --shard seed=S expects an integer S, got '%s'", text) end
+    return { seed = seed }
+  end
   local i, n = tostring(text):match("^(%d+)/(%d+)$")
   -- integers only: "1/99999999999999999999" reads n as a float (1e20), not a shard count
   i, n = math.tointeger(tonumber(i)), math.tointeger(tonumber(n))
@@ -524,13 +534,28 @@ function M.status(sw)
   return counts
 end
 
--- The points with index ≡ shard.i (mod shard.n) (all when shard is nil).
+-- The points with index ≡ shard.i (mod shard.n), or of seed shard.seed (all when shard is nil).
 function M.select(sw, shard)
   local out = {}
   for _, pt in ipairs(sw.points) do
-    if not shard or pt.index % shard.n == shard.i then out[#out + 1] = pt end
+    local take = not shard
+      or (shard.seed and math.tointeger(tonumber(pt.cfg.seed)) == shard.seed)
+      or (shard.n and pt.index % shard.n == shard.i)
+    if take then out[#out + 1] = pt end
   end
   return out
+end
+
+-- true when shard is nil or the first of its kind (0/n, seed=0): experiments that are not
+-- sweeps of seeds (cost, b2_circuit_knockout) run in that one only
+function M.is_first(shard)
+  return not shard or shard.i == 0 or shard.seed == 0
+end
+
+-- the text of a shard, as --shard takes it
+function M.shard_text(shard)
+  if shard.seed then return "seed=" .. shard.seed end
+  return ("%d/%d"):format(shard.i, shard.n)
 end
 
 -- ===== running =====
@@ -636,7 +661,7 @@ function M.run(sw, opts)
                     others = 0, failed = {}, interrupted = false, started = {} }
   say(("sweep %s: %d points%s, %d complete, %d to run; %d jobs x %d threads; results in %s/%s")
     :format(sw.name, #sw.points,
-      opts.shard and (" (shard %d/%d: %d)"):format(opts.shard.i, opts.shard.n, #selected) or "",
+      opts.shard and (" (shard %s: %d)"):format(M.shard_text(opts.shard), #selected) or "",
       skipped, #todo, jobs, per, sw.results_dir, sw.experiment))
   core.trap_signals()
   local running, nrun = {}, 0

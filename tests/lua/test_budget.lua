@@ -64,7 +64,7 @@ threads: 1
   core.mkdir_p(root .. "/paper/tinyb/seed-1")
   local n = budget.estimate({ "tinyb" }, nil, opts).rows[1].note
   eq(n, "seed part(s) for seed(s) 1 in " .. root .. "/paper/tinyb/: the other seeds alone with "
-    .. "--shard", "the part named")
+    .. "--shard seed=S", "the part named")
 end
 
 return T

@@ -197,6 +197,19 @@ function T.shards_partition_the_points()
   check.eq(hydra.sweep.shard("1/9223372036854775807").n, math.maxinteger, "n = 2^63 - 1")
   check.raises("hydra sweep: --shard expects i/n with 0 <= i < n (e.g. 0/4), got 'x'",
     function() return hydra.sweep.shard("x") end)
+  -- seed=S: the points of one seed, whatever the other axes (a summary built seed by seed)
+  local sg = hydra.sweep.load(put(d, "g.yaml", "base: base.yaml\nseeds: 3\n"
+    .. "grid: {train.epochs: [1, 2]}\n"))
+  local pts = hydra.sweep.select(sg, hydra.sweep.shard("seed=2"))
+  check.eq(#pts, 2, "both grid values of seed 2")
+  for _, pt in ipairs(pts) do check.eq(pt.cfg.seed, 2, "seed of point " .. pt.index) end
+  check.same({ pts[1].index, pts[2].index }, { 4, 5 }, "their indices in the whole sweep")
+  check.eq(hydra.sweep.shard_text(hydra.sweep.shard("seed=2")), "seed=2", "its text")
+  check.ok(hydra.sweep.is_first(hydra.sweep.shard("seed=0"))
+    and not hydra.sweep.is_first(hydra.sweep.shard("seed=1"))
+    and hydra.sweep.is_first(nil) and hydra.sweep.is_first(hydra.sweep.shard("0/2")), "is_first")
+  check.raises("hydra sweep: --shard expects i/n with 0 <= i < n (e.g. 0/4), got 'seed=x'",
+    function() return hydra.sweep.shard("seed=x") end)
 end
 
 -- A step array (`sbatch --array=0-2:2`: tasks 0 and 2, SLURM_ARRAY_TASK_COUNT 2) must not
@@ -461,7 +474,8 @@ function T.repro_cost_runs_on_shard_zero_only()
   local d = check.tmpdir()
   local code, out, errs = check.hydra(("repro cost --shard 1/2 results_dir=%s/results"):format(d))
   check.eq(code, 0, "exit status; stderr: " .. errs)
-  check.ok(out:find("cost: measured by shard 0/2 only (this is shard 1/2)", 1, true), out)
+  check.ok(out:find("cost: measured by the first shard only (0/n or seed=0; this is shard 1/2)",
+    1, true), out)
   check.eq(core.stat(d .. "/results/cost"), nil, "nothing measured on shard 1")
 end
 

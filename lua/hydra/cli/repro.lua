@@ -4,7 +4,7 @@ local core = require("hydra.core")
 local err = require("hydra.err")
 
 local USAGE = "hydra repro NAME[,NAME...]|all [--profile quick|paper] [--jobs N] [--seeds K] "
-  .. "[--shard i/n|auto] [--threads T] [--budget] [key=value ...]\n"
+  .. "[--shard i/n|auto|seed=S] [--threads T] [--budget] [key=value ...]\n"
   .. "       hydra repro --write|--check [--doc FILE] [--summaries DIR] [--resamples B] "
   .. "[results_dir=DIR]"
 

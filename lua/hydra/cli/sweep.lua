@@ -3,7 +3,7 @@ local argparse = require("hydra.argparse")
 local err = require("hydra.err")
 
 local USAGE = "hydra sweep SWEEP.yaml [--jobs N] [--profile quick|paper] [--seeds K] "
-  .. "[--shard i/n|auto] [--threads T] [--list | --status | --report-only] [--no-report] "
+  .. "[--shard i/n|auto|seed=S] [--threads T] [--list | --status | --report-only] [--no-report] "
   .. "[--launcher local|slurm [--slurm-partition P] [--slurm-time T] [--slurm-cpus N] "
   .. "[--slurm-mem M] [--slurm-array-parallelism K] [--wait]] [key=value ...]"
 
@@ -24,7 +24,8 @@ results/<experiment>/<run-id>/ (run-id from the resolved config's hash).
   --seeds K       adds (or replaces) the seed axis: seed = 0..K-1, outermost
   --shard i/n     run only the points whose index (from 0) is i mod n (Slurm array task, MPI
                   rank); `auto` reads the Slurm array's task id (any base, step or %
-                  limit: task MIN + k*STEP is shard k of COUNT) or the MPI rank/size
+                  limit: task MIN + k*STEP is shard k of COUNT) or the MPI rank/size;
+                  `seed=S` runs the points of seed S only (a summary built seed by seed)
   --list          print the points (index, run-id, status, overrides) and exit
   --status        like --list, with the Slurm state (pending, running) of the points not
                   complete from the last --launcher slurm submission
