@@ -195,15 +195,8 @@ function M.estimate(names, profile, opts)
     -- seeds whose seed part is committed (hydra.paper; results/README.md, "Seed parts")
     local sdir = ("%s/%s"):format(opts.summaries or
       (require("hydra.config").defaults().results_dir .. "/paper"), name)
-    local parts = {}
-    if core.stat(sdir) == "dir" then
-      for _, f in ipairs(core.listdir(sdir)) do
-        local s = f:match("^seed%-(%d+)$")
-        if s then parts[#parts + 1] = tonumber(s) end
-      end
-    end
+    local _, parts = require("hydra.paper").seed_parts(sdir)
     if #parts > 0 then
-      table.sort(parts)
       local note = ("seed part(s) for seed(s) %s in %s/: the other seeds alone with --shard seed=S")
         :format(table.concat(parts, ", "), sdir)
       row.note = row.note and (row.note .. "; " .. note) or note

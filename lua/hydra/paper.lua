@@ -764,12 +764,27 @@ function M.summarize_part(experiment, runs, dir, opts)
   local vtext, rows, comps, by_id = prepare(experiment, runs)
   local h5 = require("hydra.h5")
   local rpath = dir .. "/replicates.h5"
-  if fs.read_file(dir .. "/values.csv") == vtext and h5.exists(rpath) then
+  -- up to date: the same values, and a replicates file of this seed, resamples, bootstrap seed
+  -- and comparisons (their group index is the bootstrap's, not compared); a file that does not
+  -- read is written again
+  local function up_to_date()
     local f <close> = h5.open(rpath)
     local a = f:attrs("/")
-    if a.format == M.PART_FORMAT and a.experiment == experiment and a.seed == seed
-        and a.resamples == B and a.boot_seed == bseed
-        and #f:read_strings("/comparisons") == #comps then
+    if a.format ~= M.PART_FORMAT or a.experiment ~= experiment or a.seed ~= seed
+        or a.resamples ~= B or a.boot_seed ~= bseed then
+      return false
+    end
+    local got = f:read_strings("/comparisons")
+    if #got ~= #comps then return false end
+    for i, c in ipairs(comps) do
+      local want = comp_text(c, "")
+      if got[i]:sub(1, #want) ~= want then return false end
+    end
+    return true
+  end
+  if fs.read_file(dir .. "/values.csv") == vtext and h5.exists(rpath) then
+    local ok, same = pcall(up_to_date)
+    if ok and same then
       return { seed = seed, rows = #rows, comparisons = #comps, up_to_date = true }
     end
   end
@@ -802,6 +817,22 @@ function M.summarize_part(experiment, runs, dir, opts)
   return { seed = seed, rows = #rows, comparisons = #comps }
 end
 
+-- The seed parts in an experiment's summary folder edir: { [seed] = dir }, and the seeds
+-- sorted (folders named seed-<s>).
+function M.seed_parts(edir)
+  local out, seeds = {}, {}
+  if core.stat(edir) ~= "dir" then return out, seeds end
+  for _, name in ipairs(core.listdir(edir)) do
+    local s = math.tointeger(tonumber(name:match("^seed%-(%d+)$") or ""))
+    if s and core.stat(edir .. "/" .. name) == "dir" then
+      out[s] = edir .. "/" .. name
+      seeds[#seeds + 1] = s
+    end
+  end
+  table.sort(seeds)
+  return out, seeds
+end
+
 -- one part: { seed, B, boot_seed, comps = { lines }, groups = { [g] = { [name \t key] =
 -- { reps, observed } } }, values = { data lines of values.csv } }
 local function read_part(experiment, dir)
@@ -819,14 +850,24 @@ local function read_part(experiment, dir)
     err.fail("paper: %s: a part of experiment '%s', expected '%s'", rpath, tostring(a.experiment),
       experiment)
   end
-  local p = { seed = a.seed, B = a.resamples, boot_seed = a.boot_seed, dir = dir,
-              comps = f:read_strings("/comparisons"), groups = {},
+  for _, k in ipairs({ "seed", "resamples", "boot_seed", "groups" }) do
+    local v = a[k]
+    if type(v) ~= "number" or math.tointeger(v) == nil or v < 0 then
+      err.fail("paper: %s: expected an integer attribute %s >= 0, got %s", rpath, k, tostring(v))
+    end
+  end
+  local function read(fn, name, dtype)
+    return err.wrap("paper: " .. rpath, fn, f, name, dtype)
+  end
+  local p = { seed = math.tointeger(a.seed), B = math.tointeger(a.resamples),
+              boot_seed = math.tointeger(a.boot_seed), dir = dir,
+              comps = read(f.read_strings, "/comparisons"), groups = {},
               values = data_lines(vtext, "row,label,seed,key,value") }
-  for gi = 1, a.groups do
+  for gi = 1, math.tointeger(a.groups) do
     local gp = ("/groups/%d"):format(gi)
-    local names = f:read_strings(gp .. "/values")
-    local reps = f:read(gp .. "/resampled", "float64")
-    local obs = f:read(gp .. "/observed", "float64"):totable()
+    local names = read(f.read_strings, gp .. "/values")
+    local reps = read(f.read, gp .. "/resampled", "float64")
+    local obs = read(f.read, gp .. "/observed", "float64"):totable()
     local shape = reps:shape()
     if #shape ~= 2 or shape[1] ~= #names or shape[2] ~= p.B or #obs ~= #names then
       err.fail("paper: %s: group %d: expected %d x %d resampled and %d observed values", rpath, gi,

@@ -55,20 +55,7 @@ local function paper_runs(experiment, overrides)
     missing[1]), by_seed, seeds
 end
 
--- the seed parts of an experiment's summary folder: { [seed] = dir }, sorted seeds
-local function parts_of(edir)
-  local out, seeds = {}, {}
-  if core.stat(edir) ~= "dir" then return out, seeds end
-  for _, name in ipairs(core.listdir(edir)) do
-    local s = math.tointeger(tonumber(name:match("^seed%-(%d+)$") or ""))
-    if s and core.stat(edir .. "/" .. name) == "dir" then
-      out[s] = edir .. "/" .. name
-      seeds[#seeds + 1] = s
-    end
-  end
-  table.sort(seeds)
-  return out, seeds
-end
+local parts_of = paper.seed_parts
 
 -- removes a seed part's folder (its files, then the folder); raises naming what stays
 local function remove_part(d)

@@ -405,7 +405,9 @@ function M.shard(text, getenv)
   local sd = tostring(text):match("^seed=(%d+)$")
   if sd then
     local seed = math.tointeger(tonumber(sd))
-    if not seed then err.usage("hydra sweep: --shard seed=S expects an integer S, got '%s'", text) end
+    if not seed then
+      err.usage("hydra sweep: --shard seed=S expects an integer S, got '%s'", text)
+    end
     return { seed = seed }
   end
   local i, n = tostring(text):match("^(%d+)/(%d+)$")

@@ -154,6 +154,30 @@ function T.seed_parts_merge_to_the_whole_summary()
   check.write_file(dirs[1] .. "/replicates.h5", "not hdf5")
   check.raises_has(dirs[1] .. "/replicates.h5",
     function() paper.merge_parts("table_image", dirs, merged) end)
+  -- a part that lost an attribute or a dataset: refused, naming the file and what is missing
+  local function fake(attrs, strings)
+    local f <close> = hydra.h5.create(dirs[1] .. "/replicates.h5")
+    for k, v in pairs(attrs) do f:set_attr("/", k, v) end
+    if strings then f:write_strings("/comparisons", strings) end
+    f:commit()
+  end
+  local base = { format = paper.PART_FORMAT, experiment = "table_image", seed = 1,
+                 resamples = 30, boot_seed = 0 }
+  fake(base)
+  check.raises_has(dirs[1] .. "/replicates.h5: expected an integer attribute groups >= 0, got "
+    .. "nil", function() paper.merge_parts("table_image", dirs, merged) end)
+  base.groups = 1
+  fake(base)
+  check.raises_has("paper: " .. dirs[1] .. "/replicates.h5: ",
+    function() paper.merge_parts("table_image", dirs, merged) end)
+  -- such a file is no part of the runs: --write makes it again
+  local runs1 = {}
+  for _, r in ipairs(w.runs) do
+    if math.tointeger(tonumber(r.flat.seed)) == 1 then runs1[#runs1 + 1] = r end
+  end
+  ok(not paper.summarize_part("table_image", runs1, dirs[1], { B = 30 }).up_to_date,
+    "a damaged part is written again")
+  ok(paper.summarize_part("table_image", runs1, dirs[1], { B = 30 }).up_to_date, "and then whole")
 end
 
 -- `hydra repro --write` with the seeds complete one at a time: a part per complete seed, the

@@ -50,17 +50,17 @@ first writes the result summary of every experiment whose paper-profile runs are
 resamples, default 1000; a summary that already holds what the runs give is left as it is,
 without a new bootstrap); where only some seeds are complete, a seed part for each of them
 (<experiment>/seed-<s>/: that seed's values and bootstrap resamples), merged into the summary
-once every seed has one (results/README.md, "Seed parts"); then the tables from the summaries. The runs are read under
-results_dir (default `results`; results_dir=DIR reads run folders made elsewhere, the same
-override `hydra repro NAME` was run with), while the summaries still go to --summaries (default
-results/paper of the repository); a summary an experiment script writes itself
-(b2_circuit_knockout, prop1: DIR/paper/<experiment>/) is copied there. A table whose summary
-does not exist yet keeps the one line "*Not generated yet: ...*"; a generated table whose
-summary is missing is an error and nothing is written. --check compares the committed tables
-with what the summaries give (and the summaries with the run folders, or with the script's
-summary under results_dir, where present), names every stale cell (file, table, row, column,
-committed and computed text) or missing summary, and exits 1 if any; tables still waiting for
-their summary are listed and pass.]],
+once every seed has one (results/README.md, "Seed parts"); then the tables from the summaries.
+The runs are read under results_dir (default `results`; results_dir=DIR reads run folders made
+elsewhere, the same override `hydra repro NAME` was run with), while the summaries still go to
+--summaries (default results/paper of the repository); a summary an experiment script writes
+itself (b2_circuit_knockout, prop1: DIR/paper/<experiment>/) is copied there. A table whose
+summary does not exist yet keeps the one line "*Not generated yet: ...*"; a generated table
+whose summary is missing is an error and nothing is written. --check compares the committed
+tables with what the summaries give (and the summaries with the run folders, or with the
+script's summary under results_dir, where present), names every stale cell (file, table, row,
+column, committed and computed text) or missing summary, and exits 1 if any; tables still
+waiting for their summary are listed and pass.]],
   run = function(args)
     local opts = argparse.parse(args, {
       command = "repro",

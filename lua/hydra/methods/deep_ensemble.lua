@@ -5,9 +5,9 @@
 -- The Single of seed s is base s: member 1 of seed 0 is the seed-0 Single's stage, and members
 -- 2 and 3 are the Singles of seeds 1 and 2 (with 5 seeds, seed 1's members 1 and 2 are the
 -- Singles of seeds 3 and 4), so a row built from the Single shares those models with the Deep
--- Ensemble of another seed. With train.init (a pretrained
--- encoder) they are M fine-tunings of that one encoder with those seeds (the authors' text
--- protocol; deep_ensemble_scratch is the row without it). With model.from (an imported model,
+-- Ensemble of another seed. With train.init (a pretrained encoder) they are M fine-tunings of
+-- that one encoder with those seeds (the authors' text protocol; deep_ensemble_scratch is the
+-- row without it). With model.from (an imported model,
 -- hydra.sources) the members are model.from and the checkpoints of deep_ensemble.from (each
 -- imported, fine-tuned when train.epochs > 0), or, without deep_ensemble.from, fine-tunings of
 -- model.from with those seeds. Prediction: p̄ = mean of the members' softmaxes; /member_probs
