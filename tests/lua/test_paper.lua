@@ -43,6 +43,15 @@ local function tiny_runs()
   return runs_cache
 end
 
+-- the tiny runs of one seed
+local function runs_of_seed(w, seed)
+  local out = {}
+  for _, r in ipairs(w.runs) do
+    if math.tointeger(tonumber(r.flat.seed)) == seed then out[#out + 1] = r end
+  end
+  return out
+end
+
 -- comparisons over different OOD sets (ablation_condition's leave-one-out rows) go to separate
 -- paired bootstraps, each drawing rows for its own sets; the order within a group is kept
 function T.comparisons_are_grouped_by_their_ood_sets()
@@ -119,10 +128,7 @@ function T.seed_parts_merge_to_the_whole_summary()
   paper.summarize("table_image", w.runs, whole, { B = 30 })
   local dirs = {}
   for _, seed in ipairs({ 1, 0 }) do   -- out of order: merge sorts by seed
-    local runs = {}
-    for _, r in ipairs(w.runs) do
-      if math.tointeger(tonumber(r.flat.seed)) == seed then runs[#runs + 1] = r end
-    end
+    local runs = runs_of_seed(w, seed)
     local d = ("%s/paper_parts/table_image/seed-%d"):format(w.root, seed)
     local r = paper.summarize_part("table_image", runs, d, { B = 30 })
     eq(r.seed, seed, "part's seed")
@@ -139,10 +145,7 @@ function T.seed_parts_merge_to_the_whole_summary()
   -- one seed twice, or parts resampled differently: refused, naming the parts
   check.raises_has("both hold seed 1",
     function() paper.merge_parts("table_image", { dirs[1], dirs[1] }, merged) end)
-  local runs0 = {}
-  for _, r in ipairs(w.runs) do
-    if math.tointeger(tonumber(r.flat.seed)) == 0 then runs0[#runs0 + 1] = r end
-  end
+  local runs0 = runs_of_seed(w, 0)
   ok(not paper.summarize_part("table_image", runs0, dirs[2], { B = 31 }).up_to_date,
     "another B: written again")
   check.raises_has(dirs[1] .. " was resampled 30 times with seed 0, " .. dirs[2] .. " 31 times",
@@ -171,10 +174,7 @@ function T.seed_parts_merge_to_the_whole_summary()
   check.raises_has("paper: " .. dirs[1] .. "/replicates.h5: ",
     function() paper.merge_parts("table_image", dirs, merged) end)
   -- such a file is no part of the runs: --write makes it again
-  local runs1 = {}
-  for _, r in ipairs(w.runs) do
-    if math.tointeger(tonumber(r.flat.seed)) == 1 then runs1[#runs1 + 1] = r end
-  end
+  local runs1 = runs_of_seed(w, 1)
   ok(not paper.summarize_part("table_image", runs1, dirs[1], { B = 30 }).up_to_date,
     "a damaged part is written again")
   ok(paper.summarize_part("table_image", runs1, dirs[1], { B = 30 }).up_to_date, "and then whole")
@@ -188,13 +188,7 @@ function T.repro_write_builds_the_summary_seed_by_seed()
   local whole = w.root .. "/paper_whole2/table_image"
   paper.summarize("table_image", w.runs, whole, { B = 25 })
   local edir = w.root .. "/paper_seedwise/table_image"
-  local function of_seed(seed)
-    local runs = {}
-    for _, r in ipairs(w.runs) do
-      if math.tointeger(tonumber(r.flat.seed)) == seed then runs[#runs + 1] = r end
-    end
-    return { seed = seed, runs = runs }
-  end
+  local function of_seed(seed) return { seed = seed, runs = runs_of_seed(w, seed) } end
   local lines = {}
   local function say(l) lines[#lines + 1] = l end
   rp.write_parts("table_image", edir, { of_seed(1) }, { 0, 1 }, "1 of 2 paper runs missing", 25,
