@@ -249,6 +249,14 @@ do
   add({ name = "ablation_members.ood_msp", experiment = "ablation_members",
         columns = "ood_msp", rows = rows,
         verdict = { key = "ood_avg_auroc_msp", better = "higher", what = "the row with M - 1" } })
+  -- the paper's claim, more members help: the largest ensemble against one pruned member
+  local comps = {}
+  for _, m in ipairs({ "hydra_taylor", "hydra_circ" }) do
+    comps[#comps + 1] = { a = m .. "[hydra.members=6]", b = m .. "[hydra.members=1]",
+                          key = "ood_avg_auroc_msp", better = "higher" }
+  end
+  add({ name = "ablation_members.verdicts", experiment = "ablation_members", kind = "verdicts",
+        comparisons = comps })
 end
 
 do

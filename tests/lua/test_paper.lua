@@ -369,6 +369,9 @@ end
 
 function T.check_names_a_changed_cell()
   local dir = check.tmpdir()
+  -- results_dir apart: the repository's own results/paper/ holds script summaries (prop1) that
+  -- --check compares with the fixture's
+  local rd = " results_dir=" .. dir .. "/results"
   local text = check.read_file(FIX .. "/doc.md")
   local changed, n = text:gsub("| Taylor | 73.00 ± 1.00 |", "| Taylor | 73.01 ± 1.00 |", 1)
   eq(n, 1, "one cell changed")
@@ -380,22 +383,22 @@ function T.check_names_a_changed_cell()
     .. "/summaries/ablation_pruning/values.csv)", "file, table, row, column, both texts")
   -- the command exits 1 and names the cell; with the summaries absent it names what is missing
   local code, _, e = check.hydra(("repro --check --doc %s --summaries %s"):format(dir .. "/doc.md",
-    FIX .. "/summaries"))
+    FIX .. "/summaries") .. rd)
   eq(code, 1, "exit status")
   ok(e:find("row 'Taylor', column 'OOD avg AUROC ↑': committed '73.01 ± 1.00'", 1, true) ~= nil,
     "message: " .. e)
   code, _, e = check.hydra(("repro --check --doc %s --summaries %s"):format(dir .. "/doc.md",
-    dir .. "/none"))
+    dir .. "/none") .. rd)
   eq(code, 1, "missing summaries: exit status")
   ok(e:find("missing result summary " .. dir .. "/none/ablation_pruning/values.csv (table "
     .. "ablation_pruning.id): run `hydra repro ablation_pruning --profile paper`, then "
     .. "`hydra repro --write`", 1, true) ~= nil, "missing: " .. e)
   code = check.hydra(("repro --check --doc %s --summaries %s"):format(FIX .. "/doc.md",
-    FIX .. "/summaries"))
+    FIX .. "/summaries") .. rd)
   eq(code, 0, "the committed fixture: exit 0")
   -- --write changes nothing when a summary is missing
   code, _, e = check.hydra(("repro --write --doc %s --summaries %s"):format(dir .. "/doc.md",
-    dir .. "/none"))
+    dir .. "/none") .. rd)
   ok(code ~= 0 and e:find("unchanged", 1, true) ~= nil, "write refuses: " .. e)
   eq(check.read_file(dir .. "/doc.md"), changed, "document untouched")
 end
