@@ -164,6 +164,7 @@ double hy_now(void) {
 /* ===== threads ===== */
 
 void openblas_set_num_threads(int num_threads);
+int openblas_get_num_threads(void);
 static int n_threads = 1;
 
 /* An environment variable holding a thread count: 0 when unset or empty, -1 when malformed. */
@@ -214,6 +215,8 @@ hy_status hy_threads_init(int64_t n) {
 }
 
 int hy_threads(void) { return n_threads; }
+
+int hy_blas_threads(void) { return openblas_get_num_threads(); }
 
 bool hy_omp_par(bool cond) {
 #ifdef _OPENMP

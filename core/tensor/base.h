@@ -101,6 +101,10 @@ hy_status hy_threads_init(int64_t n);
 /* The count hy_threads_init(0) uses, into *n; fails like it on a bad environment. */
 hy_status hy_threads_default(int64_t *n);
 int hy_threads(void);
+/* The thread count OpenBLAS would use for its own products: 1 in every process that called
+ * hy_threads_init (the hydra executable calls it before anything else, lua/host/main.c);
+ * OpenBLAS's own default otherwise. */
+int hy_blas_threads(void);
 
 /* Whether a kernel should open an OpenMP region for work worth `cond`: cond, and not inside a
  * region with more than one thread already (a small pass's team, the fused model's slices), where

@@ -7,7 +7,12 @@
  * Threads: OpenMP threads that spin-wait after a parallel region fight OpenBLAS's own threads
  * for the cores (measured: 40x slower batch-1 inference on 2 cores), so the host makes the
  * OpenMP wait policy passive. libgomp reads OMP_WAIT_POLICY when it loads, before main(), so
- * when the variable is unset the host sets it and re-executes itself once.
+ * when the variable is unset the host sets it and re-executes itself once. Before any Lua
+ * runs, the host sets hydra's threads to 1 and OpenBLAS's to 1 (hy_threads_init(1)), so that
+ * a product computed in a script's own process (a stage that prop1, b2_circuit_knockout or the
+ * text pretraining builds without a run) rounds as it does in a run: OpenBLAS's own threading
+ * rounds differently from one thread (core/README.md, "Threading and determinism"). A command
+ * or script then sets its thread budget with hy_threads_init(n).
  * A failure to write standard output (checked when it is flushed and closed at exit) makes the
  * exit status 1. */
 #define _DEFAULT_SOURCE
@@ -126,6 +131,7 @@ static void ensure_passive_wait(char **argv) {
 
 int main(int argc, char **argv) {
     ensure_passive_wait(argv);
+    (void)hy_threads_init(1);                      /* n = 1 cannot fail */
     lua_State *L = luaL_newstate();
     if (L == NULL) {
         fputs("hydra: cannot create Lua state\n", stderr);

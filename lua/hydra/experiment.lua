@@ -1,7 +1,8 @@
 -- lua/hydra/experiment.lua: the helpers of experiment scripts (experiments/*.lua, run by
 -- `hydra repro NAME` or `hydra run experiments/NAME.lua k=v ...`).
 --
---   experiment.script_options(...)          -> opts = { profile, jobs, seeds, shard, overrides }
+--   experiment.script_options(...)          -> opts = { profile, jobs, seeds, shard, threads,
+--                                              overrides }; sets the script process's threads
 --   experiment.config(name, opts)           -> the resolved config of a one-run experiment
 --   experiment.run(name, opts)              -> e = { sweep, summary, report, runs, table, partial }
 --                                              (a sweep experiment: configs/sweeps/<name>.yaml)
@@ -24,9 +25,10 @@ local M = {}
 local function home() return rawget(_G, "HYDRA_HOME") or "." end
 
 -- Options of an experiment script: the table `hydra repro` passes ({ profile, jobs, seeds,
--- overrides = { "k=v"... } }), or the key=value table of `hydra run SCRIPT k=v ...`, where
--- profile=, jobs= and seeds= are options and every other key a config override.
-function M.script_options(a)
+-- threads, overrides = { "k=v"... } }), or the key=value table of `hydra run SCRIPT k=v ...`,
+-- where profile=, jobs= and seeds= are options, threads= both the thread budget and a config
+-- override, and every other key a config override.
+local function parse_options(a)
   if type(a) == "table" and a.repro then return a end
   local o = { overrides = {} }
   local keys = {}
@@ -34,15 +36,25 @@ function M.script_options(a)
   table.sort(keys)
   for _, k in ipairs(keys) do
     local v = a[k]
-    if k == "jobs" or k == "seeds" then
+    if k == "jobs" or k == "seeds" or k == "threads" then
       o[k] = math.tointeger(tonumber(v))
       if not o[k] or o[k] < 1 then err.usage("%s=%s: expected an integer >= 1", k, tostring(v)) end
+      if k == "threads" then o.overrides[#o.overrides + 1] = k .. "=" .. tostring(v) end
     elseif k == "profile" then
       o.profile = v
     else
       o.overrides[#o.overrides + 1] = k .. "=" .. tostring(v)
     end
   end
+  return o
+end
+
+-- The script's own process builds stages too (prop1, b2_circuit_knockout, the pretrained
+-- encoder), so its kernels run at the thread budget (else HYDRA_THREADS or every core), with
+-- OpenBLAS at one thread as in every run (core/README.md, "Threading and determinism").
+function M.script_options(a)
+  local o = parse_options(a)
+  err.wrap(nil, core.threads_init, o.threads or 0)
   return o
 end
 

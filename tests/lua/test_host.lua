@@ -89,6 +89,34 @@ function T.openmp_wait_policy_passive_unless_chosen()
   check.eq(out, "active b", "the user's choice is kept")
 end
 
+-- OpenBLAS runs at one thread in every hydra process from its start, so a stage built in a
+-- script's own process (prop1, b2_circuit_knockout, the text pretraining) rounds as in a run;
+-- a script runs at its --threads budget. OPENBLAS_NUM_THREADS=2 makes the test fail where
+-- OpenBLAS would otherwise default to one thread (a one-core machine).
+function T.blas_single_threaded_in_every_process()
+  local d = check.tmpdir()
+  check.write_file(d .. "/blas.lua", [[
+local core = require("hydra").core
+io.write(core.blas_threads(), " ", core.threads())
+local o = require("hydra.experiment").script_options(...)
+io.write(" ", core.blas_threads(), " ", core.threads(), " ", tostring(o.threads))
+for _, v in ipairs(o.overrides) do io.write(" ", v) end
+]])
+  local exe = os.getenv("HYDRA") or "./hydra"
+  local h = io.popen(("OPENBLAS_NUM_THREADS=2 %s run %s/blas.lua threads=2 seed=4"):format(exe, d))
+  local out = h:read("a")
+  h:close()
+  check.eq(out, "1 1 1 2 2 seed=4 threads=2",
+           "OpenBLAS at 1 thread before and after script_options; threads=2 is the budget")
+  h = io.popen(("HYDRA_THREADS=3 OPENBLAS_NUM_THREADS=2 %s run %s/blas.lua"):format(exe, d))
+  out = h:read("a")
+  h:close()
+  check.eq(out, "1 1 1 3 nil", "without threads=, the script runs at HYDRA_THREADS")
+  local code, _, err = check.hydra(("run %s/blas.lua threads=x"):format(d))
+  check.eq(code, 2, "threads=x status")
+  check.eq(err, "hydra: threads=x: expected an integer >= 1\n", "threads=x message")
+end
+
 function T.tensor_basics()
   local core = require("hydra.core")
   local t = core.tensor("float32", 2, 3)

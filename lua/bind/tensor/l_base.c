@@ -3,6 +3,7 @@
  *   core.threads_init(n) -> count   sets OpenMP + OpenBLAS threads once (n <= 0: HYDRA_THREADS,
  *                                   else SLURM_CPUS_PER_TASK, else every core);
  *   core.threads() -> the count in force;  core.threads_default() -> what n <= 0 would use
+ *   core.blas_threads() -> the count OpenBLAS would use for its own products (1 once set)
  *   core.alloc_count() -> allocations made through hy_x* so far (failure-injection tests)
  *   core.version (string)  core.debug (built with HY_DEBUG, make MODE=asan: HYDRA_FAIL_ALLOC=N
  *   is honoured)  core.vector_isa ("avx512", "avx2" or "baseline": the vector unit the build
@@ -25,6 +26,11 @@ static int l_threads(lua_State *L) {
     return 1;
 }
 
+static int l_blas_threads(lua_State *L) {
+    lua_pushinteger(L, hy_blas_threads());
+    return 1;
+}
+
 static int l_threads_default(lua_State *L) {
     int64_t n = 0;
     if (hy_threads_default(&n) != HY_OK) return l_raise(L);
@@ -41,7 +47,7 @@ void l_open_base(lua_State *L) {
     static const luaL_Reg fns[] = {
         {"now", l_now},         {"threads_init", l_threads_init},
         {"threads", l_threads}, {"threads_default", l_threads_default},
-        {"alloc_count", l_alloc_count},
+        {"blas_threads", l_blas_threads}, {"alloc_count", l_alloc_count},
         {NULL, NULL}};
     l_setfuncs(L, fns);
     lua_pushliteral(L, HY_VERSION);
