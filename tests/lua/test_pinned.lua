@@ -148,7 +148,7 @@ local function text_world(d)
 end
 
 -- runs every method on a world with one thread (results are bitwise the same for the same seed
--- and thread count, core/README.md; 1 and 2 threads do differ in training); returns the run-id
+-- at any thread count: core/README.md, "Threading and determinism"); returns the run-id
 -- (of the config with data.dir fixed to "pinned", so that it does not depend on the temporary
 -- folder), the summary and the cache
 local function tiny_run(world, extra)
